@@ -1,0 +1,12 @@
+// The subcommands of `pipetwin`; each adds itself to the app and runs from its callback.
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace pipetwin::cli {
+
+void add_list_commands(CLI::App& app);      // models, schedules, hardware
+void add_schedule_command(CLI::App& app);   // schedule -> graph.json / graph.dot
+void add_evaluate_command(CLI::App& app);   // evaluate -> analytic timing table or JSON
+void add_devices_command(CLI::App& app);    // devices -> CPU cores and CUDA devices
+
+}  // namespace pipetwin::cli

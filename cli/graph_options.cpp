@@ -1,0 +1,53 @@
+// Shared graph options and the --procs list syntax.
+#include "graph_options.hpp"
+
+#include "pipetwin/models/error.hpp"
+#include "pipetwin/models/params.hpp"
+
+namespace pipetwin::cli {
+
+void add_graph_options(CLI::App& command, GraphOptions& options, const std::string& default_procs) {
+  options.procs = default_procs;
+  command.add_option("--model,-m", options.config.model,
+                     "network: a name from `pipetwin models`, or a network file ending in .json")
+      ->capture_default_str();
+  command.add_option("--schedule,-s", options.config.schedule, "schedule from `pipetwin schedules`")
+      ->capture_default_str();
+  command.add_option("--hardware", options.config.hardware,
+                     "hardware profile from `pipetwin hardware`, or a profile file ending in .json")
+      ->capture_default_str();
+  command.add_option("--procs,-p", options.procs,
+                     "processor count, or a list such as 1-9 or 1,2,4,8")
+      ->capture_default_str();
+  command.add_option("--microbatches", options.config.microbatches,
+                     "microbatches per minibatch (the minibatch of `batch` samples is split evenly)")
+      ->capture_default_str();
+  command.add_option("--minibatches", options.config.minibatches,
+                     "minibatches (optimizer steps) to schedule")
+      ->capture_default_str();
+  command.add_option("--param", options.config.params,
+                     "key=value for the model, hardware or schedule (repeatable), e.g. batch=64, "
+                     "precision=tf32, cuts=18,36; prefix with model./hardware./schedule. if ambiguous")
+      ->take_all();
+}
+
+std::vector<int> parse_procs(const std::string& text) {
+  std::vector<int> counts;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t comma = text.find(',', begin);
+    const std::string item = text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    const std::size_t dash = item.find('-', 1);
+    const std::int64_t low = parse_int(item.substr(0, dash), "--procs");
+    const std::int64_t high = dash == std::string::npos ? low : parse_int(item.substr(dash + 1), "--procs");
+    if (low < 1) throw Error("--procs: processor counts must be at least 1, got " + std::to_string(low));
+    if (high < low) throw Error("--procs: range " + item + " is empty");
+    if (high > 4096) throw Error("--procs: at most 4096 processors, got " + std::to_string(high));
+    for (std::int64_t p = low; p <= high; ++p) counts.push_back(static_cast<int>(p));
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  return counts;
+}
+
+}  // namespace pipetwin::cli

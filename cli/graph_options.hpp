@@ -1,0 +1,24 @@
+// The options every graph-building command shares (--model, --schedule, --procs, ...), and the
+// processor-count list syntax "4", "1-9", "1,2,4-8".
+#pragma once
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "pipetwin/schedule/registry.hpp"
+
+namespace pipetwin::cli {
+
+struct GraphOptions {
+  GraphConfig config;
+  std::string procs = "1";
+};
+
+// Adds the options to `command`, with `default_procs` as the --procs default.
+void add_graph_options(CLI::App& command, GraphOptions& options, const std::string& default_procs);
+
+// "1-9" -> 1..9, "1,2,4-8" -> 1,2,4,5,6,7,8; throws on anything else or on counts < 1.
+std::vector<int> parse_procs(const std::string& text);
+
+}  // namespace pipetwin::cli

@@ -1,0 +1,57 @@
+// The `pipetwin` command: predicts and measures pipelined backpropagation schedules.
+// Errors become one line on stderr and a non-zero exit (2 for bad input, 1 for anything else).
+#include <algorithm>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.hpp"
+#include "pipetwin/models/error.hpp"
+#include "pipetwin/models/names.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "pipetwin: build pipelined-backpropagation schedules (GPipe, 1F1B, PipeDream, ...) as task "
+      "graphs and predict their cycles, utilization, bubbles and memory.\n"
+      "Start with `pipetwin evaluate` (resnet56, 1f1b, h100, P = 1..9) or `pipetwin models`.",
+      "pipetwin"};
+  app.set_version_flag("--version", "pipetwin 0.1.0");
+  app.require_subcommand(1);
+  pipetwin::cli::add_list_commands(app);
+  pipetwin::cli::add_schedule_command(app);
+  pipetwin::cli::add_evaluate_command(app);
+  pipetwin::cli::add_devices_command(app);
+  if (argc < 2) {
+    std::cout << app.help();
+    return 1;
+  }
+  // Name an unknown command (CLI11 would only say that a subcommand is required).
+  const std::string first = argv[1];
+  if (!first.empty() && first[0] != '-') {
+    std::vector<std::string> names;
+    for (const auto* command : app.get_subcommands({})) names.push_back(command->get_name());
+    if (std::find(names.begin(), names.end(), first) == names.end()) {
+      std::cerr << "pipetwin: error: " << pipetwin::unknown_name_message("command", first, names) << "\n";
+      return 2;
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "pipetwin: error: " << e.what() << " (see pipetwin --help)\n";
+    return 2;
+  } catch (const pipetwin::Error& e) {
+    std::cerr << "pipetwin: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "pipetwin: internal error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,69 @@
+// `pipetwin schedule`: builds a task graph by name and writes it as JSON (or DOT).
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "commands.hpp"
+#include "graph_options.hpp"
+#include "pipetwin/models/error.hpp"
+#include "pipetwin/schedule/graph_io.hpp"
+#include "pipetwin/schedule/validator.hpp"
+
+namespace pipetwin::cli {
+namespace {
+
+struct ScheduleOptions {
+  GraphOptions graph;
+  std::string output;
+  std::string format = "auto";
+};
+
+// Writes to a temporary file and renames it, so a failure never leaves half a file behind.
+void write_file(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::cout << text;
+    return;
+  }
+  const std::string temporary = path + ".partial";
+  {
+    std::ofstream out(temporary, std::ios::binary);
+    if (!out) throw Error(path + ": cannot write");
+    out << text;
+    if (!out.flush()) throw Error(path + ": write failed");
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) throw Error(path + ": cannot write");
+}
+
+void run(const ScheduleOptions& options) {
+  const auto counts = parse_procs(options.graph.procs);
+  if (counts.size() != 1) throw Error("schedule: --procs takes one processor count here");
+  GraphConfig config = options.graph.config;
+  config.processors = counts.front();
+  const TaskGraph graph = make_graph(config);
+  validate_or_throw(graph);
+  std::string format = options.format;
+  if (format == "auto") {
+    format = options.output.size() > 4 && options.output.compare(options.output.size() - 4, 4, ".dot") == 0
+                 ? "dot" : "json";
+  }
+  write_file(options.output, format == "dot" ? graph_to_dot(graph) : graph_to_json(graph));
+  if (options.output != "-") {
+    std::cerr << "wrote " << graph.tasks.size() << " tasks (" << graph.schedule << ", "
+              << graph.model << ", P=" << graph.processor_count() << ") to " << options.output << "\n";
+  }
+}
+
+}  // namespace
+
+void add_schedule_command(CLI::App& app) {
+  auto options = std::make_shared<ScheduleOptions>();
+  auto* command = app.add_subcommand("schedule", "build a schedule's task graph and write it as JSON or DOT");
+  add_graph_options(*command, options->graph, "4");
+  command->add_option("-o,--output", options->output, "output file (- for standard output)")->required();
+  command->add_option("--format", options->format, "json, dot, or auto (from the file name)")
+      ->check(CLI::IsMember({"auto", "json", "dot"}))
+      ->capture_default_str();
+  command->callback([options] { run(*options); });
+}
+
+}  // namespace pipetwin::cli

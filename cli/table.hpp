@@ -1,0 +1,23 @@
+// A plain text table with right-aligned columns, and human-readable byte counts.
+#pragma once
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace pipetwin::cli {
+
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
+  void add_row(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  void print(std::ostream& out) const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string human_bytes(std::int64_t bytes);  // "1.50 GiB"
+
+}  // namespace pipetwin::cli

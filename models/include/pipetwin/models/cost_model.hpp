@@ -1,0 +1,29 @@
+// Cycles of a task on a processor or a link (DESIGN.md §5): the unit model of the LayerPipe
+// paper, or the roofline model overhead + max(FLOPs / (peak x efficiency), bytes / bandwidth),
+// summed per layer so that stage costs add up exactly.
+#pragma once
+#include <cstdint>
+
+#include "pipetwin/models/hardware.hpp"
+#include "pipetwin/models/network.hpp"
+#include "pipetwin/models/task_kind.hpp"
+
+namespace pipetwin {
+
+// Cycles of one compute task (F, B, BA, BW, U, RC) covering layers [first, last] for `samples`
+// samples; a U costs the same whatever the samples.
+std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, TaskKind kind,
+                                 int first_layer, int last_layer, std::int64_t samples);
+
+// Cycles of one layer's part of a task, without the per-task overhead.
+std::int64_t layer_work_cycles(const HardwareProfile& hw, const Layer& layer, TaskKind kind,
+                               std::int64_t samples);
+
+// Cycles to move `bytes` over one hop of `link` (latency + serialisation); 0 on the unit model.
+std::int64_t transfer_cycles(const HardwareProfile& hw, const LinkSpec& link, std::int64_t bytes);
+
+// Link parameters in cycles of the profile's clock.
+double link_bytes_per_cycle(const HardwareProfile& hw, const LinkSpec& link);
+std::int64_t link_latency_cycles(const HardwareProfile& hw, const LinkSpec& link);
+
+}  // namespace pipetwin

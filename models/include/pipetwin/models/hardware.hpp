@@ -1,0 +1,76 @@
+// Hardware profiles: processors, the link between them, the host link for offload, and the
+// topology. Profiles are small JSON files (models/data/hardware, embedded in the binary) or a
+// user's file; links are JSON files too (models/data/links). Quantities in the files are in
+// natural units (Hz, FLOP/s, bytes/s, seconds); the cost model turns them into cycles.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "pipetwin/models/params.hpp"
+
+namespace pipetwin {
+
+enum class CostModelKind {
+  unit,      // every F, BA, BW of a layer is 1 cycle, B is 2, U and transfers 0 (LayerPipe's model)
+  roofline,  // overhead + max(FLOPs / (peak x efficiency), bytes / memory bandwidth)
+};
+
+struct LinkSpec {
+  std::string name;
+  std::string description;
+  double bytes_per_s = 0;   // per direction
+  double latency_s = 0;     // per hop
+  bool shared = false;      // one medium for all pairs (a bus or a switch port)
+};
+
+struct ProcessorSpec {
+  double clock_hz = 1;
+  double peak_flops_per_s = 0;     // at the selected precision
+  double efficiency = 1;           // fraction of peak reached by dense layers
+  std::int64_t memory_bytes = 0;   // capacity
+  double memory_bytes_per_s = 0;   // bandwidth
+  double task_overhead_s = 0;      // fixed cost per task
+  double layer_overhead_s = 0;     // fixed cost per layer in a task (kernel launches)
+  std::int64_t sm_count = 0;       // GPUs: SMs this processor has (0 = not a GPU)
+  bool shared_memory_system = false;  // processors share one memory system (SM partitions)
+};
+
+struct HardwareProfile {
+  std::string name;
+  std::string description;
+  std::string source;                  // "built-in" or the file it came from
+  CostModelKind cost_model = CostModelKind::roofline;
+  std::string precision;               // "fp32", "tf32", "bf16", ...
+  ProcessorSpec processor;
+  LinkSpec link;                       // between processors
+  LinkSpec host_link;                  // to host memory, for offload
+  std::string topology = "fully-connected";  // chain, ring, fully-connected, switch
+  bool validated = false;              // checked against measurement?
+
+  double clock_hz() const { return processor.clock_hz; }
+  double seconds(std::int64_t cycles) const { return static_cast<double>(cycles) / clock_hz(); }
+};
+
+struct HardwareEntry {
+  std::string name;
+  std::string description;
+  std::vector<ParamSpec> params;
+};
+
+// Profiles registered by name (the embedded files); a name ending in .json is a user file.
+std::vector<HardwareEntry> hardware_entries();
+std::vector<ParamSpec> hardware_params(const std::string& name);
+HardwareProfile make_hardware(const std::string& name, const Params& params);
+
+std::vector<std::string> link_names();
+LinkSpec make_link(const std::string& name);
+
+HardwareProfile hardware_from_json_text(const std::string& text, const std::string& source,
+                                        const Params& params);
+LinkSpec link_from_json_text(const std::string& text, const std::string& source);
+
+const std::vector<std::string>& topology_names();
+
+}  // namespace pipetwin

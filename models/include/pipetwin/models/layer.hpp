@@ -1,0 +1,90 @@
+// A layer of a network with its analytic costs, declared once per layer type (layer_types.cpp).
+// Costs are per sample; a task multiplies them by its microbatch size. Layers are counted as the
+// papers count them: a conv or dense layer with its activation, normalisation and pooling folded in.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pipetwin {
+
+struct Layer {
+  std::string name;                     // e.g. "conv1", "stage2.block3.conv2"
+  std::string type;                     // "conv2d", "dense", "transformer_block", ...
+  std::vector<std::int64_t> input_shape;   // per sample, e.g. {C, H, W}
+  std::vector<std::int64_t> output_shape;  // per sample
+  double forward_macs = 0;              // GEMM / convolution multiply-accumulates
+  double forward_flops = 0;             // 2 * forward_macs + element-wise work
+  double activation_grad_flops = 0;     // BA: gradient w.r.t. the layer's input
+  double weight_grad_flops = 0;         // BW: gradient w.r.t. the layer's parameters
+  std::int64_t parameters = 0;          // count (not per sample)
+  std::int64_t param_bytes = 0;         // parameters * bytes per element
+  std::int64_t input_bytes = 0;         // per sample: what the layer reads from the previous one
+  std::int64_t output_bytes = 0;        // per sample: what it sends to the next layer
+  std::int64_t stash_bytes = 0;         // per sample: kept from forward until backward
+  bool cut_allowed_after = true;        // false inside a residual block
+};
+
+struct PoolSpec {
+  std::string kind = "none";  // "none", "max", "avg", "global-avg"
+  std::int64_t kernel = 2;
+  std::int64_t stride = 2;
+};
+
+struct Conv2dSpec {
+  std::int64_t out_channels = 0;
+  std::int64_t kernel = 3;
+  std::int64_t stride = 1;
+  std::int64_t padding = 0;
+  std::int64_t groups = 1;
+  // Number of (input map, output map) pairs actually connected; 0 = all of them (per group).
+  // LeNet-5's C3 uses a sparse table of 60 pairs.
+  std::int64_t connections = 0;
+  bool bias = true;
+  bool batch_norm = false;
+  bool relu = true;
+  bool residual_add = false;  // adds the residual block's shortcut before the ReLU
+  PoolSpec pool;
+};
+
+struct DenseSpec {
+  std::int64_t out_features = 0;
+  bool bias = true;
+  bool relu = true;
+  bool loss = false;  // softmax cross-entropy on the output (the network's last layer)
+};
+
+struct TransformerBlockSpec {
+  std::int64_t heads = 1;
+  std::int64_t ffn_multiplier = 4;
+};
+
+struct EmbeddingSpec {
+  std::int64_t vocab = 0;
+  std::int64_t hidden = 0;
+};
+
+struct LmHeadSpec {
+  std::int64_t vocab = 0;
+};
+
+// Layer constructors: one per type, each declaring the costs of that type once.
+// `bytes_per_element` is the size of a parameter or activation element (4 for fp32).
+Layer conv2d_layer(const std::string& name, const std::vector<std::int64_t>& input_chw,
+                   const Conv2dSpec& spec, std::int64_t bytes_per_element);
+Layer dense_layer(const std::string& name, const std::vector<std::int64_t>& input_shape,
+                  const DenseSpec& spec, std::int64_t bytes_per_element);
+// Input shape {sequence, hidden}.
+Layer transformer_block_layer(const std::string& name, const std::vector<std::int64_t>& input_sh,
+                              const TransformerBlockSpec& spec, std::int64_t bytes_per_element);
+// Input shape {sequence} (token ids).
+Layer embedding_layer(const std::string& name, const std::vector<std::int64_t>& input_s,
+                      const EmbeddingSpec& spec, std::int64_t bytes_per_element);
+// Final layer norm, logits and softmax cross-entropy; input shape {sequence, hidden}.
+Layer lm_head_layer(const std::string& name, const std::vector<std::int64_t>& input_sh,
+                    const LmHeadSpec& spec, std::int64_t bytes_per_element);
+
+std::int64_t shape_elements(const std::vector<std::int64_t>& shape);
+std::string shape_to_string(const std::vector<std::int64_t>& shape);  // "3x32x32"
+
+}  // namespace pipetwin

@@ -1,0 +1,51 @@
+// A network: an ordered chain of layers with shapes and analytic costs, plus its batch size.
+// Built-in networks are created by name (network_registry.hpp); user networks come from JSON.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipetwin/models/layer.hpp"
+
+namespace pipetwin {
+
+struct Network {
+  std::string name;
+  std::int64_t batch = 1;               // samples per minibatch (one optimizer step)
+  std::int64_t bytes_per_element = 4;   // fp32
+  std::vector<std::int64_t> input_shape;  // per sample
+  std::vector<Layer> layers;
+
+  std::size_t size() const { return layers.size(); }
+  double forward_macs_per_sample() const;
+  std::int64_t parameters() const;
+  // Layer indices after which a pipeline cut may fall (never inside a residual block, never
+  // after the last layer).
+  std::vector<int> allowed_cuts() const;
+};
+
+// Appends layers while tracking the current output shape; the first layer appended gets no
+// activation-gradient work (nothing needs the gradient of the network's input).
+class NetworkBuilder {
+ public:
+  NetworkBuilder(std::string name, std::vector<std::int64_t> input_shape, std::int64_t batch,
+                 std::int64_t bytes_per_element);
+
+  const std::vector<std::int64_t>& current_shape() const { return shape_; }
+  std::int64_t bytes_per_element() const { return network_.bytes_per_element; }
+  NetworkBuilder& add(Layer layer);
+  // Convenience wrappers around the layer constructors, fed the current shape.
+  NetworkBuilder& conv2d(const std::string& name, const Conv2dSpec& spec);
+  NetworkBuilder& dense(const std::string& name, const DenseSpec& spec);
+  NetworkBuilder& transformer_block(const std::string& name, const TransformerBlockSpec& spec);
+  NetworkBuilder& embedding(const std::string& name, const EmbeddingSpec& spec);
+  NetworkBuilder& lm_head(const std::string& name, const LmHeadSpec& spec);
+  void forbid_cut_after_last();  // marks the last added layer as inside a residual block
+  Network build();               // checks the network is not empty and ends in a loss layer
+
+ private:
+  Network network_;
+  std::vector<std::int64_t> shape_;
+};
+
+}  // namespace pipetwin

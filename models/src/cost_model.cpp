@@ -1,0 +1,92 @@
+// Task cycles from the hardware profile: the unit model or the per-layer roofline.
+#include "pipetwin/models/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "pipetwin/models/error.hpp"
+
+namespace pipetwin {
+namespace {
+
+std::int64_t ceil_cycles(double cycles) {
+  return static_cast<std::int64_t>(std::ceil(cycles - 1e-9));
+}
+
+// Work and memory traffic of one layer's part of a task.
+struct LayerWork {
+  double flops = 0;
+  double bytes = 0;
+};
+
+LayerWork layer_work(const Layer& layer, TaskKind kind, std::int64_t samples) {
+  const double n = static_cast<double>(samples);
+  const double params = static_cast<double>(layer.param_bytes);
+  const double activations = static_cast<double>(layer.input_bytes + layer.output_bytes) * n;
+  switch (kind) {
+    case TaskKind::F:
+    case TaskKind::RC:
+      return {layer.forward_flops * n, params + activations};
+    case TaskKind::BA:
+      return {layer.activation_grad_flops * n,
+              layer.activation_grad_flops > 0 ? params + activations : 0.0};
+    case TaskKind::BW:
+      return {layer.weight_grad_flops * n, 2 * params + activations};
+    case TaskKind::U:  // SGD: read weights and gradients, write weights
+      return {2.0 * static_cast<double>(layer.parameters), 3 * params};
+    default:
+      throw Error(std::string("no compute cost for task kind ") + to_string(kind));
+  }
+}
+
+}  // namespace
+
+std::int64_t layer_work_cycles(const HardwareProfile& hw, const Layer& layer, TaskKind kind,
+                               std::int64_t samples) {
+  if (kind == TaskKind::B) {
+    return layer_work_cycles(hw, layer, TaskKind::BA, samples) +
+           layer_work_cycles(hw, layer, TaskKind::BW, samples);
+  }
+  if (hw.cost_model == CostModelKind::unit) {
+    return (kind == TaskKind::U) ? 0 : 1;
+  }
+  const LayerWork work = layer_work(layer, kind, samples);
+  if (work.flops <= 0 && work.bytes <= 0) return 0;  // nothing to launch
+  const ProcessorSpec& p = hw.processor;
+  const double flops_per_cycle = p.peak_flops_per_s * p.efficiency / p.clock_hz;
+  const double bytes_per_cycle = p.memory_bytes_per_s / p.clock_hz;
+  const double roofline = std::max(work.flops / flops_per_cycle, work.bytes / bytes_per_cycle);
+  return ceil_cycles(roofline + p.layer_overhead_s * p.clock_hz);
+}
+
+std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, TaskKind kind,
+                                 int first_layer, int last_layer, std::int64_t samples) {
+  if (first_layer < 0 || last_layer >= static_cast<int>(net.size()) || first_layer > last_layer) {
+    throw Error("task layers [" + std::to_string(first_layer) + ", " + std::to_string(last_layer) +
+                "] outside network " + net.name + " (" + std::to_string(net.size()) + " layers)");
+  }
+  std::int64_t cycles = 0;
+  for (int l = first_layer; l <= last_layer; ++l) {
+    cycles += layer_work_cycles(hw, net.layers[l], kind, samples);
+  }
+  if (hw.cost_model == CostModelKind::roofline && cycles > 0) {
+    cycles += ceil_cycles(hw.processor.task_overhead_s * hw.processor.clock_hz);
+  }
+  return cycles;
+}
+
+double link_bytes_per_cycle(const HardwareProfile& hw, const LinkSpec& link) {
+  return link.bytes_per_s / hw.clock_hz();
+}
+
+std::int64_t link_latency_cycles(const HardwareProfile& hw, const LinkSpec& link) {
+  return ceil_cycles(link.latency_s * hw.clock_hz());
+}
+
+std::int64_t transfer_cycles(const HardwareProfile& hw, const LinkSpec& link, std::int64_t bytes) {
+  if (hw.cost_model == CostModelKind::unit || bytes <= 0) return 0;
+  return link_latency_cycles(hw, link) +
+         ceil_cycles(static_cast<double>(bytes) / link_bytes_per_cycle(hw, link));
+}
+
+}  // namespace pipetwin

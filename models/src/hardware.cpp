@@ -1,0 +1,215 @@
+// Hardware profiles and links: parsed from the embedded JSON files (or a user's file), with
+// key=value overrides. Every loading error names the file, the JSON path and what was expected.
+#include "pipetwin/models/hardware.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "pipetwin/models/embedded_file.hpp"
+#include "pipetwin/models/error.hpp"
+#include "pipetwin/models/json_read.hpp"
+#include "pipetwin/models/names.hpp"
+
+namespace pipetwin {
+namespace {
+
+bool is_json_path(const std::string& name) {
+  return name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0;
+}
+
+std::string stem(const char* file_name) {
+  std::string name = file_name;
+  return name.substr(0, name.size() - 5);
+}
+
+const EmbeddedFile* find_embedded(const std::vector<EmbeddedFile>& files, const std::string& name) {
+  for (const auto& file : files) {
+    if (stem(file.name) == name) return &file;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> names_of(const std::vector<EmbeddedFile>& files) {
+  std::vector<std::string> names;
+  for (const auto& file : files) names.push_back(stem(file.name));
+  return names;
+}
+
+std::vector<ParamSpec> common_hardware_params() {
+  return {{"precision", "the profile's", "precision whose peak FLOP/s applies (fp32, tf32, bf16...)"},
+          {"efficiency", "the profile's", "fraction of peak FLOP/s reached by dense layers"},
+          {"clock_hz", "the profile's", "processor clock; cycles are counted at this clock"},
+          {"memory_bytes", "the profile's", "memory capacity per processor"},
+          {"memory_bytes_per_s", "the profile's", "memory bandwidth per processor"},
+          {"task_overhead_s", "the profile's", "fixed cost per task"},
+          {"layer_overhead_s", "the profile's", "fixed cost per layer in a task"},
+          {"link", "the profile's", "link between processors (see `pipetwin hardware`)"},
+          {"host_link", "the profile's", "link to host memory"},
+          {"topology", "the profile's", "chain, ring, fully-connected or switch"}};
+}
+
+void check_positive(double value, const std::string& what, const std::string& source) {
+  if (!(value > 0) || !std::isfinite(value)) {
+    throw Error(source + ": " + what + " must be a positive number, got " + std::to_string(value));
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& topology_names() {
+  static const std::vector<std::string> names = {"chain", "ring", "fully-connected", "switch"};
+  return names;
+}
+
+LinkSpec link_from_json_text(const std::string& text, const std::string& source) {
+  const nlohmann::json document = JsonReader::parse(text, source);
+  const JsonReader root(document, source);
+  root.check_keys({"name", "description", "bytes_per_s", "latency_s", "shared"});
+  LinkSpec link;
+  link.name = root.get_string("name");
+  link.description = root.get_string("description", "");
+  link.bytes_per_s = root.get_double("bytes_per_s");
+  link.latency_s = root.get_double("latency_s", 0);
+  link.shared = root.get_bool("shared", false);
+  if (!(link.bytes_per_s > 0)) root.at("bytes_per_s").fail("a positive number");
+  if (link.latency_s < 0) root.at("latency_s").fail("a number >= 0");
+  return link;
+}
+
+std::vector<std::string> link_names() { return names_of(embedded_link_files()); }
+
+LinkSpec make_link(const std::string& name) {
+  if (is_json_path(name)) return link_from_json_text(JsonReader::read_text_file(name), name);
+  const auto files = embedded_link_files();
+  const EmbeddedFile* file = find_embedded(files, name);
+  if (file == nullptr) throw Error(unknown_name_message("link", name, names_of(files)));
+  return link_from_json_text(file->text, std::string("built-in link ") + file->name);
+}
+
+HardwareProfile hardware_from_json_text(const std::string& text, const std::string& source,
+                                        const Params& params) {
+  const nlohmann::json document = JsonReader::parse(text, source);
+  const JsonReader root(document, source);
+  root.check_keys({"name", "description", "cost_model", "processor", "link", "host_link",
+                   "topology", "validated"});
+  HardwareProfile hw;
+  hw.name = root.get_string("name");
+  hw.description = root.get_string("description", "");
+  hw.source = source;
+  const std::string cost_model = root.get_string("cost_model", "roofline");
+  if (cost_model == "unit") {
+    hw.cost_model = CostModelKind::unit;
+  } else if (cost_model == "roofline") {
+    hw.cost_model = CostModelKind::roofline;
+  } else {
+    root.at("cost_model").fail("\"unit\" or \"roofline\"");
+  }
+  hw.validated = root.get_bool("validated", false);
+
+  const JsonReader proc = root.at("processor");
+  proc.check_keys({"clock_hz", "peak_flops_per_s", "precision", "efficiency", "memory_bytes",
+                   "memory_bytes_per_s", "task_overhead_s", "layer_overhead_s", "sm_count",
+                   "partitionable", "default_sms"});
+  const bool partitionable = proc.get_bool("partitionable", false);
+  std::vector<ParamSpec> accepted = common_hardware_params();
+  if (partitionable) accepted.push_back({"sms", "", "SMs in each partition"});
+  params.check_known(accepted, "hardware " + hw.name);
+
+  ProcessorSpec& p = hw.processor;
+  p.clock_hz = params.get_double("clock_hz", proc.get_double("clock_hz"));
+  check_positive(p.clock_hz, "clock_hz", source);
+  hw.precision = params.get_string("precision", proc.get_string("precision"));
+  const JsonReader peaks = proc.at("peak_flops_per_s");
+  peaks.require_object();
+  if (!peaks.has(hw.precision)) {
+    std::vector<std::string> known;
+    for (const auto& item : peaks.value().items()) known.push_back(item.key());
+    throw Error("hardware " + hw.name + ": " + unknown_name_message("precision", hw.precision, known));
+  }
+  p.peak_flops_per_s = peaks.get_double(hw.precision);
+  p.efficiency = params.get_double("efficiency", proc.get_double("efficiency", 1.0));
+  if (!(p.efficiency > 0 && p.efficiency <= 1)) {
+    throw Error("hardware " + hw.name + ": efficiency must be in (0, 1], got " +
+                std::to_string(p.efficiency));
+  }
+  p.memory_bytes = params.get_int("memory_bytes", proc.get_int("memory_bytes"));
+  p.memory_bytes_per_s = params.get_double("memory_bytes_per_s", proc.get_double("memory_bytes_per_s"));
+  p.task_overhead_s = params.get_double("task_overhead_s", proc.get_double("task_overhead_s", 0));
+  p.layer_overhead_s = params.get_double("layer_overhead_s", proc.get_double("layer_overhead_s", 0));
+  p.sm_count = proc.get_int("sm_count", 0);
+  check_positive(p.peak_flops_per_s, "peak_flops_per_s", source);
+  check_positive(static_cast<double>(p.memory_bytes), "memory_bytes", source);
+  check_positive(p.memory_bytes_per_s, "memory_bytes_per_s", source);
+  if (p.task_overhead_s < 0 || p.layer_overhead_s < 0) {
+    throw Error("hardware " + hw.name + ": overheads must be >= 0");
+  }
+  if (partitionable) {
+    // An SM partition of one GPU: compute scales with its SMs; memory is one shared system.
+    const std::int64_t whole = p.sm_count;
+    const std::int64_t sms = params.get_int("sms", proc.get_int("default_sms", whole));
+    if (sms < 1 || sms > whole) {
+      throw Error("hardware " + hw.name + ": sms must be in 1.." + std::to_string(whole) +
+                  ", got " + std::to_string(sms));
+    }
+    p.peak_flops_per_s *= static_cast<double>(sms) / static_cast<double>(whole);
+    p.sm_count = sms;
+    p.shared_memory_system = true;
+    hw.name += ":sms=" + std::to_string(sms);
+  }
+
+  hw.link = make_link(params.get_string("link", root.get_string("link")));
+  hw.host_link = make_link(params.get_string("host_link", root.get_string("host_link")));
+  hw.topology = params.get_string("topology", root.get_string("topology", "fully-connected"));
+  const auto& topologies = topology_names();
+  if (std::find(topologies.begin(), topologies.end(), hw.topology) == topologies.end()) {
+    throw Error("hardware " + hw.name + ": " + unknown_name_message("topology", hw.topology, topologies));
+  }
+  return hw;
+}
+
+std::vector<HardwareEntry> hardware_entries() {
+  std::vector<HardwareEntry> entries;
+  for (const auto& file : embedded_hardware_files()) {
+    const HardwareProfile hw = hardware_from_json_text(file.text, file.name, Params());
+    std::vector<ParamSpec> params = hardware_params(stem(file.name));
+    entries.push_back({stem(file.name), hw.description, params});
+  }
+  return entries;
+}
+
+std::vector<ParamSpec> hardware_params(const std::string& name) {
+  std::vector<ParamSpec> params = common_hardware_params();
+  std::string text;
+  if (is_json_path(name)) {
+    text = JsonReader::read_text_file(name);
+  } else {
+    const auto files = embedded_hardware_files();
+    const EmbeddedFile* file = find_embedded(files, name);
+    if (file == nullptr) {
+      throw Error(unknown_name_message("hardware", name, names_of(files)) +
+                  "; or give a profile file ending in .json");
+    }
+    text = file->text;
+  }
+  const nlohmann::json document = JsonReader::parse(text, name);
+  if (document.contains("processor") && document["processor"].value("partitionable", false)) {
+    params.push_back({"sms", std::to_string(document["processor"].value("default_sms", 0)),
+                      "SMs in each partition"});
+  }
+  return params;
+}
+
+HardwareProfile make_hardware(const std::string& name, const Params& params) {
+  if (is_json_path(name)) return hardware_from_json_text(JsonReader::read_text_file(name), name, params);
+  const auto files = embedded_hardware_files();
+  const EmbeddedFile* file = find_embedded(files, name);
+  if (file == nullptr) {
+    throw Error(unknown_name_message("hardware", name, names_of(files)) +
+                "; or give a profile file ending in .json");
+  }
+  HardwareProfile hw = hardware_from_json_text(file->text, std::string("built-in ") + file->name, params);
+  hw.source = "built-in";
+  return hw;
+}
+
+}  // namespace pipetwin

@@ -1,0 +1,192 @@
+// Analytic costs of each layer type, declared once per type. Multiply-accumulates follow the
+// usual GEMM counts; backward = activation gradient (2 x MACs) + weight gradient (2 x MACs), so a
+// layer's backward costs twice its forward, as in Megatron-LM's FLOP accounting.
+#include <sstream>
+
+#include "pipetwin/models/error.hpp"
+#include "pipetwin/models/layer.hpp"
+
+namespace pipetwin {
+namespace {
+
+using Shape = std::vector<std::int64_t>;
+
+double d(std::int64_t value) { return static_cast<double>(value); }
+
+void require(bool condition, const std::string& layer, const std::string& message) {
+  if (!condition) throw Error("layer '" + layer + "': " + message);
+}
+
+}  // namespace
+
+std::int64_t shape_elements(const Shape& shape) {
+  std::int64_t elements = 1;
+  for (const auto extent : shape) elements *= extent;
+  return elements;
+}
+
+std::string shape_to_string(const Shape& shape) {
+  std::ostringstream text;
+  for (std::size_t i = 0; i < shape.size(); ++i) text << (i ? "x" : "") << shape[i];
+  return text.str();
+}
+
+Layer conv2d_layer(const std::string& name, const Shape& input_chw, const Conv2dSpec& spec,
+                   std::int64_t bytes_per_element) {
+  require(input_chw.size() == 3, name, "conv2d needs a CxHxW input, got " +
+                                           shape_to_string(input_chw));
+  const std::int64_t in_channels = input_chw[0], height = input_chw[1], width = input_chw[2];
+  require(spec.out_channels > 0 && spec.kernel > 0 && spec.stride > 0 && spec.padding >= 0 &&
+              spec.groups > 0,
+          name, "out_channels, kernel, stride and groups must be positive, padding >= 0");
+  require(in_channels % spec.groups == 0 && spec.out_channels % spec.groups == 0, name,
+          "groups must divide the input and output channels");
+  const std::int64_t out_h = (height + 2 * spec.padding - spec.kernel) / spec.stride + 1;
+  const std::int64_t out_w = (width + 2 * spec.padding - spec.kernel) / spec.stride + 1;
+  require(out_h > 0 && out_w > 0, name, "kernel larger than the padded input " +
+                                            shape_to_string(input_chw));
+  const std::int64_t channel_pairs =
+      spec.connections > 0 ? spec.connections : spec.out_channels * (in_channels / spec.groups);
+  const std::int64_t conv_out = spec.out_channels * out_h * out_w;  // elements before pooling
+
+  Layer layer;
+  layer.name = name;
+  layer.type = "conv2d";
+  layer.input_shape = input_chw;
+  layer.forward_macs = d(out_h * out_w * spec.kernel * spec.kernel * channel_pairs);
+  layer.parameters = spec.kernel * spec.kernel * channel_pairs + (spec.bias ? spec.out_channels : 0) +
+                     (spec.batch_norm ? 2 * spec.out_channels : 0);
+
+  // Element-wise work per conv output element: bias, batch norm, residual add, ReLU.
+  const std::int64_t elementwise = (spec.bias ? 1 : 0) + (spec.batch_norm ? 4 : 0) +
+                                   (spec.residual_add ? 1 : 0) + (spec.relu ? 1 : 0);
+  double pool_flops = 0;
+  Shape output{spec.out_channels, out_h, out_w};
+  const auto& pool = spec.pool;
+  if (pool.kind == "max" || pool.kind == "avg") {
+    require(pool.kernel > 0 && pool.stride > 0 && pool.kernel <= out_h && pool.kernel <= out_w,
+            name, "pool kernel does not fit the conv output");
+    const std::int64_t pool_h = (out_h - pool.kernel) / pool.stride + 1;
+    const std::int64_t pool_w = (out_w - pool.kernel) / pool.stride + 1;
+    output = {spec.out_channels, pool_h, pool_w};
+    pool_flops = d(shape_elements(output) * pool.kernel * pool.kernel);
+  } else if (pool.kind == "global-avg") {
+    output = {spec.out_channels, 1, 1};
+    pool_flops = d(conv_out);
+  } else {
+    require(pool.kind == "none", name, "pool kind must be none, max, avg or global-avg, got '" +
+                                           pool.kind + "'");
+  }
+  layer.output_shape = output;
+  layer.forward_flops = 2 * layer.forward_macs + d(elementwise * conv_out) + pool_flops;
+  layer.activation_grad_flops = 2 * layer.forward_macs + d(elementwise * conv_out) + pool_flops;
+  layer.weight_grad_flops = 2 * layer.forward_macs + d(((spec.bias ? 1 : 0) +
+                                                        (spec.batch_norm ? 2 : 0)) * conv_out);
+  layer.param_bytes = layer.parameters * bytes_per_element;
+  layer.input_bytes = shape_elements(input_chw) * bytes_per_element;
+  layer.output_bytes = shape_elements(output) * bytes_per_element;
+  // Kept for backward: the input (weight gradient) and the conv output (ReLU / BN / pooling).
+  layer.stash_bytes = (shape_elements(input_chw) + conv_out) * bytes_per_element;
+  return layer;
+}
+
+Layer dense_layer(const std::string& name, const Shape& input_shape, const DenseSpec& spec,
+                  std::int64_t bytes_per_element) {
+  require(spec.out_features > 0, name, "out_features must be positive");
+  const std::int64_t in = shape_elements(input_shape), out = spec.out_features;
+  require(in > 0, name, "empty input");
+  Layer layer;
+  layer.name = name;
+  layer.type = "dense";
+  layer.input_shape = input_shape;
+  layer.output_shape = {out};
+  layer.forward_macs = d(in * out);
+  layer.parameters = in * out + (spec.bias ? out : 0);
+  // Per output element: bias, ReLU, softmax cross-entropy (exp, sum, divide, log, subtract).
+  const std::int64_t elementwise = (spec.bias ? 1 : 0) + (spec.relu ? 1 : 0) + (spec.loss ? 5 : 0);
+  layer.forward_flops = 2 * layer.forward_macs + d(elementwise * out);
+  layer.activation_grad_flops = 2 * layer.forward_macs + d(elementwise * out);
+  layer.weight_grad_flops = 2 * layer.forward_macs + d(spec.bias ? out : 0);
+  layer.param_bytes = layer.parameters * bytes_per_element;
+  layer.input_bytes = in * bytes_per_element;
+  layer.output_bytes = (spec.loss ? 1 : out) * bytes_per_element;
+  layer.stash_bytes = (in + out) * bytes_per_element;
+  return layer;
+}
+
+Layer transformer_block_layer(const std::string& name, const Shape& input_sh,
+                              const TransformerBlockSpec& spec, std::int64_t bytes_per_element) {
+  require(input_sh.size() == 2, name, "transformer_block needs a sequence x hidden input, got " +
+                                          shape_to_string(input_sh));
+  const std::int64_t s = input_sh[0], h = input_sh[1], a = spec.heads, f = spec.ffn_multiplier;
+  require(a > 0 && h % a == 0, name, "heads must divide the hidden size");
+  require(f > 0, name, "ffn_multiplier must be positive");
+  // Weight GEMMs: QKV (3h^2), output projection (h^2), MLP (2 f h^2) per token.
+  const double weight_macs = d(s * (4 * h * h + 2 * f * h * h));
+  // Attention: scores Q K^T and context A V, s^2 h each.
+  const double attention_macs = d(2 * s * s * h);
+  const double elementwise = d(5 * a * s * s + 16 * s * h + 8 * f * s * h + 2 * s * h);
+  Layer layer;
+  layer.name = name;
+  layer.type = "transformer_block";
+  layer.input_shape = input_sh;
+  layer.output_shape = input_sh;
+  layer.forward_macs = weight_macs + attention_macs;
+  layer.parameters = 4 * h * h + 4 * h + 2 * f * h * h + f * h + h + 4 * h;
+  layer.forward_flops = 2 * layer.forward_macs + elementwise;
+  // The attention products have no weights: both of their gradients are activation gradients.
+  layer.activation_grad_flops = 2 * weight_macs + 4 * attention_macs + elementwise;
+  layer.weight_grad_flops = 2 * weight_macs;
+  layer.param_bytes = layer.parameters * bytes_per_element;
+  layer.input_bytes = s * h * bytes_per_element;
+  layer.output_bytes = s * h * bytes_per_element;
+  // Korthikanti et al. 2022: 34 s h + 5 a s^2 bytes per sample at 2-byte activations.
+  layer.stash_bytes = (34 * s * h + 5 * a * s * s) * bytes_per_element / 2;
+  return layer;
+}
+
+Layer embedding_layer(const std::string& name, const Shape& input_s, const EmbeddingSpec& spec,
+                      std::int64_t bytes_per_element) {
+  require(input_s.size() == 1, name, "embedding needs a sequence of token ids as input");
+  require(spec.vocab > 0 && spec.hidden > 0, name, "vocab and hidden must be positive");
+  const std::int64_t s = input_s[0], h = spec.hidden;
+  Layer layer;
+  layer.name = name;
+  layer.type = "embedding";
+  layer.input_shape = input_s;
+  layer.output_shape = {s, h};
+  layer.parameters = (spec.vocab + s) * h;  // token and position embeddings
+  layer.forward_flops = d(s * h);           // adding the position embedding
+  layer.activation_grad_flops = 0;          // token ids have no gradient
+  layer.weight_grad_flops = d(2 * s * h);   // scatter-add into both tables
+  layer.param_bytes = layer.parameters * bytes_per_element;
+  layer.input_bytes = s * 4;  // int32 token ids
+  layer.output_bytes = s * h * bytes_per_element;
+  layer.stash_bytes = s * 4;
+  return layer;
+}
+
+Layer lm_head_layer(const std::string& name, const Shape& input_sh, const LmHeadSpec& spec,
+                    std::int64_t bytes_per_element) {
+  require(input_sh.size() == 2, name, "lm_head needs a sequence x hidden input");
+  require(spec.vocab > 0, name, "vocab must be positive");
+  const std::int64_t s = input_sh[0], h = input_sh[1], v = spec.vocab;
+  Layer layer;
+  layer.name = name;
+  layer.type = "lm_head";
+  layer.input_shape = input_sh;
+  layer.output_shape = {1};
+  layer.forward_macs = d(s * h * v);
+  layer.parameters = h * v + 2 * h;  // logits (untied) and the final layer norm
+  const double elementwise = d(8 * s * h + 5 * s * v);
+  layer.forward_flops = 2 * layer.forward_macs + elementwise;
+  layer.activation_grad_flops = 2 * layer.forward_macs + elementwise;
+  layer.weight_grad_flops = 2 * layer.forward_macs;
+  layer.param_bytes = layer.parameters * bytes_per_element;
+  layer.input_bytes = s * h * bytes_per_element;
+  layer.output_bytes = bytes_per_element;  // the loss
+  layer.stash_bytes = (s * h + s * v) * bytes_per_element;
+  return layer;
+}
+
+}  // namespace pipetwin

@@ -1,0 +1,78 @@
+// Network totals and the builder that chains layers by shape.
+#include "pipetwin/models/network.hpp"
+
+#include "pipetwin/models/error.hpp"
+
+namespace pipetwin {
+
+double Network::forward_macs_per_sample() const {
+  double total = 0;
+  for (const auto& layer : layers) total += layer.forward_macs;
+  return total;
+}
+
+std::int64_t Network::parameters() const {
+  std::int64_t total = 0;
+  for (const auto& layer : layers) total += layer.parameters;
+  return total;
+}
+
+std::vector<int> Network::allowed_cuts() const {
+  std::vector<int> cuts;
+  for (std::size_t i = 0; i + 1 < layers.size(); ++i) {
+    if (layers[i].cut_allowed_after) cuts.push_back(static_cast<int>(i));
+  }
+  return cuts;
+}
+
+NetworkBuilder::NetworkBuilder(std::string name, std::vector<std::int64_t> input_shape,
+                               std::int64_t batch, std::int64_t bytes_per_element)
+    : shape_(std::move(input_shape)) {
+  if (batch < 1) throw Error("network " + name + ": batch must be at least 1, got " +
+                             std::to_string(batch));
+  if (bytes_per_element < 1) throw Error("network " + name + ": dtype_bytes must be positive");
+  network_.name = std::move(name);
+  network_.batch = batch;
+  network_.bytes_per_element = bytes_per_element;
+  network_.input_shape = shape_;
+}
+
+NetworkBuilder& NetworkBuilder::add(Layer layer) {
+  if (network_.layers.empty()) layer.activation_grad_flops = 0;  // no gradient for the input
+  shape_ = layer.output_shape;
+  network_.layers.push_back(std::move(layer));
+  return *this;
+}
+
+NetworkBuilder& NetworkBuilder::conv2d(const std::string& name, const Conv2dSpec& spec) {
+  return add(conv2d_layer(name, shape_, spec, bytes_per_element()));
+}
+
+NetworkBuilder& NetworkBuilder::dense(const std::string& name, const DenseSpec& spec) {
+  return add(dense_layer(name, shape_, spec, bytes_per_element()));
+}
+
+NetworkBuilder& NetworkBuilder::transformer_block(const std::string& name,
+                                                  const TransformerBlockSpec& spec) {
+  return add(transformer_block_layer(name, shape_, spec, bytes_per_element()));
+}
+
+NetworkBuilder& NetworkBuilder::embedding(const std::string& name, const EmbeddingSpec& spec) {
+  return add(embedding_layer(name, shape_, spec, bytes_per_element()));
+}
+
+NetworkBuilder& NetworkBuilder::lm_head(const std::string& name, const LmHeadSpec& spec) {
+  return add(lm_head_layer(name, shape_, spec, bytes_per_element()));
+}
+
+void NetworkBuilder::forbid_cut_after_last() {
+  if (!network_.layers.empty()) network_.layers.back().cut_allowed_after = false;
+}
+
+Network NetworkBuilder::build() {
+  if (network_.layers.empty()) throw Error("network " + network_.name + " has no layers");
+  network_.layers.back().cut_allowed_after = false;
+  return network_;
+}
+
+}  // namespace pipetwin

@@ -1,0 +1,20 @@
+// The schedule generators registered in registry.cpp. Each builds a task graph from a request;
+// call them through make_graph() or find_schedule(name).generate.
+#pragma once
+#include <vector>
+
+#include "pipetwin/schedule/pipeline_builder.hpp"
+
+namespace pipetwin {
+
+TaskGraph generate_sequential(const ScheduleRequest& request);
+TaskGraph generate_gpipe(const ScheduleRequest& request);
+TaskGraph generate_1f1b(const ScheduleRequest& request);
+TaskGraph generate_pipedream(const ScheduleRequest& request);
+
+// One minibatch of 1F1B on one stage: warm-up forwards, one-forward-one-backward, cool-down
+// backwards; optionally an update after each backward.
+std::vector<StageOp> one_f_one_b_order(int stage, int stages, int minibatch, int microbatches,
+                                       bool update_after_each_backward);
+
+}  // namespace pipetwin

@@ -1,0 +1,52 @@
+// Schedules by name plus key=value parameters: the one door the CLI, Python and the tests use.
+// `make_graph` also routes a flat parameter list to the model, the hardware and the schedule.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "pipetwin/models/hardware.hpp"
+#include "pipetwin/models/network.hpp"
+#include "pipetwin/models/params.hpp"
+#include "pipetwin/schedule/task_graph.hpp"
+
+namespace pipetwin {
+
+// What every generator is given.
+struct ScheduleRequest {
+  Network network;
+  HardwareProfile hardware;
+  int processors = 1;
+  int microbatches = 1;   // per minibatch
+  int minibatches = 1;
+  Params params;          // the schedule's own parameters
+};
+
+struct ScheduleEntry {
+  std::string name;
+  std::string description;
+  WeightSemantics semantics;
+  std::vector<ParamSpec> params;
+  std::function<TaskGraph(const ScheduleRequest&)> generate;
+};
+
+const std::vector<ScheduleEntry>& schedule_entries();
+const ScheduleEntry& find_schedule(const std::string& name);  // throws with a suggestion
+std::vector<std::string> schedule_names();
+
+// Everything a graph is built from, by name.
+struct GraphConfig {
+  std::string model = "resnet56";
+  std::string schedule = "1f1b";
+  std::string hardware = "h100";
+  int processors = 1;
+  int microbatches = 4;
+  int minibatches = 2;
+  // key=value items; a key goes to whichever of model, hardware and schedule declares it, or
+  // to the one its prefix names (model.batch=64, hardware.efficiency=0.5, schedule.cuts=3,7).
+  std::vector<std::string> params;
+};
+
+TaskGraph make_graph(const GraphConfig& config);
+
+}  // namespace pipetwin

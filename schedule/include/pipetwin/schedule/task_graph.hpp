@@ -1,0 +1,96 @@
+// The task-graph IR (DESIGN.md §2): what a schedule is. Every task has a kind, its layers, its
+// microbatch, a placement (processor or link), a cost in cycles, dependencies, an order on its
+// resource, its memory effect and the weight version it reads or writes. Engines (the analytic
+// evaluator, the SystemC simulator, the executors) run a graph; generators build one.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "pipetwin/models/task_kind.hpp"
+
+namespace pipetwin {
+
+enum class Placement { processor, link };
+
+// How a schedule's weights behave (DESIGN.md §4), checked by the validator.
+enum class WeightSemantics {
+  synchronous,  // every forward of minibatch k reads version k; backward reads its forward's
+  stashed,      // asynchronous; a backward reads the version its forward read (weight stashing)
+  stale,        // asynchronous; no stashing: every task reads the newest version
+};
+
+const char* to_string(Placement placement);
+const char* to_string(WeightSemantics semantics);
+WeightSemantics weight_semantics_from_string(const std::string& text);
+
+struct Task {
+  std::int32_t id = 0;
+  TaskKind kind = TaskKind::F;
+  std::int32_t first_layer = -1;   // layers [first_layer, last_layer]; -1 for none
+  std::int32_t last_layer = -1;
+  std::int32_t stage = -1;         // owner of the weights it reads or writes; -1 for none
+  std::int32_t minibatch = -1;     // optimizer step it belongs to
+  std::int32_t microbatch = -1;    // within the minibatch; -1 for per-minibatch tasks (U)
+  Placement placement = Placement::processor;
+  std::int32_t resource = 0;       // processor or link index
+  std::int32_t order = 0;          // position among the tasks of its resource
+  std::int64_t cost_cycles = 0;
+  std::vector<std::int32_t> deps;  // ids of tasks that must end before this one starts
+  std::int64_t alloc_bytes = 0;    // allocated on its processor when it starts
+  std::int64_t free_bytes = 0;     // freed on its processor when it ends
+  std::int32_t version_read = -1;  // weight version of `stage` it reads; -1 for none
+  std::int32_t version_written = -1;  // U: the version it creates
+  std::int64_t bytes = 0;          // X, OFF, ON: payload
+};
+
+struct ProcessorInfo {
+  std::string name;
+  std::int64_t memory_capacity_bytes = 0;
+  std::int64_t static_bytes = 0;   // held for the whole run: one weight version, gradients
+};
+
+struct LinkInfo {
+  std::string name;
+  std::int32_t src = 0;            // processor index
+  std::int32_t dst = 0;
+  double bytes_per_cycle = 0;
+  std::int64_t latency_cycles = 0;
+  std::string shared_group;        // links with the same non-empty group share one medium
+};
+
+struct StageInfo {
+  std::int32_t first_layer = 0;
+  std::int32_t last_layer = 0;
+  std::int32_t processor = 0;
+};
+
+struct TaskGraph {
+  std::string schedule;
+  std::string model;
+  std::string hardware;
+  std::map<std::string, std::string> parameters;  // every resolved parameter, for the record
+  WeightSemantics semantics = WeightSemantics::synchronous;
+  std::int32_t microbatches = 1;          // per minibatch
+  std::int32_t minibatches = 1;
+  std::int64_t samples_per_microbatch = 1;
+  double clock_hz = 1;                    // cycles are counted at this clock
+  std::vector<ProcessorInfo> processors;
+  std::vector<LinkInfo> links;
+  std::vector<StageInfo> stages;
+  std::vector<Task> tasks;
+
+  std::int32_t processor_count() const { return static_cast<std::int32_t>(processors.size()); }
+};
+
+// "F mb3 s1" style label used in messages, DOT and diagrams.
+std::string task_label(const Task& task);
+// "task 12 (B mb3 stage 1 on p2)" for error messages.
+std::string describe_task(const TaskGraph& graph, const Task& task);
+
+// Per resource, the task ids in execution order. Throws if orders are not 0..n-1.
+std::vector<std::vector<std::int32_t>> tasks_by_processor(const TaskGraph& graph);
+std::vector<std::vector<std::int32_t>> tasks_by_link(const TaskGraph& graph);
+
+}  // namespace pipetwin

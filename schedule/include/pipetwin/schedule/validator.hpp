@@ -1,0 +1,20 @@
+// Checks a task graph and says what is wrong and where: references, orders, cycles (deadlock),
+// forward before backward per microbatch, weight-version semantics, memory effects.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "pipetwin/schedule/task_graph.hpp"
+
+namespace pipetwin {
+
+// Every problem found, one message each (empty when the graph is valid).
+std::vector<std::string> validate(const TaskGraph& graph);
+// Throws Error with the first problems (and how many there are) when the graph is invalid.
+void validate_or_throw(const TaskGraph& graph);
+
+// A topological order of all tasks over dependencies and per-resource order, or throws
+// Error naming the tasks on a cycle ("deadlock").
+std::vector<std::int32_t> execution_order(const TaskGraph& graph);
+
+}  // namespace pipetwin

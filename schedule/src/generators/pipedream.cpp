@@ -1,0 +1,27 @@
+// `pipedream` (Narayanan et al. 2019): asynchronous 1F1B. Microbatches stream through the
+// pipeline without a flush; each stage updates its weights after every backward (each of our
+// microbatches is one PipeDream minibatch), and a backward reads the weight version its forward
+// read (weight stashing). Stage s of S keeps up to S-s versions alive.
+#include "pipetwin/schedule/generators.hpp"
+
+namespace pipetwin {
+
+TaskGraph generate_pipedream(const ScheduleRequest& request) {
+  const StagePlan plan = plan_stages(request, request.processors);
+  const int stages = request.processors;
+  const int microbatches = request.microbatches;
+  const int stream = microbatches * request.minibatches;
+  std::vector<std::vector<StageOp>> ops(stages);
+  for (int s = 0; s < stages; ++s) {
+    // 1F1B over the whole stream, as if it were one minibatch; then number each op by its
+    // minibatch and microbatch.
+    ops[s] = one_f_one_b_order(s, stages, 0, stream, true);
+    for (auto& op : ops[s]) {
+      op.minibatch = op.microbatch / microbatches;
+      op.microbatch = op.microbatch % microbatches;
+    }
+  }
+  return build_pipeline(request, "pipedream", WeightSemantics::stashed, plan, ops);
+}
+
+}  // namespace pipetwin

@@ -1,0 +1,199 @@
+// Lossless JSON import/export of task graphs. The writer is deterministic (fixed key order, one
+// task per line), so export(import(text)) reproduces text byte for byte.
+#include <sstream>
+
+#include "pipetwin/models/error.hpp"
+#include "pipetwin/models/json_read.hpp"
+#include "pipetwin/schedule/graph_io.hpp"
+
+namespace pipetwin {
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+
+constexpr const char* kFormat = "pipetwin.taskgraph";
+constexpr int kVersion = 1;
+
+ordered_json task_json(const Task& t) {
+  ordered_json j;
+  j["id"] = t.id;
+  j["kind"] = to_string(t.kind);
+  j["layers"] = {t.first_layer, t.last_layer};
+  j["stage"] = t.stage;
+  j["minibatch"] = t.minibatch;
+  j["microbatch"] = t.microbatch;
+  j["placement"] = to_string(t.placement);
+  j["resource"] = t.resource;
+  j["order"] = t.order;
+  j["cost_cycles"] = t.cost_cycles;
+  j["deps"] = t.deps;
+  j["alloc_bytes"] = t.alloc_bytes;
+  j["free_bytes"] = t.free_bytes;
+  j["version_read"] = t.version_read;
+  j["version_written"] = t.version_written;
+  j["bytes"] = t.bytes;
+  return j;
+}
+
+template <typename Items, typename ToJson>
+void write_array(std::ostringstream& out, const char* key, const Items& items, ToJson to_json,
+                 bool last) {
+  out << "  \"" << key << "\": [";
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    out << (i ? ",\n    " : "\n    ") << to_json(items[i]).dump();
+  }
+  out << (items.empty() ? "]" : "\n  ]") << (last ? "\n" : ",\n");
+}
+
+std::int32_t as_i32(const JsonReader& reader) {
+  const std::int64_t value = reader.as_int();
+  if (value < INT32_MIN || value > INT32_MAX) reader.fail("a 32-bit integer");
+  return static_cast<std::int32_t>(value);
+}
+
+}  // namespace
+
+std::string graph_to_json(const TaskGraph& g) {
+  std::ostringstream out;
+  ordered_json parameters(g.parameters);
+  out << "{\n";
+  out << "  \"format\": \"" << kFormat << "\",\n";
+  out << "  \"version\": " << kVersion << ",\n";
+  out << "  \"schedule\": " << ordered_json(g.schedule).dump() << ",\n";
+  out << "  \"model\": " << ordered_json(g.model).dump() << ",\n";
+  out << "  \"hardware\": " << ordered_json(g.hardware).dump() << ",\n";
+  out << "  \"parameters\": " << parameters.dump() << ",\n";
+  out << "  \"semantics\": \"" << to_string(g.semantics) << "\",\n";
+  out << "  \"microbatches\": " << g.microbatches << ",\n";
+  out << "  \"minibatches\": " << g.minibatches << ",\n";
+  out << "  \"samples_per_microbatch\": " << g.samples_per_microbatch << ",\n";
+  out << "  \"clock_hz\": " << ordered_json(g.clock_hz).dump() << ",\n";
+  write_array(out, "processors", g.processors, [](const ProcessorInfo& p) {
+    ordered_json j;
+    j["name"] = p.name;
+    j["memory_capacity_bytes"] = p.memory_capacity_bytes;
+    j["static_bytes"] = p.static_bytes;
+    return j;
+  }, false);
+  write_array(out, "links", g.links, [](const LinkInfo& l) {
+    ordered_json j;
+    j["name"] = l.name;
+    j["src"] = l.src;
+    j["dst"] = l.dst;
+    j["bytes_per_cycle"] = l.bytes_per_cycle;
+    j["latency_cycles"] = l.latency_cycles;
+    j["shared_group"] = l.shared_group;
+    return j;
+  }, false);
+  write_array(out, "stages", g.stages, [](const StageInfo& s) {
+    ordered_json j;
+    j["layers"] = {s.first_layer, s.last_layer};
+    j["processor"] = s.processor;
+    return j;
+  }, false);
+  write_array(out, "tasks", g.tasks, task_json, true);
+  out << "}\n";
+  return out.str();
+}
+
+TaskGraph graph_from_json(const std::string& text, const std::string& source) {
+  const nlohmann::json document = JsonReader::parse(text, source);
+  const JsonReader root(document, source);
+  root.check_keys({"format", "version", "schedule", "model", "hardware", "parameters", "semantics",
+                   "microbatches", "minibatches", "samples_per_microbatch", "clock_hz",
+                   "processors", "links", "stages", "tasks"});
+  if (root.get_string("format") != kFormat) root.at("format").fail(std::string("\"") + kFormat + "\"");
+  if (root.get_int("version") != kVersion) root.at("version").fail("version 1");
+  TaskGraph g;
+  g.schedule = root.get_string("schedule");
+  g.model = root.get_string("model");
+  g.hardware = root.get_string("hardware");
+  const JsonReader parameters = root.at("parameters");
+  parameters.require_object();
+  for (const auto& item : parameters.value().items()) {
+    g.parameters[item.key()] = parameters.at(item.key()).as_string();
+  }
+  try {
+    g.semantics = weight_semantics_from_string(root.get_string("semantics"));
+  } catch (const Error& error) {
+    throw Error(source + ": /semantics: " + error.what());
+  }
+  g.microbatches = as_i32(root.at("microbatches"));
+  g.minibatches = as_i32(root.at("minibatches"));
+  g.samples_per_microbatch = root.get_int("samples_per_microbatch");
+  g.clock_hz = root.get_double("clock_hz");
+  if (!(g.clock_hz > 0)) root.at("clock_hz").fail("a positive number");
+
+  const JsonReader processors = root.at("processors");
+  for (std::size_t i = 0; i < processors.array_size(); ++i) {
+    const JsonReader p = processors.at(i);
+    p.check_keys({"name", "memory_capacity_bytes", "static_bytes"});
+    g.processors.push_back({p.get_string("name"), p.get_int("memory_capacity_bytes"),
+                            p.get_int("static_bytes")});
+  }
+  const JsonReader links = root.at("links");
+  for (std::size_t i = 0; i < links.array_size(); ++i) {
+    const JsonReader l = links.at(i);
+    l.check_keys({"name", "src", "dst", "bytes_per_cycle", "latency_cycles", "shared_group"});
+    g.links.push_back({l.get_string("name"), as_i32(l.at("src")), as_i32(l.at("dst")),
+                       l.get_double("bytes_per_cycle"), l.get_int("latency_cycles"),
+                       l.get_string("shared_group")});
+  }
+  const JsonReader stages = root.at("stages");
+  for (std::size_t i = 0; i < stages.array_size(); ++i) {
+    const JsonReader s = stages.at(i);
+    s.check_keys({"layers", "processor"});
+    const JsonReader layers = s.at("layers");
+    if (layers.array_size() != 2) layers.fail("[first, last]");
+    g.stages.push_back({as_i32(layers.at(0)), as_i32(layers.at(1)), as_i32(s.at("processor"))});
+  }
+  const JsonReader tasks = root.at("tasks");
+  g.tasks.reserve(tasks.array_size());
+  for (std::size_t i = 0; i < tasks.array_size(); ++i) {
+    const JsonReader t = tasks.at(i);
+    t.check_keys({"id", "kind", "layers", "stage", "minibatch", "microbatch", "placement",
+                  "resource", "order", "cost_cycles", "deps", "alloc_bytes", "free_bytes",
+                  "version_read", "version_written", "bytes"});
+    Task task;
+    task.id = as_i32(t.at("id"));
+    if (task.id != static_cast<std::int32_t>(i)) t.at("id").fail("the task's index " + std::to_string(i));
+    try {
+      task.kind = task_kind_from_string(t.get_string("kind"));
+    } catch (const Error& error) {
+      throw Error(source + ": " + t.path() + "/kind: " + error.what());
+    }
+    const JsonReader layers = t.at("layers");
+    if (layers.array_size() != 2) layers.fail("[first, last]");
+    task.first_layer = as_i32(layers.at(0));
+    task.last_layer = as_i32(layers.at(1));
+    task.stage = as_i32(t.at("stage"));
+    task.minibatch = as_i32(t.at("minibatch"));
+    task.microbatch = as_i32(t.at("microbatch"));
+    const std::string placement = t.get_string("placement");
+    if (placement == "processor") {
+      task.placement = Placement::processor;
+    } else if (placement == "link") {
+      task.placement = Placement::link;
+    } else {
+      t.at("placement").fail("\"processor\" or \"link\"");
+    }
+    task.resource = as_i32(t.at("resource"));
+    task.order = as_i32(t.at("order"));
+    task.cost_cycles = t.get_int("cost_cycles");
+    const JsonReader deps = t.at("deps");
+    for (std::size_t d = 0; d < deps.array_size(); ++d) task.deps.push_back(as_i32(deps.at(d)));
+    task.alloc_bytes = t.get_int("alloc_bytes");
+    task.free_bytes = t.get_int("free_bytes");
+    task.version_read = as_i32(t.at("version_read"));
+    task.version_written = as_i32(t.at("version_written"));
+    task.bytes = t.get_int("bytes");
+    g.tasks.push_back(std::move(task));
+  }
+  return g;
+}
+
+TaskGraph load_graph(const std::string& file_path) {
+  return graph_from_json(JsonReader::read_text_file(file_path), file_path);
+}
+
+}  // namespace pipetwin

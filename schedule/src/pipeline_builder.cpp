@@ -1,0 +1,265 @@
+// Stage pipelines from per-processor operation sequences: tasks, transfers, dependencies,
+// weight versions and memory effects.
+#include "pipetwin/schedule/pipeline_builder.hpp"
+
+#include <map>
+#include <tuple>
+
+#include "pipetwin/models/cost_model.hpp"
+#include "pipetwin/models/error.hpp"
+
+namespace pipetwin {
+namespace {
+
+using Key = std::tuple<int, int, int>;  // (stage, minibatch, microbatch)
+
+// Links created on first use; routes follow the hardware topology.
+class LinkTable {
+ public:
+  LinkTable(const HardwareProfile& hw, int processors) : hw_(hw), processors_(processors) {}
+
+  // Link indices, hop by hop, from processor `src` to `dst`.
+  std::vector<std::int32_t> route(int src, int dst, std::vector<LinkInfo>& links) {
+    std::vector<std::int32_t> hops;
+    if (hw_.topology == "chain" || hw_.topology == "ring") {
+      int step = dst > src ? 1 : -1;
+      if (hw_.topology == "ring") {
+        const int forward = ((dst - src) % processors_ + processors_) % processors_;
+        step = forward <= processors_ - forward ? 1 : -1;
+      }
+      for (int at = src; at != dst;) {
+        const int next = ((at + step) % processors_ + processors_) % processors_;
+        hops.push_back(link(at, next, links));
+        at = next;
+      }
+    } else {  // fully-connected or switch: one hop
+      hops.push_back(link(src, dst, links));
+    }
+    return hops;
+  }
+
+ private:
+  std::int32_t link(int src, int dst, std::vector<LinkInfo>& links) {
+    const auto it = index_.find({src, dst});
+    if (it != index_.end()) return it->second;
+    LinkInfo info;
+    info.name = "p" + std::to_string(src) + "->p" + std::to_string(dst);
+    info.src = src;
+    info.dst = dst;
+    info.bytes_per_cycle = link_bytes_per_cycle(hw_, hw_.link);
+    info.latency_cycles = hw_.cost_model == CostModelKind::unit ? 0 : link_latency_cycles(hw_, hw_.link);
+    if (hw_.link.shared || hw_.topology == "switch") info.shared_group = hw_.link.name;
+    links.push_back(info);
+    const auto id = static_cast<std::int32_t>(links.size() - 1);
+    index_[{src, dst}] = id;
+    return id;
+  }
+
+  const HardwareProfile& hw_;
+  int processors_;
+  std::map<std::pair<int, int>, std::int32_t> index_;
+};
+
+std::int64_t stage_stash_bytes(const Network& net, const StageInfo& stage) {
+  std::int64_t bytes = 0;
+  for (int l = stage.first_layer; l <= stage.last_layer; ++l) bytes += net.layers[l].stash_bytes;
+  return bytes;
+}
+
+std::int64_t stage_param_bytes(const Network& net, const StageInfo& stage) {
+  std::int64_t bytes = 0;
+  for (int l = stage.first_layer; l <= stage.last_layer; ++l) bytes += net.layers[l].param_bytes;
+  return bytes;
+}
+
+}  // namespace
+
+StagePlan plan_stages(const ScheduleRequest& request, int stage_count) {
+  const Network& net = request.network;
+  const std::int64_t samples = net.batch / request.microbatches;
+  std::vector<std::int64_t> costs;
+  std::vector<bool> allowed;
+  for (const auto& layer : net.layers) {
+    costs.push_back(layer_work_cycles(request.hardware, layer, TaskKind::F, samples) +
+                    layer_work_cycles(request.hardware, layer, TaskKind::B, samples));
+    allowed.push_back(layer.cut_allowed_after);
+  }
+  StagePlan plan;
+  if (request.params.has("cuts")) {
+    std::vector<int> cuts;
+    for (const auto cut : request.params.get_int_list("cuts", {})) cuts.push_back(static_cast<int>(cut));
+    if (static_cast<int>(cuts.size()) + 1 != stage_count) {
+      throw Error("cuts=" + request.params.get_string("cuts", "") + " makes " +
+                  std::to_string(cuts.size() + 1) + " stages, but this schedule needs " +
+                  std::to_string(stage_count) + " (one per processor)");
+    }
+    plan.partition = fixed_partition(costs, allowed, cuts);
+  } else {
+    try {
+      plan.partition = balanced_partition(costs, allowed, stage_count);
+    } catch (const Error& error) {
+      throw Error("model " + net.name + ": " + error.what());
+    }
+  }
+  for (int s = 0; s < stage_count; ++s) plan.stage_processor.push_back(s % request.processors);
+  return plan;
+}
+
+TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& schedule_name,
+                         WeightSemantics semantics, const StagePlan& plan,
+                         const std::vector<std::vector<StageOp>>& processor_ops) {
+  const Network& net = request.network;
+  const HardwareProfile& hw = request.hardware;
+  const int stage_count = static_cast<int>(plan.stage_processor.size());
+  const std::int64_t samples = net.batch / request.microbatches;
+
+  TaskGraph g;
+  g.schedule = schedule_name;
+  g.model = net.name;
+  g.hardware = hw.name;
+  g.semantics = semantics;
+  g.microbatches = request.microbatches;
+  g.minibatches = request.minibatches;
+  g.samples_per_microbatch = samples;
+  g.clock_hz = hw.clock_hz();
+  for (int p = 0; p < request.processors; ++p) {
+    g.processors.push_back({"p" + std::to_string(p), hw.processor.memory_bytes, 0});
+  }
+  for (int s = 0; s < stage_count; ++s) {
+    g.stages.push_back({plan.partition.first_layer[s], plan.partition.last_layer[s],
+                        plan.stage_processor[s]});
+    // One weight version and its gradient buffer live for the whole run.
+    g.processors[plan.stage_processor[s]].static_bytes += 2 * stage_param_bytes(net, g.stages[s]);
+  }
+
+  // Compute tasks, in each processor's order.
+  std::map<Key, std::int32_t> forward, backward;
+  std::vector<std::int32_t> updates;
+  for (int p = 0; p < static_cast<int>(processor_ops.size()); ++p) {
+    std::int32_t order = 0;
+    for (const auto& op : processor_ops[p]) {
+      const StageInfo& stage = g.stages.at(op.stage);
+      if (stage.processor != p) throw Error("internal: stage " + std::to_string(op.stage) + " op on wrong processor");
+      Task t;
+      t.id = static_cast<std::int32_t>(g.tasks.size());
+      t.kind = op.kind;
+      t.first_layer = stage.first_layer;
+      t.last_layer = stage.last_layer;
+      t.stage = op.stage;
+      t.minibatch = op.minibatch;
+      t.microbatch = op.microbatch;
+      t.resource = p;
+      t.order = order++;
+      t.cost_cycles = compute_task_cycles(hw, net, op.kind, stage.first_layer, stage.last_layer, samples);
+      const Key key{op.stage, op.minibatch, op.microbatch};
+      if (op.kind == TaskKind::F) {
+        t.alloc_bytes = stage_stash_bytes(net, stage) * samples;
+        if (!forward.emplace(key, t.id).second) throw Error("internal: forward twice");
+      } else if (op.kind == TaskKind::B) {
+        t.free_bytes = stage_stash_bytes(net, stage) * samples;
+        if (!backward.emplace(key, t.id).second) throw Error("internal: backward twice");
+      } else {
+        updates.push_back(t.id);
+      }
+      g.tasks.push_back(std::move(t));
+    }
+  }
+  const std::size_t expected = static_cast<std::size_t>(stage_count) * request.microbatches *
+                               request.minibatches;
+  if (forward.size() != expected || backward.size() != expected) {
+    throw Error("internal: schedule " + schedule_name + " does not run every microbatch on every stage");
+  }
+
+  // Transfers between stages on different processors, then dependencies.
+  LinkTable link_table(hw, request.processors);
+  std::vector<std::int32_t> link_order;
+  auto transfer = [&](std::int32_t source, int from_stage, int to_stage, std::int64_t bytes) {
+    const int src = g.stages[from_stage].processor, dst = g.stages[to_stage].processor;
+    if (src == dst) return source;
+    std::int32_t previous = source;
+    for (const auto link : link_table.route(src, dst, g.links)) {
+      link_order.resize(g.links.size(), 0);
+      const Task from = g.tasks[source];  // a copy: g.tasks grows below
+      Task x;
+      x.id = static_cast<std::int32_t>(g.tasks.size());
+      x.kind = TaskKind::X;
+      x.first_layer = from.kind == TaskKind::F ? from.last_layer : from.first_layer;
+      x.last_layer = x.first_layer;
+      x.stage = from_stage;
+      x.minibatch = from.minibatch;
+      x.microbatch = from.microbatch;
+      x.placement = Placement::link;
+      x.resource = link;
+      x.order = link_order[link]++;
+      x.bytes = bytes;
+      x.cost_cycles = transfer_cycles(hw, hw.link, bytes);
+      x.deps = {previous};
+      g.tasks.push_back(std::move(x));
+      previous = static_cast<std::int32_t>(g.tasks.size() - 1);
+    }
+    return previous;
+  };
+  for (const auto& [key, id] : forward) {
+    const auto [s, k, m] = key;
+    if (s > 0) {
+      const std::int32_t previous = forward.at({s - 1, k, m});
+      const std::int64_t bytes = net.layers[g.stages[s - 1].last_layer].output_bytes * samples;
+      const std::int32_t arrival = transfer(previous, s - 1, s, bytes);  // may grow g.tasks
+      g.tasks[id].deps.push_back(arrival);
+    }
+  }
+  for (const auto& [key, id] : backward) {
+    const auto [s, k, m] = key;
+    g.tasks[id].deps.push_back(forward.at(key));
+    if (s + 1 < stage_count) {
+      const std::int32_t next = backward.at({s + 1, k, m});
+      const std::int64_t bytes = net.layers[g.stages[s + 1].first_layer].input_bytes * samples;
+      const std::int32_t arrival = transfer(next, s + 1, s, bytes);  // may grow g.tasks
+      g.tasks[id].deps.push_back(arrival);
+    }
+  }
+  for (const auto id : updates) {
+    Task& u = g.tasks[id];
+    if (u.microbatch >= 0) {
+      u.deps.push_back(backward.at({u.stage, u.minibatch, u.microbatch}));
+    } else {
+      for (int m = 0; m < request.microbatches; ++m) u.deps.push_back(backward.at({u.stage, u.minibatch, m}));
+    }
+  }
+
+  // Weight versions, walking each processor's order; then the memory of extra versions: when a
+  // version is still read after the update that replaces it, the update allocates the new one
+  // beside it and the old one's last reader frees it.
+  std::vector<std::int32_t> current(stage_count, 0);
+  std::map<std::pair<int, int>, std::int32_t> last_reader;  // (stage, version) -> task
+  std::map<std::pair<int, int>, std::int32_t> writer;       // (stage, version) -> update
+  for (const auto& list : tasks_by_processor(g)) {
+    for (const auto id : list) {
+      Task& t = g.tasks[id];
+      if (t.kind == TaskKind::F) {
+        t.version_read = current[t.stage];
+      } else if (t.kind == TaskKind::B) {
+        t.version_read = semantics == WeightSemantics::stale
+                             ? current[t.stage]
+                             : g.tasks[forward.at({t.stage, t.minibatch, t.microbatch})].version_read;
+      } else if (t.kind == TaskKind::U) {
+        t.version_read = current[t.stage];
+        t.version_written = ++current[t.stage];
+        writer[{t.stage, t.version_written}] = id;
+      }
+      if (t.kind != TaskKind::U) last_reader[{t.stage, t.version_read}] = id;
+    }
+  }
+  for (const auto& [stage_version, update] : writer) {
+    const auto [stage, version] = stage_version;
+    const auto reader = last_reader.find({stage, version - 1});
+    if (reader != last_reader.end() && g.tasks[reader->second].order > g.tasks[update].order) {
+      const std::int64_t bytes = stage_param_bytes(net, g.stages[stage]);
+      g.tasks[update].alloc_bytes += bytes;
+      g.tasks[reader->second].free_bytes += bytes;
+    }
+  }
+  return g;
+}
+
+}  // namespace pipetwin

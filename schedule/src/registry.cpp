@@ -1,0 +1,118 @@
+// The schedule registry and make_graph(): names plus key=value parameters to a task graph.
+#include "pipetwin/schedule/registry.hpp"
+
+#include <algorithm>
+
+#include "pipetwin/models/error.hpp"
+#include "pipetwin/models/names.hpp"
+#include "pipetwin/models/network_registry.hpp"
+#include "pipetwin/schedule/generators.hpp"
+
+namespace pipetwin {
+namespace {
+
+const ParamSpec kCutsParam{"cuts", "",
+                           "cut after these layer indices (comma-separated, from 0), one stage per "
+                           "processor; default: the partition minimising the slowest stage"};
+
+bool declares(const std::vector<ParamSpec>& specs, const std::string& key) {
+  return std::any_of(specs.begin(), specs.end(), [&](const ParamSpec& s) { return s.name == key; });
+}
+
+}  // namespace
+
+const std::vector<ScheduleEntry>& schedule_entries() {
+  static const std::vector<ScheduleEntry> entries = {
+      {"sequential", "plain SGD: layers split over P processors, one microbatch in flight",
+       WeightSemantics::synchronous, {kCutsParam}, generate_sequential},
+      {"gpipe", "all forwards, all backwards, flush, one update per minibatch (Huang et al. 2019)",
+       WeightSemantics::synchronous, {kCutsParam}, generate_gpipe},
+      {"1f1b", "PipeDream-Flush / DAPPLE: warm-up, one-forward-one-backward, cool-down, flush",
+       WeightSemantics::synchronous, {kCutsParam}, generate_1f1b},
+      {"pipedream", "asynchronous 1F1B without flush, update per microbatch, weight stashing "
+                    "(Narayanan et al. 2019)",
+       WeightSemantics::stashed, {kCutsParam}, generate_pipedream},
+  };
+  return entries;
+}
+
+std::vector<std::string> schedule_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : schedule_entries()) names.push_back(entry.name);
+  return names;
+}
+
+const ScheduleEntry& find_schedule(const std::string& name) {
+  for (const auto& entry : schedule_entries()) {
+    if (entry.name == name) return entry;
+  }
+  throw Error(unknown_name_message("schedule", name, schedule_names()));
+}
+
+TaskGraph make_graph(const GraphConfig& config) {
+  const ScheduleEntry& entry = find_schedule(config.schedule);
+  const std::vector<ParamSpec> model_specs = network_params(config.model);
+  const std::vector<ParamSpec> hardware_specs = hardware_params(config.hardware);
+  if (config.processors < 1) throw Error("processors must be at least 1, got " + std::to_string(config.processors));
+  if (config.microbatches < 1) throw Error("microbatches must be at least 1, got " + std::to_string(config.microbatches));
+  if (config.minibatches < 1) throw Error("minibatches must be at least 1, got " + std::to_string(config.minibatches));
+
+  // Route each key=value to the model, the hardware or the schedule.
+  Params model_params, hardware_params_, schedule_params;
+  std::map<std::string, std::string> record;
+  const Params given = Params::parse(config.params);
+  for (const auto& [key, value] : given.values()) {
+    const std::size_t dot = key.find('.');
+    std::string owner, name = key;
+    if (dot != std::string::npos) {
+      owner = key.substr(0, dot);
+      name = key.substr(dot + 1);
+      if (owner != "model" && owner != "hardware" && owner != "schedule") {
+        throw Error("parameter '" + key + "': the prefix must be model., hardware. or schedule.");
+      }
+    } else {
+      std::vector<std::string> owners;
+      if (declares(model_specs, key)) owners.push_back("model");
+      if (declares(hardware_specs, key)) owners.push_back("hardware");
+      if (declares(entry.params, key)) owners.push_back("schedule");
+      if (owners.size() > 1) {
+        throw Error("parameter '" + key + "' is accepted by both the " + owners[0] + " and the " +
+                    owners[1] + "; write " + owners[0] + "." + key + "=... or " + owners[1] + "." +
+                    key + "=...");
+      }
+      if (owners.empty()) {
+        std::vector<std::string> all;
+        for (const auto* specs : {&model_specs, &hardware_specs, &entry.params}) {
+          for (const auto& spec : *specs) all.push_back(spec.name);
+        }
+        throw Error(unknown_name_message("parameter for model " + config.model + ", hardware " +
+                                             config.hardware + " and schedule " + config.schedule,
+                                         key, all));
+      }
+      owner = owners.front();
+    }
+    (owner == "model" ? model_params : owner == "hardware" ? hardware_params_ : schedule_params)
+        .set(name, value);
+    record[owner + "." + name] = value;
+  }
+  schedule_params.check_known(entry.params, "schedule " + entry.name);
+
+  ScheduleRequest request;
+  request.network = make_network(config.model, model_params);
+  request.hardware = make_hardware(config.hardware, hardware_params_);
+  request.processors = config.processors;
+  request.microbatches = config.microbatches;
+  request.minibatches = config.minibatches;
+  request.params = schedule_params;
+  if (request.network.batch % config.microbatches != 0) {
+    throw Error("batch " + std::to_string(request.network.batch) + " of model " +
+                request.network.name + " does not split into " + std::to_string(config.microbatches) +
+                " equal microbatches; set batch=... to a multiple of the microbatches");
+  }
+  record["model.batch"] = std::to_string(request.network.batch);
+  TaskGraph graph = entry.generate(request);
+  graph.parameters = record;
+  return graph;
+}
+
+}  // namespace pipetwin

@@ -1,0 +1,98 @@
+// Names, labels and per-resource views of the task-graph IR.
+#include "pipetwin/schedule/task_graph.hpp"
+
+#include "pipetwin/models/error.hpp"
+#include "pipetwin/models/names.hpp"
+
+namespace pipetwin {
+
+const char* to_string(Placement placement) {
+  return placement == Placement::processor ? "processor" : "link";
+}
+
+const char* to_string(WeightSemantics semantics) {
+  switch (semantics) {
+    case WeightSemantics::synchronous: return "synchronous";
+    case WeightSemantics::stashed: return "stashed";
+    case WeightSemantics::stale: return "stale";
+  }
+  return "?";
+}
+
+WeightSemantics weight_semantics_from_string(const std::string& text) {
+  if (text == "synchronous") return WeightSemantics::synchronous;
+  if (text == "stashed") return WeightSemantics::stashed;
+  if (text == "stale") return WeightSemantics::stale;
+  throw Error(unknown_name_message("weight semantics", text, {"synchronous", "stashed", "stale"}));
+}
+
+std::string task_label(const Task& task) {
+  std::string label = std::string(to_string(task.kind)) + "(";
+  std::string sep;
+  if (task.minibatch >= 0) {
+    label += "k" + std::to_string(task.minibatch);
+    sep = ",";
+  }
+  if (task.microbatch >= 0) {
+    label += sep + "m" + std::to_string(task.microbatch);
+    sep = ",";
+  }
+  if (task.stage >= 0) label += sep + "s" + std::to_string(task.stage);
+  return label + ")";
+}
+
+std::string describe_task(const TaskGraph& graph, const Task& task) {
+  std::string where;
+  if (task.placement == Placement::processor) {
+    where = task.resource >= 0 && task.resource < graph.processor_count()
+                ? graph.processors[task.resource].name
+                : "processor " + std::to_string(task.resource);
+  } else {
+    where = task.resource >= 0 && task.resource < static_cast<int>(graph.links.size())
+                ? "link " + graph.links[task.resource].name
+                : "link " + std::to_string(task.resource);
+  }
+  return "task " + std::to_string(task.id) + " " + task_label(task) + " on " + where;
+}
+
+namespace {
+
+std::vector<std::vector<std::int32_t>> tasks_by(const TaskGraph& graph, Placement placement,
+                                                std::size_t count) {
+  std::vector<std::vector<std::int32_t>> lists(count);
+  for (const auto& task : graph.tasks) {
+    if (task.placement != placement) continue;
+    if (task.resource < 0 || static_cast<std::size_t>(task.resource) >= count) {
+      throw Error(describe_task(graph, task) + ": placed on a " + to_string(placement) +
+                  " that does not exist (the graph has " + std::to_string(count) + ")");
+    }
+    lists[task.resource].push_back(task.id);
+  }
+  for (std::size_t r = 0; r < count; ++r) {
+    auto& list = lists[r];
+    std::vector<std::int32_t> ordered(list.size(), -1);
+    for (const auto id : list) {
+      const auto order = graph.tasks[id].order;
+      if (order < 0 || static_cast<std::size_t>(order) >= list.size() || ordered[order] != -1) {
+        throw Error(describe_task(graph, graph.tasks[id]) + ": order " + std::to_string(order) +
+                    " is out of range or taken; the orders on a resource must be 0.." +
+                    std::to_string(list.size() - 1) + ", each once");
+      }
+      ordered[order] = id;
+    }
+    list = std::move(ordered);
+  }
+  return lists;
+}
+
+}  // namespace
+
+std::vector<std::vector<std::int32_t>> tasks_by_processor(const TaskGraph& graph) {
+  return tasks_by(graph, Placement::processor, graph.processors.size());
+}
+
+std::vector<std::vector<std::int32_t>> tasks_by_link(const TaskGraph& graph) {
+  return tasks_by(graph, Placement::link, graph.links.size());
+}
+
+}  // namespace pipetwin

@@ -1,0 +1,262 @@
+// Task-graph checks with messages that say what is wrong and where.
+#include "pipetwin/schedule/validator.hpp"
+
+#include <algorithm>
+#include <map>
+#include <queue>
+#include <set>
+#include <tuple>
+
+#include "pipetwin/models/error.hpp"
+
+namespace pipetwin {
+namespace {
+
+// References, placements, orders: later checks need these to hold.
+void check_structure(const TaskGraph& g, std::vector<std::string>& problems) {
+  const auto task_count = static_cast<std::int32_t>(g.tasks.size());
+  if (g.processors.empty()) problems.push_back("the graph has no processors");
+  if (g.microbatches < 1) problems.push_back("microbatches must be at least 1");
+  if (g.minibatches < 1) problems.push_back("minibatches must be at least 1");
+  for (std::size_t i = 0; i < g.links.size(); ++i) {
+    const auto& link = g.links[i];
+    if (link.src < 0 || link.src >= g.processor_count() || link.dst < 0 ||
+        link.dst >= g.processor_count()) {
+      problems.push_back("link " + link.name + " connects an unknown processor");
+    }
+    if (!(link.bytes_per_cycle > 0)) problems.push_back("link " + link.name + ": bytes_per_cycle must be positive");
+  }
+  for (std::size_t s = 0; s < g.stages.size(); ++s) {
+    if (g.stages[s].processor < 0 || g.stages[s].processor >= g.processor_count()) {
+      problems.push_back("stage " + std::to_string(s) + " is on unknown processor " +
+                         std::to_string(g.stages[s].processor));
+    }
+  }
+  for (std::int32_t i = 0; i < task_count; ++i) {
+    const Task& t = g.tasks[i];
+    const std::string who = describe_task(g, t);
+    if (t.id != i) problems.push_back(who + ": id must equal its index " + std::to_string(i));
+    const bool on_link = t.kind == TaskKind::X;
+    if (on_link != (t.placement == Placement::link)) {
+      problems.push_back(who + ": " + (on_link ? "a transfer must be placed on a link"
+                                               : "only transfers (X) may be placed on a link"));
+    }
+    const auto resources = t.placement == Placement::processor
+                               ? g.processor_count()
+                               : static_cast<std::int32_t>(g.links.size());
+    if (t.resource < 0 || t.resource >= resources) {
+      problems.push_back(who + ": unknown " + to_string(t.placement) + " " +
+                         std::to_string(t.resource) + " (the graph has " +
+                         std::to_string(resources) + ")");
+    }
+    if (t.cost_cycles < 0) problems.push_back(who + ": negative cost");
+    if (t.alloc_bytes < 0 || t.free_bytes < 0) problems.push_back(who + ": negative memory effect");
+    if (t.placement == Placement::link && (t.alloc_bytes != 0 || t.free_bytes != 0)) {
+      problems.push_back(who + ": a task on a link has no memory effect");
+    }
+    if (t.stage >= static_cast<std::int32_t>(g.stages.size())) {
+      problems.push_back(who + ": unknown stage " + std::to_string(t.stage));
+    }
+    if (t.minibatch >= g.minibatches || t.microbatch >= g.microbatches) {
+      problems.push_back(who + ": minibatch or microbatch out of range");
+    }
+    for (const auto dep : t.deps) {
+      if (dep < 0 || dep >= task_count) {
+        problems.push_back(who + ": depends on task " + std::to_string(dep) + ", which does not exist");
+      } else if (dep == i) {
+        problems.push_back(who + ": depends on itself");
+      }
+    }
+  }
+  if (!problems.empty()) return;
+  try {
+    tasks_by_processor(g);
+    tasks_by_link(g);
+  } catch (const Error& error) {
+    problems.push_back(error.what());
+  }
+}
+
+// Forward before backward: a backward task must be reached from a forward of the same
+// microbatch and overlapping layers through dependencies among that microbatch's tasks.
+void check_forward_before_backward(const TaskGraph& g, std::vector<std::string>& problems) {
+  std::map<std::pair<int, int>, std::vector<std::int32_t>> groups;
+  for (const auto& t : g.tasks) {
+    if (t.microbatch >= 0) groups[{t.minibatch, t.microbatch}].push_back(t.id);
+  }
+  for (const auto& t : g.tasks) {
+    if (!is_backward(t.kind) || t.microbatch < 0) continue;
+    std::set<std::int32_t> seen{t.id};
+    std::queue<std::int32_t> frontier;
+    frontier.push(t.id);
+    bool found = false;
+    while (!frontier.empty() && !found) {
+      const Task& current = g.tasks[frontier.front()];
+      frontier.pop();
+      for (const auto dep : current.deps) {
+        const Task& d = g.tasks[dep];
+        if (d.minibatch != t.minibatch || d.microbatch != t.microbatch || !seen.insert(dep).second) {
+          continue;
+        }
+        if ((d.kind == TaskKind::F || d.kind == TaskKind::RC) && d.first_layer <= t.last_layer &&
+            t.first_layer <= d.last_layer) {
+          found = true;
+          break;
+        }
+        frontier.push(dep);
+      }
+    }
+    if (!found) {
+      problems.push_back(describe_task(g, t) + ": backward before forward: no dependency path from a "
+                         "forward of microbatch " + std::to_string(t.microbatch) + " over layers " +
+                         std::to_string(t.first_layer) + "-" + std::to_string(t.last_layer));
+    }
+  }
+}
+
+// Weight versions, per stage: an update reads the current version and writes the next; a forward
+// reads the current one (the minibatch's, for synchronous schedules); a backward reads its
+// forward's (stashed, synchronous) or the current one (stale).
+void check_versions(const TaskGraph& g, std::vector<std::string>& problems) {
+  std::map<std::tuple<int, int, int>, std::int32_t> forward_version;  // (stage, k, m) -> version
+  const auto by_processor = tasks_by_processor(g);
+  std::vector<std::int32_t> current(g.stages.size(), 0);
+  auto complain = [&](const Task& t, const std::string& what) {
+    problems.push_back(describe_task(g, t) + ": weight version " + std::to_string(t.version_read) +
+                       " violates " + to_string(g.semantics) + " semantics: " + what);
+  };
+  // Forward versions first (a backward may sit on another processor than its forward).
+  for (const auto& t : g.tasks) {
+    if (t.kind == TaskKind::F && t.stage >= 0) {
+      forward_version[{t.stage, t.minibatch, t.microbatch}] = t.version_read;
+    }
+  }
+  for (std::size_t p = 0; p < by_processor.size(); ++p) {
+    for (const auto id : by_processor[p]) {
+      const Task& t = g.tasks[id];
+      if (t.stage < 0) continue;
+      const bool home = g.stages[t.stage].processor == static_cast<std::int32_t>(p);
+      std::int32_t& now = current[t.stage];
+      if (t.kind == TaskKind::U) {
+        if (!home) {
+          problems.push_back(describe_task(g, t) + ": the update of stage " + std::to_string(t.stage) +
+                             " must run on the stage's processor");
+        } else if (t.version_read != now || t.version_written != now + 1) {
+          problems.push_back(describe_task(g, t) + ": update must read version " +
+                             std::to_string(now) + " and write " + std::to_string(now + 1) +
+                             ", got " + std::to_string(t.version_read) + " -> " +
+                             std::to_string(t.version_written));
+        }
+        if (home) ++now;
+      } else if (t.kind == TaskKind::F || t.kind == TaskKind::RC) {
+        if (home && t.kind == TaskKind::F && t.version_read != now) {
+          complain(t, "a forward reads the newest version, " + std::to_string(now));
+        }
+        if (g.semantics == WeightSemantics::synchronous && t.version_read != t.minibatch) {
+          complain(t, "minibatch " + std::to_string(t.minibatch) + " must read version " +
+                          std::to_string(t.minibatch));
+        }
+      } else if (is_backward(t.kind)) {
+        const auto it = forward_version.find({t.stage, t.minibatch, t.microbatch});
+        const std::int32_t stashed = it == forward_version.end() ? -1 : it->second;
+        if (g.semantics == WeightSemantics::stale) {
+          if (home && t.version_read != now) complain(t, "without stashing a backward reads the newest version, " + std::to_string(now));
+        } else if (t.version_read != stashed) {
+          complain(t, "a backward reads its forward's version, " + std::to_string(stashed));
+        } else if (g.semantics == WeightSemantics::synchronous && home && t.version_read != now) {
+          complain(t, "an update happened between this backward and its forward");
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::int32_t> execution_order(const TaskGraph& g) {
+  const auto n = g.tasks.size();
+  std::vector<std::vector<std::int32_t>> successors(n);
+  std::vector<std::int32_t> indegree(n, 0);
+  for (const auto& t : g.tasks) {
+    for (const auto dep : t.deps) {
+      successors[dep].push_back(t.id);
+      ++indegree[t.id];
+    }
+  }
+  for (const auto& list : tasks_by_processor(g)) {
+    for (std::size_t i = 1; i < list.size(); ++i) {
+      successors[list[i - 1]].push_back(list[i]);
+      ++indegree[list[i]];
+    }
+  }
+  std::vector<std::int32_t> order;
+  order.reserve(n);
+  std::vector<std::int32_t> ready;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (indegree[i] == 0) ready.push_back(static_cast<std::int32_t>(i));
+  }
+  while (!ready.empty()) {
+    const auto id = ready.back();
+    ready.pop_back();
+    order.push_back(id);
+    for (const auto next : successors[id]) {
+      if (--indegree[next] == 0) ready.push_back(next);
+    }
+  }
+  if (order.size() == n) return order;
+  // Walk predecessors among the blocked tasks until one repeats: that is a cycle.
+  std::vector<std::vector<std::int32_t>> predecessors(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (const auto next : successors[i]) predecessors[next].push_back(static_cast<std::int32_t>(i));
+  }
+  std::int32_t at = -1;
+  for (std::size_t i = 0; i < n && at < 0; ++i) {
+    if (indegree[i] > 0) at = static_cast<std::int32_t>(i);
+  }
+  std::vector<std::int32_t> walk;
+  std::vector<int> position(n, -1);
+  while (position[at] < 0) {
+    position[at] = static_cast<int>(walk.size());
+    walk.push_back(at);
+    for (const auto prev : predecessors[at]) {
+      if (indegree[prev] > 0) {
+        at = prev;
+        break;
+      }
+    }
+  }
+  std::vector<std::int32_t> cycle(walk.begin() + position[at], walk.end());
+  std::reverse(cycle.begin(), cycle.end());
+  std::string message = "deadlock: " + std::to_string(n - order.size()) +
+                        " tasks can never start; dependencies and processor orders form a cycle: ";
+  for (std::size_t i = 0; i < cycle.size() && i < 8; ++i) {
+    message += (i ? " -> " : "") + describe_task(g, g.tasks[cycle[i]]);
+  }
+  if (cycle.size() > 8) message += " -> ... (" + std::to_string(cycle.size()) + " tasks)";
+  throw Error(message);
+}
+
+std::vector<std::string> validate(const TaskGraph& g) {
+  std::vector<std::string> problems;
+  check_structure(g, problems);
+  if (!problems.empty()) return problems;
+  try {
+    execution_order(g);
+  } catch (const Error& error) {
+    problems.push_back(error.what());
+    return problems;
+  }
+  check_forward_before_backward(g, problems);
+  check_versions(g, problems);
+  return problems;
+}
+
+void validate_or_throw(const TaskGraph& g) {
+  const auto problems = validate(g);
+  if (problems.empty()) return;
+  std::string message = "invalid task graph: " + problems.front();
+  if (problems.size() > 1) message += " (and " + std::to_string(problems.size() - 1) + " more problems)";
+  throw Error(message);
+}
+
+}  // namespace pipetwin

@@ -1,0 +1,63 @@
+// JSON round trips (byte for byte) for every registered schedule, and DOT export.
+#include <doctest/doctest.h>
+
+#include "pipetwin/models/error.hpp"
+#include "pipetwin/schedule/evaluator.hpp"
+#include "pipetwin/schedule/graph_io.hpp"
+#include "pipetwin/schedule/registry.hpp"
+
+using namespace pipetwin;
+
+TEST_CASE("every registered schedule round-trips through JSON byte for byte") {
+  for (const auto& name : schedule_names()) {
+    for (const std::string model : {"lenet5", "resnet20", "gpt"}) {
+      for (const std::string hardware : {"unit", "h100", "cpu-core"}) {
+        for (const int P : {1, 2, 3}) {
+          GraphConfig config;
+          config.model = model;
+          config.schedule = name;
+          config.hardware = hardware;
+          config.processors = P;
+          config.microbatches = 2;
+          config.minibatches = 2;
+          if (model == "gpt") config.params = {"layers=4", "seq=128", "batch=4"};
+          CAPTURE(name);
+          CAPTURE(model);
+          CAPTURE(hardware);
+          CAPTURE(P);
+          const TaskGraph graph = make_graph(config);
+          const std::string text = graph_to_json(graph);
+          const TaskGraph back = graph_from_json(text, "graph.json");
+          CHECK(graph_to_json(back) == text);
+          CHECK(evaluate(back).total_cycles == evaluate(graph).total_cycles);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("malformed graph JSON is a clear error") {
+  CHECK_THROWS_WITH_AS(graph_from_json("{\"format\": ", "g.json"), doctest::Contains("g.json:1:"), Error);
+  CHECK_THROWS_WITH_AS(graph_from_json(R"({"format": "other"})", "g.json"),
+                       "g.json: /format: expected \"pipetwin.taskgraph\", got a string 'other'", Error);
+  CHECK_THROWS_WITH_AS(graph_from_json(R"({"format": "pipetwin.taskgraph", "version": 1})", "g.json"),
+                       "g.json: /: missing required key 'schedule'", Error);
+  CHECK_THROWS_WITH_AS(load_graph("/nonexistent/graph.json"),
+                       "/nonexistent/graph.json: cannot open file", Error);
+}
+
+TEST_CASE("DOT export has a cluster per processor and every dependency edge") {
+  GraphConfig config;
+  config.model = "lenet5";
+  config.schedule = "gpipe";
+  config.hardware = "unit";
+  config.processors = 2;
+  const TaskGraph graph = make_graph(config);
+  const std::string dot = graph_to_dot(graph);
+  CHECK(dot.find("subgraph cluster_p0") != std::string::npos);
+  CHECK(dot.find("subgraph cluster_p1") != std::string::npos);
+  std::size_t edges = 0, deps = 0;
+  for (std::size_t at = dot.find(" -> "); at != std::string::npos; at = dot.find(" -> ", at + 1)) ++edges;
+  for (const auto& task : graph.tasks) deps += task.deps.size();
+  CHECK(edges == deps);
+}

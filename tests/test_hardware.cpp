@@ -1,0 +1,70 @@
+// Hardware profiles, links and the cost model.
+#include <doctest/doctest.h>
+
+#include "pipetwin/models/cost_model.hpp"
+#include "pipetwin/models/error.hpp"
+#include "pipetwin/models/network_registry.hpp"
+
+using namespace pipetwin;
+
+TEST_CASE("every embedded profile and link loads") {
+  for (const auto& entry : hardware_entries()) {
+    CAPTURE(entry.name);
+    const HardwareProfile hw = make_hardware(entry.name, Params());
+    CHECK(hw.clock_hz() > 0);
+    CHECK(hw.processor.memory_bytes > 0);
+  }
+  for (const auto& name : link_names()) CHECK(make_link(name).bytes_per_s > 0);
+  CHECK(hardware_entries().size() >= 6);
+}
+
+TEST_CASE("the unit model: F, BA, BW one cycle per layer, B two, U and transfers zero") {
+  const HardwareProfile hw = make_hardware("unit", Params());
+  const Network net = make_network("resnet20", Params());
+  CHECK(compute_task_cycles(hw, net, TaskKind::F, 0, 9, 32) == 10);
+  CHECK(compute_task_cycles(hw, net, TaskKind::BA, 3, 3, 32) == 1);
+  CHECK(compute_task_cycles(hw, net, TaskKind::BW, 3, 4, 1) == 2);
+  CHECK(compute_task_cycles(hw, net, TaskKind::B, 0, 19, 32) == 40);
+  CHECK(compute_task_cycles(hw, net, TaskKind::U, 0, 19, 32) == 0);
+  CHECK(transfer_cycles(hw, hw.link, 1 << 20) == 0);
+}
+
+TEST_CASE("the roofline model: compute-bound layer cycles from peak and efficiency") {
+  const HardwareProfile hw = make_hardware("h100", Params::parse({"layer_overhead_s=0",
+                                                                  "task_overhead_s=0"}));
+  const Network net = make_network("mlp", Params::parse({"widths=8192,8192,10", "batch=1024"}));
+  const Layer& big = net.layers[0];
+  const double flops = big.forward_flops * 1024;
+  const double flops_per_cycle = 66.9e12 * 0.6 / 1.98e9;
+  CHECK(static_cast<double>(layer_work_cycles(hw, big, TaskKind::F, 1024)) ==
+        doctest::Approx(flops / flops_per_cycle).epsilon(1e-6));
+  // B = BA + BW.
+  CHECK(layer_work_cycles(hw, big, TaskKind::B, 1024) ==
+        layer_work_cycles(hw, big, TaskKind::BA, 1024) + layer_work_cycles(hw, big, TaskKind::BW, 1024));
+  // A transfer: latency plus bytes over bandwidth, in cycles of the profile's clock.
+  const double expected = 1.5e-6 * 1.98e9 + 1e9 / (450e9 / 1.98e9);
+  CHECK(static_cast<double>(transfer_cycles(hw, hw.link, 1000000000)) == doctest::Approx(expected).epsilon(1e-6));
+}
+
+TEST_CASE("precision and SM partitions change peak FLOP/s") {
+  CHECK(make_hardware("h100", Params::parse({"precision=bf16"})).processor.peak_flops_per_s ==
+        doctest::Approx(989.4e12));
+  const HardwareProfile part = make_hardware("h100-sm", Params::parse({"sms=33"}));
+  CHECK(part.processor.peak_flops_per_s == doctest::Approx(66.9e12 * 33 / 132));
+  CHECK(part.processor.shared_memory_system);
+  CHECK(part.name == "h100-sm:sms=33");
+  CHECK_THROWS_WITH_AS(make_hardware("h100-sm", Params::parse({"sms=200"})),
+                       "hardware h100-sm: sms must be in 1..132, got 200", Error);
+  CHECK_THROWS_AS(make_hardware("h100", Params::parse({"sms=8"})), Error);  // whole GPU only
+  CHECK_THROWS_AS(make_hardware("h100", Params::parse({"precision=fp8"})), Error);
+}
+
+TEST_CASE("hardware errors: unknown names suggest, bad files name the path") {
+  CHECK_THROWS_WITH_AS(make_hardware("h10", Params()),
+                       doctest::Contains("unknown hardware 'h10'; did you mean 'h100'?"), Error);
+  CHECK_THROWS_WITH_AS(make_link("nvlnk"), doctest::Contains("did you mean 'nvlink'?"), Error);
+  const std::string bad = R"({"name": "x", "processor": {"clock_hz": "fast"}, "link": "nvlink",
+                              "host_link": "pcie5"})";
+  CHECK_THROWS_WITH_AS(hardware_from_json_text(bad, "x.json", Params()),
+                       "x.json: /processor/clock_hz: expected a number, got a string 'fast'", Error);
+}

@@ -1,0 +1,93 @@
+// Memory effects of the schedules against closed forms: activations stashed by GPipe (M
+// microbatches) and 1F1B (min(M, P)) on the first stage, and PipeDream's weight versions (S - s).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "pipetwin/models/network_registry.hpp"
+#include "pipetwin/schedule/evaluator.hpp"
+#include "pipetwin/schedule/registry.hpp"
+#include "pipetwin/schedule/validator.hpp"
+
+using namespace pipetwin;
+
+namespace {
+
+GraphConfig resnet_config(const std::string& schedule, int P, int M, int K = 2) {
+  GraphConfig config;
+  config.model = "resnet20";
+  config.schedule = schedule;
+  config.hardware = "h100";
+  config.processors = P;
+  config.microbatches = M;
+  config.minibatches = K;
+  config.params = {"batch=" + std::to_string(8 * M)};
+  return config;
+}
+
+// Activation bytes one microbatch leaves on stage s, computed from the network's layers.
+std::int64_t stash_per_microbatch(const TaskGraph& g, int stage) {
+  const Network net = make_network("resnet20", Params::parse({"batch=" + std::to_string(8 * g.microbatches)}));
+  std::int64_t bytes = 0;
+  for (int l = g.stages[stage].first_layer; l <= g.stages[stage].last_layer; ++l) {
+    bytes += net.layers[l].stash_bytes;
+  }
+  return bytes * g.samples_per_microbatch;
+}
+
+}  // namespace
+
+TEST_CASE("the first stage's activation peak: gpipe holds M microbatches, 1f1b min(M, P)") {
+  for (int P = 1; P <= 5; ++P) {
+    for (const int M : {1, 2, 3, 8}) {
+      CAPTURE(P);
+      CAPTURE(M);
+      for (const std::string schedule : {"gpipe", "1f1b"}) {
+        CAPTURE(schedule);
+        const TaskGraph g = make_graph(resnet_config(schedule, P, M));
+        const Result r = evaluate(g);
+        const int in_flight = schedule == "gpipe" ? M : std::min(M, P);
+        CHECK(r.peak_memory_bytes[0] ==
+              g.processors[0].static_bytes + in_flight * stash_per_microbatch(g, 0));
+      }
+    }
+  }
+}
+
+TEST_CASE("pipedream keeps S - s weight versions on stage s, and memory accounts for them") {
+  for (int P = 1; P <= 6; ++P) {
+    // A stream long enough (16 microbatches) for every stage to reach its steady state.
+    const TaskGraph g = make_graph(resnet_config("pipedream", P, 4, 4));
+    validate_or_throw(g);
+    // Walk each processor's order: live versions are the current one plus every version read by
+    // a forward whose backward has not run yet.
+    const auto by_processor = tasks_by_processor(g);
+    for (int s = 0; s < P; ++s) {
+      std::map<std::pair<int, int>, int> in_flight;  // (minibatch, microbatch) -> version
+      int current = 0;
+      std::size_t most = 1;
+      for (const auto id : by_processor[s]) {
+        const Task& t = g.tasks[id];
+        if (t.kind == TaskKind::F) in_flight[{t.minibatch, t.microbatch}] = t.version_read;
+        if (t.kind == TaskKind::B) in_flight.erase({t.minibatch, t.microbatch});
+        if (t.kind == TaskKind::U) current = t.version_written;
+        std::set<int> live{current};
+        for (const auto& item : in_flight) live.insert(item.second);
+        most = std::max(most, live.size());
+      }
+      CAPTURE(P);
+      CAPTURE(s);
+      CHECK(most == static_cast<std::size_t>(P - s));
+      // The memory effects add one parameter copy per extra version; its peak is at least that.
+      std::int64_t extra_allocated = 0;
+      for (const auto id : by_processor[s]) {
+        if (g.tasks[id].kind == TaskKind::U) extra_allocated = std::max(extra_allocated, g.tasks[id].alloc_bytes);
+      }
+      const Result r = evaluate(g);
+      CHECK(r.peak_memory_bytes[s] >= g.processors[s].static_bytes + (P - s - 1) * extra_allocated);
+      if (P - s > 1) CHECK(extra_allocated > 0);
+    }
+  }
+}

@@ -1,0 +1,95 @@
+// Schedule timing on unit hardware against closed forms computed here: GPipe and 1F1B bubbles,
+// sequential execution, PipeDream's steady-state period.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "pipetwin/schedule/evaluator.hpp"
+#include "pipetwin/schedule/validator.hpp"
+#include "schedule_test_helpers.hpp"
+
+using namespace pipetwin;
+using pipetwin::test::uniform_config;
+
+TEST_CASE("gpipe and 1f1b bubble fraction is (P-1)/(M+P-1) on uniform layers") {
+  for (const std::string schedule : {"gpipe", "1f1b"}) {
+    for (int P = 1; P <= 8; ++P) {
+      for (int M = 1; M <= 12; M += (M < 4 ? 1 : 3)) {
+        for (int K = 1; K <= 3; K += 2) {
+          CAPTURE(schedule);
+          CAPTURE(P);
+          CAPTURE(M);
+          CAPTURE(K);
+          const int layers_per_stage = 2;
+          const TaskGraph g = make_graph(uniform_config(schedule, P * layers_per_stage, P, M, K));
+          validate_or_throw(g);
+          const Result r = evaluate(g);
+          const double bubble = static_cast<double>(P - 1) / (M + P - 1);
+          CHECK(r.bubble_fraction == doctest::Approx(bubble).epsilon(1e-12));
+          // Each stage's F + B is 3 cycles per layer; a flush per minibatch.
+          const std::int64_t stage_cycles = 3 * layers_per_stage;
+          CHECK(r.total_cycles == K * (M + P - 1) * stage_cycles);
+          CHECK(r.iteration_cycles == doctest::Approx((M + P - 1) * stage_cycles));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("sequential keeps one microbatch in flight: P processors are each busy 1/P of the time") {
+  for (int P = 1; P <= 6; ++P) {
+    const int layers = 12, M = 3, K = 2;
+    const TaskGraph g = make_graph(uniform_config("sequential", layers, P, M, K));
+    validate_or_throw(g);
+    const Result r = evaluate(g);
+    CHECK(r.total_cycles == K * M * 3 * layers);
+    CHECK(r.mean_utilization == doctest::Approx(1.0 / P));
+  }
+}
+
+TEST_CASE("pipedream's steady-state period is its slowest stage's F+B, per microbatch") {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int P = std::uniform_int_distribution<int>(1, 6)(rng);
+    const int layers = P + std::uniform_int_distribution<int>(0, 8)(rng);
+    // Random cut points: stages of unequal length.
+    std::vector<int> points(layers - 1);
+    for (int i = 0; i < layers - 1; ++i) points[i] = i;
+    std::shuffle(points.begin(), points.end(), rng);
+    std::vector<int> cuts(points.begin(), points.begin() + (P - 1));
+    std::sort(cuts.begin(), cuts.end());
+    std::string cut_text;
+    for (const int c : cuts) cut_text += (cut_text.empty() ? "" : ",") + std::to_string(c);
+    std::vector<std::string> extra;
+    if (P > 1) extra.push_back("cuts=" + cut_text);
+    const int M = std::uniform_int_distribution<int>(1, 4)(rng), K = 16;
+    CAPTURE(trial);
+    CAPTURE(P);
+    CAPTURE(cut_text);
+    CAPTURE(M);
+    const TaskGraph g = make_graph(uniform_config("pipedream", layers, P, M, K, extra));
+    validate_or_throw(g);
+    const Result r = evaluate(g);
+    int longest = 0, first = 0;
+    cuts.push_back(layers - 1);
+    for (const int last : cuts) {
+      longest = std::max(longest, last - first + 1);
+      first = last + 1;
+    }
+    const double slowest_stage_f_plus_b = 3.0 * longest;
+    CHECK(r.iteration_cycles == doctest::Approx(M * slowest_stage_f_plus_b));
+  }
+}
+
+TEST_CASE("seconds are cycles over the clock") {
+  GraphConfig config;
+  config.model = "resnet20";
+  config.hardware = "h100";
+  config.processors = 2;
+  config.microbatches = 4;
+  const TaskGraph g = make_graph(config);
+  const Result r = evaluate(g);
+  CHECK(r.total_s == doctest::Approx(static_cast<double>(r.total_cycles) / 1.98e9));
+  CHECK(r.iteration_s == doctest::Approx(r.iteration_cycles / 1.98e9));
+}
