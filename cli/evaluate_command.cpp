@@ -141,7 +141,6 @@ void add_evaluate_command(CLI::App& app) {
       "evaluate",
       "time a schedule with the analytic evaluator (dependencies and processor order, "
       "contention-free transfers): cycles, iteration period, utilization, bubbles, memory");
-  options->graph.config.microbatches = 8;
   add_graph_options(*command, options->graph, "1-9");
   command->add_option("--graph", options->graph_file,
                       "evaluate a task graph file (from `pipetwin schedule`) instead of building one");

@@ -17,7 +17,7 @@ namespace {
 
 void print_params(const std::vector<ParamSpec>& params) {
   for (const auto& p : params) {
-    std::cout << fmt::format("      {}={}  {}\n", p.name, p.default_value, p.description);
+    std::cout << fmt::format("      {}={}  {}\n", p.name, p.default_value.empty() ? "..." : p.default_value, p.description);
   }
 }
 
@@ -69,6 +69,7 @@ void list_schedules(bool json) {
 void list_hardware(bool json) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   if (!json) std::cout << "Hardware profiles (--hardware NAME, or a profile file ending in .json):\n";
+  const std::size_t common_count = hardware_params("unit").size();
   for (const auto& entry : hardware_entries()) {
     const HardwareProfile hw = make_hardware(entry.name, Params());
     const auto& p = hw.processor;
@@ -86,22 +87,26 @@ void list_hardware(bool json) {
     std::cout << fmt::format("  {:<9} {}\n", entry.name, entry.description);
     if (hw.cost_model == CostModelKind::roofline) {
       std::cout << fmt::format(
-          "      {:.3g} TFLOP/s {} x {:.2f} efficiency, {} at {:.3g} GB/s, link {}, host {}, "
-          "{}{}\n",
+          "      {:.3g} TFLOP/s {} x {:.2f} efficiency, {} at {:g} GB/s, {:.3g} GHz, link {}, "
+          "host {}, {}{}\n",
           p.peak_flops_per_s / 1e12, hw.precision, p.efficiency, human_bytes(p.memory_bytes),
-          p.memory_bytes_per_s / 1e9, hw.link.name, hw.host_link.name, hw.topology,
-          hw.validated ? ", validated" : ", not yet validated against measurement");
+          p.memory_bytes_per_s / 1e9, p.clock_hz / 1e9, hw.link.name, hw.host_link.name,
+          hw.topology, hw.validated ? ", validated" : ", not yet validated against measurement");
     }
-    print_params(entry.params);
+    // Parameters beyond the ones every profile takes (listed once below).
+    print_params(std::vector<ParamSpec>(entry.params.begin() + static_cast<long>(common_count),
+                                        entry.params.end()));
   }
   if (json) {
     std::cout << out.dump(2) << "\n";
     return;
   }
+  std::cout << "Parameters every profile takes (default: the profile's value):\n";
+  print_params(hardware_params("unit"));
   std::cout << "Links (link=NAME, host_link=NAME):\n";
   for (const auto& name : link_names()) {
     const LinkSpec link = make_link(name);
-    std::cout << fmt::format("  {:<9} {:.3g} GB/s, {:.2g} us: {}\n", name, link.bytes_per_s / 1e9,
+    std::cout << fmt::format("  {:<9} {:g} GB/s, {:g} us: {}\n", name, link.bytes_per_s / 1e9,
                              link.latency_s * 1e6, link.description);
   }
 }

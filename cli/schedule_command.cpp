@@ -1,4 +1,5 @@
 // `pipetwin schedule`: builds a task graph by name and writes it as JSON (or DOT).
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>

@@ -36,16 +36,16 @@ std::vector<std::string> names_of(const std::vector<EmbeddedFile>& files) {
 }
 
 std::vector<ParamSpec> common_hardware_params() {
-  return {{"precision", "the profile's", "precision whose peak FLOP/s applies (fp32, tf32, bf16...)"},
-          {"efficiency", "the profile's", "fraction of peak FLOP/s reached by dense layers"},
-          {"clock_hz", "the profile's", "processor clock; cycles are counted at this clock"},
-          {"memory_bytes", "the profile's", "memory capacity per processor"},
-          {"memory_bytes_per_s", "the profile's", "memory bandwidth per processor"},
-          {"task_overhead_s", "the profile's", "fixed cost per task"},
-          {"layer_overhead_s", "the profile's", "fixed cost per layer in a task"},
-          {"link", "the profile's", "link between processors (see `pipetwin hardware`)"},
-          {"host_link", "the profile's", "link to host memory"},
-          {"topology", "the profile's", "chain, ring, fully-connected or switch"}};
+  return {{"precision", "", "precision whose peak FLOP/s applies (fp32, tf32, bf16...)"},
+          {"efficiency", "", "fraction of peak FLOP/s reached by dense layers"},
+          {"clock_hz", "", "processor clock; cycles are counted at this clock"},
+          {"memory_bytes", "", "memory capacity per processor"},
+          {"memory_bytes_per_s", "", "memory bandwidth per processor"},
+          {"task_overhead_s", "", "fixed cost per task"},
+          {"layer_overhead_s", "", "fixed cost per layer in a task"},
+          {"link", "", "link between processors (see `pipetwin hardware`)"},
+          {"host_link", "", "link to host memory"},
+          {"topology", "", "chain, ring, fully-connected or switch"}};
 }
 
 void check_positive(double value, const std::string& what, const std::string& source) {

@@ -119,7 +119,8 @@ Layer transformer_block_layer(const std::string& name, const Shape& input_sh,
   require(input_sh.size() == 2, name, "transformer_block needs a sequence x hidden input, got " +
                                           shape_to_string(input_sh));
   const std::int64_t s = input_sh[0], h = input_sh[1], a = spec.heads, f = spec.ffn_multiplier;
-  require(a > 0 && h % a == 0, name, "heads must divide the hidden size");
+  require(a > 0 && h % a == 0, name, "heads (" + std::to_string(a) +
+                                          ") must divide the hidden size (" + std::to_string(h) + ")");
   require(f > 0, name, "ffn_multiplier must be positive");
   // Weight GEMMs: QKV (3h^2), output projection (h^2), MLP (2 f h^2) per token.
   const double weight_macs = d(s * (4 * h * h + 2 * f * h * h));

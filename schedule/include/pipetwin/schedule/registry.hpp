@@ -40,7 +40,7 @@ struct GraphConfig {
   std::string schedule = "1f1b";
   std::string hardware = "h100";
   int processors = 1;
-  int microbatches = 4;
+  int microbatches = 8;
   int minibatches = 2;
   // key=value items; a key goes to whichever of model, hardware and schedule declares it, or
   // to the one its prefix names (model.batch=64, hardware.efficiency=0.5, schedule.cuts=3,7).
