@@ -1,0 +1,40 @@
+// Everything a Result reports beyond task times, derived the same way for every engine: totals,
+// busy and idle time per processor with each idle span attributed, steady-state period, memory
+// over time with peaks and out-of-memory events, link bytes and utilization.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include "pipetwin/schedule/result.hpp"
+#include "pipetwin/schedule/task_graph.hpp"
+
+namespace pipetwin {
+
+Result summarize(const TaskGraph& graph, std::vector<TaskTiming> times, const std::string& engine,
+                 bool record_memory_timeline = false);
+
+// Steady-state cycles per minibatch from task end times. Synchronous schedules flush: the mean
+// spacing of minibatch completions over the second half of the run (the total time when there
+// is one minibatch). Asynchronous schedules stream: the mean spacing of microbatch completions
+// between the warm-up and the cool-down (the first and last S microbatches, S stages), times the
+// microbatches per minibatch; the whole stream if it is too short for that.
+double steady_state_iteration_cycles(const TaskGraph& graph, const std::vector<TaskTiming>& times);
+
+// Live bytes per processor over time from the tasks' memory effects: allocations at a task's
+// start, frees at its end (frees first at equal times), static bytes from time 0.
+struct MemoryReport {
+  std::vector<std::int64_t> peak_bytes;
+  std::vector<std::vector<MemoryPoint>> timeline;  // filled when asked
+  std::vector<OutOfMemory> out_of_memory;
+};
+MemoryReport track_memory(const TaskGraph& graph, const std::vector<TaskTiming>& times,
+                          bool record_timeline);
+
+// "out of memory on p0: task 12 F(k0,m3,s0) raised live memory to 81.2 GB, capacity 80 GB"
+std::string describe_out_of_memory(const TaskGraph& graph, const OutOfMemory& event);
+
+// The summary keys of `pipetwin evaluate/simulate --json` (per-task times under "task_times" when
+// asked).
+nlohmann::ordered_json result_to_json(const TaskGraph& graph, const Result& result,
+                                      bool with_task_times);
+
+}  // namespace pipetwin

@@ -1,0 +1,97 @@
+// One simulation run in SystemC's process-global kernel: a model per processor and per link
+// medium, each on a pooled worker process; run until nothing is left to happen; collect the
+// task times.
+#define SC_INCLUDE_DYNAMIC_PROCESSES
+#include "pipetwin/sim/simulator.hpp"
+
+#include <map>
+#include <memory>
+
+#include <systemc>
+
+#include "link_medium.hpp"
+#include "pipetwin/models/error.hpp"
+#include "pipetwin/schedule/summary.hpp"
+#include "processor_model.hpp"
+
+// libsystemc.so's own main() calls sc_main(); pipetwin's programs bring their own main() and
+// start the kernel with sc_start(), so this definition only satisfies the linker.
+int sc_main(int, char*[]) { return 1; }
+
+namespace pipetwin {
+namespace {
+
+void check_references(const TaskGraph& g) {
+  const auto count = static_cast<std::int32_t>(g.tasks.size());
+  for (const auto& t : g.tasks) {
+    for (const auto dep : t.deps) {
+      if (dep < 0 || dep >= count || dep == t.id) {
+        throw Error(describe_task(g, t) + ": depends on task " + std::to_string(dep) +
+                    ", which does not exist");
+      }
+    }
+    if (t.cost_cycles < 0) throw Error(describe_task(g, t) + ": negative cost");
+  }
+}
+
+std::string deadlock_message(const TaskGraph& g, const sim::RunState& run,
+                             const std::vector<std::unique_ptr<sim::ProcessorModel>>& processors) {
+  std::string message = "deadlock: " + std::to_string(g.tasks.size() - run.finished()) + " of " +
+                        std::to_string(g.tasks.size()) + " tasks never ran";
+  int listed = 0;
+  for (const auto& processor : processors) {
+    const std::int32_t blocked = processor->blocked_task();
+    if (blocked < 0 || listed == 8) continue;
+    const Task& t = g.tasks[blocked];
+    message += std::string(listed++ ? "; " : ": ") + g.processors[t.resource].name +
+               " is stuck before " + describe_task(g, t);
+    std::string waits;
+    for (const auto dep : t.deps) {
+      if (!run.done(dep)) waits += (waits.empty() ? "" : ", ") + describe_task(g, g.tasks[dep]);
+    }
+    if (!waits.empty()) message += ", which waits for " + waits;
+  }
+  return message;
+}
+
+}  // namespace
+
+std::vector<TaskTiming> simulate_times(const TaskGraph& g) {
+  check_references(g);
+  const auto queues = tasks_by_processor(g);  // also checks placements and orders
+  tasks_by_link(g);
+  sim::RunState run(g);
+  sim::WorkerLease lease;  // declared before the models: they detach before it ends
+  std::vector<std::unique_ptr<sim::ProcessorModel>> processors;
+  std::vector<std::unique_ptr<sim::LinkMedium>> media;
+  std::vector<sim::ProcessorModel*> processor_of;
+  std::vector<sim::LinkMedium*> medium_of_link;
+  std::map<std::string, sim::LinkMedium*> shared;
+  for (const auto& queue : queues) {
+    processors.push_back(std::make_unique<sim::ProcessorModel>(run, queue, lease));
+    processor_of.push_back(processors.back().get());
+  }
+  for (const auto& link : g.links) {
+    sim::LinkMedium*& group = shared[link.shared_group];
+    if (link.shared_group.empty() || group == nullptr) {
+      media.push_back(std::make_unique<sim::LinkMedium>(run, lease));
+      if (!link.shared_group.empty()) group = media.back().get();
+      medium_of_link.push_back(media.back().get());
+    } else {
+      medium_of_link.push_back(group);
+    }
+  }
+  run.bind(std::move(processor_of), std::move(medium_of_link));
+  for (const auto& t : g.tasks) {  // transfers with nothing to wait for start at once
+    if (t.placement == Placement::link && t.deps.empty()) run.medium_of_link(t.resource)->arrive(t.id);
+  }
+  sc_core::sc_start();
+  if (run.finished() != g.tasks.size()) throw Error(deadlock_message(g, run, processors));
+  return run.take_times();
+}
+
+Result simulate(const TaskGraph& graph, const SimOptions& options) {
+  return summarize(graph, simulate_times(graph), "systemc", options.record_memory_timeline);
+}
+
+}  // namespace pipetwin

@@ -1,0 +1,264 @@
+// The SystemC simulator against the analytic evaluator (equal where nothing contends), link
+// contention against closed forms, deadlock and out-of-memory errors, many runs in one process.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <map>
+#include <random>
+
+#include "pipetwin/models/error.hpp"
+#include "pipetwin/schedule/evaluator.hpp"
+#include "pipetwin/schedule/registry.hpp"
+#include "pipetwin/sim/simulator.hpp"
+
+using namespace pipetwin;
+
+namespace {
+
+// True when two transfers overlap in time on one medium (a link, or a shared group).
+bool transfers_contend(const TaskGraph& g, const std::vector<TaskTiming>& times) {
+  std::map<std::string, std::vector<std::pair<std::int64_t, std::int64_t>>> by_medium;
+  for (const auto& t : g.tasks) {
+    if (t.placement != Placement::link || t.cost_cycles == 0) continue;
+    const auto& link = g.links[t.resource];
+    const std::string medium = link.shared_group.empty() ? "link:" + link.name : "group:" + link.shared_group;
+    by_medium[medium].push_back({times[t.id].start_cycles, times[t.id].end_cycles});
+  }
+  for (auto& [medium, spans] : by_medium) {
+    std::sort(spans.begin(), spans.end());
+    for (std::size_t i = 1; i < spans.size(); ++i) {
+      if (spans[i].first < spans[i - 1].second) return true;
+    }
+  }
+  return false;
+}
+
+TaskGraph two_processor_graph() {
+  TaskGraph g;
+  g.schedule = "handmade";
+  g.model = "none";
+  g.hardware = "none";
+  g.processors = {{"p0", 1000, 0}, {"p1", 1000, 0}};
+  return g;
+}
+
+Task compute(std::int32_t id, std::int32_t processor, std::int32_t order, std::int64_t cost,
+             std::vector<std::int32_t> deps) {
+  Task t;
+  t.id = id;
+  t.kind = TaskKind::F;
+  t.resource = processor;
+  t.order = order;
+  t.cost_cycles = cost;
+  t.deps = std::move(deps);
+  return t;
+}
+
+Task transfer(std::int32_t id, std::int32_t link, std::int32_t order, std::int64_t cost,
+              std::vector<std::int32_t> deps) {
+  Task t = compute(id, link, order, cost, std::move(deps));
+  t.kind = TaskKind::X;
+  t.placement = Placement::link;
+  return t;
+}
+
+long resident_kib() {
+  std::ifstream statm("/proc/self/statm");
+  long size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * 4;  // 4 KiB pages
+}
+
+}  // namespace
+
+TEST_CASE("the simulator equals the evaluator where nothing contends: schedules x P = 1..9 x three networks") {
+  int compared = 0, contended = 0;
+  for (const auto& name : schedule_names()) {
+    for (const std::string model : {"resnet56", "gpt", "mlp"}) {
+      for (const std::string hardware : {"h100", "unit"}) {
+        for (int P = 1; P <= 9; ++P) {
+          GraphConfig config;
+          config.model = model;
+          config.schedule = name;
+          config.hardware = hardware;
+          config.processors = P;
+          config.microbatches = 4;
+          config.minibatches = 2;
+          if (model == "mlp") config.params = {"widths=784,512,512,512,512,512,512,512,512,512,10"};
+          if (model == "gpt") config.params = {"layers=12", "seq=256", "batch=8"};
+          CAPTURE(name);
+          CAPTURE(model);
+          CAPTURE(hardware);
+          CAPTURE(P);
+          const TaskGraph g = make_graph(config);
+          const auto expected = evaluate_times(g);
+          const auto simulated = simulate_times(g);
+          if (transfers_contend(g, expected)) {
+            ++contended;
+            // Contention can only delay.
+            std::int64_t expected_total = 0, simulated_total = 0;
+            for (std::size_t i = 0; i < expected.size(); ++i) {
+              expected_total = std::max(expected_total, expected[i].end_cycles);
+              simulated_total = std::max(simulated_total, simulated[i].end_cycles);
+            }
+            CHECK(simulated_total >= expected_total);
+            continue;
+          }
+          ++compared;
+          bool equal = true;
+          for (std::size_t i = 0; i < expected.size() && equal; ++i) {
+            equal = expected[i].start_cycles == simulated[i].start_cycles &&
+                    expected[i].end_cycles == simulated[i].end_cycles;
+          }
+          CHECK(equal);
+        }
+      }
+    }
+  }
+  MESSAGE("compared cycle for cycle: " << compared << ", with contending transfers: " << contended);
+  CHECK(compared >= 9 * 3 * 2 * 4 * 9 / 10);  // nearly all configurations are contention-free
+}
+
+TEST_CASE("the simulator equals the evaluator on 200 random contention-free task graphs") {
+  std::mt19937 rng(1234);
+  for (int trial = 0; trial < 200; ++trial) {
+    CAPTURE(trial);
+    TaskGraph g = two_processor_graph();
+    const int processors = std::uniform_int_distribution<int>(1, 4)(rng);
+    g.processors.clear();
+    for (int p = 0; p < processors; ++p) g.processors.push_back({"p" + std::to_string(p), 1 << 30, 0});
+    const int tasks = std::uniform_int_distribution<int>(1, 80)(rng);
+    std::vector<std::int32_t> next_order(processors, 0);
+    for (int i = 0; i < tasks; ++i) {
+      // Dependencies only on earlier tasks, and processor orders in creation order: acyclic.
+      std::vector<std::int32_t> deps;
+      for (int d = 0; d < i; ++d) {
+        if (std::uniform_int_distribution<int>(0, 9)(rng) == 0) deps.push_back(d);
+      }
+      const std::int64_t cost = std::uniform_int_distribution<int>(0, 20)(rng);
+      if (i > 0 && std::uniform_int_distribution<int>(0, 3)(rng) == 0) {
+        // A transfer on a link of its own, with a latency: no contention by construction.
+        const auto link = static_cast<std::int32_t>(g.links.size());
+        const std::int64_t latency = std::uniform_int_distribution<int>(0, 3)(rng);
+        g.links.push_back({"l" + std::to_string(link), 0, 0, 1.0, latency, ""});
+        g.tasks.push_back(transfer(i, link, 0, cost + latency, deps));
+      } else {
+        const int p = std::uniform_int_distribution<int>(0, processors - 1)(rng);
+        g.tasks.push_back(compute(i, p, next_order[p]++, cost, deps));
+      }
+    }
+    const auto expected = evaluate_times(g);
+    const auto simulated = simulate_times(g);
+    REQUIRE(expected.size() == simulated.size());
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      CHECK(expected[i].start_cycles == simulated[i].start_cycles);
+      CHECK(expected[i].end_cycles == simulated[i].end_cycles);
+    }
+  }
+}
+
+TEST_CASE("two transfers sharing a link take 2N / bandwidth; on separate links N / bandwidth") {
+  const double bytes_per_cycle = 64;
+  const std::int64_t n_bytes = 1 << 20, packet_bytes = 4096;
+  const std::int64_t alone = n_bytes / static_cast<std::int64_t>(bytes_per_cycle);
+  const double packet_cycles = static_cast<double>(packet_bytes) / bytes_per_cycle;
+  SUBCASE("shared") {
+    TaskGraph g = two_processor_graph();
+    g.links = {{"p0->p1", 0, 1, bytes_per_cycle, 0, ""}};
+    g.tasks = {compute(0, 0, 0, 10, {}), transfer(1, 0, 0, alone, {0}), transfer(2, 0, 1, alone, {0})};
+    const auto times = simulate_times(g);
+    for (const int x : {1, 2}) {
+      const double took = static_cast<double>(times[x].end_cycles - times[x].start_cycles);
+      CHECK(took == doctest::Approx(2.0 * static_cast<double>(n_bytes) / bytes_per_cycle).epsilon(packet_cycles / (2.0 * alone)));
+    }
+    const Result r = simulate(g);
+    CHECK(r.link_busy_cycles[0] == times[2].end_cycles - 10);
+  }
+  SUBCASE("separate links") {
+    TaskGraph g = two_processor_graph();
+    g.links = {{"a", 0, 1, bytes_per_cycle, 0, ""}, {"b", 0, 1, bytes_per_cycle, 0, ""}};
+    g.tasks = {compute(0, 0, 0, 10, {}), transfer(1, 0, 0, alone, {0}), transfer(2, 1, 0, alone, {0})};
+    const auto times = simulate_times(g);
+    CHECK(times[1].end_cycles - times[1].start_cycles == alone);
+    CHECK(times[2].end_cycles - times[2].start_cycles == alone);
+  }
+  SUBCASE("separate links of one shared group share it") {
+    TaskGraph g = two_processor_graph();
+    g.links = {{"a", 0, 1, bytes_per_cycle, 0, "bus"}, {"b", 1, 0, bytes_per_cycle, 0, "bus"}};
+    g.tasks = {compute(0, 0, 0, 10, {}), transfer(1, 0, 0, alone, {0}), transfer(2, 1, 0, alone, {0})};
+    const auto times = simulate_times(g);
+    CHECK(times[2].end_cycles - times[2].start_cycles == 2 * alone);
+  }
+  SUBCASE("a transfer arriving halfway shares the rest") {
+    TaskGraph g = two_processor_graph();
+    g.links = {{"p0->p1", 0, 1, bytes_per_cycle, 0, ""}};
+    g.tasks = {compute(0, 0, 0, 10, {}), compute(1, 0, 1, alone / 2, {}), transfer(2, 0, 0, alone, {0}),
+               transfer(3, 0, 1, alone, {1})};
+    const auto times = simulate_times(g);
+    // The first has half left when the second arrives: both then run at half speed.
+    CHECK(times[2].end_cycles == 10 + alone / 2 + alone);
+    CHECK(times[3].end_cycles == times[2].end_cycles + alone / 2);
+  }
+}
+
+TEST_CASE("a graph whose processor orders wait on each other in a circle ends in a deadlock error") {
+  TaskGraph g = two_processor_graph();
+  // p0 runs A then B, p1 runs C then D; A needs D and C needs B.
+  g.tasks = {compute(0, 0, 0, 5, {3}), compute(1, 0, 1, 5, {}), compute(2, 1, 0, 5, {1}),
+             compute(3, 1, 1, 5, {})};
+  CHECK_THROWS_WITH_AS(simulate_times(g),
+                       "deadlock: 4 of 4 tasks never ran: p0 is stuck before task 0 F() on p0, which "
+                       "waits for task 3 F() on p1; p1 is stuck before task 2 F() on p1, which waits "
+                       "for task 1 F() on p0",
+                       Error);
+}
+
+TEST_CASE("out of memory names the task that crossed the capacity") {
+  GraphConfig config;
+  config.model = "resnet20";
+  config.schedule = "gpipe";
+  config.hardware = "h100";
+  config.processors = 2;
+  config.microbatches = 8;
+  config.minibatches = 1;
+  TaskGraph g = make_graph(config);
+  // Capacity for the static bytes and 2.5 microbatches of stage 0's activations: the third
+  // forward of processor 0 crosses it.
+  std::int64_t stash = 0;
+  for (const auto& t : g.tasks) {
+    if (t.kind == TaskKind::F && t.resource == 0) stash = t.alloc_bytes;
+  }
+  g.processors[0].memory_capacity_bytes = g.processors[0].static_bytes + 5 * stash / 2;
+  const Result r = simulate(g);
+  REQUIRE(r.out_of_memory.size() == 1);
+  const Task& culprit = g.tasks[r.out_of_memory[0].task];
+  CHECK(culprit.kind == TaskKind::F);
+  CHECK(culprit.resource == 0);
+  CHECK(culprit.microbatch == 2);
+  CHECK(r.out_of_memory[0].live_bytes == g.processors[0].static_bytes + 3 * stash);
+  CHECK(describe_out_of_memory(g, r.out_of_memory[0]).find("out of memory on p0") == 0);
+}
+
+TEST_CASE("1000 simulations in one process: identical results, flat memory") {
+  GraphConfig config;
+  config.model = "resnet20";
+  config.schedule = "pipedream";
+  config.hardware = "h100";
+  config.processors = 4;
+  config.microbatches = 4;
+  const TaskGraph g = make_graph(config);
+  const auto first = simulate_times(g);
+  long resident_after_warmup = 0;
+  bool identical = true;
+  for (int run = 1; run < 1000; ++run) {
+    const auto again = simulate_times(g);
+    for (std::size_t i = 0; i < first.size() && identical; ++i) {
+      identical = first[i].start_cycles == again[i].start_cycles && first[i].end_cycles == again[i].end_cycles;
+    }
+    if (run == 100) resident_after_warmup = resident_kib();
+  }
+  CHECK(identical);
+  const long growth = resident_kib() - resident_after_warmup;
+  MESSAGE("resident memory growth over runs 100..1000: " << growth << " KiB");
+  CHECK(growth < 2048);
+}
