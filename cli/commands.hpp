@@ -6,7 +6,9 @@ namespace pipetwin::cli {
 
 void add_list_commands(CLI::App& app);      // models, schedules, hardware
 void add_schedule_command(CLI::App& app);   // schedule -> graph.json / graph.dot
-void add_evaluate_command(CLI::App& app);   // evaluate -> analytic timing table or JSON
+void add_timing_commands(CLI::App& app);    // evaluate (analytic), simulate (SystemC)
+void add_show_command(CLI::App& app);       // show -> ASCII space-time diagram
+void add_sweep_command(CLI::App& app);      // sweep -> schedules x processor counts, in parallel
 void add_devices_command(CLI::App& app);    // devices -> CPU cores and CUDA devices
 
 }  // namespace pipetwin::cli

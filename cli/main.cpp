@@ -19,7 +19,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   pipetwin::cli::add_list_commands(app);
   pipetwin::cli::add_schedule_command(app);
-  pipetwin::cli::add_evaluate_command(app);
+  pipetwin::cli::add_timing_commands(app);
+  pipetwin::cli::add_show_command(app);
+  pipetwin::cli::add_sweep_command(app);
   pipetwin::cli::add_devices_command(app);
   if (argc < 2) {
     std::cout << app.help();

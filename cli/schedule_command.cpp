@@ -1,11 +1,10 @@
 // `pipetwin schedule`: builds a task graph by name and writes it as JSON (or DOT).
-#include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
 #include "commands.hpp"
 #include "graph_options.hpp"
+#include "output_file.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/graph_io.hpp"
 #include "pipetwin/schedule/validator.hpp"
@@ -19,22 +18,6 @@ struct ScheduleOptions {
   std::string format = "auto";
 };
 
-// Writes to a temporary file and renames it, so a failure never leaves half a file behind.
-void write_file(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    std::cout << text;
-    return;
-  }
-  const std::string temporary = path + ".partial";
-  {
-    std::ofstream out(temporary, std::ios::binary);
-    if (!out) throw Error(path + ": cannot write");
-    out << text;
-    if (!out.flush()) throw Error(path + ": write failed");
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) throw Error(path + ": cannot write");
-}
-
 void run(const ScheduleOptions& options) {
   const auto counts = parse_procs(options.graph.procs);
   if (counts.size() != 1) throw Error("schedule: --procs takes one processor count here");
@@ -47,7 +30,7 @@ void run(const ScheduleOptions& options) {
     format = options.output.size() > 4 && options.output.compare(options.output.size() - 4, 4, ".dot") == 0
                  ? "dot" : "json";
   }
-  write_file(options.output, format == "dot" ? graph_to_dot(graph) : graph_to_json(graph));
+  write_output_file(options.output, format == "dot" ? graph_to_dot(graph) : graph_to_json(graph));
   if (options.output != "-") {
     std::cerr << "wrote " << graph.tasks.size() << " tasks (" << graph.schedule << ", "
               << graph.model << ", P=" << graph.processor_count() << ") to " << options.output << "\n";

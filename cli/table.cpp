@@ -18,7 +18,12 @@ void Table::print(std::ostream& out) const {
   auto line = [&](const std::vector<std::string>& cells) {
     for (std::size_t c = 0; c < widths.size(); ++c) {
       const std::string cell = c < cells.size() ? cells[c] : "";
-      out << (c ? "  " : "") << fmt::format("{:>{}}", cell, widths[c]);
+      const bool last = c + 1 == widths.size();
+      if (last && left_align_last_) {
+        out << (c ? "  " : "") << cell;
+      } else {
+        out << (c ? "  " : "") << fmt::format("{:>{}}", cell, widths[c]);
+      }
     }
     out << "\n";
   };

@@ -77,7 +77,7 @@ TEST_CASE("too many stages, and bad fixed cuts, are clear errors") {
   const std::vector<std::int64_t> costs = {1, 1, 1, 1};
   const std::vector<bool> allowed = {true, false, true, true};
   CHECK_THROWS_WITH_AS(balanced_partition(costs, allowed, 4),
-                       doctest::Contains("only 2 cut points fall between residual blocks, so at most 3 stages"),
+                       doctest::Contains("only 2 cut points are allowed (never inside a residual block), so at most 3 stages"),
                        Error);
   CHECK(fixed_partition(costs, allowed, {0, 2}).slowest_stage_cost == 2);
   CHECK_THROWS_WITH_AS(fixed_partition(costs, allowed, {1}), doctest::Contains("residual"), Error);

@@ -92,6 +92,6 @@ TEST_CASE("more processors than cut points is a clear error") {
   GraphConfig config = base();
   config.model = "lenet5";
   config.processors = 6;
-  CHECK(error_of(config) == "model lenet5: cannot cut 5 layers into 6 stages: only 4 cut points fall "
-                            "between residual blocks, so at most 5 stages");
+  CHECK(error_of(config) == "model lenet5: cannot cut 5 layers into 6 stages: only 4 cut points are "
+                            "allowed (never inside a residual block), so at most 5 stages");
 }

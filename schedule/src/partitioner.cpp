@@ -46,7 +46,7 @@ Partition balanced_partition(const std::vector<std::int64_t>& layer_costs,
   if (stages > cut_points + 1) {
     throw Error("cannot cut " + std::to_string(layers) + " layers into " + std::to_string(stages) +
                 " stages: only " + std::to_string(cut_points) +
-                " cut points fall between residual blocks, so at most " +
+                " cut points are allowed (never inside a residual block), so at most " +
                 std::to_string(cut_points + 1) + " stages");
   }
   std::vector<std::int64_t> prefix(layers + 1, 0);

@@ -139,12 +139,16 @@ void attribute_idle(const TaskGraph& g, Result& r) {
         for (const auto dep : t.deps) {
           if (last < 0 || r.tasks[dep].end_cycles > r.tasks[last].end_cycles) last = dep;
         }
-        IdleReason reason = IdleReason::nothing_to_do;
-        if (last >= 0 && r.tasks[last].end_cycles > previous_end) {
-          reason = g.tasks[last].placement == Placement::link ? IdleReason::waiting_on_link
-                                                              : IdleReason::waiting_on_data;
+        if (last < 0 || r.tasks[last].end_cycles <= previous_end) {
+          add(processor, previous_end, start, IdleReason::nothing_to_do, last);
+        } else if (g.tasks[last].placement == Placement::link) {
+          // Waiting for the data until the transfer began, then for the link.
+          const std::int64_t sent = std::clamp(r.tasks[last].start_cycles, previous_end, start);
+          add(processor, previous_end, sent, IdleReason::waiting_on_data, last);
+          add(processor, sent, start, IdleReason::waiting_on_link, last);
+        } else {
+          add(processor, previous_end, start, IdleReason::waiting_on_data, last);
         }
-        add(processor, previous_end, start, reason, last);
       }
       previous_end = std::max(previous_end, r.tasks[id].end_cycles);
     }

@@ -1,0 +1,178 @@
+// `pipetwin evaluate` (the analytic evaluator) and `pipetwin simulate` (the SystemC simulator):
+// one or more processor counts as a table or JSON, or a graph file from `pipetwin schedule`.
+// `simulate` also writes a Chrome trace.
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "engines.hpp"
+#include "graph_options.hpp"
+#include "output_file.hpp"
+#include "pipetwin/models/error.hpp"
+#include "pipetwin/schedule/graph_io.hpp"
+#include "pipetwin/schedule/summary.hpp"
+#include "pipetwin/schedule/validator.hpp"
+#include "pipetwin/schedule/views.hpp"
+#include "table.hpp"
+
+namespace pipetwin::cli {
+namespace {
+
+struct TimingOptions {
+  std::string engine;
+  GraphOptions graph;
+  std::string graph_file;
+  std::string trace_file;
+  bool json = false;
+  bool task_times = false;
+  bool per_processor = false;
+  bool strict_memory = false;
+};
+
+std::int64_t max_of(const std::vector<std::int64_t>& values) {
+  std::int64_t best = 0;
+  for (const auto v : values) best = std::max(best, v);
+  return best;
+}
+
+std::int64_t sum_of(const std::vector<std::int64_t>& values) {
+  std::int64_t total = 0;
+  for (const auto v : values) total += v;
+  return total;
+}
+
+void print_per_processor(const Evaluated& e) {
+  Table table({"processor", "stage layers", "busy_cycles", "utilization", "idle: data", "idle: link",
+               "idle: none left", "peak_memory", "capacity"});
+  for (int p = 0; p < e.graph.processor_count(); ++p) {
+    std::string layers;
+    for (const auto& stage : e.graph.stages) {
+      if (stage.processor == p) {
+        layers += (layers.empty() ? "" : ",") + fmt::format("{}-{}", stage.first_layer, stage.last_layer);
+      }
+    }
+    const IdleCycles& idle = e.result.idle_cycles[p];
+    table.add_row({e.graph.processors[p].name, layers, std::to_string(e.result.busy_cycles[p]),
+                   fmt::format("{:.3f}", e.result.utilization[p]), std::to_string(idle.waiting_on_data),
+                   std::to_string(idle.waiting_on_link), std::to_string(idle.nothing_to_do),
+                   human_bytes(e.result.peak_memory_bytes[p]),
+                   human_bytes(e.graph.processors[p].memory_capacity_bytes)});
+  }
+  table.print(std::cout);
+}
+
+void run(const TimingOptions& options) {
+  std::vector<Evaluated> runs;
+  double baseline_iteration = 0;
+  const bool tracing = !options.trace_file.empty();
+  if (!options.graph_file.empty()) {
+    Evaluated e{load_graph(options.graph_file), {}};
+    validate_or_throw(e.graph);
+    e.result = run_engine(options.engine, e.graph, tracing);
+    runs.push_back(std::move(e));
+  } else {
+    const auto counts = parse_procs(options.graph.procs);
+    if (tracing && counts.size() != 1) throw Error("--trace needs a single processor count in --procs");
+    GraphConfig config = options.graph.config;
+    for (const int p : counts) {
+      config.processors = p;
+      runs.push_back(build_and_run(options.engine, config, true, tracing));
+      if (p == 1) baseline_iteration = runs.back().result.iteration_cycles;
+    }
+    if (baseline_iteration == 0 && !options.json) {
+      config.processors = 1;
+      baseline_iteration = build_and_run(options.engine, config, false).result.iteration_cycles;
+    }
+  }
+  for (const auto& e : runs) {
+    if (options.strict_memory && !e.result.out_of_memory.empty()) {
+      throw Error(describe_out_of_memory(e.graph, e.result.out_of_memory.front()));
+    }
+  }
+  if (tracing) {
+    write_output_file(options.trace_file, chrome_trace_json(runs[0].graph, runs[0].result));
+    std::cerr << "wrote Chrome trace to " << options.trace_file << " (open it in ui.perfetto.dev)\n";
+  }
+
+  if (options.json) {
+    if (runs.size() == 1) {
+      std::cout << result_to_json(runs[0].graph, runs[0].result, options.task_times).dump(2) << "\n";
+    } else {
+      nlohmann::ordered_json list = nlohmann::ordered_json::array();
+      for (const auto& e : runs) list.push_back(result_to_json(e.graph, e.result, options.task_times));
+      std::cout << list.dump(2) << "\n";
+    }
+    return;
+  }
+
+  const TaskGraph& first = runs.front().graph;
+  std::cout << fmt::format("{} · {} · {} · {} microbatches x {} samples · {} minibatches · {}\n",
+                           first.model, first.schedule, first.hardware, first.microbatches,
+                           first.samples_per_microbatch, first.minibatches,
+                           options.engine == "analytic" ? "analytic evaluator (no contention)"
+                                                        : "SystemC simulator");
+  Table table({"P", "total_cycles", "total_s", "iteration_cycles", "iteration_s", "speedup",
+               "mean_util", "bubble", "peak_memory", "link_bytes"});
+  for (const auto& e : runs) {
+    const Result& r = e.result;
+    table.add_row({std::to_string(e.graph.processor_count()), std::to_string(r.total_cycles),
+                   fmt::format("{:.4g}", r.total_s), fmt::format("{:.0f}", r.iteration_cycles),
+                   fmt::format("{:.4g}", r.iteration_s),
+                   baseline_iteration > 0 ? fmt::format("{:.2f}x", baseline_iteration / r.iteration_cycles) : "-",
+                   fmt::format("{:.3f}", r.mean_utilization),
+                   fmt::format("{:.1f}%", 100 * r.bubble_fraction),
+                   human_bytes(max_of(r.peak_memory_bytes)), human_bytes(sum_of(r.link_bytes))});
+  }
+  table.print(std::cout);
+  if (runs.size() == 1 || options.per_processor) {
+    for (const auto& e : runs) {
+      std::cout << "\nP=" << e.graph.processor_count() << " per processor (idle cycles by reason):\n";
+      print_per_processor(e);
+    }
+  }
+  for (const auto& e : runs) {
+    for (const auto& oom : e.result.out_of_memory) {
+      std::cout << "warning: P=" << e.graph.processor_count() << ": " << describe_out_of_memory(e.graph, oom) << "\n";
+    }
+  }
+  if (options.graph_file.empty()) {
+    std::cout << "speedup: steady-state iteration time at P=1 over that at P, same schedule\n";
+  }
+}
+
+void add_timing_command(CLI::App& app, const std::string& name, const std::string& engine,
+                        const std::string& help) {
+  auto options = std::make_shared<TimingOptions>();
+  options->engine = engine;
+  auto* command = app.add_subcommand(name, help);
+  add_graph_options(*command, options->graph, "1-9");
+  command->add_option("--graph", options->graph_file,
+                      "run a task graph file (from `pipetwin schedule`) instead of building one");
+  command->add_flag("--json", options->json,
+                    "print JSON: one object for one processor count, a list for several");
+  command->add_flag("--task-times", options->task_times, "with --json: start and end of every task");
+  command->add_flag("--per-processor", options->per_processor,
+                    "print each processor's utilization, idle time by reason and memory for every count");
+  command->add_flag("--strict-memory", options->strict_memory,
+                    "fail when a processor's memory exceeds its capacity (default: warn)");
+  command->add_option("--trace", options->trace_file,
+                      "write a Chrome trace (Perfetto) of the run: a track per processor and link, "
+                      "bubbles labelled, memory counters");
+  command->callback([options] { run(*options); });
+}
+
+}  // namespace
+
+void add_timing_commands(CLI::App& app) {
+  add_timing_command(app, "evaluate", "analytic",
+                     "time a schedule with the analytic evaluator (dependencies and processor order, "
+                     "contention-free transfers): cycles, iteration period, utilization, bubbles, memory");
+  add_timing_command(app, "simulate", "systemc",
+                     "time a schedule with the SystemC simulator (link contention included); same "
+                     "options and keys as evaluate");
+}
+
+}  // namespace pipetwin::cli

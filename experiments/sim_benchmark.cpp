@@ -1,0 +1,53 @@
+// Benchmark: simulated tasks per wall-second of the SystemC simulator (links and memory tracking
+// on) against the analytic evaluator, on pipelines of resnet110 on h100 profiles. Prints figures;
+// asserts nothing (speed targets are checked by reading them, not by tests).
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "pipetwin/schedule/evaluator.hpp"
+#include "pipetwin/schedule/registry.hpp"
+#include "pipetwin/sim/simulator.hpp"
+
+using namespace pipetwin;
+
+namespace {
+
+template <typename Run>
+double tasks_per_second(const TaskGraph& graph, Run run) {
+  using clock = std::chrono::steady_clock;
+  const auto begin = clock::now();
+  std::size_t runs = 0;
+  double seconds = 0;
+  while (seconds < 1.5 || runs < 3) {
+    run(graph);
+    ++runs;
+    seconds = std::chrono::duration<double>(clock::now() - begin).count();
+  }
+  return static_cast<double>(graph.tasks.size() * runs) / seconds;
+}
+
+}  // namespace
+
+int main() {
+  std::printf("%-36s %8s %16s %16s %16s\n", "graph", "tasks", "systemc times/s", "systemc full/s",
+              "analytic full/s");
+  for (const auto& [schedule, processors] : {std::pair<std::string, int>{"1f1b", 8}, {"1f1b", 32},
+                                             {"pipedream", 16}, {"gpipe", 56}}) {
+    GraphConfig config;
+    config.model = "resnet110";
+    config.schedule = schedule;
+    config.hardware = "h100";
+    config.processors = processors;
+    config.microbatches = 64;
+    config.minibatches = 2;
+    const TaskGraph graph = make_graph(config);
+    // Engine only; engine plus the summary (idle attribution, memory timeline, link use).
+    const double engine = tasks_per_second(graph, [](const TaskGraph& g) { simulate_times(g); });
+    const double full = tasks_per_second(graph, [](const TaskGraph& g) { simulate(g, SimOptions{true}); });
+    const double analytic = tasks_per_second(graph, [](const TaskGraph& g) { evaluate(g, true); });
+    const std::string name = "resnet110 " + schedule + " P=" + std::to_string(processors) + " M=64 K=2";
+    std::printf("%-36s %8zu %16.3g %16.3g %16.3g\n", name.c_str(), graph.tasks.size(), engine, full, analytic);
+  }
+  return 0;
+}
