@@ -9,6 +9,8 @@
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/registry.hpp"
+#include "pipetwin/schedule/summary.hpp"
+#include "pipetwin/schedule/validator.hpp"
 #include "pipetwin/sim/simulator.hpp"
 
 using namespace pipetwin;
@@ -261,4 +263,80 @@ TEST_CASE("1000 simulations in one process: identical results, flat memory") {
   const long growth = resident_kib() - resident_after_warmup;
   MESSAGE("resident memory growth over runs 100..1000: " << growth << " KiB");
   CHECK(growth < 2048);
+}
+
+TEST_CASE("processors on one memory system share its bandwidth for memory-bound work") {
+  auto graph = [](std::int64_t memory_cycles, bool shared) {
+    TaskGraph g = two_processor_graph();
+    if (shared) g.processors[0].memory_system = g.processors[1].memory_system = 0;
+    g.tasks = {compute(0, 0, 0, 100, {}), compute(1, 1, 0, 100, {})};
+    g.tasks[0].memory_cycles = g.tasks[1].memory_cycles = memory_cycles;
+    return g;
+  };
+  // Memory-bound (traffic is the whole cost): together they take twice as long.
+  auto times = simulate_times(graph(100, true));
+  CHECK(times[0].end_cycles == 200);
+  CHECK(times[1].end_cycles == 200);
+  // Compute-bound (traffic 30% of the cost): sharing the bandwidth costs nothing.
+  times = simulate_times(graph(30, true));
+  CHECK(times[0].end_cycles == 100);
+  CHECK(times[1].end_cycles == 100);
+  // Separate memory systems: no interference.
+  times = simulate_times(graph(100, false));
+  CHECK(times[1].end_cycles == 100);
+  // SM partitions of one H100 in a pipeline: never faster than the contention-free evaluator.
+  GraphConfig config;
+  config.model = "resnet20";
+  config.hardware = "h100-sm";
+  config.processors = 4;
+  const TaskGraph g = make_graph(config);
+  CHECK(g.processors[3].memory_system == 0);
+  std::int64_t evaluated = 0, simulated = 0;
+  for (const auto& t : evaluate_times(g)) evaluated = std::max(evaluated, t.end_cycles);
+  for (const auto& t : simulate_times(g)) simulated = std::max(simulated, t.end_cycles);
+  CHECK(simulated >= evaluated);
+}
+
+TEST_CASE("offload and reload move memory between a processor and host memory") {
+  TaskGraph g = two_processor_graph();
+  g.processors = {{"p0", 1000, 100, -1}};
+  g.host_memory_capacity_bytes = 1000;
+  g.links = {{"p0->host", 0, kHost, 10.0, 2, ""}, {"host->p0", kHost, 0, 10.0, 2, ""}};
+  Task forward = compute(0, 0, 0, 10, {});
+  forward.alloc_bytes = 300;  // activations kept for the backward
+  Task offload = transfer(1, 0, 0, 2 + 30, {0});
+  offload.kind = TaskKind::OFF;
+  offload.bytes = 300;
+  offload.free_bytes = 300;   // leave the device when the copy is done
+  Task other = compute(2, 0, 1, 50, {0});
+  other.alloc_bytes = 400;
+  other.free_bytes = 400;
+  Task reload = transfer(3, 1, 0, 2 + 30, {1, 2});
+  reload.kind = TaskKind::ON;
+  reload.bytes = 300;
+  reload.alloc_bytes = 300;   // back on the device from the start of the copy
+  Task backward = compute(4, 0, 2, 20, {3});
+  backward.kind = TaskKind::B;
+  backward.free_bytes = 300;
+  g.tasks = {forward, offload, other, reload, backward};
+  REQUIRE(validate(g).empty());
+  const auto simulated = simulate_times(g);
+  const auto evaluated = evaluate_times(g);
+  for (std::size_t i = 0; i < g.tasks.size(); ++i) CHECK(simulated[i].end_cycles == evaluated[i].end_cycles);
+  const Result r = simulate(g);
+  // F 0-10, OFF 10-42, other 10-60 (the activations are gone from 42 on), ON 60-92, B 92-112.
+  CHECK(r.tasks[4].end_cycles == 112);
+  CHECK(r.peak_memory_bytes[0] == 100 + 300 + 400);  // static + activations + other, 10..42
+  CHECK(r.host_peak_memory_bytes == 300);
+  CHECK(r.out_of_memory.empty());
+
+  g.host_memory_capacity_bytes = 200;
+  const Result full = simulate(g);
+  REQUIRE(full.out_of_memory.size() == 1);
+  CHECK(full.out_of_memory[0].processor == kHost);
+  CHECK(full.out_of_memory[0].task == 1);
+  CHECK(describe_out_of_memory(g, full.out_of_memory[0]).find("out of memory on host memory at cycle 10") == 0);
+
+  g.tasks[1].resource = 1;  // an offload over the link *from* host memory
+  CHECK(validate(g).front().find("an offload must go over a link to host memory") != std::string::npos);
 }

@@ -75,6 +75,19 @@ std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, 
   return cycles;
 }
 
+std::int64_t memory_traffic_cycles(const HardwareProfile& hw, const Network& net, TaskKind kind,
+                                   int first_layer, int last_layer, std::int64_t samples) {
+  if (hw.cost_model == CostModelKind::unit) return 0;
+  if (kind == TaskKind::B) {
+    return memory_traffic_cycles(hw, net, TaskKind::BA, first_layer, last_layer, samples) +
+           memory_traffic_cycles(hw, net, TaskKind::BW, first_layer, last_layer, samples);
+  }
+  const double bytes_per_cycle = hw.processor.memory_bytes_per_s / hw.processor.clock_hz;
+  double bytes = 0;
+  for (int l = first_layer; l <= last_layer; ++l) bytes += layer_work(net.layers[l], kind, samples).bytes;
+  return ceil_cycles(bytes / bytes_per_cycle);
+}
+
 double link_bytes_per_cycle(const HardwareProfile& hw, const LinkSpec& link) {
   return link.bytes_per_s / hw.clock_hz();
 }

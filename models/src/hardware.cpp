@@ -45,6 +45,7 @@ std::vector<ParamSpec> common_hardware_params() {
           {"layer_overhead_s", "", "fixed cost per layer in a task"},
           {"link", "", "link between processors (see `pipetwin hardware`)"},
           {"host_link", "", "link to host memory"},
+          {"host_memory_bytes", "", "host memory for offload (default 512 GiB)"},
           {"topology", "", "chain, ring, fully-connected or switch"}};
 }
 
@@ -91,7 +92,7 @@ HardwareProfile hardware_from_json_text(const std::string& text, const std::stri
   const nlohmann::json document = JsonReader::parse(text, source);
   const JsonReader root(document, source);
   root.check_keys({"name", "description", "cost_model", "processor", "link", "host_link",
-                   "topology", "validated"});
+                   "host_memory_bytes", "topology", "validated"});
   HardwareProfile hw;
   hw.name = root.get_string("name");
   hw.description = root.get_string("description", "");
@@ -159,6 +160,8 @@ HardwareProfile hardware_from_json_text(const std::string& text, const std::stri
 
   hw.link = make_link(params.get_string("link", root.get_string("link")));
   hw.host_link = make_link(params.get_string("host_link", root.get_string("host_link")));
+  hw.host_memory_bytes = params.get_int("host_memory_bytes", root.get_int("host_memory_bytes", 549755813888));
+  check_positive(static_cast<double>(hw.host_memory_bytes), "host_memory_bytes", source);
   hw.topology = params.get_string("topology", root.get_string("topology", "fully-connected"));
   const auto& topologies = topology_names();
   if (std::find(topologies.begin(), topologies.end(), hw.topology) == topologies.end()) {

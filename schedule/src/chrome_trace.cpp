@@ -65,6 +65,10 @@ std::string chrome_trace_json(const TaskGraph& g, const Result& r) {
             {"ts", us(point.time_cycles)}, {"args", {{"bytes", point.bytes}}}});
     }
   }
+  for (const auto& point : r.host_memory_timeline) {
+    emit({{"ph", "C"}, {"pid", kLinksPid}, {"name", "host memory"}, {"ts", us(point.time_cycles)},
+          {"args", {{"bytes", point.bytes}}}});
+  }
   out << "\n]}\n";
   return out.str();
 }

@@ -26,6 +26,7 @@ ordered_json task_json(const Task& t) {
   j["resource"] = t.resource;
   j["order"] = t.order;
   j["cost_cycles"] = t.cost_cycles;
+  j["memory_cycles"] = t.memory_cycles;
   j["deps"] = t.deps;
   j["alloc_bytes"] = t.alloc_bytes;
   j["free_bytes"] = t.free_bytes;
@@ -68,11 +69,13 @@ std::string graph_to_json(const TaskGraph& g) {
   out << "  \"minibatches\": " << g.minibatches << ",\n";
   out << "  \"samples_per_microbatch\": " << g.samples_per_microbatch << ",\n";
   out << "  \"clock_hz\": " << ordered_json(g.clock_hz).dump() << ",\n";
+  out << "  \"host_memory_capacity_bytes\": " << g.host_memory_capacity_bytes << ",\n";
   write_array(out, "processors", g.processors, [](const ProcessorInfo& p) {
     ordered_json j;
     j["name"] = p.name;
     j["memory_capacity_bytes"] = p.memory_capacity_bytes;
     j["static_bytes"] = p.static_bytes;
+    j["memory_system"] = p.memory_system;
     return j;
   }, false);
   write_array(out, "links", g.links, [](const LinkInfo& l) {
@@ -100,7 +103,7 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
   const nlohmann::json document = JsonReader::parse(text, source);
   const JsonReader root(document, source);
   root.check_keys({"format", "version", "schedule", "model", "hardware", "parameters", "semantics",
-                   "microbatches", "minibatches", "samples_per_microbatch", "clock_hz",
+                   "microbatches", "minibatches", "samples_per_microbatch", "clock_hz", "host_memory_capacity_bytes",
                    "processors", "links", "stages", "tasks"});
   if (root.get_string("format") != kFormat) root.at("format").fail(std::string("\"") + kFormat + "\"");
   if (root.get_int("version") != kVersion) root.at("version").fail("version 1");
@@ -123,13 +126,14 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
   g.samples_per_microbatch = root.get_int("samples_per_microbatch");
   g.clock_hz = root.get_double("clock_hz");
   if (!(g.clock_hz > 0)) root.at("clock_hz").fail("a positive number");
+  g.host_memory_capacity_bytes = root.get_int("host_memory_capacity_bytes");
 
   const JsonReader processors = root.at("processors");
   for (std::size_t i = 0; i < processors.array_size(); ++i) {
     const JsonReader p = processors.at(i);
-    p.check_keys({"name", "memory_capacity_bytes", "static_bytes"});
+    p.check_keys({"name", "memory_capacity_bytes", "static_bytes", "memory_system"});
     g.processors.push_back({p.get_string("name"), p.get_int("memory_capacity_bytes"),
-                            p.get_int("static_bytes")});
+                            p.get_int("static_bytes"), as_i32(p.at("memory_system"))});
   }
   const JsonReader links = root.at("links");
   for (std::size_t i = 0; i < links.array_size(); ++i) {
@@ -152,7 +156,7 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
   for (std::size_t i = 0; i < tasks.array_size(); ++i) {
     const JsonReader t = tasks.at(i);
     t.check_keys({"id", "kind", "layers", "stage", "minibatch", "microbatch", "placement",
-                  "resource", "order", "cost_cycles", "deps", "alloc_bytes", "free_bytes",
+                  "resource", "order", "cost_cycles", "memory_cycles", "deps", "alloc_bytes", "free_bytes",
                   "version_read", "version_written", "bytes"});
     Task task;
     task.id = as_i32(t.at("id"));
@@ -180,6 +184,7 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
     task.resource = as_i32(t.at("resource"));
     task.order = as_i32(t.at("order"));
     task.cost_cycles = t.get_int("cost_cycles");
+    task.memory_cycles = t.get_int("memory_cycles");
     const JsonReader deps = t.at("deps");
     for (std::size_t d = 0; d < deps.array_size(); ++d) task.deps.push_back(as_i32(deps.at(d)));
     task.alloc_bytes = t.get_int("alloc_bytes");

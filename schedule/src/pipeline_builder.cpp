@@ -122,8 +122,11 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
   g.minibatches = request.minibatches;
   g.samples_per_microbatch = samples;
   g.clock_hz = hw.clock_hz();
+  g.host_memory_capacity_bytes = hw.host_memory_bytes;
   for (int p = 0; p < request.processors; ++p) {
-    g.processors.push_back({"p" + std::to_string(p), hw.processor.memory_bytes, 0});
+    // SM partitions of one GPU share its memory system; whole GPUs have their own.
+    g.processors.push_back({"p" + std::to_string(p), hw.processor.memory_bytes, 0,
+                            hw.processor.shared_memory_system ? 0 : -1});
   }
   for (int s = 0; s < stage_count; ++s) {
     g.stages.push_back({plan.partition.first_layer[s], plan.partition.last_layer[s],
@@ -151,6 +154,7 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
       t.resource = p;
       t.order = order++;
       t.cost_cycles = compute_task_cycles(hw, net, op.kind, stage.first_layer, stage.last_layer, samples);
+      t.memory_cycles = memory_traffic_cycles(hw, net, op.kind, stage.first_layer, stage.last_layer, samples);
       const Key key{op.stage, op.minibatch, op.microbatch};
       if (op.kind == TaskKind::F) {
         t.alloc_bytes = stage_stash_bytes(net, stage) * samples;

@@ -51,51 +51,72 @@ double steady_state_iteration_cycles(const TaskGraph& g, const std::vector<TaskT
   return spacing(ends, from, to) * g.microbatches;
 }
 
+namespace {
+
+struct MemoryEvent {
+  std::int64_t time;
+  std::int64_t delta;
+  std::int32_t task;
+};
+
+// Replays one memory's events in time order (frees first at equal times, then by task id);
+// returns the peak, records the first crossing of `capacity` and, when asked, the timeline.
+std::int64_t replay(std::vector<MemoryEvent>& events, std::int64_t initial, std::int64_t capacity,
+                    std::int32_t owner, std::vector<OutOfMemory>& out_of_memory,
+                    std::vector<MemoryPoint>* timeline) {
+  std::sort(events.begin(), events.end(), [](const MemoryEvent& a, const MemoryEvent& b) {
+    if (a.time != b.time) return a.time < b.time;
+    if ((a.delta < 0) != (b.delta < 0)) return a.delta < 0;
+    return a.task < b.task;
+  });
+  std::int64_t live = initial, peak = live;
+  bool crossed = live > capacity;
+  if (crossed) out_of_memory.push_back({owner, -1, 0, live, capacity});
+  if (timeline != nullptr) timeline->push_back({0, live});
+  for (const auto& event : events) {
+    live += event.delta;
+    peak = std::max(peak, live);
+    if (!crossed && live > capacity) {
+      crossed = true;
+      out_of_memory.push_back({owner, event.task, event.time, live, capacity});
+    }
+    if (timeline != nullptr) {
+      if (timeline->back().time_cycles == event.time) {
+        timeline->back().bytes = live;
+      } else {
+        timeline->push_back({event.time, live});
+      }
+    }
+  }
+  return peak;
+}
+
+}  // namespace
+
 MemoryReport track_memory(const TaskGraph& g, const std::vector<TaskTiming>& times,
                           bool record_timeline) {
-  struct Event {
-    std::int64_t time;
-    std::int64_t delta;
-    std::int32_t task;
-  };
-  std::vector<std::vector<Event>> events(g.processors.size());
+  std::vector<std::vector<MemoryEvent>> events(g.processors.size());
+  std::vector<MemoryEvent> host_events;
   for (const auto& t : g.tasks) {
-    if (t.placement != Placement::processor) continue;
-    if (t.alloc_bytes) events[t.resource].push_back({times[t.id].start_cycles, t.alloc_bytes, t.id});
-    if (t.free_bytes) events[t.resource].push_back({times[t.id].end_cycles, -t.free_bytes, t.id});
+    const std::int32_t owner = memory_owner(g, t);
+    if (owner >= 0) {
+      if (t.alloc_bytes) events[owner].push_back({times[t.id].start_cycles, t.alloc_bytes, t.id});
+      if (t.free_bytes) events[owner].push_back({times[t.id].end_cycles, -t.free_bytes, t.id});
+    }
+    if (t.kind == TaskKind::OFF) host_events.push_back({times[t.id].start_cycles, t.bytes, t.id});
+    if (t.kind == TaskKind::ON) host_events.push_back({times[t.id].end_cycles, -t.bytes, t.id});
   }
   MemoryReport report;
   if (record_timeline) report.timeline.resize(g.processors.size());
   for (std::size_t p = 0; p < g.processors.size(); ++p) {
-    auto& list = events[p];
-    std::sort(list.begin(), list.end(), [](const Event& a, const Event& b) {
-      if (a.time != b.time) return a.time < b.time;
-      if ((a.delta < 0) != (b.delta < 0)) return a.delta < 0;  // frees first
-      return a.task < b.task;
-    });
-    const std::int64_t capacity = g.processors[p].memory_capacity_bytes;
-    std::int64_t live = g.processors[p].static_bytes, peak = live;
-    bool crossed = live > capacity;
-    if (crossed) report.out_of_memory.push_back({static_cast<std::int32_t>(p), -1, 0, live, capacity});
-    if (record_timeline) report.timeline[p].push_back({0, live});
-    for (const auto& event : list) {
-      live += event.delta;
-      peak = std::max(peak, live);
-      if (!crossed && live > capacity) {
-        crossed = true;
-        report.out_of_memory.push_back({static_cast<std::int32_t>(p), event.task, event.time, live, capacity});
-      }
-      if (record_timeline) {
-        auto& points = report.timeline[p];
-        if (points.back().time_cycles == event.time) {
-          points.back().bytes = live;
-        } else {
-          points.push_back({event.time, live});
-        }
-      }
-    }
-    report.peak_bytes.push_back(peak);
+    report.peak_bytes.push_back(replay(events[p], g.processors[p].static_bytes,
+                                       g.processors[p].memory_capacity_bytes,
+                                       static_cast<std::int32_t>(p), report.out_of_memory,
+                                       record_timeline ? &report.timeline[p] : nullptr));
   }
+  report.host_peak_bytes = replay(host_events, 0, g.host_memory_capacity_bytes, kHost,
+                                  report.out_of_memory,
+                                  record_timeline ? &report.host_timeline : nullptr);
   return report;
 }
 
@@ -105,7 +126,8 @@ std::string describe_out_of_memory(const TaskGraph& g, const OutOfMemory& e) {
                 static_cast<double>(e.live_bytes) / 1e9, static_cast<double>(e.capacity_bytes) / 1e9);
   const std::string who = e.task < 0 ? std::string("its static weights and gradients need ")
                                      : describe_task(g, g.tasks[e.task]) + " raised live memory to ";
-  return "out of memory on " + g.processors[e.processor].name + " at cycle " +
+  const std::string memory = e.processor == kHost ? "host memory" : g.processors[e.processor].name;
+  return "out of memory on " + memory + " at cycle " +
          std::to_string(e.time_cycles) + ": " + who + numbers;
 }
 
@@ -209,6 +231,8 @@ Result summarize(const TaskGraph& g, std::vector<TaskTiming> times, const std::s
   r.peak_memory_bytes = std::move(memory.peak_bytes);
   r.memory_timeline = std::move(memory.timeline);
   r.out_of_memory = std::move(memory.out_of_memory);
+  r.host_peak_memory_bytes = memory.host_peak_bytes;
+  r.host_memory_timeline = std::move(memory.host_timeline);
   r.link_busy_cycles = link_busy(g, r.tasks);
   for (const auto busy : r.link_busy_cycles) {
     r.link_utilization.push_back(r.total_cycles > 0 ? static_cast<double>(busy) / total : 0.0);
@@ -244,6 +268,8 @@ nlohmann::ordered_json result_to_json(const TaskGraph& g, const Result& r, bool 
   std::vector<std::int64_t> capacity;
   for (const auto& p : g.processors) capacity.push_back(p.memory_capacity_bytes);
   j["memory_capacity_bytes"] = capacity;
+  j["host_peak_memory_bytes"] = r.host_peak_memory_bytes;
+  j["host_memory_capacity_bytes"] = g.host_memory_capacity_bytes;
   nlohmann::ordered_json oom = nlohmann::ordered_json::array();
   for (const auto& e : r.out_of_memory) oom.push_back(describe_out_of_memory(g, e));
   j["out_of_memory"] = oom;

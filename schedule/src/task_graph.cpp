@@ -55,6 +55,14 @@ std::string describe_task(const TaskGraph& graph, const Task& task) {
   return "task " + std::to_string(task.id) + " " + task_label(task) + " on " + where;
 }
 
+std::int32_t memory_owner(const TaskGraph& graph, const Task& task) {
+  if (task.placement == Placement::processor) return task.resource;
+  const LinkInfo& link = graph.links[task.resource];
+  if (task.kind == TaskKind::OFF) return link.src;
+  if (task.kind == TaskKind::ON) return link.dst;
+  return -1;
+}
+
 namespace {
 
 std::vector<std::vector<std::int32_t>> tasks_by(const TaskGraph& graph, Placement placement,

@@ -20,8 +20,8 @@ void check_structure(const TaskGraph& g, std::vector<std::string>& problems) {
   if (g.minibatches < 1) problems.push_back("minibatches must be at least 1");
   for (std::size_t i = 0; i < g.links.size(); ++i) {
     const auto& link = g.links[i];
-    if (link.src < 0 || link.src >= g.processor_count() || link.dst < 0 ||
-        link.dst >= g.processor_count()) {
+    auto known = [&](std::int32_t end) { return end == kHost || (end >= 0 && end < g.processor_count()); };
+    if (!known(link.src) || !known(link.dst) || (link.src == kHost && link.dst == kHost)) {
       problems.push_back("link " + link.name + " connects an unknown processor");
     }
     if (!(link.bytes_per_cycle > 0)) problems.push_back("link " + link.name + ": bytes_per_cycle must be positive");
@@ -36,10 +36,10 @@ void check_structure(const TaskGraph& g, std::vector<std::string>& problems) {
     const Task& t = g.tasks[i];
     const std::string who = describe_task(g, t);
     if (t.id != i) problems.push_back(who + ": id must equal its index " + std::to_string(i));
-    const bool on_link = t.kind == TaskKind::X;
+    const bool on_link = t.kind == TaskKind::X || t.kind == TaskKind::OFF || t.kind == TaskKind::ON;
     if (on_link != (t.placement == Placement::link)) {
-      problems.push_back(who + ": " + (on_link ? "a transfer must be placed on a link"
-                                               : "only transfers (X) may be placed on a link"));
+      problems.push_back(who + ": " + (on_link ? "a transfer, offload or reload must be placed on a link"
+                                               : "only transfers, offloads and reloads may be placed on a link"));
     }
     const auto resources = t.placement == Placement::processor
                                ? g.processor_count()
@@ -50,9 +50,21 @@ void check_structure(const TaskGraph& g, std::vector<std::string>& problems) {
                          std::to_string(resources) + ")");
     }
     if (t.cost_cycles < 0) problems.push_back(who + ": negative cost");
+    if (t.memory_cycles < 0 || t.memory_cycles > t.cost_cycles) {
+      problems.push_back(who + ": memory_cycles must be between 0 and cost_cycles");
+    }
     if (t.alloc_bytes < 0 || t.free_bytes < 0) problems.push_back(who + ": negative memory effect");
-    if (t.placement == Placement::link && (t.alloc_bytes != 0 || t.free_bytes != 0)) {
-      problems.push_back(who + ": a task on a link has no memory effect");
+    if (t.placement == Placement::link && t.resource >= 0 &&
+        t.resource < static_cast<std::int32_t>(g.links.size())) {
+      const LinkInfo& link = g.links[t.resource];
+      if (t.kind == TaskKind::OFF && link.dst != kHost) problems.push_back(who + ": an offload must go over a link to host memory");
+      if (t.kind == TaskKind::ON && link.src != kHost) problems.push_back(who + ": a reload must come over a link from host memory");
+      if (t.kind == TaskKind::X && (link.src == kHost || link.dst == kHost)) {
+        problems.push_back(who + ": a transfer between processors cannot use a host link");
+      }
+      if (t.kind == TaskKind::X && (t.alloc_bytes != 0 || t.free_bytes != 0)) {
+        problems.push_back(who + ": a transfer between processors has no memory effect");
+      }
     }
     if (t.stage >= static_cast<std::int32_t>(g.stages.size())) {
       problems.push_back(who + ": unknown stage " + std::to_string(t.stage));

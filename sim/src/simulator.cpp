@@ -10,6 +10,7 @@
 #include <systemc>
 
 #include "link_medium.hpp"
+#include "memory_system.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/summary.hpp"
 #include "processor_model.hpp"
@@ -64,11 +65,19 @@ std::vector<TaskTiming> simulate_times(const TaskGraph& g) {
   sim::WorkerLease lease;  // declared before the models: they detach before it ends
   std::vector<std::unique_ptr<sim::ProcessorModel>> processors;
   std::vector<std::unique_ptr<sim::LinkMedium>> media;
+  std::map<std::int32_t, std::unique_ptr<sim::MemorySystem>> memory_systems;
   std::vector<sim::ProcessorModel*> processor_of;
   std::vector<sim::LinkMedium*> medium_of_link;
   std::map<std::string, sim::LinkMedium*> shared;
-  for (const auto& queue : queues) {
-    processors.push_back(std::make_unique<sim::ProcessorModel>(run, queue, lease));
+  for (std::size_t p = 0; p < queues.size(); ++p) {
+    const std::int32_t system = g.processors[p].memory_system;
+    sim::MemorySystem* memory = nullptr;
+    if (system >= 0) {
+      auto& shared_memory = memory_systems[system];
+      if (!shared_memory) shared_memory = std::make_unique<sim::MemorySystem>(run, lease);
+      memory = shared_memory.get();
+    }
+    processors.push_back(std::make_unique<sim::ProcessorModel>(run, queues[p], memory, lease));
     processor_of.push_back(processors.back().get());
   }
   for (const auto& link : g.links) {

@@ -19,6 +19,12 @@ std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, 
 std::int64_t layer_work_cycles(const HardwareProfile& hw, const Layer& layer, TaskKind kind,
                                std::int64_t samples);
 
+// Cycles the task's memory traffic takes at the processor's full memory bandwidth (summed over
+// its layers; 0 on the unit model). At most compute_task_cycles: the part of a task that
+// processors sharing one memory system compete for.
+std::int64_t memory_traffic_cycles(const HardwareProfile& hw, const Network& net, TaskKind kind,
+                                   int first_layer, int last_layer, std::int64_t samples);
+
 // Cycles to move `bytes` over one hop of `link` (latency + serialisation); 0 on the unit model.
 std::int64_t transfer_cycles(const HardwareProfile& hw, const LinkSpec& link, std::int64_t bytes);
 

@@ -47,6 +47,7 @@ struct HardwareProfile {
   LinkSpec link;                       // between processors
   LinkSpec host_link;                  // to host memory, for offload
   std::string topology = "fully-connected";  // chain, ring, fully-connected, switch
+  std::int64_t host_memory_bytes = 0;  // host memory reachable over host_link, for offload
   bool validated = false;              // checked against measurement?
 
   double clock_hz() const { return processor.clock_hz; }

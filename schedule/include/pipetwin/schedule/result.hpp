@@ -43,7 +43,7 @@ struct MemoryPoint {
 };
 
 struct OutOfMemory {
-  std::int32_t processor = 0;
+  std::int32_t processor = 0;         // kHost (-1) for host memory
   std::int32_t task = 0;              // the task whose allocation crossed the capacity
   std::int64_t time_cycles = 0;
   std::int64_t live_bytes = 0;
@@ -65,7 +65,9 @@ struct Result {
   std::vector<IdleSpan> idle_spans;          // every idle span of every processor
   std::vector<std::int64_t> peak_memory_bytes;  // per processor
   std::vector<std::vector<MemoryPoint>> memory_timeline;  // per processor, when recorded
-  std::vector<OutOfMemory> out_of_memory;    // the first crossing per processor
+  std::vector<OutOfMemory> out_of_memory;    // the first crossing per processor (and host)
+  std::int64_t host_peak_memory_bytes = 0;   // offloaded bytes held in host memory
+  std::vector<MemoryPoint> host_memory_timeline;  // when recorded
   std::vector<std::int64_t> link_bytes;      // per link
   std::vector<std::int64_t> link_busy_cycles;  // per link: time with a transfer on it
   std::vector<double> link_utilization;      // per link: busy / total

@@ -20,11 +20,14 @@ Result summarize(const TaskGraph& graph, std::vector<TaskTiming> times, const st
 double steady_state_iteration_cycles(const TaskGraph& graph, const std::vector<TaskTiming>& times);
 
 // Live bytes per processor over time from the tasks' memory effects: allocations at a task's
-// start, frees at its end (frees first at equal times), static bytes from time 0.
+// start, frees at its end (frees first at equal times), static bytes from time 0; and host memory
+// (offloads add their bytes at their start, reloads remove them at their end).
 struct MemoryReport {
   std::vector<std::int64_t> peak_bytes;
   std::vector<std::vector<MemoryPoint>> timeline;  // filled when asked
   std::vector<OutOfMemory> out_of_memory;
+  std::int64_t host_peak_bytes = 0;
+  std::vector<MemoryPoint> host_timeline;          // filled when asked
 };
 MemoryReport track_memory(const TaskGraph& graph, const std::vector<TaskTiming>& times,
                           bool record_timeline);

@@ -37,9 +37,12 @@ struct Task {
   std::int32_t resource = 0;       // processor or link index
   std::int32_t order = 0;          // position among the tasks of its resource
   std::int64_t cost_cycles = 0;
+  std::int64_t memory_cycles = 0;  // of cost_cycles: memory traffic at full bandwidth (0..cost)
   std::vector<std::int32_t> deps;  // ids of tasks that must end before this one starts
-  std::int64_t alloc_bytes = 0;    // allocated on its processor when it starts
-  std::int64_t free_bytes = 0;     // freed on its processor when it ends
+  // Memory effects on its processor (OFF: the link's source; ON: the link's destination).
+  // OFF also puts `bytes` in host memory at its start; ON takes them out at its end.
+  std::int64_t alloc_bytes = 0;    // allocated when it starts
+  std::int64_t free_bytes = 0;     // freed when it ends
   std::int32_t version_read = -1;  // weight version of `stage` it reads; -1 for none
   std::int32_t version_written = -1;  // U: the version it creates
   std::int64_t bytes = 0;          // X, OFF, ON: payload
@@ -49,11 +52,15 @@ struct ProcessorInfo {
   std::string name;
   std::int64_t memory_capacity_bytes = 0;
   std::int64_t static_bytes = 0;   // held for the whole run: one weight version, gradients
+  std::int32_t memory_system = -1; // processors with the same id >= 0 share memory bandwidth
 };
+
+// A link between two processors, or between a processor and host memory (kHost).
+constexpr std::int32_t kHost = -1;
 
 struct LinkInfo {
   std::string name;
-  std::int32_t src = 0;            // processor index
+  std::int32_t src = 0;            // processor index, or kHost
   std::int32_t dst = 0;
   double bytes_per_cycle = 0;
   std::int64_t latency_cycles = 0;
@@ -76,6 +83,7 @@ struct TaskGraph {
   std::int32_t minibatches = 1;
   std::int64_t samples_per_microbatch = 1;
   double clock_hz = 1;                    // cycles are counted at this clock
+  std::int64_t host_memory_capacity_bytes = 0;
   std::vector<ProcessorInfo> processors;
   std::vector<LinkInfo> links;
   std::vector<StageInfo> stages;
@@ -88,6 +96,9 @@ struct TaskGraph {
 std::string task_label(const Task& task);
 // "task 12 (B mb3 stage 1 on p2)" for error messages.
 std::string describe_task(const TaskGraph& graph, const Task& task);
+// The processor whose memory a task affects (its own, or for OFF / ON the link's device end),
+// or -1 for none.
+std::int32_t memory_owner(const TaskGraph& graph, const Task& task);
 
 // Per resource, the task ids in execution order. Throws if orders are not 0..n-1.
 std::vector<std::vector<std::int32_t>> tasks_by_processor(const TaskGraph& graph);
