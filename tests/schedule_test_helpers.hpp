@@ -25,4 +25,24 @@ inline GraphConfig uniform_config(const std::string& schedule, int layers, int p
   return config;
 }
 
+// The conformance configurations: every registered schedule on three networks of different
+// shapes (convolutional with residual blocks, transformer, wide MLP), 4 microbatches x 2 steps.
+inline GraphConfig conformance_config(const std::string& schedule, const std::string& model,
+                                      const std::string& hardware, int processors) {
+  GraphConfig config;
+  config.model = model;
+  config.schedule = schedule;
+  config.hardware = hardware;
+  config.processors = processors;
+  config.microbatches = 4;
+  config.minibatches = 2;
+  if (model == "mlp") config.params = {"widths=784,512,512,512,512,512,512,512,512,512,10"};
+  if (model == "gpt") config.params = {"layers=12", "seq=256", "batch=8"};
+  return config;
+}
+inline const std::vector<std::string>& conformance_models() {
+  static const std::vector<std::string> models = {"resnet56", "gpt", "mlp"};
+  return models;
+}
+
 }  // namespace pipetwin::test

@@ -12,6 +12,7 @@
 #include "pipetwin/schedule/summary.hpp"
 #include "pipetwin/schedule/validator.hpp"
 #include "pipetwin/sim/simulator.hpp"
+#include "schedule_test_helpers.hpp"
 
 using namespace pipetwin;
 
@@ -76,18 +77,10 @@ long resident_kib() {
 TEST_CASE("the simulator equals the evaluator where nothing contends: schedules x P = 1..9 x three networks") {
   int compared = 0, contended = 0;
   for (const auto& name : schedule_names()) {
-    for (const std::string model : {"resnet56", "gpt", "mlp"}) {
+    for (const auto& model : test::conformance_models()) {
       for (const std::string hardware : {"h100", "unit"}) {
         for (int P = 1; P <= 9; ++P) {
-          GraphConfig config;
-          config.model = model;
-          config.schedule = name;
-          config.hardware = hardware;
-          config.processors = P;
-          config.microbatches = 4;
-          config.minibatches = 2;
-          if (model == "mlp") config.params = {"widths=784,512,512,512,512,512,512,512,512,512,10"};
-          if (model == "gpt") config.params = {"layers=12", "seq=256", "batch=8"};
+          const GraphConfig config = test::conformance_config(name, model, hardware, P);
           CAPTURE(name);
           CAPTURE(model);
           CAPTURE(hardware);

@@ -6,6 +6,7 @@
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/registry.hpp"
 #include "pipetwin/schedule/validator.hpp"
+#include "schedule_test_helpers.hpp"
 
 using namespace pipetwin;
 
@@ -39,17 +40,9 @@ int find_task(const TaskGraph& g, TaskKind kind, int stage, int minibatch, int m
 
 TEST_CASE("every registered schedule is valid for P = 1..9 on three networks") {
   for (const auto& name : schedule_names()) {
-    for (const std::string model : {"resnet56", "gpt", "mlp"}) {
+    for (const auto& model : test::conformance_models()) {
       for (int P = 1; P <= 9; ++P) {
-        GraphConfig config;
-        config.model = model;
-        config.schedule = name;
-        config.hardware = "h100";
-        config.processors = P;
-        config.microbatches = 4;
-        config.minibatches = 2;
-        if (model == "mlp") config.params = {"widths=784,512,512,512,512,512,512,512,512,512,10"};
-        if (model == "gpt") config.params = {"layers=12", "seq=256", "batch=8"};
+        const GraphConfig config = test::conformance_config(name, model, "h100", P);
         CAPTURE(name);
         CAPTURE(model);
         CAPTURE(P);

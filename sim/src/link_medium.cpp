@@ -35,12 +35,7 @@ void LinkMedium::step() {
   for (const auto& w : waiting_) {
     if (next < 0 || w.enters_cycles < next) next = w.enters_cycles;
   }
-  if (next < 0) {
-    sc_core::next_trigger(worker_.wake());
-  } else {
-    sc_core::next_trigger(sc_core::sc_time::from_value(static_cast<sc_dt::uint64>(next - now)),
-                          worker_.wake());
-  }
+  worker_.wake_within(next < 0 ? -1 : next - now);
 }
 
 }  // namespace pipetwin::sim

@@ -21,12 +21,7 @@ void MemorySystem::step() {
   bandwidth_.advance(now);
   for (const auto task : bandwidth_.take_finished()) owner_[task]->memory_served();
   const std::int64_t next = bandwidth_.next_completion(now);
-  if (next < 0) {
-    sc_core::next_trigger(worker_.wake());
-  } else {
-    sc_core::next_trigger(sc_core::sc_time::from_value(static_cast<sc_dt::uint64>(next - now)),
-                          worker_.wake());
-  }
+  worker_.wake_within(next < 0 ? -1 : next - now);
 }
 
 }  // namespace pipetwin::sim

@@ -29,6 +29,14 @@ Worker::Worker() {
   sc_core::sc_spawn([this] { run(); }, nullptr, &options);
 }
 
+void Worker::wake_within(std::int64_t cycles) {
+  if (cycles < 0) {
+    sc_core::next_trigger(wake_);
+  } else {
+    sc_core::next_trigger(sc_core::sc_time::from_value(static_cast<sc_dt::uint64>(cycles)), wake_);
+  }
+}
+
 void Worker::run() {
   if (model_ != nullptr) {
     model_->step();  // sets the next trigger

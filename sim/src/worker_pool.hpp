@@ -27,6 +27,9 @@ class Worker {
   Worker& operator=(const Worker&) = delete;
 
   sc_core::sc_event& wake() { return wake_; }
+  // Called from the model's step(): run again after `cycles`, or earlier when woken; with
+  // cycles < 0, only when woken.
+  void wake_within(std::int64_t cycles);
   void attach(Steppable* model) { model_ = model; }
 
  private:
