@@ -255,7 +255,13 @@ TEST_CASE("1000 simulations in one process: identical results, flat memory") {
   CHECK(identical);
   const long growth = resident_kib() - resident_after_warmup;
   MESSAGE("resident memory growth over runs 100..1000: " << growth << " KiB");
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer keeps freed memory in quarantine, so resident size says nothing here;
+  // LeakSanitizer checks for leaks at exit instead.
+  MESSAGE("flat-memory check skipped under AddressSanitizer");
+#else
   CHECK(growth < 2048);
+#endif
 }
 
 TEST_CASE("processors on one memory system share its bandwidth for memory-bound work") {
