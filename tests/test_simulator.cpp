@@ -339,3 +339,30 @@ TEST_CASE("offload and reload move memory between a processor and host memory") 
   g.tasks[1].resource = 1;  // an offload over the link *from* host memory
   CHECK(validate(g).front().find("an offload must go over a link to host memory") != std::string::npos);
 }
+
+TEST_CASE("simulated memory: gpipe's first stage holds M microbatches of activations, 1f1b min(M, P)") {
+  for (int P = 1; P <= 5; ++P) {
+    for (const int M : {1, 2, 3, 8}) {
+      for (const std::string schedule : {"gpipe", "1f1b"}) {
+        GraphConfig config;
+        config.model = "resnet20";
+        config.schedule = schedule;
+        config.hardware = "h100";
+        config.processors = P;
+        config.microbatches = M;
+        config.params = {"batch=" + std::to_string(8 * M)};
+        const TaskGraph g = make_graph(config);
+        // One microbatch's activations on stage 0: what each of its forwards allocates.
+        std::int64_t stash = 0;
+        for (const auto& t : g.tasks) {
+          if (t.kind == TaskKind::F && t.stage == 0) stash = t.alloc_bytes;
+        }
+        CAPTURE(schedule);
+        CAPTURE(P);
+        CAPTURE(M);
+        const int in_flight = schedule == "gpipe" ? M : std::min(M, P);
+        CHECK(simulate(g).peak_memory_bytes[0] == g.processors[0].static_bytes + in_flight * stash);
+      }
+    }
+  }
+}
