@@ -93,3 +93,43 @@ TEST_CASE("seconds are cycles over the clock") {
   CHECK(r.total_s == doctest::Approx(static_cast<double>(r.total_cycles) / 1.98e9));
   CHECK(r.iteration_s == doctest::Approx(r.iteration_cycles / 1.98e9));
 }
+
+TEST_CASE("zero bubble on uniform layers: zb-h1 a third of 1f1b's bubble, zb-h2 none") {
+  // F = BA = BW = one unit per layer on `unit` hardware. Per steady-state iteration (K = 4
+  // minibatches, no barrier between them) a processor is busy 3M units of a stage; the closed
+  // forms of Qi et al. 2024: 1F1B idles (P-1)(F+B) = 3(P-1), ZB-H1 (P-1)(F+BA-BW) = P-1, and
+  // ZB-H2 nothing, given enough microbatches (M >= P; M >= 2P for ZB-H2).
+  for (int P = 2; P <= 6; ++P) {
+    for (int M = P; M <= 3 * P; M += 2) {
+      CAPTURE(P);
+      CAPTURE(M);
+      const int layers_per_stage = 2;
+      const double busy = 3.0 * M * layers_per_stage;
+      auto bubble = [&](const std::string& schedule) {
+        const TaskGraph g = make_graph(uniform_config(schedule, P * layers_per_stage, P, M, 4));
+        validate_or_throw(g);
+        return 1.0 - busy / evaluate(g).iteration_cycles;
+      };
+      CHECK(bubble("1f1b") == doctest::Approx(static_cast<double>(P - 1) / (M + P - 1)));
+      CHECK(bubble("zb-h1") == doctest::Approx(static_cast<double>(P - 1) / (3 * M + P - 1)));
+      if (M >= 2 * P) CHECK(bubble("zb-h2") == doctest::Approx(0.0));
+    }
+  }
+}
+
+TEST_CASE("zb-h2 buys its bubble with memory: more activations in flight than zb-h1") {
+  for (const int P : {2, 4}) {
+    std::vector<std::int64_t> peaks;
+    for (const std::string schedule : {"zb-h1", "zb-h2"}) {
+      GraphConfig config;
+      config.model = "resnet20";
+      config.schedule = schedule;
+      config.hardware = "h100";
+      config.processors = P;
+      config.microbatches = 8;
+      peaks.push_back(evaluate(make_graph(config)).peak_memory_bytes[0]);
+    }
+    CAPTURE(P);
+    CHECK(peaks[1] > peaks[0]);
+  }
+}

@@ -2,6 +2,7 @@
 // weight versions and memory effects.
 #include "pipetwin/schedule/pipeline_builder.hpp"
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 
@@ -63,6 +64,16 @@ class LinkTable {
 std::int64_t stage_stash_bytes(const Network& net, const StageInfo& stage) {
   std::int64_t bytes = 0;
   for (int l = stage.first_layer; l <= stage.last_layer; ++l) bytes += net.layers[l].stash_bytes;
+  return bytes;
+}
+
+// Of the stashed bytes, what a split weight gradient (BW) still needs after the activation
+// gradient (BA) has run: the inputs of the stage's layers.
+std::int64_t stage_weight_grad_bytes(const Network& net, const StageInfo& stage) {
+  std::int64_t bytes = 0;
+  for (int l = stage.first_layer; l <= stage.last_layer; ++l) {
+    bytes += std::min(net.layers[l].input_bytes, net.layers[l].stash_bytes);
+  }
   return bytes;
 }
 
@@ -135,9 +146,11 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
     g.processors[plan.stage_processor[s]].static_bytes += 2 * stage_param_bytes(net, g.stages[s]);
   }
 
-  // Compute tasks, in each processor's order.
-  std::map<Key, std::int32_t> forward, backward;
-  std::vector<std::int32_t> updates;
+  // Compute tasks, in each processor's order. A backward is one B (which frees the stashed
+  // activations), or a BA (activation gradient, sent on to the previous stage; frees all but the
+  // layer inputs) and a BW (weight gradient; frees the layer inputs).
+  std::map<Key, std::int32_t> forward, input_grad, weight_grad;
+  std::vector<std::int32_t> updates, split_weight_grads;
   for (int p = 0; p < static_cast<int>(processor_ops.size()); ++p) {
     std::int32_t order = 0;
     for (const auto& op : processor_ops[p]) {
@@ -159,9 +172,18 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
       if (op.kind == TaskKind::F) {
         t.alloc_bytes = stage_stash_bytes(net, stage) * samples;
         if (!forward.emplace(key, t.id).second) throw Error("internal: forward twice");
-      } else if (op.kind == TaskKind::B) {
-        t.free_bytes = stage_stash_bytes(net, stage) * samples;
-        if (!backward.emplace(key, t.id).second) throw Error("internal: backward twice");
+      } else if (op.kind == TaskKind::B || op.kind == TaskKind::BA || op.kind == TaskKind::BW) {
+        const std::int64_t kept_for_weights = stage_weight_grad_bytes(net, stage) * samples;
+        const std::int64_t stash = stage_stash_bytes(net, stage) * samples;
+        t.free_bytes = op.kind == TaskKind::B ? stash : op.kind == TaskKind::BA ? stash - kept_for_weights
+                                                                                : kept_for_weights;
+        if (op.kind != TaskKind::BA && !weight_grad.emplace(key, t.id).second) {
+          throw Error("internal: weight gradient twice");
+        }
+        if (op.kind != TaskKind::BW && !input_grad.emplace(key, t.id).second) {
+          throw Error("internal: input gradient twice");
+        }
+        if (op.kind == TaskKind::BW) split_weight_grads.push_back(t.id);
       } else {
         updates.push_back(t.id);
       }
@@ -170,7 +192,7 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
   }
   const std::size_t expected = static_cast<std::size_t>(stage_count) * request.microbatches *
                                request.minibatches;
-  if (forward.size() != expected || backward.size() != expected) {
+  if (forward.size() != expected || input_grad.size() != expected || weight_grad.size() != expected) {
     throw Error("internal: schedule " + schedule_name + " does not run every microbatch on every stage");
   }
 
@@ -212,22 +234,26 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
       g.tasks[id].deps.push_back(arrival);
     }
   }
-  for (const auto& [key, id] : backward) {
+  for (const auto& [key, id] : input_grad) {
     const auto [s, k, m] = key;
     g.tasks[id].deps.push_back(forward.at(key));
     if (s + 1 < stage_count) {
-      const std::int32_t next = backward.at({s + 1, k, m});
+      const std::int32_t next = input_grad.at({s + 1, k, m});
       const std::int64_t bytes = net.layers[g.stages[s + 1].first_layer].input_bytes * samples;
       const std::int32_t arrival = transfer(next, s + 1, s, bytes);  // may grow g.tasks
       g.tasks[id].deps.push_back(arrival);
     }
   }
+  for (const auto id : split_weight_grads) {  // the weight gradient needs the incoming gradient
+    const Task& w = g.tasks[id];
+    g.tasks[id].deps.push_back(input_grad.at({w.stage, w.minibatch, w.microbatch}));
+  }
   for (const auto id : updates) {
     Task& u = g.tasks[id];
     if (u.microbatch >= 0) {
-      u.deps.push_back(backward.at({u.stage, u.minibatch, u.microbatch}));
+      u.deps.push_back(weight_grad.at({u.stage, u.minibatch, u.microbatch}));
     } else {
-      for (int m = 0; m < request.microbatches; ++m) u.deps.push_back(backward.at({u.stage, u.minibatch, m}));
+      for (int m = 0; m < request.microbatches; ++m) u.deps.push_back(weight_grad.at({u.stage, u.minibatch, m}));
     }
   }
 
@@ -242,7 +268,7 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
       Task& t = g.tasks[id];
       if (t.kind == TaskKind::F) {
         t.version_read = current[t.stage];
-      } else if (t.kind == TaskKind::B) {
+      } else if (is_backward(t.kind)) {
         t.version_read = semantics == WeightSemantics::stale
                              ? current[t.stage]
                              : g.tasks[forward.at({t.stage, t.minibatch, t.microbatch})].version_read;

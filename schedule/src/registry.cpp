@@ -15,6 +15,10 @@ const ParamSpec kCutsParam{"cuts", "",
                            "cut after these layer indices (comma-separated, from 0), one stage per "
                            "processor; default: the partition minimising the slowest stage"};
 
+const ParamSpec kInFlightParam{"max_in_flight", "",
+                               "most microbatches whose activations a stage holds at once (every "
+                               "stage); default S-s (zb-h1) or 2(S-s)-1 (zb-h2) on stage s"};
+
 bool declares(const std::vector<ParamSpec>& specs, const std::string& key) {
   return std::any_of(specs.begin(), specs.end(), [&](const ParamSpec& s) { return s.name == key; });
 }
@@ -32,6 +36,11 @@ const std::vector<ScheduleEntry>& schedule_entries() {
       {"pipedream", "asynchronous 1F1B without flush, update per microbatch, weight stashing "
                     "(Narayanan et al. 2019)",
        WeightSemantics::stashed, {kCutsParam}, generate_pipedream},
+      {"zb-h1", "zero bubble (Qi et al. 2024): backward split into BA and BW, BW fills bubbles; "
+                "1f1b's memory, a third of its bubble",
+       WeightSemantics::synchronous, {kCutsParam, kInFlightParam}, generate_zb_h1},
+      {"zb-h2", "zero bubble with about twice 1f1b's activation memory: almost no bubble",
+       WeightSemantics::synchronous, {kCutsParam, kInFlightParam}, generate_zb_h2},
   };
   return entries;
 }

@@ -13,7 +13,7 @@ namespace pipetwin {
 
 // One step in a processor's sequence.
 struct StageOp {
-  TaskKind kind;       // F, B or U
+  TaskKind kind;       // F, B (or BA and BW, the two halves of a backward), or U
   int stage;
   int minibatch;
   int microbatch;      // for U: the microbatch whose backward triggers it (stashed / stale
