@@ -7,6 +7,7 @@
 #include "output_file.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/graph_io.hpp"
+#include "pipetwin/schedule/torch_csv.hpp"
 #include "pipetwin/schedule/validator.hpp"
 
 namespace pipetwin::cli {
@@ -15,6 +16,7 @@ namespace {
 struct ScheduleOptions {
   GraphOptions graph;
   std::string output;
+  std::string torch_csv;
   std::string format = "auto";
 };
 
@@ -23,8 +25,16 @@ void run(const ScheduleOptions& options) {
   if (counts.size() != 1) throw Error("schedule: --procs takes one processor count here");
   GraphConfig config = options.graph.config;
   config.processors = counts.front();
+  if (options.output.empty() && options.torch_csv.empty()) {
+    throw Error("schedule: give -o graph.json (or .dot) and/or --torch-csv schedule.csv");
+  }
   const TaskGraph graph = make_graph(config);
   validate_or_throw(graph);
+  if (!options.torch_csv.empty()) {
+    write_output_file(options.torch_csv, graph_to_torch_csv(graph));
+    if (options.torch_csv != "-") std::cerr << "wrote PyTorch schedule CSV to " << options.torch_csv << "\n";
+  }
+  if (options.output.empty()) return;
   std::string format = options.format;
   if (format == "auto") {
     format = options.output.size() > 4 && options.output.compare(options.output.size() - 4, 4, ".dot") == 0
@@ -43,7 +53,10 @@ void add_schedule_command(CLI::App& app) {
   auto options = std::make_shared<ScheduleOptions>();
   auto* command = app.add_subcommand("schedule", "build a schedule's task graph and write it as JSON or DOT");
   add_graph_options(*command, options->graph, "4");
-  command->add_option("-o,--output", options->output, "output file (- for standard output)")->required();
+  command->add_option("-o,--output", options->output, "output file (- for standard output)");
+  command->add_option("--torch-csv", options->torch_csv,
+                      "also write the schedule as torch.distributed.pipelining's compute-only CSV "
+                      "(one step; synchronous schedules)");
   command->add_option("--format", options->format, "json, dot, or auto (from the file name)")
       ->check(CLI::IsMember({"auto", "json", "dot"}))
       ->capture_default_str();

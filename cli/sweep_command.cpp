@@ -42,7 +42,7 @@ struct Row {
 };
 
 std::vector<std::string> split_names(const std::string& text) {
-  if (text == "all") return schedule_names();
+  if (text == "all") return standalone_schedule_names();
   std::vector<std::string> names;
   std::stringstream in(text);
   for (std::string name; std::getline(in, name, ',');) {
@@ -214,7 +214,7 @@ void add_sweep_command(CLI::App& app) {
                "compare: cycles, seconds, period, speedup over a baseline, utilization, memory");
   add_graph_options(*command, options->graph, "1-9");
   command->remove_option(command->get_option("--schedule"));
-  command->add_option("--schedules", options->schedules, "comma-separated schedules, or all")->capture_default_str();
+  command->add_option("--schedules", options->schedules, "comma-separated schedules, or all (every schedule that needs no file)")->capture_default_str();
   command->add_option("--baseline", options->baseline, "schedule whose P=1 period speedups are relative to")
       ->capture_default_str();
   options->engine = default_engine();

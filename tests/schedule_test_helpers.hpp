@@ -3,7 +3,10 @@
 #include <string>
 #include <vector>
 
+#include <fstream>
+
 #include "pipetwin/schedule/registry.hpp"
+#include "pipetwin/schedule/torch_csv.hpp"
 
 namespace pipetwin::test {
 
@@ -25,6 +28,19 @@ inline GraphConfig uniform_config(const std::string& schedule, int layers, int p
   return config;
 }
 
+// Schedules that need a file get one: `torch-csv` gets 1f1b's order for the same configuration,
+// exported to PyTorch's format (so every conformance test also round-trips that format).
+inline GraphConfig with_schedule_file(GraphConfig config) {
+  if (config.schedule != "torch-csv") return config;
+  GraphConfig source = config;
+  source.schedule = "1f1b";
+  const std::string path = "conformance_" + std::to_string(config.processors) + "_" +
+                           std::to_string(config.microbatches) + ".csv";
+  std::ofstream(path) << graph_to_torch_csv(make_graph(source));
+  config.params.push_back("file=" + path);
+  return config;
+}
+
 // The conformance configurations: every registered schedule on three networks of different
 // shapes (convolutional with residual blocks, transformer, wide MLP), 4 microbatches x 2 steps.
 inline GraphConfig conformance_config(const std::string& schedule, const std::string& model,
@@ -38,7 +54,7 @@ inline GraphConfig conformance_config(const std::string& schedule, const std::st
   config.minibatches = 2;
   if (model == "mlp") config.params = {"widths=784,512,512,512,512,512,512,512,512,512,10"};
   if (model == "gpt") config.params = {"layers=12", "seq=256", "batch=8"};
-  return config;
+  return with_schedule_file(config);
 }
 inline const std::vector<std::string>& conformance_models() {
   static const std::vector<std::string> models = {"resnet56", "gpt", "mlp"};

@@ -5,6 +5,7 @@
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/graph_io.hpp"
 #include "pipetwin/schedule/registry.hpp"
+#include "schedule_test_helpers.hpp"
 
 using namespace pipetwin;
 
@@ -21,6 +22,7 @@ TEST_CASE("every registered schedule round-trips through JSON byte for byte") {
           config.microbatches = 2;
           config.minibatches = 2;
           if (model == "gpt") config.params = {"layers=4", "seq=128", "batch=4"};
+          config = test::with_schedule_file(config);
           CAPTURE(name);
           CAPTURE(model);
           CAPTURE(hardware);

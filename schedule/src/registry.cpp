@@ -7,6 +7,7 @@
 #include "pipetwin/models/names.hpp"
 #include "pipetwin/models/network_registry.hpp"
 #include "pipetwin/schedule/generators.hpp"
+#include "pipetwin/schedule/torch_csv.hpp"
 
 namespace pipetwin {
 namespace {
@@ -41,6 +42,11 @@ const std::vector<ScheduleEntry>& schedule_entries() {
        WeightSemantics::synchronous, {kCutsParam, kInFlightParam}, generate_zb_h1},
       {"zb-h2", "zero bubble with about twice 1f1b's activation memory: almost no bubble",
        WeightSemantics::synchronous, {kCutsParam, kInFlightParam}, generate_zb_h2},
+      {"torch-csv", "a schedule from torch.distributed.pipelining's compute-only CSV (file=...): "
+                    "one row per rank, actions such as 0F1, 1I0, 1W0, 2B3",
+       WeightSemantics::synchronous,
+       {{"file", "", "the CSV file (required)"}, kCutsParam},
+       generate_torch_csv, false},
   };
   return entries;
 }
@@ -48,6 +54,14 @@ const std::vector<ScheduleEntry>& schedule_entries() {
 std::vector<std::string> schedule_names() {
   std::vector<std::string> names;
   for (const auto& entry : schedule_entries()) names.push_back(entry.name);
+  return names;
+}
+
+std::vector<std::string> standalone_schedule_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : schedule_entries()) {
+    if (entry.standalone) names.push_back(entry.name);
+  }
   return names;
 }
 

@@ -28,11 +28,13 @@ struct ScheduleEntry {
   WeightSemantics semantics;
   std::vector<ParamSpec> params;
   std::function<TaskGraph(const ScheduleRequest&)> generate;
+  bool standalone = true;  // false: needs a parameter with no default (torch-csv's file)
 };
 
 const std::vector<ScheduleEntry>& schedule_entries();
 const ScheduleEntry& find_schedule(const std::string& name);  // throws with a suggestion
 std::vector<std::string> schedule_names();
+std::vector<std::string> standalone_schedule_names();  // what "all" means in sweeps
 
 // Everything a graph is built from, by name.
 struct GraphConfig {

@@ -1,0 +1,31 @@
+// Interchange with PyTorch: the compute-only schedule CSV of torch.distributed.pipelining
+// (PipelineScheduleMulti._dump_csv / _load_csv). One row per rank; each cell an action
+// "<stage><F|I|W|B><microbatch>" (forward, input gradient, weight gradient, full backward), empty
+// for an idle step. A file describes one optimizer step.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "pipetwin/schedule/pipeline_builder.hpp"
+
+namespace pipetwin {
+
+// The compute order of minibatch 0, one row per processor. Throws for schedules that are not
+// one synchronous step (PyTorch's format has no weight versions across steps).
+std::string graph_to_torch_csv(const TaskGraph& graph);
+
+struct TorchSchedule {
+  std::vector<std::vector<StageOp>> rank_ops;  // per rank, one step (minibatch 0)
+  std::vector<int> stage_rank;                 // per stage
+  int microbatches = 0;
+};
+
+// Parses and checks a CSV: every stage on one rank, every microbatch forwarded and backwarded
+// once per stage (B, or I and W). Errors name the source, the row and the cell.
+TorchSchedule parse_torch_csv(const std::string& text, const std::string& source);
+
+// `torch-csv` in the registry: the schedule in the file named by the `file` parameter, repeated
+// for every minibatch with one update per stage after each step.
+TaskGraph generate_torch_csv(const ScheduleRequest& request);
+
+}  // namespace pipetwin
