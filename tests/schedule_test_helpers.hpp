@@ -3,8 +3,10 @@
 #include <string>
 #include <vector>
 
+#include <algorithm>
 #include <fstream>
 
+#include "pipetwin/models/network_registry.hpp"
 #include "pipetwin/schedule/registry.hpp"
 #include "pipetwin/schedule/torch_csv.hpp"
 
@@ -28,9 +30,25 @@ inline GraphConfig uniform_config(const std::string& schedule, int layers, int p
   return config;
 }
 
-// Schedules that need a file get one: `torch-csv` gets 1f1b's order for the same configuration,
-// exported to PyTorch's format (so every conformance test also round-trips that format).
+// Adapts a configuration to what its schedule needs, as a user would: interleaved-1f1b wants M a
+// multiple of P (and two chunks where the network has the cut points), pipedream-2bw M >= P;
+// `torch-csv` gets 1f1b's order for the same configuration, exported to PyTorch's format (so
+// every conformance test also round-trips that format).
 inline GraphConfig with_schedule_file(GraphConfig config) {
+  const int P = config.processors;
+  if (config.schedule == "interleaved-1f1b" || config.schedule == "pipedream-2bw") {
+    config.microbatches = config.schedule == "pipedream-2bw" ? std::max(config.microbatches, P)
+                                                             : P * ((config.microbatches + P - 1) / P);
+    config.params.push_back("model.batch=" + std::to_string(8 * config.microbatches));
+  }
+  if (config.schedule == "interleaved-1f1b") {
+    Params model_params;
+    for (const auto& item : config.params) {
+      if (item.rfind("widths=", 0) == 0) model_params.set("widths", item.substr(7));
+    }
+    const auto cuts = make_network(config.model, model_params).allowed_cuts().size();
+    config.params.push_back(2 * static_cast<std::size_t>(P) <= cuts + 1 ? "chunks=2" : "chunks=1");
+  }
   if (config.schedule != "torch-csv") return config;
   GraphConfig source = config;
   source.schedule = "1f1b";

@@ -91,3 +91,32 @@ TEST_CASE("pipedream keeps S - s weight versions on stage s, and memory accounts
     }
   }
 }
+
+TEST_CASE("pipedream-2bw keeps at most two weight versions per stage; forwards use the previous one") {
+  for (int P = 2; P <= 5; ++P) {
+    GraphConfig config = resnet_config("pipedream-2bw", P, 6, 4);
+    const TaskGraph g = make_graph(config);
+    validate_or_throw(g);
+    const auto by_processor = tasks_by_processor(g);
+    for (int s = 0; s < P; ++s) {
+      std::map<std::pair<int, int>, int> in_flight;
+      int current = 0;
+      std::size_t most = 1;
+      for (const auto id : by_processor[s]) {
+        const Task& t = g.tasks[id];
+        if (t.kind == TaskKind::F) {
+          CHECK(t.version_read == std::max(0, t.minibatch - 1));
+          in_flight[{t.minibatch, t.microbatch}] = t.version_read;
+        }
+        if (t.kind == TaskKind::B) in_flight.erase({t.minibatch, t.microbatch});
+        if (t.kind == TaskKind::U) current = t.version_written;
+        std::set<int> live{current};
+        for (const auto& item : in_flight) live.insert(item.second);
+        most = std::max(most, live.size());
+      }
+      CAPTURE(P);
+      CAPTURE(s);
+      CHECK(most <= 2);
+    }
+  }
+}

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <random>
 
+#include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/validator.hpp"
 #include "schedule_test_helpers.hpp"
@@ -132,4 +133,23 @@ TEST_CASE("zb-h2 buys its bubble with memory: more activations in flight than zb
     CAPTURE(P);
     CHECK(peaks[1] > peaks[0]);
   }
+}
+
+TEST_CASE("interleaved-1f1b bubble is (P-1)/(vM+P-1) on uniform layers") {
+  // Narayanan et al. 2021: v model chunks per processor shrink 1F1B's bubble v-fold.
+  for (int P = 2; P <= 4; ++P) {
+    for (const int v : {1, 2, 3}) {
+      for (int M = P; M <= 3 * P; M += P) {
+        CAPTURE(P);
+        CAPTURE(v);
+        CAPTURE(M);
+        const TaskGraph g = make_graph(uniform_config("interleaved-1f1b", 2 * v * P, P, M, 1,
+                                                      {"chunks=" + std::to_string(v)}));
+        validate_or_throw(g);
+        CHECK(evaluate(g).bubble_fraction == doctest::Approx(static_cast<double>(P - 1) / (v * M + P - 1)));
+      }
+    }
+  }
+  CHECK_THROWS_WITH_AS(make_graph(uniform_config("interleaved-1f1b", 8, 4, 6, 1)),
+                       "interleaved-1f1b: the microbatches (6) must be a multiple of the processors (4)", Error);
 }

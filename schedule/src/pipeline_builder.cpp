@@ -267,7 +267,8 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
     for (const auto id : list) {
       Task& t = g.tasks[id];
       if (t.kind == TaskKind::F) {
-        t.version_read = current[t.stage];
+        t.version_read = semantics == WeightSemantics::double_buffered ? std::max(0, t.minibatch - 1)
+                                                                       : current[t.stage];
       } else if (is_backward(t.kind)) {
         t.version_read = semantics == WeightSemantics::stale
                              ? current[t.stage]

@@ -42,6 +42,14 @@ const std::vector<ScheduleEntry>& schedule_entries() {
        WeightSemantics::synchronous, {kCutsParam, kInFlightParam}, generate_zb_h1},
       {"zb-h2", "zero bubble with about twice 1f1b's activation memory: almost no bubble",
        WeightSemantics::synchronous, {kCutsParam, kInFlightParam}, generate_zb_h2},
+      {"pipedream-2bw", "PipeDream-2BW: 1F1B without flush, one update per minibatch, forwards use "
+                        "the previous version (two weight versions per stage; M >= P)",
+       WeightSemantics::double_buffered, {kCutsParam}, generate_pipedream_2bw},
+      {"interleaved-1f1b", "Megatron-LM's interleaved 1F1B: chunks model chunks per processor, "
+                           "bubble shrinks chunks-fold (M a multiple of P)",
+       WeightSemantics::synchronous,
+       {{"chunks", "2", "model chunks (virtual stages) per processor"}, kCutsParam},
+       generate_interleaved_1f1b},
       {"torch-csv", "a schedule from torch.distributed.pipelining's compute-only CSV (file=...): "
                     "one row per rank, actions such as 0F1, 1I0, 1W0, 2B3",
        WeightSemantics::synchronous,

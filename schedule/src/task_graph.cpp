@@ -15,6 +15,7 @@ const char* to_string(WeightSemantics semantics) {
     case WeightSemantics::synchronous: return "synchronous";
     case WeightSemantics::stashed: return "stashed";
     case WeightSemantics::stale: return "stale";
+    case WeightSemantics::double_buffered: return "double-buffered";
   }
   return "?";
 }
@@ -23,7 +24,9 @@ WeightSemantics weight_semantics_from_string(const std::string& text) {
   if (text == "synchronous") return WeightSemantics::synchronous;
   if (text == "stashed") return WeightSemantics::stashed;
   if (text == "stale") return WeightSemantics::stale;
-  throw Error(unknown_name_message("weight semantics", text, {"synchronous", "stashed", "stale"}));
+  if (text == "double-buffered") return WeightSemantics::double_buffered;
+  throw Error(unknown_name_message("weight semantics", text,
+                                   {"synchronous", "stashed", "stale", "double-buffered"}));
 }
 
 std::string task_label(const Task& task) {

@@ -161,7 +161,16 @@ void check_versions(const TaskGraph& g, std::vector<std::string>& problems) {
         }
         if (home) ++now;
       } else if (t.kind == TaskKind::F || t.kind == TaskKind::RC) {
-        if (home && t.kind == TaskKind::F && t.version_read != now) {
+        if (g.semantics == WeightSemantics::double_buffered) {
+          const std::int32_t wanted = std::max(0, t.minibatch - 1);
+          if (t.version_read != wanted) {
+            complain(t, "a forward of minibatch " + std::to_string(t.minibatch) + " reads version " +
+                            std::to_string(wanted));
+          } else if (home && t.version_read > now) {
+            complain(t, "version " + std::to_string(wanted) + " does not exist yet (the newest is " +
+                            std::to_string(now) + "); use more microbatches");
+          }
+        } else if (home && t.kind == TaskKind::F && t.version_read != now) {
           complain(t, "a forward reads the newest version, " + std::to_string(now));
         }
         if (g.semantics == WeightSemantics::synchronous && t.version_read != t.minibatch) {

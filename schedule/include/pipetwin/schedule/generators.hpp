@@ -13,6 +13,8 @@ TaskGraph generate_1f1b(const ScheduleRequest& request);
 TaskGraph generate_pipedream(const ScheduleRequest& request);
 TaskGraph generate_zb_h1(const ScheduleRequest& request);
 TaskGraph generate_zb_h2(const ScheduleRequest& request);
+TaskGraph generate_interleaved_1f1b(const ScheduleRequest& request);
+TaskGraph generate_pipedream_2bw(const ScheduleRequest& request);
 
 // One minibatch of 1F1B on one stage: warm-up forwards, one-forward-one-backward, cool-down
 // backwards; optionally an update after each backward.

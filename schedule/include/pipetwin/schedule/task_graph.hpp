@@ -19,6 +19,8 @@ enum class WeightSemantics {
   synchronous,  // every forward of minibatch k reads version k; backward reads its forward's
   stashed,      // asynchronous; a backward reads the version its forward read (weight stashing)
   stale,        // asynchronous; no stashing: every task reads the newest version
+  double_buffered,  // PipeDream-2BW: the forwards of minibatch k read version k-1 (the one before
+                    // the newest); a backward reads its forward's; at most two versions live
 };
 
 const char* to_string(Placement placement);
