@@ -6,7 +6,9 @@
 //   1. a BA whose gradient has arrived runs first;
 //   2. else a forward, while fewer of the stage's microbatches than its limit are between their F
 //      and their BA (BA frees the activations except the layer inputs, which BW frees);
-//   3. else the oldest pending BW.
+//   3. else the oldest pending BW -- which goes before forwards once 2S BW are pending, so the
+//      layer inputs they hold stay bounded when M is large (2S keeps the closed-form bubbles of
+//      the tests; a bound of S or the stage's limit loses part of them).
 // The limit is 1F1B's, S-s on stage s, for zb-h1 (same memory as 1f1b, a third of its bubble
 // when F = BA = BW) and 2(S-s)-1 for zb-h2 (about twice the memory, almost no bubble).
 // `max_in_flight=N` sets one limit for every stage instead. Synchronous: one update per stage
@@ -89,8 +91,12 @@ std::vector<std::vector<StageOp>> split_backward_order(const std::vector<StageCo
         const std::int64_t end = st.forward_end[m], arrives = st.gradient_arrives[m];
         consider(TaskKind::BA, end == kUnknown || arrives == kUnknown ? kUnknown : std::max(end, arrives));
       }
+      const bool weights_due = static_cast<int>(st.pending_weight_grads.size()) >= 2 * stages;
+      if (weights_due) consider(TaskKind::BW, st.pending_weight_grads.front().second);
       if (st.next_forward < M && st.in_flight < limits[s]) consider(TaskKind::F, st.forward_ready[st.next_forward]);
-      if (!st.pending_weight_grads.empty()) consider(TaskKind::BW, st.pending_weight_grads.front().second);
+      if (!weights_due && !st.pending_weight_grads.empty()) {
+        consider(TaskKind::BW, st.pending_weight_grads.front().second);
+      }
       if (start < best_start) {
         best_start = start;
         best_stage = s;
