@@ -56,7 +56,9 @@ std::int64_t layer_work_cycles(const HardwareProfile& hw, const Layer& layer, Ta
   const double flops_per_cycle = p.peak_flops_per_s * p.efficiency / p.clock_hz;
   const double bytes_per_cycle = p.memory_bytes_per_s / p.clock_hz;
   const double roofline = std::max(work.flops / flops_per_cycle, work.bytes / bytes_per_cycle);
-  return ceil_cycles(roofline + p.layer_overhead_s * p.clock_hz);
+  // An update is one fused multi-tensor kernel for all its layers: no launch per layer.
+  const double launch = kind == TaskKind::U ? 0.0 : p.layer_overhead_s * p.clock_hz;
+  return ceil_cycles(roofline + launch);
 }
 
 std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, TaskKind kind,

@@ -45,6 +45,13 @@ const std::vector<ScheduleEntry>& schedule_entries() {
       {"pipedream-2bw", "PipeDream-2BW: 1F1B without flush, one update per minibatch, forwards use "
                         "the previous version (two weight versions per stage; M >= P)",
        WeightSemantics::double_buffered, {kCutsParam}, generate_pipedream_2bw},
+      {"stale-weights", "Zhang & Abdelrahman: registers after the PPV layers, forward and backward as "
+                        "separate stages, update after every backward, no stashing (stale weights)",
+       WeightSemantics::stale,
+       {{"ppv", "", "layers (from 1) followed by a pipeline register, one fewer than processors; "
+                    "default: the balanced partition"},
+        {"hybrid", "1", "fraction of the minibatches trained pipelined; the rest nonpipelined"}},
+       generate_stale_weights},
       {"interleaved-1f1b", "Megatron-LM's interleaved 1F1B: chunks model chunks per processor, "
                            "bubble shrinks chunks-fold (M a multiple of P)",
        WeightSemantics::synchronous,

@@ -7,10 +7,10 @@
 
 namespace pipetwin {
 
-std::vector<StageOp> one_f_one_b_order(int stage, int stages, int minibatch, int microbatches,
+std::vector<StageOp> one_f_one_b_order(int stage, int warmup_forwards, int minibatch, int microbatches,
                                        bool update_after_each_backward) {
   std::vector<StageOp> ops;
-  const int warmup = std::min(stages - stage - 1, microbatches);
+  const int warmup = std::min(warmup_forwards, microbatches);
   auto backward = [&](int m) {
     ops.push_back({TaskKind::B, stage, minibatch, m});
     if (update_after_each_backward) ops.push_back({TaskKind::U, stage, minibatch, m});
@@ -30,7 +30,7 @@ TaskGraph generate_1f1b(const ScheduleRequest& request) {
   std::vector<std::vector<StageOp>> ops(stages);
   for (int s = 0; s < stages; ++s) {
     for (int k = 0; k < request.minibatches; ++k) {
-      const auto order = one_f_one_b_order(s, stages, k, request.microbatches, false);
+      const auto order = one_f_one_b_order(s, stages - s - 1, k, request.microbatches, false);
       ops[s].insert(ops[s].end(), order.begin(), order.end());
       ops[s].push_back({TaskKind::U, s, k, -1});
     }

@@ -15,7 +15,7 @@ TaskGraph generate_pipedream(const ScheduleRequest& request) {
   for (int s = 0; s < stages; ++s) {
     // 1F1B over the whole stream, as if it were one minibatch; then number each op by its
     // minibatch and microbatch.
-    ops[s] = one_f_one_b_order(s, stages, 0, stream, true);
+    ops[s] = one_f_one_b_order(s, stages - s - 1, 0, stream, true);
     for (auto& op : ops[s]) {
       op.minibatch = op.microbatch / microbatches;
       op.microbatch = op.microbatch % microbatches;

@@ -19,7 +19,7 @@ TaskGraph generate_pipedream_2bw(const ScheduleRequest& request) {
   const int stream = M * request.minibatches;
   std::vector<std::vector<StageOp>> ops(stages);
   for (int s = 0; s < stages; ++s) {
-    for (StageOp op : one_f_one_b_order(s, stages, 0, stream, false)) {
+    for (StageOp op : one_f_one_b_order(s, stages - s - 1, 0, stream, false)) {
       const int n = op.microbatch;
       op.minibatch = n / M;
       op.microbatch = n % M;

@@ -15,10 +15,12 @@ TaskGraph generate_zb_h1(const ScheduleRequest& request);
 TaskGraph generate_zb_h2(const ScheduleRequest& request);
 TaskGraph generate_interleaved_1f1b(const ScheduleRequest& request);
 TaskGraph generate_pipedream_2bw(const ScheduleRequest& request);
+TaskGraph generate_stale_weights(const ScheduleRequest& request);
 
-// One minibatch of 1F1B on one stage: warm-up forwards, one-forward-one-backward, cool-down
-// backwards; optionally an update after each backward.
-std::vector<StageOp> one_f_one_b_order(int stage, int stages, int minibatch, int microbatches,
+// One minibatch of 1F1B on one stage: `warmup` forwards (at most all of them), then one forward
+// and one backward alternately, then the remaining backwards; optionally an update after each
+// backward. 1F1B's warm-up on stage s of S is S-s-1.
+std::vector<StageOp> one_f_one_b_order(int stage, int warmup, int minibatch, int microbatches,
                                        bool update_after_each_backward);
 
 }  // namespace pipetwin
