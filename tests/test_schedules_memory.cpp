@@ -37,6 +37,26 @@ std::int64_t stash_per_microbatch(const TaskGraph& g, int stage) {
   return bytes * g.samples_per_microbatch;
 }
 
+// The most weight versions stage s ever needs at once, walking its processor's order: the newest
+// one plus every version read by a forward whose backward has not run yet.
+std::size_t most_live_versions(const TaskGraph& g, int stage) {
+  std::map<std::pair<int, int>, int> in_flight;  // (minibatch, microbatch) -> version
+  int current = 0;
+  std::size_t most = 1;
+  const auto by_processor = tasks_by_processor(g);
+  for (const auto id : by_processor[g.stages[stage].processor]) {
+    const Task& t = g.tasks[id];
+    if (t.stage != stage) continue;
+    if (t.kind == TaskKind::F) in_flight[{t.minibatch, t.microbatch}] = t.version_read;
+    if (t.kind == TaskKind::B) in_flight.erase({t.minibatch, t.microbatch});
+    if (t.kind == TaskKind::U) current = t.version_written;
+    std::set<int> live{current};
+    for (const auto& item : in_flight) live.insert(item.second);
+    most = std::max(most, live.size());
+  }
+  return most;
+}
+
 }  // namespace
 
 TEST_CASE("the first stage's activation peak: gpipe holds M microbatches, 1f1b min(M, P)") {
@@ -61,22 +81,9 @@ TEST_CASE("pipedream keeps S - s weight versions on stage s, and memory accounts
     // A stream long enough (16 microbatches) for every stage to reach its steady state.
     const TaskGraph g = make_graph(resnet_config("pipedream", P, 4, 4));
     validate_or_throw(g);
-    // Walk each processor's order: live versions are the current one plus every version read by
-    // a forward whose backward has not run yet.
     const auto by_processor = tasks_by_processor(g);
     for (int s = 0; s < P; ++s) {
-      std::map<std::pair<int, int>, int> in_flight;  // (minibatch, microbatch) -> version
-      int current = 0;
-      std::size_t most = 1;
-      for (const auto id : by_processor[s]) {
-        const Task& t = g.tasks[id];
-        if (t.kind == TaskKind::F) in_flight[{t.minibatch, t.microbatch}] = t.version_read;
-        if (t.kind == TaskKind::B) in_flight.erase({t.minibatch, t.microbatch});
-        if (t.kind == TaskKind::U) current = t.version_written;
-        std::set<int> live{current};
-        for (const auto& item : in_flight) live.insert(item.second);
-        most = std::max(most, live.size());
-      }
+      const std::size_t most = most_live_versions(g, s);
       CAPTURE(P);
       CAPTURE(s);
       CHECK(most == static_cast<std::size_t>(P - s));
@@ -97,23 +104,11 @@ TEST_CASE("pipedream-2bw keeps at most two weight versions per stage; forwards u
     GraphConfig config = resnet_config("pipedream-2bw", P, 6, 4);
     const TaskGraph g = make_graph(config);
     validate_or_throw(g);
-    const auto by_processor = tasks_by_processor(g);
+    for (const auto& t : g.tasks) {
+      if (t.kind == TaskKind::F) CHECK(t.version_read == std::max(0, t.minibatch - 1));
+    }
     for (int s = 0; s < P; ++s) {
-      std::map<std::pair<int, int>, int> in_flight;
-      int current = 0;
-      std::size_t most = 1;
-      for (const auto id : by_processor[s]) {
-        const Task& t = g.tasks[id];
-        if (t.kind == TaskKind::F) {
-          CHECK(t.version_read == std::max(0, t.minibatch - 1));
-          in_flight[{t.minibatch, t.microbatch}] = t.version_read;
-        }
-        if (t.kind == TaskKind::B) in_flight.erase({t.minibatch, t.microbatch});
-        if (t.kind == TaskKind::U) current = t.version_written;
-        std::set<int> live{current};
-        for (const auto& item : in_flight) live.insert(item.second);
-        most = std::max(most, live.size());
-      }
+      const std::size_t most = most_live_versions(g, s);
       CAPTURE(P);
       CAPTURE(s);
       CHECK(most <= 2);
