@@ -112,7 +112,7 @@ void run(const SweepOptions& options) {
         GraphConfig config = options.graph.config;
         config.schedule = rows[order[k]].schedule;
         config.processors = rows[order[k]].processors;
-        return run_one(options.engine, config);
+        return run_one(options.engine, without_other_schedules_params(config));
       },
       [&](std::size_t done) { bar.update(done); });
   for (std::size_t k = 0; k < lines.size(); ++k) {

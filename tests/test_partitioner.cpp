@@ -84,3 +84,42 @@ TEST_CASE("too many stages, and bad fixed cuts, are clear errors") {
   CHECK_THROWS_AS(fixed_partition(costs, allowed, {2, 0}), Error);
   CHECK_THROWS_AS(fixed_partition(costs, allowed, {3}), Error);
 }
+
+TEST_CASE("layer-wise merging: fewest cut bytes within the bound, then the fastest; equals brute force") {
+  std::mt19937 rng(99);
+  for (int trial = 0; trial < 100; ++trial) {
+    const int layers = std::uniform_int_distribution<int>(2, 11)(rng);
+    std::vector<std::int64_t> costs(layers), bytes(layers);
+    std::vector<bool> allowed(layers, true);
+    for (int l = 0; l < layers; ++l) {
+      costs[l] = std::uniform_int_distribution<int>(1, 50)(rng);
+      bytes[l] = std::uniform_int_distribution<int>(1, 1000)(rng);
+    }
+    const int stages = std::uniform_int_distribution<int>(1, layers)(rng);
+    const std::int64_t balanced = balanced_partition(costs, allowed, stages).slowest_stage_cost;
+    const std::int64_t bound = balanced + balanced / 5;
+    // Brute force over every set of stages-1 cuts.
+    std::pair<std::int64_t, std::int64_t> expected{std::numeric_limits<std::int64_t>::max(), 0};
+    for (unsigned mask = 0; mask < (1u << (layers - 1)); ++mask) {
+      if (__builtin_popcount(mask) != stages - 1) continue;
+      std::int64_t sent = 0, slowest = 0, running = 0;
+      for (int l = 0; l < layers; ++l) {
+        running += costs[l];
+        if (l + 1 < layers && ((mask >> l) & 1u)) {
+          sent += bytes[l];
+          slowest = std::max(slowest, running);
+          running = 0;
+        }
+      }
+      slowest = std::max(slowest, running);
+      if (slowest <= bound) expected = std::min(expected, {sent, slowest});
+    }
+    CAPTURE(trial);
+    const Partition merged = least_communication_partition(costs, allowed, bytes, stages, bound);
+    std::int64_t sent = 0;
+    for (int s = 0; s + 1 < stages; ++s) sent += bytes[merged.last_layer[s]];
+    CHECK(sent == expected.first);
+    CHECK(merged.slowest_stage_cost == expected.second);
+    CHECK(merged.slowest_stage_cost <= bound);
+  }
+}

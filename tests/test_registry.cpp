@@ -95,3 +95,15 @@ TEST_CASE("more processors than cut points is a clear error") {
   CHECK(error_of(config) == "model lenet5: cannot cut 5 layers into 6 stages: only 4 cut points are "
                             "allowed (never inside a residual block), so at most 5 stages");
 }
+
+TEST_CASE("sweeps pass a schedule's own parameters only to the schedules that take them") {
+  GraphConfig config = base();
+  config.params = {"tolerance=0.1", "batch=64", "schedule.max_in_flight=3"};
+  const GraphConfig for_gpipe = without_other_schedules_params(config);
+  CHECK(for_gpipe.params == std::vector<std::string>{"batch=64"});
+  config.schedule = "layerwise-merge";
+  CHECK(without_other_schedules_params(config).params == std::vector<std::string>{"tolerance=0.1", "batch=64"});
+  config.params = {"nonsense=1"};  // nobody takes it: kept, so it still fails loudly
+  CHECK(without_other_schedules_params(config).params == config.params);
+  CHECK_THROWS_AS(make_graph(without_other_schedules_params(config)), Error);
+}

@@ -83,6 +83,52 @@ Partition balanced_partition(const std::vector<std::int64_t>& layer_costs,
   return partition;
 }
 
+Partition least_communication_partition(const std::vector<std::int64_t>& layer_costs,
+                                        const std::vector<bool>& cut_allowed,
+                                        const std::vector<std::int64_t>& boundary_bytes, int stages,
+                                        std::int64_t max_stage_cost) {
+  check_inputs(layer_costs, cut_allowed);
+  const int layers = static_cast<int>(layer_costs.size());
+  if (stages < 1 || stages > layers) throw Error("partition: cannot make " + std::to_string(stages) + " stages");
+  std::vector<std::int64_t> prefix(layers + 1, 0);
+  for (int i = 0; i < layers; ++i) prefix[i + 1] = prefix[i] + layer_costs[i];
+  auto can_end = [&](int i) { return i == layers || (i > 0 && cut_allowed[i - 1]); };
+  constexpr std::int64_t kInf = std::numeric_limits<std::int64_t>::max();
+  // best[j][i]: for the first i layers in j stages within the bound, the fewest bytes over the
+  // cuts and, among those, the smallest slowest stage.
+  using Score = std::pair<std::int64_t, std::int64_t>;
+  const Score none{kInf, kInf};
+  std::vector<std::vector<Score>> best(stages + 1, std::vector<Score>(layers + 1, none));
+  std::vector<std::vector<int>> choice(stages + 1, std::vector<int>(layers + 1, -1));
+  best[0][0] = {0, 0};
+  for (int j = 1; j <= stages; ++j) {
+    for (int i = j; i <= layers; ++i) {
+      if (!can_end(i)) continue;
+      for (int k = j - 1; k < i; ++k) {
+        const std::int64_t stage_cost = prefix[i] - prefix[k];
+        if (best[j - 1][k] == none || stage_cost > max_stage_cost) continue;
+        const Score score{best[j - 1][k].first + (i < layers ? boundary_bytes[i - 1] : 0),
+                          std::max(best[j - 1][k].second, stage_cost)};
+        if (score < best[j][i]) {
+          best[j][i] = score;
+          choice[j][i] = k;
+        }
+      }
+    }
+  }
+  if (best[stages][layers] == none) {
+    throw Error("no partition into " + std::to_string(stages) + " stages keeps every stage within " +
+                std::to_string(max_stage_cost) + " cycles");
+  }
+  std::vector<int> cuts;
+  for (int j = stages, i = layers; j > 1; --j) {
+    i = choice[j][i];
+    cuts.push_back(i - 1);
+  }
+  std::reverse(cuts.begin(), cuts.end());
+  return from_cuts(layer_costs, cuts);
+}
+
 Partition fixed_partition(const std::vector<std::int64_t>& layer_costs,
                           const std::vector<bool>& cut_allowed, const std::vector<int>& cuts_after) {
   check_inputs(layer_costs, cut_allowed);

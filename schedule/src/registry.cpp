@@ -52,6 +52,12 @@ const std::vector<ScheduleEntry>& schedule_entries() {
                     "default: the balanced partition"},
         {"hybrid", "1", "fraction of the minibatches trained pipelined; the rest nonpipelined"}},
        generate_stale_weights},
+      {"layerwise-merge", "Akintoye et al. (reconstructed): merge layer partitions to cut communication "
+                          "within a tolerance of the balanced partition; asynchronous 1F1B",
+       WeightSemantics::stashed,
+       {{"tolerance", "0.05", "how much slower than the balanced partition's the slowest stage may be"},
+        kCutsParam},
+       generate_layerwise_merge},
       {"interleaved-1f1b", "Megatron-LM's interleaved 1F1B: chunks model chunks per processor, "
                            "bubble shrinks chunks-fold (M a multiple of P)",
        WeightSemantics::synchronous,
@@ -85,6 +91,25 @@ const ScheduleEntry& find_schedule(const std::string& name) {
     if (entry.name == name) return entry;
   }
   throw Error(unknown_name_message("schedule", name, schedule_names()));
+}
+
+GraphConfig without_other_schedules_params(GraphConfig config) {
+  const auto& mine = find_schedule(config.schedule).params;
+  const auto model_specs = network_params(config.model);
+  const auto hardware_specs = hardware_params(config.hardware);
+  std::vector<std::string> kept;
+  for (const auto& item : config.params) {
+    std::string key = item.substr(0, item.find('='));
+    if (key.rfind("schedule.", 0) == 0) key = key.substr(9);
+    const bool someone_else = std::any_of(schedule_entries().begin(), schedule_entries().end(),
+                                          [&](const ScheduleEntry& e) { return declares(e.params, key); });
+    if (someone_else && !declares(mine, key) && !declares(model_specs, key) && !declares(hardware_specs, key)) {
+      continue;
+    }
+    kept.push_back(item);
+  }
+  config.params = std::move(kept);
+  return config;
 }
 
 TaskGraph make_graph(const GraphConfig& config) {

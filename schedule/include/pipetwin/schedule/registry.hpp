@@ -51,4 +51,9 @@ struct GraphConfig {
 
 TaskGraph make_graph(const GraphConfig& config);
 
+// For runs of several schedules with one parameter list (sweeps): `config` without the parameters
+// that only other registered schedules take (so tolerance=0.1 reaches layerwise-merge and is not
+// an error for gpipe). Parameters nobody takes are kept, so they still fail loudly.
+GraphConfig without_other_schedules_params(GraphConfig config);
+
 }  // namespace pipetwin
