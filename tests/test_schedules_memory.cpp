@@ -10,6 +10,7 @@
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/registry.hpp"
 #include "pipetwin/schedule/validator.hpp"
+#include "schedule_test_helpers.hpp"
 
 using namespace pipetwin;
 
@@ -114,4 +115,35 @@ TEST_CASE("pipedream-2bw keeps at most two weight versions per stage; forwards u
       CHECK(most <= 2);
     }
   }
+}
+
+TEST_CASE("activation offload: the stash waits in host memory between forward and backward") {
+  for (const std::string schedule : {"gpipe", "1f1b", "pipedream"}) {
+    for (const int P : {1, 2, 4}) {
+      CAPTURE(schedule);
+      CAPTURE(P);
+      // On unit hardware copies are free: the same timing, and the device holds far less.
+      GraphConfig config = test::uniform_config(schedule, 2 * P, P, 8, 2);
+      config.params.push_back("offload=true");
+      const TaskGraph offloaded = make_graph(config);
+      REQUIRE(validate(offloaded).empty());
+      config.params.pop_back();
+      const TaskGraph kept = make_graph(config);
+      const Result with = evaluate(offloaded), without = evaluate(kept);
+      CHECK(with.total_cycles == without.total_cycles);
+      if (schedule == "gpipe") {  // (where a backward follows its forward at once, nothing waits)
+        CHECK(with.host_peak_memory_bytes > 0);
+        CHECK(with.peak_memory_bytes[0] < without.peak_memory_bytes[0]);
+      }
+    }
+  }
+  // On a GPU, gpipe's first stage no longer holds M microbatches of activations.
+  GraphConfig config = resnet_config("gpipe", 2, 8);
+  const Result without = evaluate(make_graph(config));
+  config.params.push_back("offload=true");
+  const TaskGraph g = make_graph(config);
+  const Result with = evaluate(g);
+  CHECK(with.peak_memory_bytes[0] < without.peak_memory_bytes[0]);
+  CHECK(with.host_peak_memory_bytes > stash_per_microbatch(g, 0));
+  CHECK(with.host_peak_memory_bytes <= 8 * (stash_per_microbatch(g, 0) + stash_per_microbatch(g, 1)));
 }

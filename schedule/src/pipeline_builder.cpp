@@ -39,6 +39,24 @@ class LinkTable {
     return hops;
   }
 
+  // The link between processor `p` and host memory, in one direction (the profile's host link).
+  std::int32_t host_link(int p, bool to_host, std::vector<LinkInfo>& links) {
+    const int src = to_host ? p : kHost, dst = to_host ? kHost : p;
+    const auto it = index_.find({src, dst});
+    if (it != index_.end()) return it->second;
+    LinkInfo info;
+    info.name = to_host ? "p" + std::to_string(p) + "->host" : "host->p" + std::to_string(p);
+    info.src = src;
+    info.dst = dst;
+    info.bytes_per_cycle = link_bytes_per_cycle(hw_, hw_.host_link);
+    info.latency_cycles = hw_.cost_model == CostModelKind::unit ? 0 : link_latency_cycles(hw_, hw_.host_link);
+    if (hw_.host_link.shared) info.shared_group = hw_.host_link.name;
+    links.push_back(info);
+    const auto id = static_cast<std::int32_t>(links.size() - 1);
+    index_[{src, dst}] = id;
+    return id;
+  }
+
  private:
   std::int32_t link(int src, int dst, std::vector<LinkInfo>& links) {
     const auto it = index_.find({src, dst});
@@ -242,6 +260,45 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
       const std::int64_t bytes = net.layers[g.stages[s + 1].first_layer].input_bytes * samples;
       const std::int32_t arrival = transfer(next, s + 1, s, bytes);  // may grow g.tasks
       g.tasks[id].deps.push_back(arrival);
+    }
+  }
+  if (request.params.get_bool("offload", false)) {
+    // Activation offload: after each forward its stash goes to host memory (freed on the device
+    // when the copy ends) and comes back before the backward that needs it. The reload starts
+    // when the task two places before that backward ends, so it overlaps the task just before.
+    const auto by_processor = tasks_by_processor(g);
+    std::vector<std::int32_t> position(g.tasks.size(), 0);
+    for (const auto& list : by_processor) {
+      for (std::size_t i = 0; i < list.size(); ++i) position[list[i]] = static_cast<std::int32_t>(i);
+    }
+    for (const auto& [key, f] : forward) {
+      const std::int64_t stash = g.tasks[f].alloc_bytes;
+      if (stash == 0) continue;
+      const std::int32_t backward = input_grad.at(key);
+      const std::int32_t p = g.tasks[f].resource;
+      auto copy = [&](TaskKind kind, std::int32_t link, std::vector<std::int32_t> deps) {
+        Task t = g.tasks[f];  // stage, minibatch, microbatch, layers
+        t.id = static_cast<std::int32_t>(g.tasks.size());
+        t.kind = kind;
+        t.placement = Placement::link;
+        t.resource = link;
+        link_order.resize(g.links.size(), 0);
+        t.order = link_order[link]++;
+        t.cost_cycles = transfer_cycles(hw, hw.host_link, stash);
+        t.memory_cycles = 0;
+        t.deps = std::move(deps);
+        t.alloc_bytes = kind == TaskKind::ON ? stash : 0;
+        t.free_bytes = kind == TaskKind::OFF ? stash : 0;
+        t.version_read = -1;
+        t.bytes = stash;
+        g.tasks.push_back(std::move(t));
+        return g.tasks.back().id;
+      };
+      const std::int32_t off = copy(TaskKind::OFF, link_table.host_link(p, true, g.links), {f});
+      std::vector<std::int32_t> reload_deps{off};
+      if (position[backward] >= 2) reload_deps.push_back(by_processor[p][position[backward] - 2]);
+      const std::int32_t on = copy(TaskKind::ON, link_table.host_link(p, false, g.links), reload_deps);
+      g.tasks[backward].deps.push_back(on);
     }
   }
   for (const auto id : split_weight_grads) {  // the weight gradient needs the incoming gradient

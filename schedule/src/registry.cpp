@@ -20,6 +20,10 @@ const ParamSpec kInFlightParam{"max_in_flight", "",
                                "most microbatches whose activations a stage holds at once (every "
                                "stage); default S-s (zb-h1) or 2(S-s)-1 (zb-h2) on stage s"};
 
+const ParamSpec kOffloadParam{"offload", "false",
+                              "offload each microbatch's activations to host memory after its "
+                              "forward and reload them before its backward"};
+
 bool declares(const std::vector<ParamSpec>& specs, const std::string& key) {
   return std::any_of(specs.begin(), specs.end(), [&](const ParamSpec& s) { return s.name == key; });
 }
@@ -31,12 +35,12 @@ const std::vector<ScheduleEntry>& schedule_entries() {
       {"sequential", "plain SGD: layers split over P processors, one microbatch in flight",
        WeightSemantics::synchronous, {kCutsParam}, generate_sequential},
       {"gpipe", "all forwards, all backwards, flush, one update per minibatch (Huang et al. 2019)",
-       WeightSemantics::synchronous, {kCutsParam}, generate_gpipe},
+       WeightSemantics::synchronous, {kCutsParam, kOffloadParam}, generate_gpipe},
       {"1f1b", "PipeDream-Flush / DAPPLE: warm-up, one-forward-one-backward, cool-down, flush",
-       WeightSemantics::synchronous, {kCutsParam}, generate_1f1b},
+       WeightSemantics::synchronous, {kCutsParam, kOffloadParam}, generate_1f1b},
       {"pipedream", "asynchronous 1F1B without flush, update per microbatch, weight stashing "
                     "(Narayanan et al. 2019)",
-       WeightSemantics::stashed, {kCutsParam}, generate_pipedream},
+       WeightSemantics::stashed, {kCutsParam, kOffloadParam}, generate_pipedream},
       {"zb-h1", "zero bubble (Qi et al. 2024): backward split into BA and BW, BW fills bubbles; "
                 "1f1b's memory, a third of its bubble",
        WeightSemantics::synchronous, {kCutsParam, kInFlightParam}, generate_zb_h1},
