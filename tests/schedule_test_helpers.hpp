@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <fstream>
 
@@ -52,8 +54,9 @@ inline GraphConfig with_schedule_file(GraphConfig config) {
   if (config.schedule != "torch-csv") return config;
   GraphConfig source = config;
   source.schedule = "1f1b";
-  const std::string path = "conformance_" + std::to_string(config.processors) + "_" +
-                           std::to_string(config.microbatches) + ".csv";
+  // ctest runs test cases as parallel processes in one directory: one file name per process.
+  const std::string path = "conformance_" + std::to_string(::getpid()) + "_" +
+                           std::to_string(config.processors) + "_" + std::to_string(config.microbatches) + ".csv";
   std::ofstream(path) << graph_to_torch_csv(make_graph(source));
   config.params.push_back("file=" + path);
   return config;
