@@ -14,17 +14,25 @@
 
 namespace pipetwin::test {
 
+// A configuration by its parts (parameters empty).
+inline GraphConfig graph_config(const std::string& model, const std::string& schedule,
+                                const std::string& hardware, int processors, int microbatches,
+                                int minibatches) {
+  GraphConfig config;
+  config.model = model;
+  config.schedule = schedule;
+  config.hardware = hardware;
+  config.processors = processors;
+  config.microbatches = microbatches;
+  config.minibatches = minibatches;
+  return config;
+}
+
 // An MLP of `layers` equal dense layers (width 16): every layer costs the same on `unit`.
 inline GraphConfig uniform_config(const std::string& schedule, int layers, int processors,
                                   int microbatches, int minibatches,
                                   std::vector<std::string> extra = {}) {
-  GraphConfig config;
-  config.model = "mlp";
-  config.schedule = schedule;
-  config.hardware = "unit";
-  config.processors = processors;
-  config.microbatches = microbatches;
-  config.minibatches = minibatches;
+  GraphConfig config = graph_config("mlp", schedule, "unit", processors, microbatches, minibatches);
   std::string widths = "16";
   for (int l = 0; l < layers; ++l) widths += ",16";
   config.params = {"widths=" + widths, "batch=" + std::to_string(microbatches * 2)};
@@ -66,13 +74,7 @@ inline GraphConfig with_schedule_file(GraphConfig config) {
 // shapes (convolutional with residual blocks, transformer, wide MLP), 4 microbatches x 2 steps.
 inline GraphConfig conformance_config(const std::string& schedule, const std::string& model,
                                       const std::string& hardware, int processors) {
-  GraphConfig config;
-  config.model = model;
-  config.schedule = schedule;
-  config.hardware = hardware;
-  config.processors = processors;
-  config.microbatches = 4;
-  config.minibatches = 2;
+  GraphConfig config = graph_config(model, schedule, hardware, processors, 4, 2);
   if (model == "mlp") config.params = {"widths=784,512,512,512,512,512,512,512,512,512,10"};
   if (model == "gpt") config.params = {"layers=12", "seq=256", "batch=8"};
   return with_schedule_file(config);

@@ -14,13 +14,7 @@ TEST_CASE("every registered schedule round-trips through JSON byte for byte") {
     for (const std::string model : {"lenet5", "resnet20", "gpt"}) {
       for (const std::string hardware : {"unit", "h100", "cpu-core"}) {
         for (const int P : {1, 2, 3}) {
-          GraphConfig config;
-          config.model = model;
-          config.schedule = name;
-          config.hardware = hardware;
-          config.processors = P;
-          config.microbatches = 2;
-          config.minibatches = 2;
+          GraphConfig config = test::graph_config(model, name, hardware, P, 2, 2);
           if (model == "gpt") config.params = {"layers=4", "seq=128", "batch=4"};
           config = test::with_schedule_file(config);
           CAPTURE(name);
@@ -49,11 +43,7 @@ TEST_CASE("malformed graph JSON is a clear error") {
 }
 
 TEST_CASE("DOT export has a cluster per processor and every dependency edge") {
-  GraphConfig config;
-  config.model = "lenet5";
-  config.schedule = "gpipe";
-  config.hardware = "unit";
-  config.processors = 2;
+  const GraphConfig config = test::graph_config("lenet5", "gpipe", "unit", 2, 8, 2);
   const TaskGraph graph = make_graph(config);
   const std::string dot = graph_to_dot(graph);
   CHECK(dot.find("subgraph cluster_p0") != std::string::npos);

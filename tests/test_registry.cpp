@@ -6,19 +6,14 @@
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/network_registry.hpp"
 #include "pipetwin/schedule/registry.hpp"
+#include "schedule_test_helpers.hpp"
 
 using namespace pipetwin;
 
 namespace {
 
 GraphConfig base() {
-  GraphConfig config;
-  config.model = "resnet20";
-  config.schedule = "gpipe";
-  config.hardware = "unit";
-  config.processors = 2;
-  config.microbatches = 2;
-  config.minibatches = 1;
+  GraphConfig config = test::graph_config("resnet20", "gpipe", "unit", 2, 2, 1);
   return config;
 }
 

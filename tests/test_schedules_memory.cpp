@@ -17,13 +17,7 @@ using namespace pipetwin;
 namespace {
 
 GraphConfig resnet_config(const std::string& schedule, int P, int M, int K = 2) {
-  GraphConfig config;
-  config.model = "resnet20";
-  config.schedule = schedule;
-  config.hardware = "h100";
-  config.processors = P;
-  config.microbatches = M;
-  config.minibatches = K;
+  GraphConfig config = test::graph_config("resnet20", schedule, "h100", P, M, K);
   config.params = {"batch=" + std::to_string(8 * M)};
   return config;
 }

@@ -84,11 +84,7 @@ TEST_CASE("pipedream's steady-state period is its slowest stage's F+B, per micro
 }
 
 TEST_CASE("seconds are cycles over the clock") {
-  GraphConfig config;
-  config.model = "resnet20";
-  config.hardware = "h100";
-  config.processors = 2;
-  config.microbatches = 4;
+  const GraphConfig config = test::graph_config("resnet20", "1f1b", "h100", 2, 4, 2);
   const TaskGraph g = make_graph(config);
   const Result r = evaluate(g);
   CHECK(r.total_s == doctest::Approx(static_cast<double>(r.total_cycles) / 1.98e9));
@@ -122,12 +118,7 @@ TEST_CASE("zb-h2 buys its bubble with memory: more activations in flight than zb
   for (const int P : {2, 4}) {
     std::vector<std::int64_t> peaks;
     for (const std::string schedule : {"zb-h1", "zb-h2"}) {
-      GraphConfig config;
-      config.model = "resnet20";
-      config.schedule = schedule;
-      config.hardware = "h100";
-      config.processors = P;
-      config.microbatches = 8;
+      const GraphConfig config = test::graph_config("resnet20", schedule, "h100", P, 8, 2);
       peaks.push_back(evaluate(make_graph(config)).peak_memory_bytes[0]);
     }
     CAPTURE(P);

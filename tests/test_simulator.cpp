@@ -209,13 +209,7 @@ TEST_CASE("a graph whose processor orders wait on each other in a circle ends in
 }
 
 TEST_CASE("out of memory names the task that crossed the capacity") {
-  GraphConfig config;
-  config.model = "resnet20";
-  config.schedule = "gpipe";
-  config.hardware = "h100";
-  config.processors = 2;
-  config.microbatches = 8;
-  config.minibatches = 1;
+  GraphConfig config = test::graph_config("resnet20", "gpipe", "h100", 2, 8, 1);
   TaskGraph g = make_graph(config);
   // Capacity for the static bytes and 2.5 microbatches of stage 0's activations: the third
   // forward of processor 0 crosses it.
@@ -235,12 +229,7 @@ TEST_CASE("out of memory names the task that crossed the capacity") {
 }
 
 TEST_CASE("1000 simulations in one process: identical results, flat memory") {
-  GraphConfig config;
-  config.model = "resnet20";
-  config.schedule = "pipedream";
-  config.hardware = "h100";
-  config.processors = 4;
-  config.microbatches = 4;
+  const GraphConfig config = test::graph_config("resnet20", "pipedream", "h100", 4, 4, 2);
   const TaskGraph g = make_graph(config);
   const auto first = simulate_times(g);
   long resident_after_warmup = 0;
@@ -284,10 +273,7 @@ TEST_CASE("processors on one memory system share its bandwidth for memory-bound 
   times = simulate_times(graph(100, false));
   CHECK(times[1].end_cycles == 100);
   // SM partitions of one H100 in a pipeline: never faster than the contention-free evaluator.
-  GraphConfig config;
-  config.model = "resnet20";
-  config.hardware = "h100-sm";
-  config.processors = 4;
+  const GraphConfig config = test::graph_config("resnet20", "1f1b", "h100-sm", 4, 8, 2);
   const TaskGraph g = make_graph(config);
   CHECK(g.processors[3].memory_system == 0);
   std::int64_t evaluated = 0, simulated = 0;
@@ -344,12 +330,7 @@ TEST_CASE("simulated memory: gpipe's first stage holds M microbatches of activat
   for (int P = 1; P <= 5; ++P) {
     for (const int M : {1, 2, 3, 8}) {
       for (const std::string schedule : {"gpipe", "1f1b"}) {
-        GraphConfig config;
-        config.model = "resnet20";
-        config.schedule = schedule;
-        config.hardware = "h100";
-        config.processors = P;
-        config.microbatches = M;
+        GraphConfig config = test::graph_config("resnet20", schedule, "h100", P, M, 2);
         config.params = {"batch=" + std::to_string(8 * M)};
         const TaskGraph g = make_graph(config);
         // One microbatch's activations on stage 0: what each of its forwards allocates.

@@ -8,19 +8,14 @@
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/registry.hpp"
 #include "pipetwin/schedule/validator.hpp"
+#include "schedule_test_helpers.hpp"
 
 using namespace pipetwin;
 
 namespace {
 
 GraphConfig stale_config(int P, const std::vector<std::string>& params, int minibatches = 12) {
-  GraphConfig config;
-  config.model = "resnet56";
-  config.schedule = "stale-weights";
-  config.hardware = "v100";
-  config.processors = P;
-  config.microbatches = 1;
-  config.minibatches = minibatches;
+  GraphConfig config = test::graph_config("resnet56", "stale-weights", "v100", P, 1, minibatches);
   config.params = params;
   return config;
 }

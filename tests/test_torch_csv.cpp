@@ -7,19 +7,14 @@
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/torch_csv.hpp"
 #include "pipetwin/schedule/validator.hpp"
+#include "schedule_test_helpers.hpp"
 
 using namespace pipetwin;
 
 namespace {
 
 GraphConfig config_for(const std::string& schedule, int P, int M) {
-  GraphConfig config;
-  config.model = "resnet20";
-  config.schedule = schedule;
-  config.hardware = "h100";
-  config.processors = P;
-  config.microbatches = M;
-  config.minibatches = 2;
+  GraphConfig config = test::graph_config("resnet20", schedule, "h100", P, M, 2);
   return config;
 }
 

@@ -13,13 +13,7 @@ using namespace pipetwin;
 namespace {
 
 TaskGraph small_graph(const std::string& schedule = "gpipe") {
-  GraphConfig config;
-  config.model = "lenet5";
-  config.schedule = schedule;
-  config.hardware = "unit";
-  config.processors = 2;
-  config.microbatches = 2;
-  config.minibatches = 2;
+  GraphConfig config = test::graph_config("lenet5", schedule, "unit", 2, 2, 2);
   return make_graph(config);
 }
 
