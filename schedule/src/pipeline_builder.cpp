@@ -41,33 +41,29 @@ class LinkTable {
 
   // The link between processor `p` and host memory, in one direction (the profile's host link).
   std::int32_t host_link(int p, bool to_host, std::vector<LinkInfo>& links) {
-    const int src = to_host ? p : kHost, dst = to_host ? kHost : p;
-    const auto it = index_.find({src, dst});
-    if (it != index_.end()) return it->second;
-    LinkInfo info;
-    info.name = to_host ? "p" + std::to_string(p) + "->host" : "host->p" + std::to_string(p);
-    info.src = src;
-    info.dst = dst;
-    info.bytes_per_cycle = link_bytes_per_cycle(hw_, hw_.host_link);
-    info.latency_cycles = hw_.cost_model == CostModelKind::unit ? 0 : link_latency_cycles(hw_, hw_.host_link);
-    if (hw_.host_link.shared) info.shared_group = hw_.host_link.name;
-    links.push_back(info);
-    const auto id = static_cast<std::int32_t>(links.size() - 1);
-    index_[{src, dst}] = id;
-    return id;
+    const std::string name = to_host ? "p" + std::to_string(p) + "->host" : "host->p" + std::to_string(p);
+    return to_host ? add(p, kHost, name, hw_.host_link, hw_.host_link.shared, links)
+                   : add(kHost, p, name, hw_.host_link, hw_.host_link.shared, links);
   }
 
  private:
   std::int32_t link(int src, int dst, std::vector<LinkInfo>& links) {
+    return add(src, dst, "p" + std::to_string(src) + "->p" + std::to_string(dst), hw_.link,
+               hw_.link.shared || hw_.topology == "switch", links);
+  }
+
+  // The link src -> dst with `spec`'s bandwidth and latency, created on first use.
+  std::int32_t add(int src, int dst, const std::string& name, const LinkSpec& spec, bool shared,
+                   std::vector<LinkInfo>& links) {
     const auto it = index_.find({src, dst});
     if (it != index_.end()) return it->second;
     LinkInfo info;
-    info.name = "p" + std::to_string(src) + "->p" + std::to_string(dst);
+    info.name = name;
     info.src = src;
     info.dst = dst;
-    info.bytes_per_cycle = link_bytes_per_cycle(hw_, hw_.link);
-    info.latency_cycles = hw_.cost_model == CostModelKind::unit ? 0 : link_latency_cycles(hw_, hw_.link);
-    if (hw_.link.shared || hw_.topology == "switch") info.shared_group = hw_.link.name;
+    info.bytes_per_cycle = link_bytes_per_cycle(hw_, spec);
+    info.latency_cycles = hw_.cost_model == CostModelKind::unit ? 0 : link_latency_cycles(hw_, spec);
+    if (shared) info.shared_group = spec.name;
     links.push_back(info);
     const auto id = static_cast<std::int32_t>(links.size() - 1);
     index_[{src, dst}] = id;
@@ -217,29 +213,39 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
   // Transfers between stages on different processors, then dependencies.
   LinkTable link_table(hw, request.processors);
   std::vector<std::int32_t> link_order;
+  // A task on `link` moving `bytes` for compute task `from` (its stage, minibatch, microbatch,
+  // layers); appends to g.tasks and returns its id.
+  auto link_task = [&](std::int32_t from, TaskKind kind, std::int32_t link, std::int64_t bytes,
+                       const LinkSpec& spec, std::vector<std::int32_t> deps) {
+    Task t;
+    const Task& source = g.tasks[from];
+    t.id = static_cast<std::int32_t>(g.tasks.size());
+    t.kind = kind;
+    t.first_layer = source.first_layer;
+    t.last_layer = source.last_layer;
+    t.stage = source.stage;
+    t.minibatch = source.minibatch;
+    t.microbatch = source.microbatch;
+    t.placement = Placement::link;
+    t.resource = link;
+    link_order.resize(g.links.size(), 0);
+    t.order = link_order[link]++;
+    t.bytes = bytes;
+    t.cost_cycles = transfer_cycles(hw, spec, bytes);
+    t.deps = std::move(deps);
+    g.tasks.push_back(std::move(t));
+    return g.tasks.back().id;
+  };
   auto transfer = [&](std::int32_t source, int from_stage, int to_stage, std::int64_t bytes) {
     const int src = g.stages[from_stage].processor, dst = g.stages[to_stage].processor;
     if (src == dst) return source;
+    // The boundary layer: the sender's last for activations, its first for gradients.
+    const int boundary = g.tasks[source].kind == TaskKind::F ? g.tasks[source].last_layer
+                                                             : g.tasks[source].first_layer;
     std::int32_t previous = source;
     for (const auto link : link_table.route(src, dst, g.links)) {
-      link_order.resize(g.links.size(), 0);
-      const Task from = g.tasks[source];  // a copy: g.tasks grows below
-      Task x;
-      x.id = static_cast<std::int32_t>(g.tasks.size());
-      x.kind = TaskKind::X;
-      x.first_layer = from.kind == TaskKind::F ? from.last_layer : from.first_layer;
-      x.last_layer = x.first_layer;
-      x.stage = from_stage;
-      x.minibatch = from.minibatch;
-      x.microbatch = from.microbatch;
-      x.placement = Placement::link;
-      x.resource = link;
-      x.order = link_order[link]++;
-      x.bytes = bytes;
-      x.cost_cycles = transfer_cycles(hw, hw.link, bytes);
-      x.deps = {previous};
-      g.tasks.push_back(std::move(x));
-      previous = static_cast<std::int32_t>(g.tasks.size() - 1);
+      previous = link_task(source, TaskKind::X, link, bytes, hw.link, {previous});
+      g.tasks[previous].first_layer = g.tasks[previous].last_layer = boundary;
     }
     return previous;
   };
@@ -276,28 +282,14 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
       if (stash == 0) continue;
       const std::int32_t backward = input_grad.at(key);
       const std::int32_t p = g.tasks[f].resource;
-      auto copy = [&](TaskKind kind, std::int32_t link, std::vector<std::int32_t> deps) {
-        Task t = g.tasks[f];  // stage, minibatch, microbatch, layers
-        t.id = static_cast<std::int32_t>(g.tasks.size());
-        t.kind = kind;
-        t.placement = Placement::link;
-        t.resource = link;
-        link_order.resize(g.links.size(), 0);
-        t.order = link_order[link]++;
-        t.cost_cycles = transfer_cycles(hw, hw.host_link, stash);
-        t.memory_cycles = 0;
-        t.deps = std::move(deps);
-        t.alloc_bytes = kind == TaskKind::ON ? stash : 0;
-        t.free_bytes = kind == TaskKind::OFF ? stash : 0;
-        t.version_read = -1;
-        t.bytes = stash;
-        g.tasks.push_back(std::move(t));
-        return g.tasks.back().id;
-      };
-      const std::int32_t off = copy(TaskKind::OFF, link_table.host_link(p, true, g.links), {f});
+      const std::int32_t off =
+          link_task(f, TaskKind::OFF, link_table.host_link(p, true, g.links), stash, hw.host_link, {f});
+      g.tasks[off].free_bytes = stash;  // leaves the device when the copy ends
       std::vector<std::int32_t> reload_deps{off};
       if (position[backward] >= 2) reload_deps.push_back(by_processor[p][position[backward] - 2]);
-      const std::int32_t on = copy(TaskKind::ON, link_table.host_link(p, false, g.links), reload_deps);
+      const std::int32_t on =
+          link_task(f, TaskKind::ON, link_table.host_link(p, false, g.links), stash, hw.host_link, reload_deps);
+      g.tasks[on].alloc_bytes = stash;  // back on the device from the start of the copy
       g.tasks[backward].deps.push_back(on);
     }
   }
