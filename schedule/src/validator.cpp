@@ -257,9 +257,14 @@ std::vector<std::int32_t> execution_order(const TaskGraph& g) {
   throw Error(message);
 }
 
-std::vector<std::string> validate(const TaskGraph& g) {
+std::vector<std::string> structural_problems(const TaskGraph& g) {
   std::vector<std::string> problems;
   check_structure(g, problems);
+  return problems;
+}
+
+std::vector<std::string> validate(const TaskGraph& g) {
+  std::vector<std::string> problems = structural_problems(g);
   if (!problems.empty()) return problems;
   try {
     execution_order(g);

@@ -13,6 +13,7 @@
 #include "memory_system.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/summary.hpp"
+#include "pipetwin/schedule/validator.hpp"
 #include "processor_model.hpp"
 
 // libsystemc.so's own main() calls sc_main(); pipetwin's programs bring their own main() and
@@ -21,19 +22,6 @@ int sc_main(int, char*[]) { return 1; }
 
 namespace pipetwin {
 namespace {
-
-void check_references(const TaskGraph& g) {
-  const auto count = static_cast<std::int32_t>(g.tasks.size());
-  for (const auto& t : g.tasks) {
-    for (const auto dep : t.deps) {
-      if (dep < 0 || dep >= count || dep == t.id) {
-        throw Error(describe_task(g, t) + ": depends on task " + std::to_string(dep) +
-                    ", which does not exist");
-      }
-    }
-    if (t.cost_cycles < 0) throw Error(describe_task(g, t) + ": negative cost");
-  }
-}
 
 std::string deadlock_message(const TaskGraph& g, const sim::RunState& run,
                              const std::vector<std::unique_ptr<sim::ProcessorModel>>& processors) {
@@ -58,9 +46,9 @@ std::string deadlock_message(const TaskGraph& g, const sim::RunState& run,
 }  // namespace
 
 std::vector<TaskTiming> simulate_times(const TaskGraph& g) {
-  check_references(g);
-  const auto queues = tasks_by_processor(g);  // also checks placements and orders
-  tasks_by_link(g);
+  const auto problems = structural_problems(g);  // a deadlock is ours to find, not the validator's
+  if (!problems.empty()) throw Error("cannot simulate: " + problems.front());
+  const auto queues = tasks_by_processor(g);
   sim::RunState run(g);
   sim::WorkerLease lease;  // declared before the models: they detach before it ends
   std::vector<std::unique_ptr<sim::ProcessorModel>> processors;

@@ -8,6 +8,11 @@
 
 namespace pipetwin {
 
+// The problems that make a graph impossible to run at all: references to tasks, processors or
+// links that do not exist, bad orders, negative costs (empty when it can run, perhaps into a
+// deadlock). Engines check these before running a graph.
+std::vector<std::string> structural_problems(const TaskGraph& graph);
+
 // Every problem found, one message each (empty when the graph is valid).
 std::vector<std::string> validate(const TaskGraph& graph);
 // Throws Error with the first problems (and how many there are) when the graph is invalid.
