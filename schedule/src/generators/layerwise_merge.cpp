@@ -37,15 +37,10 @@ TaskGraph generate_layerwise_merge(const ScheduleRequest& request) {
         std::floor(static_cast<double>(plan.partition.slowest_stage_cost) * (1.0 + tolerance)));
     plan.partition = least_communication_partition(costs, allowed, boundary, request.processors, bound);
   }
-  const int stages = request.processors, M = request.microbatches;
-  const int stream = M * request.minibatches;
+  const int stages = request.processors;
   std::vector<std::vector<StageOp>> ops(stages);
   for (int s = 0; s < stages; ++s) {
-    for (StageOp op : one_f_one_b_order(s, stages - s - 1, 0, stream, true)) {
-      op.minibatch = op.microbatch / M;
-      op.microbatch = op.microbatch % M;
-      ops[s].push_back(op);
-    }
+    ops[s] = streamed_one_f_one_b_order(s, stages - s - 1, request.microbatches, request.minibatches, true);
   }
   return build_pipeline(request, "layerwise-merge", WeightSemantics::stashed, plan, ops);
 }

@@ -24,6 +24,20 @@ std::vector<StageOp> one_f_one_b_order(int stage, int warmup_forwards, int minib
   return ops;
 }
 
+void number_stream(std::vector<StageOp>& ops, int microbatches) {
+  for (auto& op : ops) {
+    op.minibatch = op.microbatch / microbatches;
+    op.microbatch = op.microbatch % microbatches;
+  }
+}
+
+std::vector<StageOp> streamed_one_f_one_b_order(int stage, int warmup, int microbatches, int minibatches,
+                                                bool update_after_each_backward) {
+  auto ops = one_f_one_b_order(stage, warmup, 0, microbatches * minibatches, update_after_each_backward);
+  number_stream(ops, microbatches);
+  return ops;
+}
+
 TaskGraph generate_1f1b(const ScheduleRequest& request) {
   const StagePlan plan = plan_stages(request, request.processors);
   const int stages = request.processors;

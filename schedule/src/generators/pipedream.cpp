@@ -9,17 +9,9 @@ namespace pipetwin {
 TaskGraph generate_pipedream(const ScheduleRequest& request) {
   const StagePlan plan = plan_stages(request, request.processors);
   const int stages = request.processors;
-  const int microbatches = request.microbatches;
-  const int stream = microbatches * request.minibatches;
   std::vector<std::vector<StageOp>> ops(stages);
   for (int s = 0; s < stages; ++s) {
-    // 1F1B over the whole stream, as if it were one minibatch; then number each op by its
-    // minibatch and microbatch.
-    ops[s] = one_f_one_b_order(s, stages - s - 1, 0, stream, true);
-    for (auto& op : ops[s]) {
-      op.minibatch = op.microbatch / microbatches;
-      op.microbatch = op.microbatch % microbatches;
-    }
+    ops[s] = streamed_one_f_one_b_order(s, stages - s - 1, request.microbatches, request.minibatches, true);
   }
   return build_pipeline(request, "pipedream", WeightSemantics::stashed, plan, ops);
 }

@@ -16,13 +16,9 @@ TaskGraph generate_pipedream_2bw(const ScheduleRequest& request) {
                 ") as processors (" + std::to_string(stages) + ")");
   }
   const StagePlan plan = plan_stages(request, stages);
-  const int stream = M * request.minibatches;
   std::vector<std::vector<StageOp>> ops(stages);
   for (int s = 0; s < stages; ++s) {
-    for (StageOp op : one_f_one_b_order(s, stages - s - 1, 0, stream, false)) {
-      const int n = op.microbatch;
-      op.minibatch = n / M;
-      op.microbatch = n % M;
+    for (const StageOp& op : streamed_one_f_one_b_order(s, stages - s - 1, M, request.minibatches, false)) {
       ops[s].push_back(op);
       if (op.kind == TaskKind::B && op.microbatch == M - 1) ops[s].push_back({TaskKind::U, s, op.minibatch, -1});
     }

@@ -50,18 +50,13 @@ TaskGraph generate_stale_weights(const ScheduleRequest& request) {
   const int stream = request.minibatches * M;
   std::vector<std::vector<StageOp>> ops(stages);
   for (int s = 0; s < stages; ++s) {
-    for (StageOp op : one_f_one_b_order(s, 2 * (stages - s) - 1, 0, pipelined, true)) {
-      ops[s].push_back(op);
-    }
+    ops[s] = one_f_one_b_order(s, 2 * (stages - s) - 1, 0, pipelined, true);
     for (int n = pipelined; n < stream; ++n) {  // nonpipelined: one minibatch in flight
       ops[s].push_back({TaskKind::F, s, 0, n});
       ops[s].push_back({TaskKind::B, s, 0, n});
       ops[s].push_back({TaskKind::U, s, 0, n});
     }
-    for (auto& op : ops[s]) {
-      op.minibatch = op.microbatch / M;
-      op.microbatch = op.microbatch % M;
-    }
+    number_stream(ops[s], M);
   }
   return build_pipeline(request, "stale-weights", WeightSemantics::stale, plan, ops);
 }

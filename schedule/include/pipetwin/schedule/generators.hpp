@@ -24,4 +24,13 @@ TaskGraph generate_layerwise_merge(const ScheduleRequest& request);
 std::vector<StageOp> one_f_one_b_order(int stage, int warmup, int minibatch, int microbatches,
                                        bool update_after_each_backward);
 
+// Ops of minibatch 0 whose microbatch is a position in a stream of microbatches, renumbered as
+// minibatch position / M and microbatch position % M (for schedules without a flush).
+void number_stream(std::vector<StageOp>& ops, int microbatches);
+
+// 1F1B over the whole stream of minibatches x microbatches, without a flush, numbered by
+// minibatch and microbatch.
+std::vector<StageOp> streamed_one_f_one_b_order(int stage, int warmup, int microbatches, int minibatches,
+                                                bool update_after_each_backward);
+
 }  // namespace pipetwin
