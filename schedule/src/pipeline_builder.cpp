@@ -99,16 +99,22 @@ std::int64_t stage_param_bytes(const Network& net, const StageInfo& stage) {
 
 }  // namespace
 
+LayerCosts layer_costs(const ScheduleRequest& request) {
+  const std::int64_t samples = request.network.batch / request.microbatches;
+  LayerCosts costs;
+  for (const auto& layer : request.network.layers) {
+    costs.cycles.push_back(layer_work_cycles(request.hardware, layer, TaskKind::F, samples) +
+                           layer_work_cycles(request.hardware, layer, TaskKind::B, samples));
+    costs.cut_allowed.push_back(layer.cut_allowed_after);
+  }
+  return costs;
+}
+
 StagePlan plan_stages(const ScheduleRequest& request, int stage_count) {
   const Network& net = request.network;
-  const std::int64_t samples = net.batch / request.microbatches;
-  std::vector<std::int64_t> costs;
-  std::vector<bool> allowed;
-  for (const auto& layer : net.layers) {
-    costs.push_back(layer_work_cycles(request.hardware, layer, TaskKind::F, samples) +
-                    layer_work_cycles(request.hardware, layer, TaskKind::B, samples));
-    allowed.push_back(layer.cut_allowed_after);
-  }
+  const LayerCosts layers = layer_costs(request);
+  const auto& costs = layers.cycles;
+  const auto& allowed = layers.cut_allowed;
   StagePlan plan;
   if (request.params.has("cuts")) {
     std::vector<int> cuts;

@@ -12,7 +12,6 @@
 //     accuracy of non-parallel training; stashing is our choice to keep gradients consistent).
 #include <cmath>
 
-#include "pipetwin/models/cost_model.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/generators.hpp"
 
@@ -25,17 +24,13 @@ TaskGraph generate_layerwise_merge(const ScheduleRequest& request) {
   StagePlan plan = plan_stages(request, request.processors);  // the balanced partition first
   if (!request.params.has("cuts")) {
     const std::int64_t samples = net.batch / request.microbatches;
-    std::vector<std::int64_t> costs, boundary;
-    std::vector<bool> allowed;
-    for (const auto& layer : net.layers) {
-      costs.push_back(layer_work_cycles(request.hardware, layer, TaskKind::F, samples) +
-                      layer_work_cycles(request.hardware, layer, TaskKind::B, samples));
-      boundary.push_back(layer.output_bytes * samples);
-      allowed.push_back(layer.cut_allowed_after);
-    }
+    std::vector<std::int64_t> boundary;  // what a cut after each layer sends
+    for (const auto& layer : net.layers) boundary.push_back(layer.output_bytes * samples);
+    const LayerCosts layers = layer_costs(request);
     const auto bound = static_cast<std::int64_t>(
         std::floor(static_cast<double>(plan.partition.slowest_stage_cost) * (1.0 + tolerance)));
-    plan.partition = least_communication_partition(costs, allowed, boundary, request.processors, bound);
+    plan.partition = least_communication_partition(layers.cycles, layers.cut_allowed, boundary,
+                                                   request.processors, bound);
   }
   const int stages = request.processors;
   std::vector<std::vector<StageOp>> ops(stages);

@@ -29,6 +29,14 @@ struct StagePlan {
 
 StagePlan plan_stages(const ScheduleRequest& request, int stage_count);
 
+// What partitioners weigh, per layer: its F+B cycles for one microbatch, and whether a stage may
+// end after it (not inside a residual block).
+struct LayerCosts {
+  std::vector<std::int64_t> cycles;
+  std::vector<bool> cut_allowed;
+};
+LayerCosts layer_costs(const ScheduleRequest& request);
+
 // The pipeline with the given per-processor sequences; checks every F/B pair appears once.
 TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& schedule_name,
                          WeightSemantics semantics, const StagePlan& plan,
