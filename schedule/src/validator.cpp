@@ -34,49 +34,50 @@ void check_structure(const TaskGraph& g, std::vector<std::string>& problems) {
   }
   for (std::int32_t i = 0; i < task_count; ++i) {
     const Task& t = g.tasks[i];
-    const std::string who = describe_task(g, t);
-    if (t.id != i) problems.push_back(who + ": id must equal its index " + std::to_string(i));
+    // Describing a task costs a string; only problems need one.
+    const auto who = [&] { return describe_task(g, t); };
+    if (t.id != i) problems.push_back(who() + ": id must equal its index " + std::to_string(i));
     const bool on_link = t.kind == TaskKind::X || t.kind == TaskKind::OFF || t.kind == TaskKind::ON;
     if (on_link != (t.placement == Placement::link)) {
-      problems.push_back(who + ": " + (on_link ? "a transfer, offload or reload must be placed on a link"
+      problems.push_back(who() + ": " + (on_link ? "a transfer, offload or reload must be placed on a link"
                                                : "only transfers, offloads and reloads may be placed on a link"));
     }
     const auto resources = t.placement == Placement::processor
                                ? g.processor_count()
                                : static_cast<std::int32_t>(g.links.size());
     if (t.resource < 0 || t.resource >= resources) {
-      problems.push_back(who + ": unknown " + to_string(t.placement) + " " +
+      problems.push_back(who() + ": unknown " + to_string(t.placement) + " " +
                          std::to_string(t.resource) + " (the graph has " +
                          std::to_string(resources) + ")");
     }
-    if (t.cost_cycles < 0) problems.push_back(who + ": negative cost");
+    if (t.cost_cycles < 0) problems.push_back(who() + ": negative cost");
     if (t.memory_cycles < 0 || t.memory_cycles > t.cost_cycles) {
-      problems.push_back(who + ": memory_cycles must be between 0 and cost_cycles");
+      problems.push_back(who() + ": memory_cycles must be between 0 and cost_cycles");
     }
-    if (t.alloc_bytes < 0 || t.free_bytes < 0) problems.push_back(who + ": negative memory effect");
+    if (t.alloc_bytes < 0 || t.free_bytes < 0) problems.push_back(who() + ": negative memory effect");
     if (t.placement == Placement::link && t.resource >= 0 &&
         t.resource < static_cast<std::int32_t>(g.links.size())) {
       const LinkInfo& link = g.links[t.resource];
-      if (t.kind == TaskKind::OFF && link.dst != kHost) problems.push_back(who + ": an offload must go over a link to host memory");
-      if (t.kind == TaskKind::ON && link.src != kHost) problems.push_back(who + ": a reload must come over a link from host memory");
+      if (t.kind == TaskKind::OFF && link.dst != kHost) problems.push_back(who() + ": an offload must go over a link to host memory");
+      if (t.kind == TaskKind::ON && link.src != kHost) problems.push_back(who() + ": a reload must come over a link from host memory");
       if (t.kind == TaskKind::X && (link.src == kHost || link.dst == kHost)) {
-        problems.push_back(who + ": a transfer between processors cannot use a host link");
+        problems.push_back(who() + ": a transfer between processors cannot use a host link");
       }
       if (t.kind == TaskKind::X && (t.alloc_bytes != 0 || t.free_bytes != 0)) {
-        problems.push_back(who + ": a transfer between processors has no memory effect");
+        problems.push_back(who() + ": a transfer between processors has no memory effect");
       }
     }
     if (t.stage >= static_cast<std::int32_t>(g.stages.size())) {
-      problems.push_back(who + ": unknown stage " + std::to_string(t.stage));
+      problems.push_back(who() + ": unknown stage " + std::to_string(t.stage));
     }
     if (t.minibatch >= g.minibatches || t.microbatch >= g.microbatches) {
-      problems.push_back(who + ": minibatch or microbatch out of range");
+      problems.push_back(who() + ": minibatch or microbatch out of range");
     }
     for (const auto dep : t.deps) {
       if (dep < 0 || dep >= task_count) {
-        problems.push_back(who + ": depends on task " + std::to_string(dep) + ", which does not exist");
+        problems.push_back(who() + ": depends on task " + std::to_string(dep) + ", which does not exist");
       } else if (dep == i) {
-        problems.push_back(who + ": depends on itself");
+        problems.push_back(who() + ": depends on itself");
       }
     }
   }
