@@ -48,10 +48,25 @@ void print_per_processor(const Evaluated& e) {
   Table table({"processor", "stage layers", "busy_cycles", "utilization", "idle: data", "idle: link",
                "idle: none left", "peak_memory", "capacity"});
   for (int p = 0; p < e.graph.processor_count(); ++p) {
+    // Layer ranges of the stages at home here (forwards elsewhere marked F@), adjacent ones merged.
     std::string layers;
+    int first = -1, last = -2;
+    auto flush = [&] {
+      if (first >= 0) layers += (layers.empty() ? "" : ",") + fmt::format("{}-{}", first, last);
+    };
     for (const auto& stage : e.graph.stages) {
-      if (stage.processor == p) {
-        layers += (layers.empty() ? "" : ",") + fmt::format("{}-{}", stage.first_layer, stage.last_layer);
+      if (stage.processor == p && stage.first_layer == last + 1) {
+        last = stage.last_layer;
+      } else if (stage.processor == p) {
+        flush();
+        first = stage.first_layer;
+        last = stage.last_layer;
+      }
+    }
+    flush();
+    for (const auto& stage : e.graph.stages) {
+      if (stage.forward_processor == p) {
+        layers += (layers.empty() ? "" : ",") + fmt::format("F@{}-{}", stage.first_layer, stage.last_layer);
       }
     }
     const IdleCycles& idle = e.result.idle_cycles[p];
@@ -67,6 +82,7 @@ void print_per_processor(const Evaluated& e) {
 void run(const TimingOptions& options) {
   std::vector<Evaluated> runs;
   double baseline_iteration = 0;
+  std::string baseline_schedule = "same schedule";
   const bool tracing = !options.trace_file.empty();
   if (!options.graph_file.empty()) {
     Evaluated e{load_graph(options.graph_file), {}};
@@ -84,7 +100,14 @@ void run(const TimingOptions& options) {
     }
     if (baseline_iteration == 0 && !options.json) {
       config.processors = 1;
-      baseline_iteration = build_and_run(options.engine, config, false).result.iteration_cycles;
+      try {
+        baseline_iteration = build_and_run(options.engine, config, false).result.iteration_cycles;
+      } catch (const Error&) {  // a schedule that needs several processors (pipefb)
+        config.schedule = "sequential";
+        baseline_schedule = "sequential";
+        baseline_iteration =
+            build_and_run(options.engine, without_other_schedules_params(config), false).result.iteration_cycles;
+      }
     }
   }
   for (const auto& e : runs) {
@@ -138,8 +161,18 @@ void run(const TimingOptions& options) {
       std::cout << "warning: P=" << e.graph.processor_count() << ": " << describe_out_of_memory(e.graph, oom) << "\n";
     }
   }
+  for (const auto& e : runs) {  // what a generator computed about its schedule (layerpipe)
+    const auto& m = e.graph.schedule_metrics;
+    if (m.count("period_cycles") && m.count("iteration_bound_cycles") && m.count("processor_bound_cycles")) {
+      std::cout << fmt::format("P={}: modulo schedule period {:.0f} cycles; iteration bound {:.4g}, processor "
+                               "bound ceil(work / P) {:.0f}, so at best {:.0f}\n",
+                               e.graph.processor_count(), m.at("period_cycles"), m.at("iteration_bound_cycles"),
+                               m.at("processor_bound_cycles"), m.at("lower_bound_cycles"));
+    }
+  }
   if (options.graph_file.empty()) {
-    std::cout << "speedup: steady-state iteration time at P=1 over that at P, same schedule\n";
+    std::cout << "speedup: steady-state iteration time at P=1 over that at P, " << baseline_schedule
+              << (baseline_schedule == "sequential" ? " (this schedule needs more than one processor)" : "") << "\n";
   }
 }
 

@@ -41,10 +41,12 @@ inline GraphConfig uniform_config(const std::string& schedule, int layers, int p
 }
 
 // Adapts a configuration to what its schedule needs, as a user would: interleaved-1f1b wants M a
-// multiple of P (and two chunks where the network has the cut points), pipedream-2bw M >= P;
+// multiple of P (and two chunks where the network has the cut points), pipedream-2bw M >= P,
+// pipefb an even P;
 // `torch-csv` gets 1f1b's order for the same configuration, exported to PyTorch's format (so
 // every conformance test also round-trips that format).
 inline GraphConfig with_schedule_file(GraphConfig config) {
+  if (config.schedule == "pipefb") config.processors += config.processors % 2;  // two per stage
   const int P = config.processors;
   if (config.schedule == "interleaved-1f1b" || config.schedule == "pipedream-2bw") {
     config.microbatches = config.schedule == "pipedream-2bw" ? std::max(config.microbatches, P)

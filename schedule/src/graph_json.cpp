@@ -70,6 +70,7 @@ std::string graph_to_json(const TaskGraph& g) {
   out << "  \"samples_per_microbatch\": " << g.samples_per_microbatch << ",\n";
   out << "  \"clock_hz\": " << ordered_json(g.clock_hz).dump() << ",\n";
   out << "  \"host_memory_capacity_bytes\": " << g.host_memory_capacity_bytes << ",\n";
+  out << "  \"schedule_metrics\": " << ordered_json(g.schedule_metrics).dump() << ",\n";
   write_array(out, "processors", g.processors, [](const ProcessorInfo& p) {
     ordered_json j;
     j["name"] = p.name;
@@ -92,6 +93,8 @@ std::string graph_to_json(const TaskGraph& g) {
     ordered_json j;
     j["layers"] = {s.first_layer, s.last_layer};
     j["processor"] = s.processor;
+    j["forward_processor"] = s.forward_processor;
+    j["weight_delay"] = s.weight_delay;
     return j;
   }, false);
   write_array(out, "tasks", g.tasks, task_json, true);
@@ -104,7 +107,7 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
   const JsonReader root(document, source);
   root.check_keys({"format", "version", "schedule", "model", "hardware", "parameters", "semantics",
                    "microbatches", "minibatches", "samples_per_microbatch", "clock_hz", "host_memory_capacity_bytes",
-                   "processors", "links", "stages", "tasks"});
+                   "schedule_metrics", "processors", "links", "stages", "tasks"});
   if (root.get_string("format") != kFormat) root.at("format").fail(std::string("\"") + kFormat + "\"");
   if (root.get_int("version") != kVersion) root.at("version").fail("version 1");
   TaskGraph g;
@@ -127,6 +130,13 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
   g.clock_hz = root.get_double("clock_hz");
   if (!(g.clock_hz > 0)) root.at("clock_hz").fail("a positive number");
   g.host_memory_capacity_bytes = root.get_int("host_memory_capacity_bytes");
+  if (root.has("schedule_metrics")) {
+    const JsonReader metrics = root.at("schedule_metrics");
+    metrics.require_object();
+    for (const auto& item : metrics.value().items()) {
+      g.schedule_metrics[item.key()] = metrics.get_double(item.key());
+    }
+  }
 
   const JsonReader processors = root.at("processors");
   for (std::size_t i = 0; i < processors.array_size(); ++i) {
@@ -146,10 +156,13 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
   const JsonReader stages = root.at("stages");
   for (std::size_t i = 0; i < stages.array_size(); ++i) {
     const JsonReader s = stages.at(i);
-    s.check_keys({"layers", "processor"});
+    s.check_keys({"layers", "processor", "forward_processor", "weight_delay"});
     const JsonReader layers = s.at("layers");
     if (layers.array_size() != 2) layers.fail("[first, last]");
-    g.stages.push_back({as_i32(layers.at(0)), as_i32(layers.at(1)), as_i32(s.at("processor"))});
+    StageInfo stage{as_i32(layers.at(0)), as_i32(layers.at(1)), as_i32(s.at("processor"))};
+    if (s.has("forward_processor")) stage.forward_processor = as_i32(s.at("forward_processor"));
+    if (s.has("weight_delay")) stage.weight_delay = as_i32(s.at("weight_delay"));
+    g.stages.push_back(stage);
   }
   const JsonReader tasks = root.at("tasks");
   g.tasks.reserve(tasks.array_size());

@@ -8,72 +8,12 @@
 
 #include "pipetwin/models/cost_model.hpp"
 #include "pipetwin/models/error.hpp"
+#include "link_tasks.hpp"
 
 namespace pipetwin {
 namespace {
 
 using Key = std::tuple<int, int, int>;  // (stage, minibatch, microbatch)
-
-// Links created on first use; routes follow the hardware topology.
-class LinkTable {
- public:
-  LinkTable(const HardwareProfile& hw, int processors) : hw_(hw), processors_(processors) {}
-
-  // Link indices, hop by hop, from processor `src` to `dst`.
-  std::vector<std::int32_t> route(int src, int dst, std::vector<LinkInfo>& links) {
-    std::vector<std::int32_t> hops;
-    if (hw_.topology == "chain" || hw_.topology == "ring") {
-      int step = dst > src ? 1 : -1;
-      if (hw_.topology == "ring") {
-        const int forward = ((dst - src) % processors_ + processors_) % processors_;
-        step = forward <= processors_ - forward ? 1 : -1;
-      }
-      for (int at = src; at != dst;) {
-        const int next = ((at + step) % processors_ + processors_) % processors_;
-        hops.push_back(link(at, next, links));
-        at = next;
-      }
-    } else {  // fully-connected or switch: one hop
-      hops.push_back(link(src, dst, links));
-    }
-    return hops;
-  }
-
-  // The link between processor `p` and host memory, in one direction (the profile's host link).
-  std::int32_t host_link(int p, bool to_host, std::vector<LinkInfo>& links) {
-    const std::string name = to_host ? "p" + std::to_string(p) + "->host" : "host->p" + std::to_string(p);
-    return to_host ? add(p, kHost, name, hw_.host_link, hw_.host_link.shared, links)
-                   : add(kHost, p, name, hw_.host_link, hw_.host_link.shared, links);
-  }
-
- private:
-  std::int32_t link(int src, int dst, std::vector<LinkInfo>& links) {
-    return add(src, dst, "p" + std::to_string(src) + "->p" + std::to_string(dst), hw_.link,
-               hw_.link.shared || hw_.topology == "switch", links);
-  }
-
-  // The link src -> dst with `spec`'s bandwidth and latency, created on first use.
-  std::int32_t add(int src, int dst, const std::string& name, const LinkSpec& spec, bool shared,
-                   std::vector<LinkInfo>& links) {
-    const auto it = index_.find({src, dst});
-    if (it != index_.end()) return it->second;
-    LinkInfo info;
-    info.name = name;
-    info.src = src;
-    info.dst = dst;
-    info.bytes_per_cycle = link_bytes_per_cycle(hw_, spec);
-    info.latency_cycles = hw_.cost_model == CostModelKind::unit ? 0 : link_latency_cycles(hw_, spec);
-    if (shared) info.shared_group = spec.name;
-    links.push_back(info);
-    const auto id = static_cast<std::int32_t>(links.size() - 1);
-    index_[{src, dst}] = id;
-    return id;
-  }
-
-  const HardwareProfile& hw_;
-  int processors_;
-  std::map<std::pair<int, int>, std::int32_t> index_;
-};
 
 std::int64_t stage_stash_bytes(const Network& net, const StageInfo& stage) {
   std::int64_t bytes = 0;
@@ -160,11 +100,21 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
                             hw.processor.shared_memory_system ? 0 : -1});
   }
   for (int s = 0; s < stage_count; ++s) {
-    g.stages.push_back({plan.partition.first_layer[s], plan.partition.last_layer[s],
-                        plan.stage_processor[s]});
-    // One weight version and its gradient buffer live for the whole run.
-    g.processors[plan.stage_processor[s]].static_bytes += 2 * stage_param_bytes(net, g.stages[s]);
+    StageInfo stage{plan.partition.first_layer[s], plan.partition.last_layer[s], plan.stage_processor[s]};
+    if (!plan.forward_processor.empty() && plan.forward_processor[s] != stage.processor) {
+      stage.forward_processor = plan.forward_processor[s];
+    }
+    if (!plan.weight_delay.empty()) stage.weight_delay = plan.weight_delay[s];
+    g.stages.push_back(stage);
+    // One weight version and its gradient buffer live for the whole run; forwards away from home
+    // hold the version they use and a buffer the next one arrives in.
+    g.processors[stage.processor].static_bytes += 2 * stage_param_bytes(net, stage);
+    if (stage.forward_processor >= 0) {
+      g.processors[stage.forward_processor].static_bytes += 2 * stage_param_bytes(net, stage);
+    }
   }
+  bool split_stages = false;  // some stage's forwards run away from home
+  for (const auto& stage : g.stages) split_stages = split_stages || stage.forward_processor >= 0;
 
   // Compute tasks, in each processor's order. A backward is one B (which frees the stashed
   // activations), or a BA (activation gradient, sent on to the previous stage; frees all but the
@@ -175,7 +125,8 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
     std::int32_t order = 0;
     for (const auto& op : processor_ops[p]) {
       const StageInfo& stage = g.stages.at(op.stage);
-      if (stage.processor != p) throw Error("internal: stage " + std::to_string(op.stage) + " op on wrong processor");
+      const int wanted = op.kind == TaskKind::F ? stage.forward_processor_or_home() : stage.processor;
+      if (wanted != p) throw Error("internal: stage " + std::to_string(op.stage) + " op on wrong processor");
       Task t;
       t.id = static_cast<std::int32_t>(g.tasks.size());
       t.kind = op.kind;
@@ -217,52 +168,23 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
   }
 
   // Transfers between stages on different processors, then dependencies.
-  LinkTable link_table(hw, request.processors);
-  std::vector<std::int32_t> link_order;
-  // A task on `link` moving `bytes` for compute task `from` (its stage, minibatch, microbatch,
-  // layers); appends to g.tasks and returns its id.
-  auto link_task = [&](std::int32_t from, TaskKind kind, std::int32_t link, std::int64_t bytes,
-                       const LinkSpec& spec, std::vector<std::int32_t> deps) {
-    Task t;
-    const Task& source = g.tasks[from];
-    t.id = static_cast<std::int32_t>(g.tasks.size());
-    t.kind = kind;
-    t.first_layer = source.first_layer;
-    t.last_layer = source.last_layer;
-    t.stage = source.stage;
-    t.minibatch = source.minibatch;
-    t.microbatch = source.microbatch;
-    t.placement = Placement::link;
-    t.resource = link;
-    link_order.resize(g.links.size(), 0);
-    t.order = link_order[link]++;
-    t.bytes = bytes;
-    t.cost_cycles = transfer_cycles(hw, spec, bytes);
-    t.deps = std::move(deps);
-    g.tasks.push_back(std::move(t));
-    return g.tasks.back().id;
-  };
-  auto transfer = [&](std::int32_t source, int from_stage, int to_stage, std::int64_t bytes) {
-    const int src = g.stages[from_stage].processor, dst = g.stages[to_stage].processor;
-    if (src == dst) return source;
-    // The boundary layer: the sender's last for activations, its first for gradients.
+  LinkTasks links(g, hw);
+  // Data of `source` to the processor of task `consumer`: the boundary layer is the sender's
+  // last for activations, its first for gradients.
+  auto transfer = [&](std::int32_t source, std::int32_t consumer, std::int64_t bytes) {
     const int boundary = g.tasks[source].kind == TaskKind::F ? g.tasks[source].last_layer
                                                              : g.tasks[source].first_layer;
-    std::int32_t previous = source;
-    for (const auto link : link_table.route(src, dst, g.links)) {
-      previous = link_task(source, TaskKind::X, link, bytes, hw.link, {previous});
-      g.tasks[previous].first_layer = g.tasks[previous].last_layer = boundary;
-    }
-    return previous;
+    return links.transfer(source, g.tasks[consumer].resource, bytes, boundary);
   };
   for (const auto& [key, id] : forward) {
     const auto [s, k, m] = key;
     if (s > 0) {
       const std::int32_t previous = forward.at({s - 1, k, m});
       const std::int64_t bytes = net.layers[g.stages[s - 1].last_layer].output_bytes * samples;
-      const std::int32_t arrival = transfer(previous, s - 1, s, bytes);  // may grow g.tasks
+      const std::int32_t arrival = transfer(previous, id, bytes);  // may grow g.tasks
       g.tasks[id].deps.push_back(arrival);
     }
+    order_links_by_earliest_start(g);  // weights were added after the activations they overtake
   }
   for (const auto& [key, id] : input_grad) {
     const auto [s, k, m] = key;
@@ -270,14 +192,17 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
     if (s + 1 < stage_count) {
       const std::int32_t next = input_grad.at({s + 1, k, m});
       const std::int64_t bytes = net.layers[g.stages[s + 1].first_layer].input_bytes * samples;
-      const std::int32_t arrival = transfer(next, s + 1, s, bytes);  // may grow g.tasks
+      const std::int32_t arrival = transfer(next, id, bytes);  // may grow g.tasks
       g.tasks[id].deps.push_back(arrival);
     }
+    order_links_by_earliest_start(g);  // weights were added after the activations they overtake
   }
-  if (request.params.get_bool("offload", false)) {
+  if (split_stages || request.params.get_bool("offload", false)) {
     // Activation offload: after each forward its stash goes to host memory (freed on the device
-    // when the copy ends) and comes back before the backward that needs it. The reload starts
-    // when the task two places before that backward ends, so it overlaps the task just before.
+    // when the copy ends) and comes back, to the processor of the backward that needs it, before
+    // that backward. The reload starts when the task `reload_lookahead` places before that
+    // backward ends (2: it overlaps the task just before). Stages whose forwards run away from
+    // home always go this way.
     const auto by_processor = tasks_by_processor(g);
     std::vector<std::int32_t> position(g.tasks.size(), 0);
     for (const auto& list : by_processor) {
@@ -287,14 +212,14 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
       const std::int64_t stash = g.tasks[f].alloc_bytes;
       if (stash == 0) continue;
       const std::int32_t backward = input_grad.at(key);
-      const std::int32_t p = g.tasks[f].resource;
-      const std::int32_t off =
-          link_task(f, TaskKind::OFF, link_table.host_link(p, true, g.links), stash, hw.host_link, {f});
+      const std::int32_t p = g.tasks[backward].resource;
+      const std::int32_t off = links.link_task(f, TaskKind::OFF, links.host_link(g.tasks[f].resource, true), stash, {f});
       g.tasks[off].free_bytes = stash;  // leaves the device when the copy ends
       std::vector<std::int32_t> reload_deps{off};
-      if (position[backward] >= 2) reload_deps.push_back(by_processor[p][position[backward] - 2]);
-      const std::int32_t on =
-          link_task(f, TaskKind::ON, link_table.host_link(p, false, g.links), stash, hw.host_link, reload_deps);
+      if (position[backward] >= plan.reload_lookahead) {
+        reload_deps.push_back(by_processor[p][position[backward] - plan.reload_lookahead]);
+      }
+      const std::int32_t on = links.link_task(f, TaskKind::ON, links.host_link(p, false), stash, reload_deps);
       g.tasks[on].alloc_bytes = stash;  // back on the device from the start of the copy
       g.tasks[backward].deps.push_back(on);
     }
@@ -321,7 +246,10 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
   for (const auto& list : tasks_by_processor(g)) {
     for (const auto id : list) {
       Task& t = g.tasks[id];
-      if (t.kind == TaskKind::F) {
+      if (t.kind == TaskKind::F && semantics == WeightSemantics::delayed) {
+        const int position = t.minibatch * request.microbatches + t.microbatch;
+        t.version_read = std::max(0, position - g.stages[t.stage].weight_delay);
+      } else if (t.kind == TaskKind::F) {
         t.version_read = semantics == WeightSemantics::double_buffered ? std::max(0, t.minibatch - 1)
                                                                        : current[t.stage];
       } else if (is_backward(t.kind)) {
@@ -333,8 +261,24 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
         t.version_written = ++current[t.stage];
         writer[{t.stage, t.version_written}] = id;
       }
-      if (t.kind != TaskKind::U) last_reader[{t.stage, t.version_read}] = id;
+      // Versions live at home; forwards away from home read their own copy.
+      if (t.kind != TaskKind::U && t.resource == g.stages[t.stage].processor) {
+        last_reader[{t.stage, t.version_read}] = id;
+      }
     }
+  }
+  if (semantics == WeightSemantics::delayed) {
+    // A forward waits for the update that writes its version; away from home the new weights
+    // travel to it over the links after the update.
+    for (std::size_t id = 0, n = g.tasks.size(); id < n; ++id) {
+      if (g.tasks[id].kind != TaskKind::F || g.tasks[id].version_read == 0) continue;
+      const Task& f = g.tasks[id];
+      const std::int32_t update = writer.at({f.stage, f.version_read});
+      const std::int64_t bytes = stage_param_bytes(net, g.stages[f.stage]);
+      const std::int32_t arrival = links.transfer(update, f.resource, bytes, f.first_layer);
+      g.tasks[id].deps.push_back(arrival);
+    }
+    order_links_by_earliest_start(g);  // weights were added after the activations they overtake
   }
   for (const auto& [stage_version, update] : writer) {
     const auto [stage, version] = stage_version;

@@ -62,6 +62,19 @@ const std::vector<ScheduleEntry>& schedule_entries() {
        {{"tolerance", "0.05", "how much slower than the balanced partition's the slowest stage may be"},
         kCutsParam},
        generate_layerwise_merge},
+      {"layerpipe", "LayerPipe (reconstructed): per-layer F, split BA, BW, U placed on P processors by a "
+                    "modulo scheduler; layer l's forward lags 2 S(l) updates",
+       WeightSemantics::delayed,
+       {{"stages", "", "pipeline stages for the delay rule (default: P, at most the network's cut points + 1)"},
+        {"ba_parts", "2", "parts the activation gradient of a layer is split into"},
+        kCutsParam},
+       generate_layerpipe},
+      {"pipefb", "PipeFB (reconstructed): each stage's forwards and backwards on two processors, "
+                 "activations F -> B through host memory, weights back B -> F; P = 2 x stages",
+       WeightSemantics::delayed,
+       {{"lag", "2", "extra updates a stage's forwards lag beyond the 2(S-1-s) in flight round the loop"},
+        kCutsParam},
+       generate_pipefb},
       {"interleaved-1f1b", "Megatron-LM's interleaved 1F1B: chunks model chunks per processor, "
                            "bubble shrinks chunks-fold (M a multiple of P)",
        WeightSemantics::synchronous,

@@ -16,6 +16,7 @@ const char* to_string(WeightSemantics semantics) {
     case WeightSemantics::stashed: return "stashed";
     case WeightSemantics::stale: return "stale";
     case WeightSemantics::double_buffered: return "double-buffered";
+    case WeightSemantics::delayed: return "delayed";
   }
   return "?";
 }
@@ -25,8 +26,9 @@ WeightSemantics weight_semantics_from_string(const std::string& text) {
   if (text == "stashed") return WeightSemantics::stashed;
   if (text == "stale") return WeightSemantics::stale;
   if (text == "double-buffered") return WeightSemantics::double_buffered;
+  if (text == "delayed") return WeightSemantics::delayed;
   throw Error(unknown_name_message("weight semantics", text,
-                                   {"synchronous", "stashed", "stale", "double-buffered"}));
+                                   {"synchronous", "stashed", "stale", "double-buffered", "delayed"}));
 }
 
 std::string task_label(const Task& task) {

@@ -27,10 +27,14 @@ void check_structure(const TaskGraph& g, std::vector<std::string>& problems) {
     if (!(link.bytes_per_cycle > 0)) problems.push_back("link " + link.name + ": bytes_per_cycle must be positive");
   }
   for (std::size_t s = 0; s < g.stages.size(); ++s) {
-    if (g.stages[s].processor < 0 || g.stages[s].processor >= g.processor_count()) {
+    const StageInfo& stage = g.stages[s];
+    if (stage.processor < 0 || stage.processor >= g.processor_count() ||
+        stage.forward_processor < -1 || stage.forward_processor >= g.processor_count()) {
       problems.push_back("stage " + std::to_string(s) + " is on unknown processor " +
-                         std::to_string(g.stages[s].processor));
+                         std::to_string(stage.processor < 0 || stage.processor >= g.processor_count()
+                                            ? stage.processor : stage.forward_processor));
     }
+    if (stage.weight_delay < 0) problems.push_back("stage " + std::to_string(s) + ": negative weight_delay");
   }
   for (std::int32_t i = 0; i < task_count; ++i) {
     const Task& t = g.tasks[i];
@@ -139,11 +143,29 @@ void check_versions(const TaskGraph& g, std::vector<std::string>& problems) {
                        " violates " + to_string(g.semantics) + " semantics: " + what);
   };
   // Forward versions first (a backward may sit on another processor than its forward).
+  std::map<std::pair<int, int>, std::int32_t> writer;  // (stage, version) -> update
   for (const auto& t : g.tasks) {
     if (t.kind == TaskKind::F && t.stage >= 0) {
       forward_version[{t.stage, t.minibatch, t.microbatch}] = t.version_read;
     }
+    if (t.kind == TaskKind::U && t.stage >= 0) writer[{t.stage, t.version_written}] = t.id;
   }
+  // Away from home a forward learns of a version only through a dependency on its update,
+  // directly or over transfers.
+  auto waits_for_writer = [&](const Task& t) {
+    const auto it = writer.find({t.stage, t.version_read});
+    if (it == writer.end()) return false;
+    std::vector<std::int32_t> frontier(t.deps.begin(), t.deps.end());
+    std::set<std::int32_t> seen;
+    while (!frontier.empty()) {
+      const std::int32_t id = frontier.back();
+      frontier.pop_back();
+      if (id == it->second) return true;
+      if (g.tasks[id].kind != TaskKind::X || !seen.insert(id).second) continue;
+      frontier.insert(frontier.end(), g.tasks[id].deps.begin(), g.tasks[id].deps.end());
+    }
+    return false;
+  };
   for (std::size_t p = 0; p < by_processor.size(); ++p) {
     for (const auto id : by_processor[p]) {
       const Task& t = g.tasks[id];
@@ -161,6 +183,18 @@ void check_versions(const TaskGraph& g, std::vector<std::string>& problems) {
                              std::to_string(t.version_written));
         }
         if (home) ++now;
+      } else if ((t.kind == TaskKind::F || t.kind == TaskKind::RC) && g.semantics == WeightSemantics::delayed) {
+        const std::int32_t delay = g.stages[t.stage].weight_delay;
+        const std::int32_t wanted = std::max(0, t.minibatch * g.microbatches + t.microbatch - delay);
+        if (t.version_read != wanted) {
+          complain(t, "stage " + std::to_string(t.stage) + " lags " + std::to_string(delay) +
+                          " updates, so this forward reads version " + std::to_string(wanted));
+        } else if (home && t.version_read > now) {
+          complain(t, "version " + std::to_string(wanted) + " does not exist yet on its processor (the newest is " +
+                          std::to_string(now) + ")");
+        } else if (!home && t.version_read > 0 && !waits_for_writer(t)) {
+          complain(t, "no dependency on the update that writes it");
+        }
       } else if (t.kind == TaskKind::F || t.kind == TaskKind::RC) {
         if (g.semantics == WeightSemantics::double_buffered) {
           const std::int32_t wanted = std::max(0, t.minibatch - 1);

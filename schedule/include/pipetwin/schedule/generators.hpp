@@ -17,6 +17,8 @@ TaskGraph generate_interleaved_1f1b(const ScheduleRequest& request);
 TaskGraph generate_pipedream_2bw(const ScheduleRequest& request);
 TaskGraph generate_stale_weights(const ScheduleRequest& request);
 TaskGraph generate_layerwise_merge(const ScheduleRequest& request);
+TaskGraph generate_pipefb(const ScheduleRequest& request);
+TaskGraph generate_layerpipe(const ScheduleRequest& request);
 
 // One minibatch of 1F1B on one stage: `warmup` forwards (at most all of them), then one forward
 // and one backward alternately, then the remaining backwards; optionally an update after each

@@ -24,7 +24,12 @@ struct StageOp {
 // `stage_count` stages of per-layer F+B cycles. Stage s runs on processor stage_processor[s].
 struct StagePlan {
   Partition partition;
-  std::vector<int> stage_processor;
+  std::vector<int> stage_processor;   // home: weights, backwards, updates
+  std::vector<int> forward_processor; // where forwards run, per stage; empty: at home (PipeFB
+                                      // moves activations through host memory, weights back)
+  std::vector<int> weight_delay;      // delayed semantics: per stage, updates a forward lags
+  int reload_lookahead = 2;           // offload: a reload starts when the task this many places
+                                      // before its backward (on the backward's processor) ends
 };
 
 StagePlan plan_stages(const ScheduleRequest& request, int stage_count);

@@ -21,6 +21,9 @@ enum class WeightSemantics {
   stale,        // asynchronous; no stashing: every task reads the newest version
   double_buffered,  // PipeDream-2BW: the forwards of minibatch k read version k-1 (the one before
                     // the newest); a backward reads its forward's; at most two versions live
+  delayed,  // delayed gradients (LayerPipe, PipeFB): the forward of stream position n (minibatch x
+            // microbatches + microbatch) on stage s reads version max(0, n - weight_delay(s));
+            // a backward reads its forward's (stashed)
 };
 
 const char* to_string(Placement placement);
@@ -72,7 +75,10 @@ struct LinkInfo {
 struct StageInfo {
   std::int32_t first_layer = 0;
   std::int32_t last_layer = 0;
-  std::int32_t processor = 0;
+  std::int32_t processor = 0;          // home: holds the weights, runs the update
+  std::int32_t forward_processor = -1; // where its forwards run, if not at home (PipeFB); -1: home
+  std::int32_t weight_delay = 0;       // delayed semantics: updates a forward's weights lag by
+  std::int32_t forward_processor_or_home() const { return forward_processor >= 0 ? forward_processor : processor; }
 };
 
 struct TaskGraph {
@@ -90,6 +96,9 @@ struct TaskGraph {
   std::vector<LinkInfo> links;
   std::vector<StageInfo> stages;
   std::vector<Task> tasks;
+  // Figures a generator computed about its own schedule, for the record (layerpipe: the period
+  // its modulo scheduler reached and the bounds it is compared with), by name with unit suffix.
+  std::map<std::string, double> schedule_metrics;
 
   std::int32_t processor_count() const { return static_cast<std::int32_t>(processors.size()); }
 };

@@ -1,0 +1,45 @@
+// Modulo (software-pipelining) scheduling of one iteration's tasks on P identical processors:
+// every iteration runs the same tasks at the same offsets, shifted by the period T, so a
+// processor's timeline repeats with period T. Edges may span iterations (`distance`): the
+// target of iteration n + distance waits for the source of iteration n. This is how
+// LayerPipe's delayed gradients become overlap (DESIGN.md §4).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace pipetwin {
+
+struct ModuloTask {
+  std::int64_t cost_cycles = 0;
+  int same_processor_as = -1;  // a task earlier in the list it must share a processor with
+};
+
+struct ModuloEdge {
+  int from = 0;
+  int to = 0;
+  int distance = 0;                 // iterations between the source and the target
+  std::int64_t cross_cycles = 0;    // extra wait when they run on different processors
+  std::int64_t cross_bytes = 0;     // bytes moved when they do (placement tie-breaker)
+};
+
+struct ModuloSchedule {
+  std::int64_t period_cycles = 0;
+  std::vector<int> processor;                // per task
+  std::vector<std::int64_t> start_cycles;    // per task, iteration 0 (iteration n adds n x T)
+  double iteration_bound_cycles = 0;         // max over loops of cost / distance
+  std::int64_t processor_bound_cycles = 0;   // ceil(total cost / P), at least the largest task
+  std::int64_t lower_bound_cycles = 0;       // max(ceil(iteration bound), processor bound)
+  int periods_tried = 0;
+};
+
+// The largest cycle ratio (sum of task costs round a loop / sum of its distances) of the edges,
+// transfers not counted; 0 without loops. Throws on a loop of distance 0 (a deadlock).
+double iteration_bound_cycles(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& edges);
+
+// Tasks must be listed so that distance-0 edges point forward. Tries periods from the lower bound
+// up (step 1, growing by 0.2% once the steps are long) and returns the first one at which greedy
+// placement (earliest start, then fewest bytes moved, then lowest processor) meets every edge.
+ModuloSchedule modulo_schedule(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& edges,
+                               int processors);
+
+}  // namespace pipetwin

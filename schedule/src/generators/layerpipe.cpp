@@ -1,0 +1,253 @@
+// `layerpipe` (Unnikrishnan & Parhi, ICCAD 2021), as reconstructed in
+// shared/research/seed-papers.md §1.5 (the paper's full text is not public; every choice is in
+// docs/schedules/layerpipe.md). Per layer l and iteration n (one iteration per microbatch, each
+// with its own update): F_l; the activation gradient BA_l split into `ba_parts` parts (the
+// inter-layer split: each part a slice of the GEMM, free to run beside the others or on the next
+// layer's processor); the weight gradient BW_l, which needs only the incoming gradient and the
+// stored input, so it runs in parallel with BA_l (the intra-layer split); and the update U_l.
+// Layers are grouped into `stages` pipeline stages (balanced partition, cuts only between
+// blocks); layer l's forward lags Delay(l) = 2 S(l) updates, S(l) = stages after l's (LayerPipe2's
+// retiming rule), so its weight loop U_l -> F_l carries 1 + 2 S(l) iterations. A modulo scheduler
+// places one iteration's tasks on the P processors with one period T for all; iteration n runs
+// at the same offsets plus n T. Data moves when producer and consumer differ: activations,
+// gradient slices, a layer's weight gradient to the processor of its update, weight slices to
+// BA parts away from home.
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "pipetwin/models/cost_model.hpp"
+#include "pipetwin/models/error.hpp"
+#include "pipetwin/schedule/generators.hpp"
+#include "pipetwin/schedule/modulo_scheduler.hpp"
+#include "../link_tasks.hpp"
+
+namespace pipetwin {
+namespace {
+
+struct LayerTasks {
+  int forward = -1;
+  std::vector<int> input_grad_parts;  // BA parts with work
+  int weight_grad = -1;
+  int update = -1;
+};
+
+// What one iteration's modulo task stands for.
+struct TaskRole {
+  TaskKind kind;
+  int layer;
+  std::int64_t part_bytes_share = 1;  // BA parts: the fraction's denominator for weights/gradients
+};
+
+}  // namespace
+
+TaskGraph generate_layerpipe(const ScheduleRequest& request) {
+  const Network& net = request.network;
+  const HardwareProfile& hw = request.hardware;
+  const int L = static_cast<int>(net.size());
+  const int P = request.processors;
+  const std::int64_t samples = net.batch / request.microbatches;
+  const int max_stages = static_cast<int>(net.allowed_cuts().size()) + 1;
+  int stage_count = static_cast<int>(request.params.get_int("stages", std::min(P, max_stages)));
+  if (request.params.has("cuts")) stage_count = static_cast<int>(request.params.get_int_list("cuts", {}).size()) + 1;
+  if (stage_count < 1 || stage_count > max_stages) {
+    throw Error("layerpipe: stages=" + std::to_string(stage_count) + " but " + net.name + " can be cut into 1 to " +
+                std::to_string(max_stages) + " stages (cuts only between blocks)");
+  }
+  const auto parts = request.params.get_int("ba_parts", 2);
+  if (parts < 1 || parts > 8) throw Error("layerpipe: ba_parts must be between 1 and 8");
+  const StagePlan groups = plan_stages(request, stage_count);
+  std::vector<int> delay(L, 0);  // Delay(l) = 2 S(l)
+  for (int s = 0; s < stage_count; ++s) {
+    for (int l = groups.partition.first_layer[s]; l <= groups.partition.last_layer[s]; ++l) {
+      delay[l] = 2 * (stage_count - 1 - s);
+    }
+  }
+
+  // One iteration's tasks, in dependency order: forwards, then per layer from the last: BA parts,
+  // BW, U.
+  std::vector<ModuloTask> tasks;
+  std::vector<TaskRole> roles;
+  std::vector<LayerTasks> layer(L);
+  auto add = [&](TaskKind kind, int l, std::int64_t cost, int same_as = -1) {
+    tasks.push_back({cost, same_as});
+    roles.push_back({kind, l});
+    return static_cast<int>(tasks.size() - 1);
+  };
+  for (int l = 0; l < L; ++l) {
+    layer[l].forward = add(TaskKind::F, l, compute_task_cycles(hw, net, TaskKind::F, l, l, samples));
+  }
+  for (int l = L - 1; l >= 0; --l) {
+    const std::int64_t work = layer_work_cycles(hw, net.layers[l], TaskKind::BA, samples);
+    const std::int64_t overhead = compute_task_cycles(hw, net, TaskKind::BA, l, l, samples) - work;
+    for (int i = 0; i < parts; ++i) {
+      const std::int64_t share = work / parts + (i < work % parts ? 1 : 0);
+      if (share == 0 && !(i == 0 && work == 0)) continue;  // a part with nothing to do
+      layer[l].input_grad_parts.push_back(add(TaskKind::BA, l, share + overhead));
+    }
+    layer[l].weight_grad = add(TaskKind::BW, l, compute_task_cycles(hw, net, TaskKind::BW, l, l, samples));
+    layer[l].update = add(TaskKind::U, l, compute_task_cycles(hw, net, TaskKind::U, l, l, samples), layer[l].forward);
+  }
+  for (auto& l : layer) {
+    for (const auto part : l.input_grad_parts) roles[part].part_bytes_share = static_cast<std::int64_t>(l.input_grad_parts.size());
+  }
+
+  // Dependencies, with the bytes that cross when the two ends run on different processors (the
+  // scheduler prices them as one hop of the profile's link).
+  std::vector<ModuloEdge> edges;
+  auto edge = [&](int from, int to, int distance, std::int64_t bytes) {
+    edges.push_back({from, to, distance, bytes > 0 ? transfer_cycles(hw, hw.link, bytes) : 0, bytes});
+  };
+  const auto& layers = net.layers;
+  for (int l = 0; l < L; ++l) {
+    const LayerTasks& t = layer[l];
+    const auto slices = static_cast<std::int64_t>(t.input_grad_parts.size());
+    if (l > 0) edge(layer[l - 1].forward, t.forward, 0, layers[l - 1].output_bytes * samples);
+    edge(t.forward, t.weight_grad, 0, layers[l].input_bytes * samples);  // x_l, stashed by F_l
+    // The gradient at the layer's output: the loss's (from the last forward), or the slices the
+    // next layer's BA parts produce.
+    std::vector<std::pair<int, std::int64_t>> gradient_sources;
+    if (l == L - 1) {
+      gradient_sources.emplace_back(t.forward, layers[l].output_bytes * samples);
+    } else {
+      const auto& next = layer[l + 1].input_grad_parts;
+      for (const auto part : next) {
+        gradient_sources.emplace_back(part, layers[l].output_bytes * samples / static_cast<std::int64_t>(next.size()));
+      }
+    }
+    for (const auto& [source, bytes] : gradient_sources) {
+      for (const auto part : t.input_grad_parts) edge(source, part, 0, bytes);
+      edge(source, t.weight_grad, 0, bytes);
+    }
+    for (const auto part : t.input_grad_parts) {
+      edge(t.forward, part, 0, 0);  // its stash
+      edge(part, t.update, 0, 0);   // the update frees the stash once every part has run
+      edge(t.update, part, 1 + delay[l], layers[l].param_bytes / slices);  // its weight slice
+    }
+    edge(t.weight_grad, t.update, 0, layers[l].param_bytes);  // the weight gradient
+    edge(t.update, t.forward, 1 + delay[l], 0);                // Delay(l) = 2 S(l)
+  }
+  const ModuloSchedule plan = modulo_schedule(tasks, edges, P);
+
+  TaskGraph g;
+  g.schedule = "layerpipe";
+  g.model = net.name;
+  g.hardware = hw.name;
+  g.semantics = WeightSemantics::delayed;
+  g.microbatches = request.microbatches;
+  g.minibatches = request.minibatches;
+  g.samples_per_microbatch = samples;
+  g.clock_hz = hw.clock_hz();
+  g.host_memory_capacity_bytes = hw.host_memory_bytes;
+  g.schedule_metrics = {{"period_cycles", static_cast<double>(plan.period_cycles)},
+                        {"iteration_bound_cycles", plan.iteration_bound_cycles},
+                        {"processor_bound_cycles", static_cast<double>(plan.processor_bound_cycles)},
+                        {"lower_bound_cycles", static_cast<double>(plan.lower_bound_cycles)},
+                        {"pipeline_stages", static_cast<double>(stage_count)}};
+  for (int p = 0; p < P; ++p) {
+    g.processors.push_back({"p" + std::to_string(p), hw.processor.memory_bytes, 0,
+                            hw.processor.shared_memory_system ? 0 : -1});
+  }
+  for (int l = 0; l < L; ++l) {
+    const int home = plan.processor[layer[l].forward];
+    g.stages.push_back({l, l, home, -1, delay[l]});
+    // Weights and their gradient at home; a weight slice beside each BA part away from home; a
+    // gradient buffer beside a BW away from home.
+    g.processors[home].static_bytes += 2 * layers[l].param_bytes;
+    for (const auto part : layer[l].input_grad_parts) {
+      if (plan.processor[part] != home) {
+        g.processors[plan.processor[part]].static_bytes +=
+            layers[l].param_bytes / static_cast<std::int64_t>(layer[l].input_grad_parts.size());
+      }
+    }
+    if (plan.processor[layer[l].weight_grad] != home) {
+      g.processors[plan.processor[layer[l].weight_grad]].static_bytes += layers[l].param_bytes;
+    }
+  }
+
+  // Unroll the iterations; each processor runs its tasks in modulo-schedule time order (ties: the
+  // earlier iteration, then dependency order).
+  const int N = request.minibatches * request.microbatches;
+  const int n_tasks = static_cast<int>(tasks.size());
+  std::vector<std::int32_t> id_of(static_cast<std::size_t>(N) * n_tasks);
+  struct Slot { std::int64_t start; int iteration; int task; };
+  std::vector<std::vector<Slot>> slots(P);
+  for (int n = 0; n < N; ++n) {
+    for (int v = 0; v < n_tasks; ++v) {
+      slots[plan.processor[v]].push_back({plan.start_cycles[v] + n * plan.period_cycles, n, v});
+    }
+  }
+  for (int p = 0; p < P; ++p) {
+    std::sort(slots[p].begin(), slots[p].end(), [](const Slot& a, const Slot& b) {
+      return std::tie(a.start, a.iteration, a.task) < std::tie(b.start, b.iteration, b.task);
+    });
+    for (std::size_t i = 0; i < slots[p].size(); ++i) {
+      const Slot& slot = slots[p][i];
+      const TaskRole& role = roles[slot.task];
+      Task t;
+      t.id = static_cast<std::int32_t>(g.tasks.size());
+      t.kind = role.kind;
+      t.first_layer = t.last_layer = t.stage = role.layer;
+      t.minibatch = slot.iteration / request.microbatches;
+      t.microbatch = slot.iteration % request.microbatches;
+      t.resource = p;
+      t.order = static_cast<std::int32_t>(i);
+      t.cost_cycles = tasks[slot.task].cost_cycles;
+      t.memory_cycles = std::min(t.cost_cycles, memory_traffic_cycles(hw, net, role.kind, role.layer, role.layer, samples) /
+                                                    role.part_bytes_share);
+      if (role.kind == TaskKind::F) {
+        t.alloc_bytes = layers[role.layer].stash_bytes * samples;
+        t.version_read = std::max(0, slot.iteration - delay[role.layer]);
+      }
+      if (role.kind == TaskKind::U) {
+        t.free_bytes = layers[role.layer].stash_bytes * samples;
+        t.version_read = slot.iteration;
+        t.version_written = slot.iteration + 1;
+      }
+      id_of[static_cast<std::size_t>(slot.iteration) * n_tasks + slot.task] = t.id;
+      g.tasks.push_back(std::move(t));
+    }
+  }
+  // Backwards read their forward's version.
+  for (auto& t : g.tasks) {
+    if (t.kind == TaskKind::BA || t.kind == TaskKind::BW) {
+      const int n = t.minibatch * request.microbatches + t.microbatch;
+      t.version_read = g.tasks[id_of[static_cast<std::size_t>(n) * n_tasks + layer[t.stage].forward]].version_read;
+    }
+  }
+
+  // Dependencies of every iteration, with transfers where data crosses processors.
+  LinkTasks links(g, hw);
+  for (int n = 0; n < N; ++n) {
+    for (const auto& e : edges) {
+      if (n - e.distance < 0) continue;  // initial weights are everywhere at the start
+      const std::int32_t from = id_of[static_cast<std::size_t>(n - e.distance) * n_tasks + e.from];
+      const std::int32_t to = id_of[static_cast<std::size_t>(n) * n_tasks + e.to];
+      const int dst = plan.processor[e.to];
+      const std::int32_t arrival =
+          e.cross_bytes > 0 ? links.transfer(from, dst, e.cross_bytes, g.tasks[from].first_layer) : from;
+      g.tasks[to].deps.push_back(arrival);
+    }
+  }
+  order_links_by_earliest_start(g);
+
+  // Extra weight versions at home: the update that writes version v + 1 allocates it beside v
+  // when a task at home still reads v later; v's last reader at home frees it.
+  std::map<std::pair<int, int>, std::int32_t> last_reader;
+  for (const auto& t : g.tasks) {
+    if (t.kind == TaskKind::U || t.version_read < 0 || t.resource != g.stages[t.stage].processor) continue;
+    const auto [it, fresh] = last_reader.emplace(std::make_pair(t.stage, t.version_read), t.id);
+    if (!fresh && g.tasks[it->second].order < t.order) it->second = t.id;
+  }
+  for (const auto& t : g.tasks) {
+    if (t.kind != TaskKind::U) continue;
+    const auto it = last_reader.find({t.stage, t.version_read});
+    if (it != last_reader.end() && g.tasks[it->second].order > t.order) {
+      g.tasks[t.id].alloc_bytes += layers[t.stage].param_bytes;
+      g.tasks[it->second].free_bytes += layers[t.stage].param_bytes;
+    }
+  }
+  return g;
+}
+
+}  // namespace pipetwin

@@ -1,0 +1,55 @@
+// Links and the tasks that move data over them (X transfers between processors, OFF / ON copies
+// to and from host memory), shared by the stage-pipeline builder and layerpipe's builder.
+// Links are created on first use; routes follow the hardware profile's topology.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "pipetwin/models/hardware.hpp"
+#include "pipetwin/schedule/task_graph.hpp"
+
+namespace pipetwin {
+
+class LinkTasks {
+ public:
+  LinkTasks(TaskGraph& graph, const HardwareProfile& hw) : g_(graph), hw_(hw) {}
+
+  // Link indices, hop by hop, from processor `src` to `dst` (empty when they are equal).
+  std::vector<std::int32_t> route(int src, int dst);
+  // The link between processor `p` and host memory, in one direction (the profile's host link).
+  std::int32_t host_link(int p, bool to_host);
+
+  // A task on `link` moving `bytes` on behalf of compute task `from` (copies its stage,
+  // minibatch, microbatch and layers), after `deps`; appended to the graph, its id returned.
+  std::int32_t link_task(std::int32_t from, TaskKind kind, std::int32_t link, std::int64_t bytes,
+                         std::vector<std::int32_t> deps);
+
+  // X transfers of `bytes` produced by task `source` to processor `dst`, hop by hop, labelled
+  // with `boundary_layer`; returns the last hop's id, or `source` when it already runs on `dst`.
+  std::int32_t transfer(std::int32_t source, int dst, std::int64_t bytes, int boundary_layer);
+
+  // Cycles `bytes` take from processor `src` to `dst` (sum over hops, no contention).
+  std::int64_t transfer_cycles_between(int src, int dst, std::int64_t bytes) const;
+
+ private:
+  std::int32_t add(int src, int dst, const std::string& name, const LinkSpec& spec, bool shared);
+  std::vector<std::pair<int, int>> hops(int src, int dst) const;
+
+  TaskGraph& g_;
+  const HardwareProfile& hw_;
+  std::map<std::pair<int, int>, std::int32_t> index_;
+  std::vector<std::int32_t> link_order_;
+};
+
+}  // namespace pipetwin
+
+namespace pipetwin {
+
+// Orders every link's tasks by their earliest start when links never make anything wait (ties by
+// a topological order of dependencies and processor orders). The orders then follow one linear
+// extension of the graph, so they cannot deadlock, whatever order the tasks were created in.
+void order_links_by_earliest_start(TaskGraph& graph);
+
+}  // namespace pipetwin
