@@ -1,0 +1,157 @@
+// layerpipe: the modulo scheduler reaches max(iteration bound, ceil(work / P)) on unit hardware,
+// with the bounds computed here in closed form; the unrolled graph runs at that period; forwards
+// lag Delay(l) = 2 S(l) updates; bad parameters are clear errors.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "pipetwin/models/error.hpp"
+#include "pipetwin/schedule/evaluator.hpp"
+#include "pipetwin/schedule/modulo_scheduler.hpp"
+#include "pipetwin/schedule/registry.hpp"
+#include "pipetwin/schedule/validator.hpp"
+#include "schedule_test_helpers.hpp"
+
+using namespace pipetwin;
+
+namespace {
+
+GraphConfig layerpipe_config(const std::string& model, int P, int iterations, std::vector<std::string> params = {}) {
+  GraphConfig config = test::graph_config(model, "layerpipe", "unit", P, 1, iterations);
+  config.params = std::move(params);
+  return config;
+}
+
+}  // namespace
+
+TEST_CASE("layerpipe's period is max(iteration bound, ceil(work / P)) on unit hardware") {
+  int checked = 0;
+  for (const std::string model : {"lenet5", "alexnet", "vgg16", "resnet20", "resnet56", "resnet110", "mlp"}) {
+    for (int P = 1; P <= 9; ++P) {
+      const TaskGraph g = make_graph(layerpipe_config(model, P, 1));
+      const int L = static_cast<int>(g.stages.size());  // one stage (weight owner) per layer
+      // Delay(l) = 2 S(l): S(l) counts the pipeline stages after l's.
+      std::set<int> groups;
+      for (const auto& stage : g.stages) groups.insert(stage.weight_delay);
+      const int stages = static_cast<int>(groups.size());
+      CHECK(stages == std::min(P, static_cast<int>(g.schedule_metrics.at("pipeline_stages"))));
+      CHECK(g.stages.back().weight_delay == 0);
+      CHECK(g.stages.front().weight_delay == 2 * (stages - 1));
+      // Unit model: F, BA and BW one cycle each per layer, U free. The loop of layer l runs its
+      // forward and the later ones (L - l), the later layers' BA (L - l - 1), then BA_l or BW_l,
+      // and U_l; it carries 1 + Delay(l) iterations.
+      double iteration_bound = 0;
+      for (int l = 0; l < L; ++l) {
+        iteration_bound = std::max(iteration_bound, 2.0 * (L - l) / (1 + g.stages[l].weight_delay));
+      }
+      const auto work = static_cast<std::int64_t>(3 * L);
+      const std::int64_t expected =
+          std::max<std::int64_t>(static_cast<std::int64_t>(std::ceil(iteration_bound - 1e-9)), (work + P - 1) / P);
+      CAPTURE(model);
+      CAPTURE(P);
+      CHECK(g.schedule_metrics.at("iteration_bound_cycles") == doctest::Approx(iteration_bound).epsilon(1e-6));
+      CHECK(g.schedule_metrics.at("processor_bound_cycles") == static_cast<double>((work + P - 1) / P));
+      CHECK(g.schedule_metrics.at("period_cycles") == static_cast<double>(expected));
+      ++checked;
+    }
+  }
+  CHECK(checked == 63);
+}
+
+TEST_CASE("the unrolled layerpipe graph runs at the scheduled period") {
+  for (const std::string model : {"lenet5", "vgg16", "resnet20"}) {
+    for (int P : {2, 7, 9}) {
+      const int N = 24;
+      const TaskGraph g = make_graph(layerpipe_config(model, P, N));
+      REQUIRE(validate(g).empty());
+      const auto times = evaluate_times(g);
+      // First forward's start per iteration: a steady state of the scheduled period.
+      std::vector<std::int64_t> first_forward(N, -1);
+      for (const auto& t : g.tasks) {
+        if (t.kind == TaskKind::F && t.first_layer == 0) first_forward[t.minibatch] = times[t.id].start_cycles;
+      }
+      const double measured = static_cast<double>(first_forward[N - 1] - first_forward[N / 2]) / (N - 1 - N / 2);
+      CAPTURE(model);
+      CAPTURE(P);
+      CHECK(measured <= g.schedule_metrics.at("period_cycles"));
+      CHECK(measured >= g.schedule_metrics.at("lower_bound_cycles") - 1);  // a ceiling's worth
+    }
+  }
+}
+
+TEST_CASE("layerpipe forwards lag 2 S(l) updates; backwards read their forward's version") {
+  const TaskGraph g = make_graph(layerpipe_config("resnet20", 4, 12));
+  REQUIRE(validate(g).empty());
+  std::map<std::tuple<int, int>, int> forward_version;
+  for (const auto& t : g.tasks) {
+    if (t.kind == TaskKind::F) {
+      CHECK(t.version_read == std::max(0, t.minibatch - g.stages[t.stage].weight_delay));
+      forward_version[{t.stage, t.minibatch}] = t.version_read;
+    }
+  }
+  for (const auto& t : g.tasks) {
+    if (t.kind == TaskKind::BA || t.kind == TaskKind::BW) CHECK(t.version_read == forward_version.at({t.stage, t.minibatch}));
+  }
+  // A wrong version is caught.
+  TaskGraph broken = g;
+  for (auto& t : broken.tasks) {
+    if (t.kind == TaskKind::F && t.minibatch == 11 && t.stage == 0) t.version_read += 1;
+  }
+  CHECK(!validate(broken).empty());
+}
+
+TEST_CASE("the iteration bound equals the largest loop ratio found by enumeration on small graphs") {
+  // Random small task sets on a ring with chords: the bound must equal the best simple cycle's
+  // cost / distance, enumerated by depth-first search.
+  std::uint32_t seed = 12345;
+  auto next = [&](int n) { seed = seed * 1103515245u + 12345u; return static_cast<int>((seed >> 16) % n); };
+  for (int trial = 0; trial < 50; ++trial) {
+    const int n = 3 + next(4);
+    std::vector<ModuloTask> tasks(n);
+    for (auto& t : tasks) t.cost_cycles = 1 + next(9);
+    std::vector<ModuloEdge> edges;
+    for (int v = 0; v + 1 < n; ++v) edges.push_back({v, v + 1, 0, 0, 0});
+    for (int k = 0; k < 3; ++k) {
+      const int a = next(n), b = next(n);
+      if (a > b) edges.push_back({a, b, 1 + next(3), 0, 0});
+      else if (a < b) edges.push_back({a, b, next(2), 0, 0});
+    }
+    edges.push_back({n - 1, 0, 1 + next(3), 0, 0});
+    double best = 0;
+    std::vector<int> path;
+    std::vector<bool> on_path(n, false);
+    // Simple cycles through their smallest vertex `root`.
+    std::function<void(int, int, double, int)> dfs = [&](int root, int at, double cost, int distance) {
+      for (const auto& e : edges) {
+        if (e.from != at || e.to < root) continue;
+        if (e.to == root) {
+          if (distance + e.distance > 0) best = std::max(best, (cost + tasks[at].cost_cycles) / (distance + e.distance));
+        } else if (!on_path[e.to]) {
+          on_path[e.to] = true;
+          dfs(root, e.to, cost + tasks[at].cost_cycles, distance + e.distance);
+          on_path[e.to] = false;
+        }
+      }
+    };
+    for (int root = 0; root < n; ++root) {
+      on_path[root] = true;
+      dfs(root, root, 0, 0);
+      on_path[root] = false;
+    }
+    CAPTURE(trial);
+    CHECK(iteration_bound_cycles(tasks, edges) == doctest::Approx(best).epsilon(1e-8));
+    const ModuloSchedule schedule = modulo_schedule(tasks, edges, 2);
+    CHECK(schedule.period_cycles >= std::ceil(best - 1e-9));
+  }
+}
+
+TEST_CASE("layerpipe parameters: clear errors") {
+  CHECK_THROWS_WITH_AS(make_graph(layerpipe_config("resnet20", 4, 2, {"stages=40"})),
+                       doctest::Contains("can be cut into 1 to"), Error);
+  CHECK_THROWS_WITH_AS(make_graph(layerpipe_config("resnet20", 4, 2, {"ba_parts=0"})),
+                       doctest::Contains("ba_parts must be between 1 and 8"), Error);
+  CHECK_THROWS_WITH_AS(make_graph(layerpipe_config("resnet20", 4, 2, {"cuts=3"})),
+                       doctest::Contains("residual"), Error);
+}
