@@ -58,9 +58,10 @@ class ReservationTable {
   std::vector<std::pair<std::int64_t, std::int64_t>> busy_;
 };
 
-// Placement at period T; false if an edge cannot be met.
+// Placement at period T; false if an edge cannot be met. A task may start up to `locality_slack`
+// later than it could elsewhere to run where its inputs are.
 bool place(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& edges, int processors,
-           std::int64_t period, ModuloSchedule& out) {
+           std::int64_t period, std::int64_t locality_slack, bool preferred_only, ModuloSchedule& out) {
   const int n = static_cast<int>(tasks.size());
   std::vector<std::vector<const ModuloEdge*>> incoming(n);
   for (const auto& e : edges) incoming[e.to].push_back(&e);
@@ -68,26 +69,36 @@ bool place(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& 
   out.processor.assign(n, -1);
   out.start_cycles.assign(n, 0);
   for (int v = 0; v < n; ++v) {
-    std::int64_t best_start = std::numeric_limits<std::int64_t>::max(), best_bytes = 0;
-    int best = -1;
+    // Per processor: the earliest start there and the bytes that would have to come to it.
+    std::vector<std::int64_t> starts(processors, -1), bytes_in(processors, 0);
+    std::int64_t earliest_anywhere = std::numeric_limits<std::int64_t>::max();
     for (int p = 0; p < processors; ++p) {
       if (tasks[v].same_processor_as >= 0 && out.processor[tasks[v].same_processor_as] != p) continue;
-      std::int64_t earliest = 0, bytes = 0;
+      const auto& preferred = tasks[v].preferred_processors;
+      if (preferred_only && !preferred.empty() && std::find(preferred.begin(), preferred.end(), p) == preferred.end()) {
+        continue;
+      }
+      std::int64_t earliest = 0;
       for (const auto* e : incoming[v]) {
         if (e->from >= v) continue;  // a loop back from a later task: checked below
         const bool cross = out.processor[e->from] != p;
         earliest = std::max(earliest, out.start_cycles[e->from] + tasks[e->from].cost_cycles +
                                           (cross ? e->cross_cycles : 0) - e->distance * period);
-        if (cross) bytes += e->cross_bytes;
+        if (cross) bytes_in[p] += e->cross_bytes;
       }
-      const std::int64_t start = tables[p].earliest_fit(earliest, tasks[v].cost_cycles);
-      if (start < 0) continue;
-      if (best < 0 || start < best_start || (start == best_start && bytes < best_bytes)) {
+      starts[p] = tables[p].earliest_fit(earliest, tasks[v].cost_cycles);
+      if (starts[p] >= 0) earliest_anywhere = std::min(earliest_anywhere, starts[p]);
+    }
+    // Of the processors within `locality_slack` of the earliest start: fewest bytes moved, then
+    // earliest, then lowest index.
+    int best = -1;
+    for (int p = 0; p < processors; ++p) {
+      if (starts[p] < 0 || starts[p] > earliest_anywhere + locality_slack) continue;
+      if (best < 0 || bytes_in[p] < bytes_in[best] || (bytes_in[p] == bytes_in[best] && starts[p] < starts[best])) {
         best = p;
-        best_start = start;
-        best_bytes = bytes;
       }
     }
+    const std::int64_t best_start = best >= 0 ? starts[best] : 0;
     if (best < 0) return false;
     out.processor[v] = best;
     out.start_cycles[v] = best_start;
@@ -156,7 +167,9 @@ ModuloSchedule modulo_schedule(const std::vector<ModuloTask>& tasks, const std::
   const std::int64_t give_up = 64 * period + total;
   for (; period <= give_up; period = std::max(period + 1, period + period / 500)) {
     ++result.periods_tried;
-    if (place(tasks, edges, processors, period, result)) {
+    if (place(tasks, edges, processors, period, period / 2, true, result) ||
+        place(tasks, edges, processors, period, 0, true, result) ||
+        place(tasks, edges, processors, period, 0, false, result)) {
       result.period_cycles = period;
       return result;
     }

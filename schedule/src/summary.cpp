@@ -43,7 +43,9 @@ double steady_state_iteration_cycles(const TaskGraph& g, const std::vector<TaskT
     const std::size_t n = static_cast<std::size_t>(t.minibatch) * g.microbatches + t.microbatch;
     ends[n] = std::max(ends[n], times[t.id].end_cycles);
   }
-  std::size_t from = g.stages.size(), to = stream - 1 - std::min(stream - 1, g.stages.size());
+  // Stages bound the pipeline's depth; per-layer stages (layerpipe) by the processors' 2P.
+  const std::size_t depth = std::min(g.stages.size(), 2 * static_cast<std::size_t>(g.processor_count()));
+  std::size_t from = depth, to = stream - 1 - std::min(stream - 1, depth);
   if (to <= from) {
     from = 0;
     to = stream - 1;

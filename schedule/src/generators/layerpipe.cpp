@@ -91,6 +91,28 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
   for (auto& l : layer) {
     for (const auto part : l.input_grad_parts) roles[part].part_bytes_share = static_cast<std::int64_t>(l.input_grad_parts.size());
   }
+  // Locality: layers are dealt to processors in contiguous runs of about equal work; a layer's
+  // forward (and so its update) should run on its processor, its BA parts and BW there or on
+  // a neighbour (the inter-layer split). The scheduler drops these preferences only where they
+  // would cost period.
+  {
+    std::int64_t total = 0;
+    for (const auto& t : tasks) total += t.cost_cycles;
+    std::int64_t before = 0;
+    for (int l = 0; l < L; ++l) {
+      std::int64_t own = tasks[layer[l].forward].cost_cycles + tasks[layer[l].weight_grad].cost_cycles;
+      for (const auto part : layer[l].input_grad_parts) own += tasks[part].cost_cycles;
+      const double middle = total > 0 ? (static_cast<double>(before) + own / 2.0) / static_cast<double>(total) : 0;
+      const int home = std::min(P - 1, static_cast<int>(middle * P));
+      before += own;
+      tasks[layer[l].forward].preferred_processors = {home};
+      std::vector<int> near{home};
+      if (home > 0) near.push_back(home - 1);
+      if (home + 1 < P) near.push_back(home + 1);
+      tasks[layer[l].weight_grad].preferred_processors = near;
+      for (const auto part : layer[l].input_grad_parts) tasks[part].preferred_processors = near;
+    }
+  }
 
   // Dependencies, with the bytes that cross when the two ends run on different processors (the
   // scheduler prices them as one hop of the profile's link).

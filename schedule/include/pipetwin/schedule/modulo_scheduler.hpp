@@ -12,6 +12,7 @@ namespace pipetwin {
 struct ModuloTask {
   std::int64_t cost_cycles = 0;
   int same_processor_as = -1;  // a task earlier in the list it must share a processor with
+  std::vector<int> preferred_processors;  // where it should run if the period allows; empty: any
 };
 
 struct ModuloEdge {
@@ -38,7 +39,9 @@ double iteration_bound_cycles(const std::vector<ModuloTask>& tasks, const std::v
 
 // Tasks must be listed so that distance-0 edges point forward. Tries periods from the lower bound
 // up (step 1, growing by 0.2% once the steps are long) and returns the first one at which greedy
-// placement (earliest start, then fewest bytes moved, then lowest processor) meets every edge.
+// placement meets every edge. Placement tries, in turn: preferred processors only, the one that
+// moves the fewest bytes if that costs at most half a period of delay; preferred processors,
+// earliest start; any processor, earliest start.
 ModuloSchedule modulo_schedule(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& edges,
                                int processors);
 
