@@ -43,9 +43,13 @@ double steady_state_iteration_cycles(const TaskGraph& g, const std::vector<TaskT
     const std::size_t n = static_cast<std::size_t>(t.minibatch) * g.microbatches + t.microbatch;
     ends[n] = std::max(ends[n], times[t.id].end_cycles);
   }
-  // Stages bound the pipeline's depth; per-layer stages (layerpipe) by the processors' 2P.
-  const std::size_t depth = std::min(g.stages.size(), 2 * static_cast<std::size_t>(g.processor_count()));
-  std::size_t from = depth, to = stream - 1 - std::min(stream - 1, depth);
+  // Skip warm-up and cool-down: twice the pipeline's depth in microbatches (stages, at most P:
+  // layerpipe has a stage per layer; stale-weights warms up for 2S - 1) where the stream is long
+  // enough, else the depth; and at least a quarter of the stream at each end.
+  const std::size_t depth = std::min(g.stages.size(), static_cast<std::size_t>(g.processor_count()));
+  std::size_t from = std::max(stream / 4, 2 * depth);
+  if (2 * from + 1 >= stream) from = std::max(stream / 4, depth);  // a short stream: less margin
+  std::size_t to = stream - 1 - std::min(stream - 1, from);
   if (to <= from) {
     from = 0;
     to = stream - 1;
