@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <set>
 
 #include "pipetwin/models/error.hpp"
@@ -127,10 +128,10 @@ TEST_CASE("the iteration bound equals the largest loop ratio found by enumeratio
       for (const auto& e : edges) {
         if (e.from != at || e.to < root) continue;
         if (e.to == root) {
-          if (distance + e.distance > 0) best = std::max(best, (cost + tasks[at].cost_cycles) / (distance + e.distance));
+          if (distance + e.distance > 0) best = std::max(best, (cost + static_cast<double>(tasks[at].cost_cycles)) / (distance + e.distance));
         } else if (!on_path[e.to]) {
           on_path[e.to] = true;
-          dfs(root, e.to, cost + tasks[at].cost_cycles, distance + e.distance);
+          dfs(root, e.to, cost + static_cast<double>(tasks[at].cost_cycles), distance + e.distance);
           on_path[e.to] = false;
         }
       }

@@ -76,6 +76,27 @@ StagePlan plan_stages(const ScheduleRequest& request, int stage_count) {
   return plan;
 }
 
+TaskGraph empty_graph(const ScheduleRequest& request, const std::string& schedule_name,
+                      WeightSemantics semantics) {
+  const HardwareProfile& hw = request.hardware;
+  TaskGraph g;
+  g.schedule = schedule_name;
+  g.model = request.network.name;
+  g.hardware = hw.name;
+  g.semantics = semantics;
+  g.microbatches = request.microbatches;
+  g.minibatches = request.minibatches;
+  g.samples_per_microbatch = request.network.batch / request.microbatches;
+  g.clock_hz = hw.clock_hz();
+  g.host_memory_capacity_bytes = hw.host_memory_bytes;
+  for (int p = 0; p < request.processors; ++p) {
+    // SM partitions of one GPU share its memory system; whole GPUs have their own.
+    g.processors.push_back({"p" + std::to_string(p), hw.processor.memory_bytes, 0,
+                            hw.processor.shared_memory_system ? 0 : -1});
+  }
+  return g;
+}
+
 TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& schedule_name,
                          WeightSemantics semantics, const StagePlan& plan,
                          const std::vector<std::vector<StageOp>>& processor_ops) {
@@ -84,21 +105,7 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
   const int stage_count = static_cast<int>(plan.stage_processor.size());
   const std::int64_t samples = net.batch / request.microbatches;
 
-  TaskGraph g;
-  g.schedule = schedule_name;
-  g.model = net.name;
-  g.hardware = hw.name;
-  g.semantics = semantics;
-  g.microbatches = request.microbatches;
-  g.minibatches = request.minibatches;
-  g.samples_per_microbatch = samples;
-  g.clock_hz = hw.clock_hz();
-  g.host_memory_capacity_bytes = hw.host_memory_bytes;
-  for (int p = 0; p < request.processors; ++p) {
-    // SM partitions of one GPU share its memory system; whole GPUs have their own.
-    g.processors.push_back({"p" + std::to_string(p), hw.processor.memory_bytes, 0,
-                            hw.processor.shared_memory_system ? 0 : -1});
-  }
+  TaskGraph g = empty_graph(request, schedule_name, semantics);
   for (int s = 0; s < stage_count; ++s) {
     StageInfo stage{plan.partition.first_layer[s], plan.partition.last_layer[s], plan.stage_processor[s]};
     if (!plan.forward_processor.empty() && plan.forward_processor[s] != stage.processor) {

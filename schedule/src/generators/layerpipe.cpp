@@ -70,7 +70,10 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
   std::vector<TaskRole> roles;
   std::vector<LayerTasks> layer(L);
   auto add = [&](TaskKind kind, int l, std::int64_t cost, int same_as = -1) {
-    tasks.push_back({cost, same_as});
+    ModuloTask task;
+    task.cost_cycles = cost;
+    task.same_processor_as = same_as;
+    tasks.push_back(task);
     roles.push_back({kind, l});
     return static_cast<int>(tasks.size() - 1);
   };
@@ -102,7 +105,7 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
     for (int l = 0; l < L; ++l) {
       std::int64_t own = tasks[layer[l].forward].cost_cycles + tasks[layer[l].weight_grad].cost_cycles;
       for (const auto part : layer[l].input_grad_parts) own += tasks[part].cost_cycles;
-      const double middle = total > 0 ? (static_cast<double>(before) + own / 2.0) / static_cast<double>(total) : 0;
+      const double middle = total > 0 ? (static_cast<double>(before) + static_cast<double>(own) / 2.0) / static_cast<double>(total) : 0;
       const int home = std::min(P - 1, static_cast<int>(middle * P));
       before += own;
       tasks[layer[l].forward].preferred_processors = {home};
@@ -151,25 +154,12 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
   }
   const ModuloSchedule plan = modulo_schedule(tasks, edges, P);
 
-  TaskGraph g;
-  g.schedule = "layerpipe";
-  g.model = net.name;
-  g.hardware = hw.name;
-  g.semantics = WeightSemantics::delayed;
-  g.microbatches = request.microbatches;
-  g.minibatches = request.minibatches;
-  g.samples_per_microbatch = samples;
-  g.clock_hz = hw.clock_hz();
-  g.host_memory_capacity_bytes = hw.host_memory_bytes;
+  TaskGraph g = empty_graph(request, "layerpipe", WeightSemantics::delayed);
   g.schedule_metrics = {{"period_cycles", static_cast<double>(plan.period_cycles)},
                         {"iteration_bound_cycles", plan.iteration_bound_cycles},
                         {"processor_bound_cycles", static_cast<double>(plan.processor_bound_cycles)},
                         {"lower_bound_cycles", static_cast<double>(plan.lower_bound_cycles)},
                         {"pipeline_stages", static_cast<double>(stage_count)}};
-  for (int p = 0; p < P; ++p) {
-    g.processors.push_back({"p" + std::to_string(p), hw.processor.memory_bytes, 0,
-                            hw.processor.shared_memory_system ? 0 : -1});
-  }
   for (int l = 0; l < L; ++l) {
     const int home = plan.processor[layer[l].forward];
     g.stages.push_back({l, l, home, -1, delay[l]});

@@ -42,6 +42,10 @@ struct LayerCosts {
 };
 LayerCosts layer_costs(const ScheduleRequest& request);
 
+// A graph with the request's description and processors, no stages, links or tasks yet.
+TaskGraph empty_graph(const ScheduleRequest& request, const std::string& schedule_name,
+                      WeightSemantics semantics);
+
 // The pipeline with the given per-processor sequences; checks every F/B pair appears once.
 TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& schedule_name,
                          WeightSemantics semantics, const StagePlan& plan,
