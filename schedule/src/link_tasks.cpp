@@ -44,10 +44,6 @@ std::int32_t LinkTasks::host_link(int p, bool to_host) {
                  : add(kHost, p, name, hw_.host_link, hw_.host_link.shared);
 }
 
-std::int64_t LinkTasks::transfer_cycles_between(int src, int dst, std::int64_t bytes) const {
-  return static_cast<std::int64_t>(hops(src, dst).size()) * transfer_cycles(hw_, hw_.link, bytes);
-}
-
 std::int32_t LinkTasks::add(int src, int dst, const std::string& name, const LinkSpec& spec, bool shared) {
   const auto it = index_.find({src, dst});
   if (it != index_.end()) return it->second;

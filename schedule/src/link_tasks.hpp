@@ -30,9 +30,6 @@ class LinkTasks {
   // with `boundary_layer`; returns the last hop's id, or `source` when it already runs on `dst`.
   std::int32_t transfer(std::int32_t source, int dst, std::int64_t bytes, int boundary_layer);
 
-  // Cycles `bytes` take from processor `src` to `dst` (sum over hops, no contention).
-  std::int64_t transfer_cycles_between(int src, int dst, std::int64_t bytes) const;
-
  private:
   std::int32_t add(int src, int dst, const std::string& name, const LinkSpec& spec, bool shared);
   std::vector<std::pair<int, int>> hops(int src, int dst) const;

@@ -166,7 +166,6 @@ ModuloSchedule modulo_schedule(const std::vector<ModuloTask>& tasks, const std::
   std::int64_t period = result.lower_bound_cycles;
   const std::int64_t give_up = 64 * period + total;
   for (; period <= give_up; period = std::max(period + 1, period + period / 500)) {
-    ++result.periods_tried;
     if (place(tasks, edges, processors, period, period / 2, true, result) ||
         place(tasks, edges, processors, period, 0, true, result) ||
         place(tasks, edges, processors, period, 0, false, result)) {

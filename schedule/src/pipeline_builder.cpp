@@ -97,6 +97,28 @@ TaskGraph empty_graph(const ScheduleRequest& request, const std::string& schedul
   return g;
 }
 
+void add_extra_weight_versions(TaskGraph& g, const Network& net) {
+  // Versions live at home; forwards away from home read their own copy.
+  std::map<std::pair<int, int>, std::int32_t> last_reader;  // (stage, version) -> task at home
+  for (const auto& t : g.tasks) {
+    if (t.kind == TaskKind::U || t.stage < 0 || t.version_read < 0 ||
+        t.placement != Placement::processor || t.resource != g.stages[t.stage].processor) {
+      continue;
+    }
+    const auto [it, fresh] = last_reader.emplace(std::make_pair(t.stage, t.version_read), t.id);
+    if (!fresh && g.tasks[it->second].order < t.order) it->second = t.id;
+  }
+  for (const auto& t : g.tasks) {
+    if (t.kind != TaskKind::U) continue;
+    const auto reader = last_reader.find({t.stage, t.version_read});
+    if (reader != last_reader.end() && g.tasks[reader->second].order > t.order) {
+      const std::int64_t bytes = stage_param_bytes(net, g.stages[t.stage]);
+      g.tasks[t.id].alloc_bytes += bytes;
+      g.tasks[reader->second].free_bytes += bytes;
+    }
+  }
+}
+
 TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& schedule_name,
                          WeightSemantics semantics, const StagePlan& plan,
                          const std::vector<std::vector<StageOp>>& processor_ops) {
@@ -244,12 +266,9 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
     }
   }
 
-  // Weight versions, walking each processor's order; then the memory of extra versions: when a
-  // version is still read after the update that replaces it, the update allocates the new one
-  // beside it and the old one's last reader frees it.
+  // Weight versions, walking each processor's order; then the memory of extra versions.
   std::vector<std::int32_t> current(stage_count, 0);
-  std::map<std::pair<int, int>, std::int32_t> last_reader;  // (stage, version) -> task
-  std::map<std::pair<int, int>, std::int32_t> writer;       // (stage, version) -> update
+  std::map<std::pair<int, int>, std::int32_t> writer;  // (stage, version) -> update
   for (const auto& list : tasks_by_processor(g)) {
     for (const auto id : list) {
       Task& t = g.tasks[id];
@@ -268,10 +287,6 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
         t.version_written = ++current[t.stage];
         writer[{t.stage, t.version_written}] = id;
       }
-      // Versions live at home; forwards away from home read their own copy.
-      if (t.kind != TaskKind::U && t.resource == g.stages[t.stage].processor) {
-        last_reader[{t.stage, t.version_read}] = id;
-      }
     }
   }
   if (semantics == WeightSemantics::delayed) {
@@ -287,15 +302,7 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
     }
     order_links_by_earliest_start(g);  // weights were added after the activations they overtake
   }
-  for (const auto& [stage_version, update] : writer) {
-    const auto [stage, version] = stage_version;
-    const auto reader = last_reader.find({stage, version - 1});
-    if (reader != last_reader.end() && g.tasks[reader->second].order > g.tasks[update].order) {
-      const std::int64_t bytes = stage_param_bytes(net, g.stages[stage]);
-      g.tasks[update].alloc_bytes += bytes;
-      g.tasks[reader->second].free_bytes += bytes;
-    }
-  }
+  add_extra_weight_versions(g, net);
   return g;
 }
 

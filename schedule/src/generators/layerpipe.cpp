@@ -13,7 +13,6 @@
 // gradient slices, a layer's weight gradient to the processor of its update, weight slices to
 // BA parts away from home.
 #include <algorithm>
-#include <map>
 #include <tuple>
 
 #include "pipetwin/models/cost_model.hpp"
@@ -36,7 +35,6 @@ struct LayerTasks {
 struct TaskRole {
   TaskKind kind;
   int layer;
-  std::int64_t part_bytes_share = 1;  // BA parts: the fraction's denominator for weights/gradients
 };
 
 }  // namespace
@@ -90,9 +88,6 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
     }
     layer[l].weight_grad = add(TaskKind::BW, l, compute_task_cycles(hw, net, TaskKind::BW, l, l, samples));
     layer[l].update = add(TaskKind::U, l, compute_task_cycles(hw, net, TaskKind::U, l, l, samples), layer[l].forward);
-  }
-  for (auto& l : layer) {
-    for (const auto part : l.input_grad_parts) roles[part].part_bytes_share = static_cast<std::int64_t>(l.input_grad_parts.size());
   }
   // Locality: layers are dealt to processors in contiguous runs of about equal work; a layer's
   // forward (and so its update) should run on its processor, its BA parts and BW there or on
@@ -205,8 +200,9 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
       t.resource = p;
       t.order = static_cast<std::int32_t>(i);
       t.cost_cycles = tasks[slot.task].cost_cycles;
-      t.memory_cycles = std::min(t.cost_cycles, memory_traffic_cycles(hw, net, role.kind, role.layer, role.layer, samples) /
-                                                    role.part_bytes_share);
+      // A BA part moves its share of the layer's BA traffic.
+      const auto share = role.kind == TaskKind::BA ? static_cast<std::int64_t>(layer[role.layer].input_grad_parts.size()) : 1;
+      t.memory_cycles = std::min(t.cost_cycles, memory_traffic_cycles(hw, net, role.kind, role.layer, role.layer, samples) / share);
       if (role.kind == TaskKind::F) {
         t.alloc_bytes = layers[role.layer].stash_bytes * samples;
         t.version_read = std::max(0, slot.iteration - delay[role.layer]);
@@ -243,22 +239,7 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
   }
   order_links_by_earliest_start(g);
 
-  // Extra weight versions at home: the update that writes version v + 1 allocates it beside v
-  // when a task at home still reads v later; v's last reader at home frees it.
-  std::map<std::pair<int, int>, std::int32_t> last_reader;
-  for (const auto& t : g.tasks) {
-    if (t.kind == TaskKind::U || t.version_read < 0 || t.resource != g.stages[t.stage].processor) continue;
-    const auto [it, fresh] = last_reader.emplace(std::make_pair(t.stage, t.version_read), t.id);
-    if (!fresh && g.tasks[it->second].order < t.order) it->second = t.id;
-  }
-  for (const auto& t : g.tasks) {
-    if (t.kind != TaskKind::U) continue;
-    const auto it = last_reader.find({t.stage, t.version_read});
-    if (it != last_reader.end() && g.tasks[it->second].order > t.order) {
-      g.tasks[t.id].alloc_bytes += layers[t.stage].param_bytes;
-      g.tasks[it->second].free_bytes += layers[t.stage].param_bytes;
-    }
-  }
+  add_extra_weight_versions(g, net);
   return g;
 }
 

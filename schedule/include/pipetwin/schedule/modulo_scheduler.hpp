@@ -30,7 +30,6 @@ struct ModuloSchedule {
   double iteration_bound_cycles = 0;         // max over loops of cost / distance
   std::int64_t processor_bound_cycles = 0;   // ceil(total cost / P), at least the largest task
   std::int64_t lower_bound_cycles = 0;       // max(ceil(iteration bound), processor bound)
-  int periods_tried = 0;
 };
 
 // The largest cycle ratio (sum of task costs round a loop / sum of its distances) of the edges,
