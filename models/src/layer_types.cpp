@@ -52,6 +52,7 @@ Layer conv2d_layer(const std::string& name, const Shape& input_chw, const Conv2d
   Layer layer;
   layer.name = name;
   layer.type = "conv2d";
+  layer.conv2d = spec;
   layer.input_shape = input_chw;
   layer.forward_macs = d(out_h * out_w * spec.kernel * spec.kernel * channel_pairs);
   layer.parameters = spec.kernel * spec.kernel * channel_pairs + (spec.bias ? spec.out_channels : 0) +
@@ -98,6 +99,7 @@ Layer dense_layer(const std::string& name, const Shape& input_shape, const Dense
   Layer layer;
   layer.name = name;
   layer.type = "dense";
+  layer.dense = spec;
   layer.input_shape = input_shape;
   layer.output_shape = {out};
   layer.forward_macs = d(in * out);

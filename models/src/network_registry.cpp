@@ -44,7 +44,7 @@ const std::vector<Builtin>& builtins() {
                       {{"input", "cifar10", "cifar10 (32x32, batch norm) or imagenet (224x224)"},
                        batch_param("128 (cifar10) / 32 (imagenet)"), kDtypeParam}},
                      vgg16_network});
-    for (const int depth : {20, 56, 110, 224, 362}) {
+    for (const int depth : {8, 20, 56, 110, 224, 362}) {
       items.push_back({{"resnet" + std::to_string(depth),
                         "CIFAR ResNet-" + std::to_string(depth) + ": 3 stages of " +
                             std::to_string((depth - 2) / 6) + " basic blocks, " +

@@ -129,7 +129,7 @@ GraphConfig without_other_schedules_params(GraphConfig config) {
   return config;
 }
 
-TaskGraph make_graph(const GraphConfig& config) {
+ScheduleRequest make_request(const GraphConfig& config) {
   const ScheduleEntry& entry = find_schedule(config.schedule);
   const std::vector<ParamSpec> model_specs = network_params(config.model);
   const std::vector<ParamSpec> hardware_specs = hardware_params(config.hardware);
@@ -190,8 +190,14 @@ TaskGraph make_graph(const GraphConfig& config) {
                 " equal microbatches; set batch=... to a multiple of the microbatches");
   }
   record["model.batch"] = std::to_string(request.network.batch);
-  TaskGraph graph = entry.generate(request);
-  graph.parameters = record;
+  request.resolved_parameters = record;
+  return request;
+}
+
+TaskGraph make_graph(const GraphConfig& config) {
+  const ScheduleRequest request = make_request(config);
+  TaskGraph graph = find_schedule(config.schedule).generate(request);
+  graph.parameters = request.resolved_parameters;
   return graph;
 }
 

@@ -8,23 +8,6 @@
 
 namespace pipetwin {
 
-struct Layer {
-  std::string name;                     // e.g. "conv1", "stage2.block3.conv2"
-  std::string type;                     // "conv2d", "dense", "transformer_block", ...
-  std::vector<std::int64_t> input_shape;   // per sample, e.g. {C, H, W}
-  std::vector<std::int64_t> output_shape;  // per sample
-  double forward_macs = 0;              // GEMM / convolution multiply-accumulates
-  double forward_flops = 0;             // 2 * forward_macs + element-wise work
-  double activation_grad_flops = 0;     // BA: gradient w.r.t. the layer's input
-  double weight_grad_flops = 0;         // BW: gradient w.r.t. the layer's parameters
-  std::int64_t parameters = 0;          // count (not per sample)
-  std::int64_t param_bytes = 0;         // parameters * bytes per element
-  std::int64_t input_bytes = 0;         // per sample: what the layer reads from the previous one
-  std::int64_t output_bytes = 0;        // per sample: what it sends to the next layer
-  std::int64_t stash_bytes = 0;         // per sample: kept from forward until backward
-  bool cut_allowed_after = true;        // false inside a residual block
-};
-
 struct PoolSpec {
   std::string kind = "none";  // "none", "max", "avg", "global-avg"
   std::int64_t kernel = 2;
@@ -52,6 +35,26 @@ struct DenseSpec {
   bool bias = true;
   bool relu = true;
   bool loss = false;  // softmax cross-entropy on the output (the network's last layer)
+};
+
+struct Layer {
+  std::string name;                     // e.g. "conv1", "stage2.block3.conv2"
+  std::string type;                     // "conv2d", "dense", "transformer_block", ...
+  std::vector<std::int64_t> input_shape;   // per sample, e.g. {C, H, W}
+  std::vector<std::int64_t> output_shape;  // per sample
+  double forward_macs = 0;              // GEMM / convolution multiply-accumulates
+  double forward_flops = 0;             // 2 * forward_macs + element-wise work
+  double activation_grad_flops = 0;     // BA: gradient w.r.t. the layer's input
+  double weight_grad_flops = 0;         // BW: gradient w.r.t. the layer's parameters
+  std::int64_t parameters = 0;          // count (not per sample)
+  std::int64_t param_bytes = 0;         // parameters * bytes per element
+  std::int64_t input_bytes = 0;         // per sample: what the layer reads from the previous one
+  std::int64_t output_bytes = 0;        // per sample: what it sends to the next layer
+  std::int64_t stash_bytes = 0;         // per sample: kept from forward until backward
+  bool cut_allowed_after = true;        // false inside a residual block
+  // What the executors run: the spec the layer was built from (the one matching `type`).
+  Conv2dSpec conv2d;
+  DenseSpec dense;
 };
 
 struct TransformerBlockSpec {

@@ -2,6 +2,7 @@
 // `make_graph` also routes a flat parameter list to the model, the hardware and the schedule.
 #pragma once
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@ struct ScheduleRequest {
   int microbatches = 1;   // per minibatch
   int minibatches = 1;
   Params params;          // the schedule's own parameters
+  std::map<std::string, std::string> resolved_parameters;  // every parameter, "owner.key" -> value
 };
 
 struct ScheduleEntry {
@@ -50,6 +52,9 @@ struct GraphConfig {
 };
 
 TaskGraph make_graph(const GraphConfig& config);
+// What make_graph generates from: the network, hardware and schedule parameters `config` names
+// (engines that run real layers need the network).
+ScheduleRequest make_request(const GraphConfig& config);
 
 // For runs of several schedules with one parameter list (sweeps): `config` without the parameters
 // that only other registered schedules take (so tolerance=0.1 reaches layerwise-merge and is not

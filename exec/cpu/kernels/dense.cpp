@@ -1,0 +1,21 @@
+// Dense (fully connected) layer: y = W x + b, with its activation and weight gradients.
+#include "pipetwin/exec/cpu/kernels.hpp"
+
+namespace pipetwin::cpu {
+
+Matrix dense_forward(const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const Vector>& b, const Matrix& x) {
+  Matrix y = w * x;  // [out x n]
+  if (b.size() > 0) y.colwise() += b;
+  return y;
+}
+
+Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const Matrix& dy) {
+  return w.transpose() * dy;  // [in x n]
+}
+
+void dense_backward_weight(const Matrix& x, const Matrix& dy, Eigen::Ref<Matrix> dw, Vector* db) {
+  dw.noalias() = dy * x.transpose();  // [out x in]
+  if (db != nullptr) *db = dy.rowwise().sum();
+}
+
+}  // namespace pipetwin::cpu

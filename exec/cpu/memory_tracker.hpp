@@ -1,0 +1,39 @@
+// Bytes really held per processor (and in host memory) while the executor runs: live, peak,
+// optionally a timeline, and a clear error when an allocation crosses a capacity.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "pipetwin/schedule/result.hpp"
+#include "pipetwin/schedule/task_graph.hpp"
+
+namespace pipetwin::cpu {
+
+class MemoryTracker {
+ public:
+  MemoryTracker(const TaskGraph& graph, std::chrono::steady_clock::time_point start, bool record_timeline);
+  void restart(std::chrono::steady_clock::time_point start) { start_ = start; }
+  // `where` is a processor index or kHost; `task` (-1: the initial state) is named in the error.
+  void allocate(std::int32_t where, std::int64_t bytes, std::int32_t task);
+  void release(std::int32_t where, std::int64_t bytes);
+  std::vector<std::int64_t> peak_bytes() const;
+  std::int64_t host_peak_bytes() const;
+  std::vector<std::vector<MemoryPoint>> timeline() const;
+  std::vector<MemoryPoint> host_timeline() const;
+
+ private:
+  std::size_t slot(std::int32_t where) const;
+  void record(std::size_t slot);
+
+  const TaskGraph& graph_;
+  std::chrono::steady_clock::time_point start_;
+  bool record_timeline_;
+  mutable std::mutex mutex_;
+  std::vector<std::int64_t> live_, peak_, capacity_;  // processors, then host
+  std::vector<std::vector<MemoryPoint>> timeline_;
+};
+
+}  // namespace pipetwin::cpu

@@ -1,0 +1,45 @@
+// The CPU executor (DESIGN.md §6): runs any task graph with real training numerics, one thread per
+// processor and one per link. Layers run in Eigen (fp32); every weight version the schedule
+// declares is kept until its last reader; transfers are copies between per-processor buffers;
+// offload and reload go through host buffers; updates are SGD (momentum optional). It reports a
+// measured Result with the simulator's schema (engine "cpu"), with the memory it really held.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "pipetwin/exec/cpu/kernels.hpp"
+#include "pipetwin/exec/dataset.hpp"
+#include "pipetwin/models/network.hpp"
+#include "pipetwin/schedule/result.hpp"
+#include "pipetwin/schedule/task_graph.hpp"
+
+namespace pipetwin::cpu {
+
+struct TrainingOptions {
+  double learning_rate = 0.05;
+  double momentum = 0.0;              // SGD momentum; 0 = plain SGD
+  std::uint64_t seed = 1;             // initial weights
+  bool record_memory_timeline = false;
+  // Called from worker threads after each minibatch's loss is complete (minibatches done so far).
+  std::function<void(std::int32_t)> on_minibatch;
+};
+
+struct TrainingRun {
+  Result result;                          // measured: task times, utilization, memory, links
+  std::vector<double> minibatch_loss;     // mean loss over each minibatch's samples
+  std::vector<Vector> final_weights;      // per layer: the newest version
+  std::vector<Vector> initial_weights;    // per layer: version 0
+};
+
+// Initial parameters of every layer, from `seed` (the same as the executor's version 0).
+std::vector<Vector> initial_weights(const Network& network, std::uint64_t seed);
+
+// Runs `graph` (built for `network`) on `data`. Throws pipetwin::Error, after every thread has
+// stopped, on: a layer the executor cannot run, memory beyond a processor's capacity (checked
+// on the schedule's declared memory before starting, and on what is really allocated while
+// running), and a loss that is not finite (divergence).
+TrainingRun run_cpu(const TaskGraph& graph, const Network& network, const BatchSampler& data,
+                    const TrainingOptions& options);
+
+}  // namespace pipetwin::cpu

@@ -1,0 +1,85 @@
+// The CPU executor's layer kernels (Eigen, fp32), forward and backward side by side, one file per
+// kernel in exec/cpu/kernels/. Activations of n samples are matrices [features x n], one column
+// per sample, features in C x H x W order (c * H * W + h * W + w). Each backward kernel is checked
+// against finite differences in tests/test_cpu_kernels.cpp.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include <Eigen/Core>
+
+namespace pipetwin::cpu {
+
+using Matrix = Eigen::MatrixXf;  // column-major
+using Vector = Eigen::VectorXf;
+
+inline std::int64_t bytes_of(const Matrix& m) { return static_cast<std::int64_t>(m.size()) * 4; }
+inline std::int64_t bytes_of(const Vector& v) { return static_cast<std::int64_t>(v.size()) * 4; }
+
+// ---- dense: y = W x + b --------------------------------------------------------------------
+// W [out x in], b [out] (may be empty), x [in x n], y [out x n].
+Matrix dense_forward(const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const Vector>& b, const Matrix& x);
+Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const Matrix& dy);     // dx [in x n]
+// dW [out x in] and db [out] (when `db` is not null).
+void dense_backward_weight(const Matrix& x, const Matrix& dy, Eigen::Ref<Matrix> dw, Vector* db);
+
+// ---- conv2d: im2col + GEMM, groups = 1, zero padding -------------------------------------------
+struct ConvGeometry {
+  std::int64_t in_channels = 0, height = 0, width = 0;
+  std::int64_t out_channels = 0, kernel = 1, stride = 1, padding = 0;
+  std::int64_t out_height() const { return (height + 2 * padding - kernel) / stride + 1; }
+  std::int64_t out_width() const { return (width + 2 * padding - kernel) / stride + 1; }
+  std::int64_t patch() const { return in_channels * kernel * kernel; }  // columns of im2col
+};
+// W [out_channels x C*k*k] (c, kh, kw order), b [out_channels] (may be empty),
+// x [C*H*W x n] -> z [out_channels*Ho*Wo x n].
+Matrix conv2d_forward(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w,
+                      const Eigen::Ref<const Vector>& b, const Matrix& x);
+Matrix conv2d_backward_input(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const Matrix& dz);
+void conv2d_backward_weight(const ConvGeometry& g, const Matrix& x, const Matrix& dz,
+                            Eigen::Ref<Matrix> dw, Vector* db);
+
+// ---- batch normalization over (samples, H, W) per channel, batch statistics ------------------
+struct BatchNormStash {
+  Matrix normalized;  // xhat [C*HW x n]
+  Vector inv_std;     // [C]
+};
+// z [C*HW x n] -> gamma * xhat + beta.
+Matrix batch_norm_forward(std::int64_t channels, const Eigen::Ref<const Vector>& gamma,
+                          const Eigen::Ref<const Vector>& beta, const Matrix& z, BatchNormStash& stash);
+// dy -> dz; dgamma, dbeta when not null.
+Matrix batch_norm_backward(std::int64_t channels, const Eigen::Ref<const Vector>& gamma,
+                           const BatchNormStash& stash, const Matrix& dy, Vector* dgamma, Vector* dbeta);
+constexpr float kBatchNormEpsilon = 1e-5f;
+
+// ---- ReLU (in place on the forward; the backward masks by the forward's output) -------------
+void relu_forward(Matrix& x);
+Matrix relu_backward(const Matrix& output, const Matrix& dy);
+
+// ---- pooling (no padding) ---------------------------------------------------------------------
+enum class PoolKind { max, avg, global_avg };
+struct PoolGeometry {
+  PoolKind kind = PoolKind::max;
+  std::int64_t channels = 0, height = 0, width = 0, kernel = 2, stride = 2;
+  std::int64_t out_height() const { return kind == PoolKind::global_avg ? 1 : (height - kernel) / stride + 1; }
+  std::int64_t out_width() const { return kind == PoolKind::global_avg ? 1 : (width - kernel) / stride + 1; }
+};
+// x [C*H*W x n] -> [C*Ho*Wo x n]; max pooling records the winning input row per output element.
+Matrix pool_forward(const PoolGeometry& g, const Matrix& x, std::vector<std::int32_t>* argmax);
+Matrix pool_backward(const PoolGeometry& g, const Matrix& dy, const std::vector<std::int32_t>& argmax);
+
+// ---- residual shortcut, option A (He et al. 2016): subsample by the stride, zero-pad channels --
+struct ShortcutGeometry {
+  std::int64_t in_channels = 0, in_height = 0, in_width = 0;
+  std::int64_t out_channels = 0, out_height = 0, out_width = 0;
+};
+Matrix shortcut_forward(const ShortcutGeometry& g, const Matrix& x);
+Matrix shortcut_backward(const ShortcutGeometry& g, const Matrix& dy);
+
+// ---- softmax cross-entropy --------------------------------------------------------------------
+// logits [classes x n], labels [n]. Returns the summed loss over the n samples; `dlogits` gets the
+// gradient of (summed loss / loss_scale), i.e. (softmax - onehot) / loss_scale.
+double softmax_cross_entropy(const Matrix& logits, const std::vector<std::int32_t>& labels,
+                             double loss_scale, Matrix* dlogits);
+
+}  // namespace pipetwin::cpu

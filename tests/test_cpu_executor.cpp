@@ -1,0 +1,193 @@
+// The CPU executor's numerics under every schedule: synchronous schedules reproduce sequential
+// SGD with gradient accumulation; asynchronous ones reproduce an independent replay of delayed
+// SGD from the versions the schedule declares. Batch norm uses each microbatch's statistics in
+// the executor and the references alike, so the comparison on resnet8 is exact too.
+// Also: measured results have the simulator's schema, and bad input gives clear errors.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "pipetwin/exec/cpu/cpu_executor.hpp"
+#include "pipetwin/models/error.hpp"
+#include "pipetwin/schedule/registry.hpp"
+#include "training_reference.hpp"
+
+namespace pipetwin {
+namespace {
+
+struct Case {
+  std::string model;
+  std::vector<std::string> params;
+};
+
+GraphConfig config_for(const Case& c, const std::string& schedule, int processors, int microbatches, int minibatches,
+                       std::vector<std::string> extra = {}) {
+  GraphConfig config;
+  config.model = c.model;
+  config.schedule = schedule;
+  config.hardware = "cpu-core";
+  config.processors = processors;
+  config.microbatches = microbatches;
+  config.minibatches = minibatches;
+  config.params = c.params;
+  config.params.insert(config.params.end(), extra.begin(), extra.end());
+  return config;
+}
+
+const Case kMlp{"mlp", {"widths=24,16,12,10,6", "batch=8"}};
+const Case kLenet{"lenet5", {"batch=4"}};
+const Case kResnet{"resnet8", {"batch=4"}};
+
+struct Trained {
+  TaskGraph graph;
+  Network network;
+  cpu::TrainingRun run;
+};
+
+Trained train(const GraphConfig& config, const Dataset& data, double learning_rate = 0.05, double momentum = 0.0) {
+  const ScheduleRequest request = make_request(config);
+  Trained t{make_graph(config), request.network, {}};
+  const BatchSampler sampler(data, request.network.batch, config.microbatches, config.minibatches, 7);
+  cpu::TrainingOptions options;
+  options.learning_rate = learning_rate;
+  options.momentum = momentum;
+  t.run = cpu::run_cpu(t.graph, t.network, sampler, options);
+  return t;
+}
+
+Dataset data_for(const Case& c) {
+  const Network net = make_request(config_for(c, "sequential", 1, 1, 1)).network;
+  const std::int32_t classes = static_cast<std::int32_t>(shape_elements(net.layers.back().output_shape) > 1
+                                                             ? shape_elements(net.layers.back().output_shape)
+                                                             : net.layers.back().dense.out_features);
+  return synthetic_dataset(net.input_shape, classes, 64, 3);
+}
+
+}  // namespace
+
+TEST_CASE("sync: synchronous schedules give the weights of sequential SGD with gradient accumulation") {
+  const int steps = 10, M = 4;
+  for (const Case& c : {kMlp, kLenet, kResnet}) {
+    const Dataset data = data_for(c);
+    for (const std::string schedule : {"sequential", "gpipe", "1f1b", "zb-h1", "zb-h2", "interleaved-1f1b"}) {
+      for (const int P : {1, 2, 3}) {
+        if (schedule == "interleaved-1f1b" && (P == 3 || c.model == "resnet8")) continue;  // M % P, chunks*P stages
+        CAPTURE(c.model);
+        CAPTURE(schedule);
+        CAPTURE(P);
+        const double momentum = schedule == "1f1b" ? 0.9 : 0.0;
+        const Trained t = train(config_for(c, schedule, P, M, steps), data, 0.05, momentum);
+        const BatchSampler sampler(data, t.network.batch, M, steps, 7);
+        const auto expected = test::sequential_sgd(t.network, sampler, steps, M, {0.05, momentum}, t.run.initial_weights);
+        CHECK(test::max_relative_difference(t.run.final_weights, expected) < 1e-5);
+        // Training moved the weights (so the comparison means something).
+        CHECK(test::max_relative_difference(t.run.final_weights, t.run.initial_weights) > 1e-3);
+      }
+    }
+  }
+}
+
+TEST_CASE("async: asynchronous schedules give exactly the weights of a delayed-SGD replay of their declared versions") {
+  const int steps = 10;
+  for (const Case& c : {kMlp, kLenet, kResnet}) {
+    const Dataset data = data_for(c);
+    struct Async { std::string schedule; int P; int M; std::vector<std::string> params; };
+    const std::vector<Async> runs = {
+        {"pipedream", 2, 1, {}}, {"pipedream", 3, 2, {}}, {"pipedream-2bw", 2, 2, {}},
+        {"layerpipe", 2, 1, {}}, {"layerpipe", 3, 2, {"ba_parts=2"}}, {"stale-weights", 2, 1, {}},
+        {"stale-weights", 3, 1, {"hybrid=0.5"}}, {"pipefb", 2, 1, {}}, {"pipefb", 4, 1, {}},
+        {"layerwise-merge", 2, 1, {}}};
+    for (const auto& a : runs) {
+      if (c.model == "resnet8" && a.P > 2) continue;  // keep the test quick
+      CAPTURE(c.model);
+      CAPTURE(a.schedule);
+      CAPTURE(a.P);
+      const Trained t = train(config_for(c, a.schedule, a.P, a.M, steps, a.params), data);
+      const BatchSampler sampler(data, t.network.batch, a.M, steps, 7);
+      const auto expected = test::delayed_sgd_replay(t.graph, t.network, sampler, {0.05, 0.0}, t.run.initial_weights);
+      CHECK(test::max_relative_difference(t.run.final_weights, expected) == 0.0);  // bit for bit
+      CHECK(test::max_relative_difference(t.run.final_weights, t.run.initial_weights) > 1e-3);
+    }
+  }
+}
+
+TEST_CASE("the staleness is real: an asynchronous schedule differs from sequential SGD") {
+  const Dataset data = data_for(kMlp);
+  const Trained t = train(config_for(kMlp, "pipedream", 3, 1, 10), data);
+  const BatchSampler sampler(data, t.network.batch, 1, 10, 7);
+  const auto sequential = test::sequential_sgd(t.network, sampler, 10, 1, {0.05, 0.0}, t.run.initial_weights);
+  CHECK(test::max_relative_difference(t.run.final_weights, sequential) > 1e-4);
+}
+
+TEST_CASE("a measured result has the simulator's schema, real memory peaks and a loss per minibatch") {
+  const Dataset data = data_for(kMlp);
+  std::atomic<int> progress{0};
+  const GraphConfig config = config_for(kMlp, "1f1b", 2, 4, 3, {"offload=true"});
+  const ScheduleRequest request = make_request(config);
+  const TaskGraph graph = make_graph(config);
+  const BatchSampler sampler(data, request.network.batch, 4, 3, 7);
+  cpu::TrainingOptions options;
+  options.on_minibatch = [&](std::int32_t done) { progress = std::max(progress.load(), static_cast<int>(done)); };
+  const cpu::TrainingRun run = cpu::run_cpu(graph, request.network, sampler, options);
+  CHECK(run.result.engine == "cpu");
+  REQUIRE(run.result.tasks.size() == graph.tasks.size());
+  for (const auto& t : graph.tasks) {
+    for (const auto d : t.deps) CHECK(run.result.tasks[static_cast<std::size_t>(d)].end_cycles <= run.result.tasks[static_cast<std::size_t>(t.id)].start_cycles);
+  }
+  CHECK(run.result.total_cycles > 0);
+  CHECK(run.result.iteration_s > 0);
+  REQUIRE(run.result.peak_memory_bytes.size() == 2);
+  // At least the stage's weights (one version) are held on each processor.
+  for (int p = 0; p < 2; ++p) CHECK(run.result.peak_memory_bytes[static_cast<std::size_t>(p)] > 0);
+  CHECK(run.result.host_peak_memory_bytes > 0);  // activations went through host memory
+  CHECK(run.minibatch_loss.size() == 3);
+  CHECK(progress == 3);
+  for (const double loss : run.minibatch_loss) CHECK(loss > 0);
+}
+
+TEST_CASE("bad input: memory beyond capacity, divergence, missing dataset") {
+  const Dataset data = data_for(kMlp);
+  SUBCASE("a graph that declares more memory than a processor has") {
+    CHECK_THROWS_WITH_AS(train(config_for(kMlp, "gpipe", 2, 4, 2, {"hardware.memory_bytes=2000"}), data),
+                         doctest::Contains("out of memory on p"), Error);
+  }
+  SUBCASE("a NaN loss") {
+    CHECK_THROWS_WITH_AS(train(config_for(kMlp, "1f1b", 2, 2, 20), data, 1e30),
+                         doctest::Contains("training diverged"), Error);
+  }
+  SUBCASE("a missing or broken dataset file") {
+    CHECK_THROWS_WITH_AS(load_fashion_mnist("/nonexistent", "train"), doctest::Contains("Fashion-MNIST not found"), Error);
+    const std::string dir = (std::filesystem::temp_directory_path() / ("pipetwin_idx_" + std::to_string(::getpid()))).string();
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/train-images-idx3-ubyte") << "not an idx file";
+    std::ofstream(dir + "/train-labels-idx1-ubyte") << "nor this";
+    CHECK_THROWS_WITH_AS(load_fashion_mnist(dir, "train"), doctest::Contains("is not an IDX image file"), Error);
+    std::filesystem::remove_all(dir);
+  }
+  SUBCASE("a network the executor cannot run") {
+    GraphConfig config = config_for({"gpt", {"layers=2", "hidden=8", "heads=2", "seq=4", "vocab=16", "batch=2"}}, "sequential", 1, 1, 1);
+    const ScheduleRequest request = make_request(config);
+    CHECK_THROWS_WITH_AS(cpu::initial_weights(request.network, 1), doctest::Contains("the CPU executor does not run"), Error);
+  }
+}
+
+TEST_CASE("Fashion-MNIST from Debian's dataset-fashion-mnist, when installed") {
+  if (!std::filesystem::exists(kFashionMnistDir)) {
+    MESSAGE("skipped: " << kFashionMnistDir << " not present (apt-get install dataset-fashion-mnist)");
+    return;
+  }
+  const Dataset test = load_fashion_mnist(kFashionMnistDir, "test");
+  CHECK(test.size() == 10000);
+  CHECK(test.classes == 10);
+  CHECK(test.sample_shape == std::vector<std::int64_t>{1, 28, 28});
+  // Balanced classes: 1000 each in the test split.
+  std::vector<int> counts(10, 0);
+  for (const auto label : test.labels) ++counts[static_cast<std::size_t>(label)];
+  for (const auto count : counts) CHECK(count == 1000);
+}
+
+}  // namespace pipetwin

@@ -1,0 +1,192 @@
+// Every backward of the CPU executor's layer kernels against central finite differences of its
+// forward, in double-checked float: the scalar probed is sum(forward(x) .* r) for a fixed random r.
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <random>
+
+#include "pipetwin/exec/cpu/kernels.hpp"
+#include "pipetwin/exec/cpu/layer_op.hpp"
+#include "pipetwin/models/layer.hpp"
+
+namespace pipetwin::cpu {
+namespace {
+
+Matrix random_matrix(Eigen::Index rows, Eigen::Index cols, std::uint64_t seed) {
+  std::mt19937_64 generator(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Matrix m(rows, cols);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = normal(generator);
+  return m;
+}
+
+// Numerical gradient of f at x (f returns a double), central differences.
+Matrix numerical_gradient(const std::function<double(const Matrix&)>& f, Matrix x, float step = 1e-2f) {
+  Matrix grad(x.rows(), x.cols());
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    const float saved = x.data()[i];
+    x.data()[i] = saved + step;
+    const double plus = f(x);
+    x.data()[i] = saved - step;
+    const double minus = f(x);
+    x.data()[i] = saved;
+    grad.data()[i] = static_cast<float>((plus - minus) / (2.0 * step));
+  }
+  return grad;
+}
+
+double relative_error(const Matrix& analytic, const Matrix& numeric) {
+  return static_cast<double>((analytic - numeric).norm()) / std::max(1e-6, static_cast<double>(numeric.norm()));
+}
+
+double probe(const Matrix& y, const Matrix& r) { return static_cast<double>((y.cast<double>().array() * r.cast<double>().array()).sum()); }
+
+constexpr double kTolerance = 2e-3;
+
+}  // namespace
+
+TEST_CASE("dense backward matches finite differences") {
+  const Matrix w = random_matrix(5, 7, 1), x = random_matrix(7, 3, 2), r = random_matrix(5, 3, 3);
+  const Vector b = random_matrix(5, 1, 4);
+  const Matrix dx = dense_backward_input(w, r);
+  Matrix dw(5, 7);
+  Vector db;
+  dense_backward_weight(x, r, dw, &db);
+  CHECK(relative_error(dx, numerical_gradient([&](const Matrix& v) { return probe(dense_forward(w, b, v), r); }, x)) < kTolerance);
+  CHECK(relative_error(dw, numerical_gradient([&](const Matrix& v) { return probe(dense_forward(v, b, x), r); }, w)) < kTolerance);
+  CHECK(relative_error(db, numerical_gradient([&](const Matrix& v) { return probe(dense_forward(w, Vector(v), x), r); }, b)) < kTolerance);
+}
+
+TEST_CASE("conv2d backward matches finite differences (stride 2, padding 1)") {
+  const ConvGeometry g{2, 6, 5, 3, 3, 2, 1};
+  const Matrix w = random_matrix(g.out_channels, g.patch(), 5), x = random_matrix(2 * 6 * 5, 2, 6);
+  const Vector b = random_matrix(3, 1, 7);
+  const Matrix r = random_matrix(g.out_channels * g.out_height() * g.out_width(), 2, 8);
+  const Matrix dx = conv2d_backward_input(g, w, r);
+  Matrix dw(g.out_channels, g.patch());
+  Vector db;
+  conv2d_backward_weight(g, x, r, dw, &db);
+  CHECK(relative_error(dx, numerical_gradient([&](const Matrix& v) { return probe(conv2d_forward(g, w, b, v), r); }, x)) < kTolerance);
+  CHECK(relative_error(dw, numerical_gradient([&](const Matrix& v) { return probe(conv2d_forward(g, v, b, x), r); }, w)) < kTolerance);
+  CHECK(relative_error(db, numerical_gradient([&](const Matrix& v) { return probe(conv2d_forward(g, w, Vector(v), x), r); }, b)) < kTolerance);
+}
+
+TEST_CASE("conv2d forward equals a direct convolution") {
+  const ConvGeometry g{2, 4, 4, 2, 3, 1, 1};
+  const Matrix w = random_matrix(2, g.patch(), 9), x = random_matrix(32, 1, 10);
+  const Matrix y = conv2d_forward(g, w, Vector(), x);
+  for (int o = 0; o < 2; ++o) {
+    for (int i = 0; i < 4; ++i) {
+      for (int j = 0; j < 4; ++j) {
+        double sum = 0;
+        for (int c = 0; c < 2; ++c)
+          for (int a = 0; a < 3; ++a)
+            for (int bb = 0; bb < 3; ++bb) {
+              const int yy = i - 1 + a, xx = j - 1 + bb;
+              if (yy >= 0 && yy < 4 && xx >= 0 && xx < 4) sum += w(o, (c * 3 + a) * 3 + bb) * x((c * 4 + yy) * 4 + xx, 0);
+            }
+        CHECK(y((o * 4 + i) * 4 + j, 0) == doctest::Approx(sum).epsilon(1e-5));
+      }
+    }
+  }
+}
+
+TEST_CASE("batch norm backward matches finite differences") {
+  const std::int64_t channels = 3;
+  const Matrix z = random_matrix(channels * 4, 5, 11), r = random_matrix(channels * 4, 5, 12);
+  const Vector gamma = random_matrix(channels, 1, 13), beta = random_matrix(channels, 1, 14);
+  BatchNormStash stash;
+  batch_norm_forward(channels, gamma, beta, z, stash);
+  Vector dgamma, dbeta;
+  const Matrix dz = batch_norm_backward(channels, gamma, stash, r, &dgamma, &dbeta);
+  auto f = [&](const Matrix& zz, const Vector& gg, const Vector& bb) {
+    BatchNormStash s;
+    return probe(batch_norm_forward(channels, gg, bb, zz, s), r);
+  };
+  CHECK(relative_error(dz, numerical_gradient([&](const Matrix& v) { return f(v, gamma, beta); }, z, 1e-2f)) < 5e-3);
+  CHECK(relative_error(dgamma, numerical_gradient([&](const Matrix& v) { return f(z, Vector(v), beta); }, gamma)) < kTolerance);
+  CHECK(relative_error(dbeta, numerical_gradient([&](const Matrix& v) { return f(z, gamma, Vector(v)); }, beta)) < kTolerance);
+}
+
+TEST_CASE("relu, pooling and the residual shortcut backward match finite differences") {
+  // Inputs kept away from the kinks (|x| >= 0.1, distinct values in each window).
+  Matrix x = random_matrix(2 * 6 * 6, 2, 15);
+  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] += (x.data()[i] >= 0 ? 0.1f : -0.1f) + 0.01f * static_cast<float>(i % 7);
+  const Matrix r6 = random_matrix(2 * 6 * 6, 2, 16);
+  {
+    Matrix y = x;
+    relu_forward(y);
+    const Matrix dx = relu_backward(y, r6);
+    CHECK(relative_error(dx, numerical_gradient([&](const Matrix& v) { Matrix t = v; relu_forward(t); return probe(t, r6); }, x, 1e-2f)) < kTolerance);
+  }
+  for (const PoolKind kind : {PoolKind::max, PoolKind::avg, PoolKind::global_avg}) {
+    CAPTURE(static_cast<int>(kind));
+    const PoolGeometry g{kind, 2, 6, 6, 3, 2};
+    std::vector<std::int32_t> argmax;
+    const Matrix y = pool_forward(g, x, &argmax);
+    const Matrix r = random_matrix(y.rows(), y.cols(), 17);
+    const Matrix dx = pool_backward(g, r, argmax);
+    CHECK(relative_error(dx, numerical_gradient([&](const Matrix& v) { return probe(pool_forward(g, v, nullptr), r); }, x, 1e-3f)) < kTolerance);
+  }
+  const ShortcutGeometry s{2, 6, 6, 4, 3, 3};
+  const Matrix rs = random_matrix(4 * 3 * 3, 2, 18);
+  CHECK(relative_error(shortcut_backward(s, rs),
+                       numerical_gradient([&](const Matrix& v) { return probe(shortcut_forward(s, v), rs); }, x)) < kTolerance);
+}
+
+TEST_CASE("softmax cross-entropy gradient matches finite differences") {
+  const Matrix logits = random_matrix(6, 4, 19);
+  const std::vector<std::int32_t> labels{0, 3, 5, 1};
+  Matrix d;
+  softmax_cross_entropy(logits, labels, 4.0, &d);
+  const Matrix numeric = numerical_gradient([&](const Matrix& v) { return softmax_cross_entropy(v, labels, 4.0, nullptr) / 4.0; }, logits, 1e-2f);
+  CHECK(relative_error(d, numeric) < kTolerance);
+}
+
+TEST_CASE("a whole residual conv layer (conv, batch norm, shortcut, ReLU, pooling): BA and BW match finite differences") {
+  // Block input 2x6x6 -> conv1 (4 channels, stride 2) -> conv2 adds the option-A shortcut, pools.
+  Conv2dSpec first;
+  first.out_channels = 4;
+  first.kernel = 3;
+  first.stride = 2;
+  first.padding = 1;
+  first.bias = false;
+  first.batch_norm = true;
+  Conv2dSpec second = first;
+  second.stride = 1;
+  second.residual_add = true;
+  second.pool.kind = "avg";
+  second.pool.kernel = 3;
+  second.pool.stride = 3;
+  const Layer l1 = conv2d_layer("conv1", {2, 6, 6}, first, 4);
+  const Layer l2 = conv2d_layer("conv2", l1.output_shape, second, 4);
+  const auto ops = make_layer_ops({l1, l2});
+  const Vector p1 = ops[0].initial_parameters(1), p2 = ops[1].initial_parameters(2) + Vector(random_matrix(ops[1].parameter_count(), 1, 3)) * 0.1f;
+  const Matrix x = random_matrix(72, 3, 20);
+  const Matrix r = random_matrix(shape_elements(l2.output_shape), 3, 21);
+  auto loss = [&](const Matrix& input, const Vector& q2) {
+    Activation a{input, Matrix()};
+    LayerStash s1, s2;
+    a = ops[0].forward(p1, a, s1, nullptr, 1, nullptr);
+    a = ops[1].forward(q2, a, s2, nullptr, 1, nullptr);
+    return probe(a.main, r);
+  };
+  Activation a{x, Matrix()};
+  LayerStash s1, s2;
+  const Activation h = ops[0].forward(p1, a, s1, nullptr, 1, nullptr);
+  ops[1].forward(p2, h, s2, nullptr, 1, nullptr);
+  const Gradient out{r, Matrix(), 0};
+  const Gradient g2 = ops[1].backward_input(p2, s2, &out, 0, 3);
+  const Gradient g1 = ops[0].backward_input(p1, s1, &g2, 0, 3);
+  const Vector dp2 = ops[1].backward_weight(p2, s2, &out);
+  CHECK(relative_error(g1.main, numerical_gradient([&](const Matrix& v) { return loss(v, p2); }, x, 2e-3f)) < 1e-2);
+  CHECK(relative_error(dp2, numerical_gradient([&](const Matrix& v) { return loss(x, Vector(v)); }, p2, 2e-3f)) < 1e-2);
+  // BA parts: slices of the samples put together give the whole.
+  const Gradient first_part = ops[1].backward_input(p2, s2, &out, 0, 1);
+  const Gradient second_part = ops[1].backward_input(p2, s2, &out, 1, 3);
+  CHECK(second_part.first_sample == 1);
+  CHECK((first_part.main - g2.main.leftCols(1)).norm() <= 1e-6f * g2.main.norm());
+  CHECK((second_part.main - g2.main.rightCols(2)).norm() <= 1e-6f * g2.main.norm());
+}
+
+}  // namespace pipetwin::cpu
