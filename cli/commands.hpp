@@ -10,6 +10,9 @@ void add_timing_commands(CLI::App& app);    // evaluate (analytic), simulate (Sy
 void add_show_command(CLI::App& app);       // show -> ASCII space-time diagram
 void add_sweep_command(CLI::App& app);      // sweep -> schedules x processor counts, in parallel
 void add_import_command(CLI::App& app);     // import-schedule -> a PyTorch schedule CSV as a graph
-void add_devices_command(CLI::App& app);    // devices -> CPU cores and CUDA devices
+void add_devices_command(CLI::App& app);
+void add_run_command(CLI::App& app);        // run -> train under a schedule on an executor, measured
+void add_profile_command(CLI::App& app);    // profile -> a calibration table
+void add_validate_command(CLI::App& app);   // validate -> predicted against measured    // devices -> CPU cores and CUDA devices
 
 }  // namespace pipetwin::cli

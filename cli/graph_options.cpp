@@ -1,6 +1,8 @@
 // Shared graph options and the --procs list syntax.
 #include "graph_options.hpp"
 
+#include <sstream>
+
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/params.hpp"
 
@@ -29,6 +31,23 @@ void add_graph_options(CLI::App& command, GraphOptions& options, const std::stri
                      "key=value for the model, hardware or schedule (repeatable), e.g. batch=64, "
                      "precision=tf32, cuts=18,36; prefix with model./hardware./schedule. if ambiguous")
       ->take_all();
+  command.add_option("--calibration", options.config.calibration_file,
+                     "calibration table from `pipetwin profile`: measured task times replace the "
+                     "hardware profile's roofline")
+      ->check(CLI::ExistingFile);
+}
+
+std::vector<std::string> parse_schedule_list(const std::string& text) {
+  if (text == "all") return standalone_schedule_names();
+  std::vector<std::string> names;
+  std::stringstream in(text);
+  for (std::string name; std::getline(in, name, ',');) {
+    if (name.empty()) throw Error("--schedules: empty name in '" + text + "'");
+    find_schedule(name);  // throws with a suggestion
+    names.push_back(name);
+  }
+  if (names.empty()) throw Error("--schedules: give at least one schedule");
+  return names;
 }
 
 std::vector<int> parse_procs(const std::string& text) {

@@ -21,4 +21,8 @@ void add_graph_options(CLI::App& command, GraphOptions& options, const std::stri
 // "1-9" -> 1..9, "1,2,4-8" -> 1,2,4,5,6,7,8; throws on anything else or on counts < 1.
 std::vector<int> parse_procs(const std::string& text);
 
+// "gpipe,1f1b" -> the names, each checked (with a suggestion when unknown); "all" -> every
+// standalone schedule.
+std::vector<std::string> parse_schedule_list(const std::string& text);
+
 }  // namespace pipetwin::cli

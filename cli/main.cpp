@@ -24,6 +24,9 @@ int main(int argc, char** argv) {
   pipetwin::cli::add_sweep_command(app);
   pipetwin::cli::add_import_command(app);
   pipetwin::cli::add_devices_command(app);
+  pipetwin::cli::add_run_command(app);
+  pipetwin::cli::add_profile_command(app);
+  pipetwin::cli::add_validate_command(app);
   if (argc < 2) {
     std::cout << app.help();
     return 1;

@@ -41,18 +41,6 @@ struct Row {
   std::string error;
 };
 
-std::vector<std::string> split_names(const std::string& text) {
-  if (text == "all") return standalone_schedule_names();
-  std::vector<std::string> names;
-  std::stringstream in(text);
-  for (std::string name; std::getline(in, name, ',');) {
-    if (name.empty()) throw Error("--schedules: empty name in '" + text + "'");
-    find_schedule(name);  // throws with a suggestion
-    names.push_back(name);
-  }
-  return names;
-}
-
 // One configuration, in a worker: a JSON line with the summary, or the error.
 std::string run_one(const std::string& engine, const GraphConfig& config) {
   try {
@@ -90,7 +78,7 @@ std::string csv_escape(const std::string& text) {
 
 void run(const SweepOptions& options) {
   check_engine(options.engine);
-  const auto schedules = split_names(options.schedules);
+  const auto schedules = parse_schedule_list(options.schedules);
   if (!options.baseline.empty()) find_schedule(options.baseline);
   const auto counts = parse_procs(options.graph.procs);
   const int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

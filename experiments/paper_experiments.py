@@ -400,6 +400,10 @@ def main():
                     "`shared/research/seed-papers.md` (only abstracts and a few tables were available; the methods "
                     "of LayerPipe, PipeFB and Akintoye et al. are reconstructions, documented in `docs/schedules/`).\n\n")
             f.write("\n".join(sections))
+            # The staleness-accuracy section (experiments/staleness_accuracy.py: real training) is kept.
+            accuracy = os.path.join(RESULTS, "staleness-accuracy.md")
+            if os.path.exists(accuracy):
+                f.write("\n" + open(accuracy, encoding="utf-8").read())
         print("wrote docs/results.md")
 
 

@@ -572,9 +572,11 @@ TrainingRun run_cpu(const TaskGraph& graph, const Network& network, const BatchS
     throw Error("dataset " + data.data().name + " has samples of " + shape_to_string(data.data().sample_shape) +
                 ", but " + network.name + " takes " + shape_to_string(network.input_shape));
   }
+  make_layer_ops(network.layers);  // throws, naming the layer, for what the executor cannot run
   const Layer& last = network.layers.back();
-  if (shape_elements(last.output_shape) < data.data().classes && last.dense.out_features < data.data().classes) {
-    throw Error(network.name + " has fewer outputs than dataset " + data.data().name + " has classes");
+  if (last.dense.out_features < data.data().classes) {
+    throw Error(network.name + " has " + std::to_string(last.dense.out_features) + " outputs, but dataset " +
+                data.data().name + " has " + std::to_string(data.data().classes) + " classes");
   }
   Execution execution(graph, network, data, options);
   return execution.run();

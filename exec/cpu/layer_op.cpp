@@ -164,6 +164,12 @@ Activation LayerOp::forward(const Vector& params, const Activation& in, LayerSta
   return out;
 }
 
+Matrix LayerOp::logits(const Vector& params, const Activation& in) const {
+  if (conv_ || !layer_.dense.loss) throw Error("internal: logits of a layer without a loss");
+  const Eigen::Map<const Matrix> w(params.data(), weight_rows_, weight_cols_);
+  return dense_forward(w, segment_or_empty(params, layer_.dense.bias ? weight_rows_ * weight_cols_ : -1, channels_), in.main);
+}
+
 Matrix LayerOp::linear_output_gradient(const Vector& params, const LayerStash& stash, const Gradient* out,
                                        Matrix* shortcut_grad, Vector* dgamma, Vector* dbeta) const {
   if (!conv_ && layer_.dense.loss) return stash.loss_gradient;

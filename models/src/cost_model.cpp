@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "pipetwin/models/calibration.hpp"
 #include "pipetwin/models/error.hpp"
 
 namespace pipetwin {
@@ -50,6 +51,7 @@ std::int64_t layer_work_cycles(const HardwareProfile& hw, const Layer& layer, Ta
   if (hw.cost_model == CostModelKind::unit) {
     return (kind == TaskKind::U) ? 0 : 1;
   }
+  if (hw.calibration) return ceil_cycles(calibrated_seconds(*hw.calibration, layer, kind, samples) * hw.clock_hz());
   const LayerWork work = layer_work(layer, kind, samples);
   if (work.flops <= 0 && work.bytes <= 0) return 0;  // nothing to launch
   const ProcessorSpec& p = hw.processor;
@@ -72,14 +74,16 @@ std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, 
     cycles += layer_work_cycles(hw, net.layers[l], kind, samples);
   }
   if (hw.cost_model == CostModelKind::roofline && cycles > 0) {
-    cycles += ceil_cycles(hw.processor.task_overhead_s * hw.processor.clock_hz);
+    const double overhead_s = hw.calibration ? hw.calibration->task_overhead_s : hw.processor.task_overhead_s;
+    cycles += ceil_cycles(overhead_s * hw.processor.clock_hz);
   }
   return cycles;
 }
 
 std::int64_t memory_traffic_cycles(const HardwareProfile& hw, const Network& net, TaskKind kind,
                                    int first_layer, int last_layer, std::int64_t samples) {
-  if (hw.cost_model == CostModelKind::unit) return 0;
+  // Calibrated times were measured with the memory traffic in them.
+  if (hw.cost_model == CostModelKind::unit || hw.calibration) return 0;
   if (kind == TaskKind::B) {
     return memory_traffic_cycles(hw, net, TaskKind::BA, first_layer, last_layer, samples) +
            memory_traffic_cycles(hw, net, TaskKind::BW, first_layer, last_layer, samples);

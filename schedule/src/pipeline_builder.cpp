@@ -213,7 +213,6 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
       const std::int32_t arrival = transfer(previous, id, bytes);  // may grow g.tasks
       g.tasks[id].deps.push_back(arrival);
     }
-    order_links_by_earliest_start(g);  // weights were added after the activations they overtake
   }
   for (const auto& [key, id] : input_grad) {
     const auto [s, k, m] = key;
@@ -224,8 +223,8 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
       const std::int32_t arrival = transfer(next, id, bytes);  // may grow g.tasks
       g.tasks[id].deps.push_back(arrival);
     }
-    order_links_by_earliest_start(g);  // weights were added after the activations they overtake
   }
+  order_links_by_earliest_start(g);  // link orders by earliest start, whatever the creation order
   if (split_stages || request.params.get_bool("offload", false)) {
     // Activation offload: after each forward its stash goes to host memory (freed on the device
     // when the copy ends) and comes back, to the processor of the backward that needs it, before

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "pipetwin/models/calibration.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/names.hpp"
 #include "pipetwin/models/network_registry.hpp"
@@ -129,6 +130,21 @@ GraphConfig without_other_schedules_params(GraphConfig config) {
   return config;
 }
 
+void attach_calibration(HardwareProfile& hardware, const Calibration& calibration, const Network& network) {
+  if (hardware.cost_model == CostModelKind::unit) throw Error("hardware " + hardware.name + " uses the unit cost model; a calibration table needs a roofline profile");
+  check_calibration_covers(calibration, network);
+  if (calibration.copy_bytes_per_s > 0) {
+    hardware.link.bytes_per_s = calibration.copy_bytes_per_s;
+    hardware.host_link.bytes_per_s = calibration.copy_bytes_per_s;
+  }
+  if (calibration.copy_latency_s >= 0) {
+    hardware.link.latency_s = calibration.copy_latency_s;
+    hardware.host_link.latency_s = calibration.copy_latency_s;
+  }
+  hardware.description += " (calibrated by " + calibration.source + ")";
+  hardware.calibration = std::make_shared<const Calibration>(calibration);
+}
+
 ScheduleRequest make_request(const GraphConfig& config) {
   const ScheduleEntry& entry = find_schedule(config.schedule);
   const std::vector<ParamSpec> model_specs = network_params(config.model);
@@ -180,6 +196,11 @@ ScheduleRequest make_request(const GraphConfig& config) {
   ScheduleRequest request;
   request.network = make_network(config.model, model_params);
   request.hardware = make_hardware(config.hardware, hardware_params_);
+  if (config.calibration) {
+    attach_calibration(request.hardware, *config.calibration, request.network);
+  } else if (!config.calibration_file.empty()) {
+    attach_calibration(request.hardware, load_calibration(config.calibration_file), request.network);
+  }
   request.processors = config.processors;
   request.microbatches = config.microbatches;
   request.minibatches = config.minibatches;

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,8 @@ struct ProcessorSpec {
   bool shared_memory_system = false;  // processors share one memory system (SM partitions)
 };
 
+struct Calibration;  // calibration.hpp
+
 struct HardwareProfile {
   std::string name;
   std::string description;
@@ -49,6 +52,8 @@ struct HardwareProfile {
   std::string topology = "fully-connected";  // chain, ring, fully-connected, switch
   std::int64_t host_memory_bytes = 0;  // host memory reachable over host_link, for offload
   bool validated = false;              // checked against measurement?
+  // Measured task times replacing the roofline (calibration.hpp), when attached.
+  std::shared_ptr<const Calibration> calibration;
 
   double clock_hz() const { return processor.clock_hz; }
   double seconds(std::int64_t cycles) const { return static_cast<double>(cycles) / clock_hz(); }

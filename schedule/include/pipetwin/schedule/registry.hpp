@@ -3,6 +3,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,12 +50,19 @@ struct GraphConfig {
   // key=value items; a key goes to whichever of model, hardware and schedule declares it, or
   // to the one its prefix names (model.batch=64, hardware.efficiency=0.5, schedule.cuts=3,7).
   std::vector<std::string> params;
+  // A calibration table (pipetwin profile) replacing the hardware's roofline; empty for none.
+  std::string calibration_file;
+  // The same, already in memory (wins over the file).
+  std::shared_ptr<const Calibration> calibration;
 };
 
 TaskGraph make_graph(const GraphConfig& config);
 // What make_graph generates from: the network, hardware and schedule parameters `config` names
 // (engines that run real layers need the network).
 ScheduleRequest make_request(const GraphConfig& config);
+// Attaches a calibration table to `hardware` (its times replace the roofline, its copy bandwidth
+// the links'); throws unless it covers every layer of `network`.
+void attach_calibration(HardwareProfile& hardware, const Calibration& calibration, const Network& network);
 
 // For runs of several schedules with one parameter list (sweeps): `config` without the parameters
 // that only other registered schedules take (so tolerance=0.1 reaches layerwise-merge and is not

@@ -53,6 +53,8 @@ class LayerOp {
   // of (loss / loss_scale).
   Activation forward(const Vector& params, const Activation& in, LayerStash& stash,
                      const std::vector<std::int32_t>* labels, double loss_scale, double* loss) const;
+  // The loss layer's logits [classes x n] (no loss, no stash): for measuring accuracy.
+  Matrix logits(const Vector& params, const Activation& in) const;
   // Gradient at the input for samples [begin, end); `out` is the gradient at the output
   // (assembled over all samples), null for the loss layer.
   Gradient backward_input(const Vector& params, const LayerStash& stash, const Gradient* out,

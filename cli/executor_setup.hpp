@@ -1,0 +1,33 @@
+// What `run`, `profile` and `validate` share: the --device check, the training options, and the
+// data a network trains on (Fashion-MNIST where the network takes 28x28 images, else synthetic).
+#pragma once
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "pipetwin/exec/cpu/cpu_executor.hpp"
+#include "pipetwin/exec/dataset.hpp"
+
+namespace pipetwin::cli {
+
+struct ExecutorOptions {
+  std::string device = "cpu";
+  std::string data = "auto";
+  std::string data_dir = kFashionMnistDir;
+  double learning_rate = 0.05;
+  double momentum = 0;
+  std::uint64_t seed = 1;
+};
+
+void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with_training);
+
+// Throws unless the device can run here: "cpu", or "cuda" with a clear word on why not.
+void check_device(const std::string& device);
+
+// The training split (or "test") for `network`: fashion-mnist, synthetic, or auto.
+std::unique_ptr<Dataset> load_data(const ExecutorOptions& options, const Network& network, const std::string& split);
+
+cpu::TrainingOptions training_options(const ExecutorOptions& options);
+
+}  // namespace pipetwin::cli

@@ -1,0 +1,13 @@
+// Profiling a network on the CPU into a calibration table (used by `profile` and by `validate`
+// when it is given no table).
+#pragma once
+#include "executor_setup.hpp"
+#include "pipetwin/models/calibration.hpp"
+#include "pipetwin/schedule/registry.hpp"
+
+namespace pipetwin::cli {
+
+Calibration profile_cpu_calibration(const GraphConfig& config, const ExecutorOptions& executor, int repeats,
+                                    bool progress);
+
+}  // namespace pipetwin::cli

@@ -1,0 +1,71 @@
+// `pipetwin profile --device cpu`: times F, BA, BW and U of every layer on one processor, the
+// executor's cost per task and its copy bandwidth, and writes the calibration table that
+// `--calibration` feeds to evaluate / simulate / sweep / validate.
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "executor_setup.hpp"
+#include "output_file.hpp"
+#include "profile_calibration.hpp"
+#include "pipetwin/models/error.hpp"
+#include "table.hpp"
+
+namespace pipetwin::cli {
+namespace {
+
+struct ProfileCommandOptions {
+  GraphConfig config;
+  ExecutorOptions executor;
+  int repeats = 16;
+  std::string output;
+  bool quiet = false;
+};
+
+void run(const ProfileCommandOptions& options) {
+  check_device(options.executor.device);
+  GraphConfig config = options.config;
+  if (config.microbatches < 1) throw Error("--microbatches must be at least 1");
+  const ScheduleRequest request = make_request(config);
+  const std::string output = options.output.empty() ? "calibration-" + request.network.name + "-cpu.json" : options.output;
+  const Calibration calibration = profile_cpu_calibration(config, options.executor, options.repeats, !options.quiet);
+  const double us = 1e6;
+  Table table({"layer", "F_us", "BA_us", "BW_us", "U_us"});
+  for (const auto& layer : request.network.layers) {
+    const LayerTimes& t = calibration.layers.at(layer.name);
+    table.add_row({layer.name, fmt::format("{:.1f}", t.forward_s * us), fmt::format("{:.1f}", t.activation_grad_s * us),
+                   fmt::format("{:.1f}", t.weight_grad_s * us), fmt::format("{:.1f}", t.update_s * us)});
+  }
+  std::cout << fmt::format("{} · {} samples per task · {}\n", request.network.name, calibration.samples, calibration.device_name);
+  table.print(std::cout);
+  std::cout << fmt::format("task overhead {:.1f} us · copy bandwidth {:.2f} GB/s · transfer latency {:.1f} us\n",
+                           calibration.task_overhead_s * us, calibration.copy_bytes_per_s / 1e9,
+                           calibration.copy_latency_s * us);
+  write_output_file(output, calibration_to_json_text(calibration));
+  std::cout << "wrote " << output << " (use it with --calibration)\n";
+}
+
+}  // namespace
+
+void add_profile_command(CLI::App& app) {
+  auto options = std::make_shared<ProfileCommandOptions>();
+  options->config.model = "lenet5";
+  options->config.hardware = "cpu-core";
+  options->config.microbatches = 4;
+  auto* command = app.add_subcommand(
+      "profile", "time every task kind of every layer on one processor and write a calibration table");
+  command->add_option("--model,-m", options->config.model, "network from `pipetwin models`")->capture_default_str();
+  command->add_option("--microbatches", options->config.microbatches,
+                      "microbatches per minibatch: tasks are timed on batch / microbatches samples")
+      ->capture_default_str();
+  command->add_option("--param", options->config.params, "key=value for the model, e.g. batch=64")->take_all();
+  add_executor_options(*command, options->executor, false);
+  command->add_option("--repeats", options->repeats, "timings per task kind and layer: microbatches run (the median is kept)")
+      ->capture_default_str();
+  command->add_option("--output,-o", options->output, "calibration file (default calibration-<model>-cpu.json)");
+  command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");
+  command->callback([options] { run(*options); });
+}
+
+}  // namespace pipetwin::cli

@@ -1,0 +1,47 @@
+// A calibration table (DESIGN.md §6): what an executor measured for every task kind of every layer
+// on one processor, plus its per-task overhead and its copy bandwidth. Attached to a hardware
+// profile, it replaces the roofline: a layer's F / BA / BW take the measured seconds (scaled
+// linearly in samples when a task has a different microbatch), a U the measured seconds, and
+// transfers the measured bandwidth. Written by `pipetwin profile`, read by `--calibration`.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "pipetwin/models/hardware.hpp"
+#include "pipetwin/models/network.hpp"
+#include "pipetwin/models/task_kind.hpp"
+
+namespace pipetwin {
+
+struct LayerTimes {
+  double forward_s = 0;
+  double activation_grad_s = 0;
+  double weight_grad_s = 0;
+  double update_s = 0;
+};
+
+struct Calibration {
+  std::string device;             // "cpu" or "cuda"
+  std::string device_name;        // what it ran on, for the record
+  std::string network;            // the network it was measured on
+  std::int64_t samples = 1;       // samples per task when measured
+  double task_overhead_s = 0;     // per task, beyond its layers' times (the engine's own cost)
+  double copy_bytes_per_s = 0;    // transfers, offload and reload (0: keep the profile's links)
+  double copy_latency_s = -1;     // per transfer hop, beyond the copy (< 0: keep the profile's)
+  std::map<std::string, LayerTimes> layers;  // by layer name
+  std::string source;             // the file it came from
+};
+
+Calibration calibration_from_json_text(const std::string& text, const std::string& source);
+Calibration load_calibration(const std::string& path);
+std::string calibration_to_json_text(const Calibration& calibration);
+
+// Seconds of `kind` (F, BA, BW, B = BA + BW, U) for `layer` over `samples` samples; throws naming
+// the layer when the table lacks it.
+double calibrated_seconds(const Calibration& calibration, const Layer& layer, TaskKind kind, std::int64_t samples);
+
+// Throws unless every layer of `network` is in the table.
+void check_calibration_covers(const Calibration& calibration, const Network& network);
+
+}  // namespace pipetwin
