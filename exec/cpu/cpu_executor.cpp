@@ -90,6 +90,7 @@ class Execution {
   const Payload& payload(std::int32_t id) const { return *payloads_[static_cast<std::size_t>(id)]; }
   Gradient output_gradient(const Task& t, bool* found);
   void keep(const Task& t, std::unique_ptr<Payload> out, std::int32_t where);
+  void record_layer(const Task& t, std::int32_t layer, TaskKind kind, Clock::time_point begin);
 
   const TaskGraph& g_;
   const Network& net_;
@@ -121,6 +122,7 @@ class Execution {
   std::map<std::int32_t, std::vector<Vector>> accumulators_;  // per update task
   std::vector<Vector> momentum_;                               // per layer (touched by its U only)
   std::vector<double> loss_sum_;
+  std::vector<LayerTime> layer_times_;
   std::vector<std::int32_t> loss_parts_;
 };
 
@@ -130,6 +132,13 @@ void Execution::keep(const Task& t, std::unique_ptr<Payload> out, std::int32_t w
   if (t.kind == TaskKind::U) out->accounted_bytes = 0;  // the versions are accounted in the registry
   memory_.allocate(where, out->accounted_bytes, t.id);
   payloads_[static_cast<std::size_t>(t.id)] = std::move(out);
+}
+
+void Execution::record_layer(const Task& t, std::int32_t layer, TaskKind kind, Clock::time_point begin) {
+  if (!options_.record_layer_times) return;
+  const double seconds = std::chrono::duration<double>(Clock::now() - begin).count();
+  std::lock_guard<std::mutex> lock(registry_mutex_);
+  layer_times_.push_back({t.id, layer, kind, seconds});
 }
 
 VectorPtr Execution::weights(std::int32_t layer, std::int32_t version, const Task& reader) {
@@ -182,9 +191,11 @@ void Execution::forward(const Task& t, Payload& out) {
   kept->layers.resize(static_cast<std::size_t>(t.last_layer - t.first_layer + 1));
   double loss = 0;
   for (std::int32_t l = t.first_layer; l <= t.last_layer; ++l) {
+    const auto begin = Clock::now();
     const VectorPtr w = weights(l, t.version_read, t);
     in = ops_[static_cast<std::size_t>(l)].forward(*w, in, kept->layers[static_cast<std::size_t>(l - t.first_layer)],
                                                    &labels, static_cast<double>(net_.batch), &loss);
+    record_layer(t, l, TaskKind::F, begin);
   }
   if (last) {
     if (!std::isfinite(loss)) {
@@ -265,16 +276,22 @@ void Execution::backward(const Task& t, Payload& out) {
     const LayerOp& op = ops_[static_cast<std::size_t>(l)];
     const VectorPtr w = weights(l, t.version_read, t);
     const Gradient* og = (l + 1 == static_cast<std::int32_t>(net_.size())) ? nullptr : &at_output[i];
-    if (needs_weight_grad) grads[i] = op.backward_weight(*w, kept->layers[i], og);
+    if (needs_weight_grad) {
+      const auto begin = Clock::now();
+      grads[i] = op.backward_weight(*w, kept->layers[i], og);
+      record_layer(t, l, TaskKind::BW, begin);
+    }
     if (needs_input_grad && l > 0) {  // nothing needs the gradient of the network's input
-      std::int64_t begin = 0, end = n;
+      const auto begin = Clock::now();
+      std::int64_t sample_begin = 0, sample_end = n;  // the samples of this BA part
       if (l == t.first_layer) {
         const std::int32_t part = roles_.part_index[static_cast<std::size_t>(t.id)];
         const std::int32_t parts = roles_.part_count[static_cast<std::size_t>(t.id)];
-        begin = n * part / parts;
-        end = n * (part + 1) / parts;
+        sample_begin = n * part / parts;
+        sample_end = n * (part + 1) / parts;
       }
-      Gradient in = op.backward_input(*w, kept->layers[i], og, begin, end);
+      Gradient in = op.backward_input(*w, kept->layers[i], og, sample_begin, sample_end);
+      record_layer(t, l, TaskKind::BA, begin);
       if (l > t.first_layer) {
         at_output[i - 1] = std::move(in);
       } else {
@@ -337,6 +354,7 @@ void Execution::update(const Task& t) {
   }
   auto out = std::make_unique<Payload>();
   for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) {
+    const auto begin = Clock::now();
     const auto i = static_cast<std::size_t>(l - stage.first_layer);
     const VectorPtr old = weights(l, t.version_read, t);
     const float rate = static_cast<float>(options_.learning_rate);
@@ -351,6 +369,7 @@ void Execution::update(const Task& t) {
     auto stored = std::make_shared<const Vector>(std::move(next));
     store_weights(l, t.version_written, stored);
     out->weights.push_back(stored);
+    record_layer(t, l, TaskKind::U, begin);
   }
   memory_.release(t.resource, accumulated_bytes);
   keep(t, std::move(out), t.resource);
@@ -542,6 +561,7 @@ TrainingRun Execution::run() {
     run.result.host_memory_timeline = memory_.host_timeline();
   }
   run.result.out_of_memory.clear();  // the tracker throws instead
+  run.layer_times = std::move(layer_times_);
   for (std::size_t k = 0; k < loss_sum_.size(); ++k) run.minibatch_loss.push_back(loss_sum_[k] / static_cast<double>(net_.batch));
   for (std::size_t l = 0; l < net_.size(); ++l) {
     run.final_weights.push_back(*weights(static_cast<std::int32_t>(l), roles_.newest_version[l], g_.tasks.front()));

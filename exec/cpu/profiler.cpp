@@ -17,6 +17,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+double median_of(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
 template <typename Body>
 double median_seconds(int repeats, Body body) {
   std::vector<double> times;
@@ -33,21 +39,18 @@ double median_seconds(int repeats, Body body) {
 
 }  // namespace
 
-Calibration calibration_from_run(const TaskGraph& graph, const Network& network, const Result& measured) {
+Calibration calibration_from_run(const TaskGraph& graph, const Network& network, const TrainingRun& run,
+                                 std::int32_t skip_minibatches) {
+  if (run.layer_times.empty()) throw Error("internal: calibration from a run without layer times");
   const std::size_t L = network.size();
   std::vector<std::map<TaskKind, std::vector<double>>> seconds(L);
-  for (const auto& t : graph.tasks) {
-    if (t.placement != Placement::processor) continue;
-    if (t.first_layer != t.last_layer) throw Error("internal: calibration run with a task of several layers");
-    const TaskTiming& time = measured.tasks[static_cast<std::size_t>(t.id)];
-    seconds[static_cast<std::size_t>(t.first_layer)][t.kind].push_back(
-        static_cast<double>(time.end_cycles - time.start_cycles) / graph.clock_hz);
+  std::map<std::int32_t, double> layer_sum_s;  // per task
+  for (const auto& time : run.layer_times) {
+    const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
+    if (t.minibatch < skip_minibatches) continue;  // warm-up: cold caches, first allocations
+    seconds[static_cast<std::size_t>(time.layer)][time.kind].push_back(time.seconds);
+    layer_sum_s[time.task] += time.seconds;
   }
-  auto median = [](std::vector<double> v) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
   Calibration c;
   c.device = "cpu";
   c.device_name = "one CPU thread (Eigen, fp32)";
@@ -55,9 +58,16 @@ Calibration calibration_from_run(const TaskGraph& graph, const Network& network,
   c.samples = graph.samples_per_microbatch;
   for (std::size_t l = 0; l < L; ++l) {
     auto& s = seconds[l];
-    c.layers[network.layers[l].name] = {median(s[TaskKind::F]), median(s[TaskKind::BA]), median(s[TaskKind::BW]),
-                                        median(s[TaskKind::U])};
+    c.layers[network.layers[l].name] = {median_of(s[TaskKind::F]), median_of(s[TaskKind::BA]),
+                                        median_of(s[TaskKind::BW]), median_of(s[TaskKind::U])};
   }
+  // What a task costs beyond its layers: waiting for nothing, payload bookkeeping, copies.
+  std::vector<double> overhead_s;
+  for (const auto& [task, sum_s] : layer_sum_s) {
+    const TaskTiming& time = run.result.tasks[static_cast<std::size_t>(task)];
+    overhead_s.push_back(static_cast<double>(time.end_cycles - time.start_cycles) / graph.clock_hz - sum_s);
+  }
+  c.task_overhead_s = std::max(0.0, median_of(overhead_s));
   return c;
 }
 
@@ -95,26 +105,6 @@ double measure_handoff_s(int repeats) {
   other.join();
   std::sort(round_trips.begin(), round_trips.end());
   return round_trips[round_trips.size() / 2] / 2;
-}
-
-double measure_task_overhead_s(const TaskGraph& graph, const Network& network, const BatchSampler& data,
-                               const Calibration& calibration) {
-  TrainingOptions options;
-  const TrainingRun run = run_cpu(graph, network, data, options);
-  std::vector<double> excess_s;
-  for (const auto& t : graph.tasks) {
-    if (t.placement != Placement::processor) continue;
-    const TaskTiming& time = run.result.tasks[static_cast<std::size_t>(t.id)];
-    double calibrated_s = 0;
-    for (std::int32_t l = t.first_layer; l <= t.last_layer; ++l) {
-      calibrated_s += calibrated_seconds(calibration, network.layers[static_cast<std::size_t>(l)], t.kind, graph.samples_per_microbatch);
-    }
-    excess_s.push_back(static_cast<double>(time.end_cycles - time.start_cycles) / graph.clock_hz - calibrated_s);
-  }
-  if (excess_s.empty()) return 0.0;
-  // The median: the first tasks of a run pay for cold caches and page faults once.
-  std::sort(excess_s.begin(), excess_s.end());
-  return std::max(0.0, excess_s[excess_s.size() / 2]);
 }
 
 Accuracy evaluate_accuracy(const Network& network, const std::vector<Vector>& weights, const Dataset& data,

@@ -21,8 +21,17 @@ struct TrainingOptions {
   double momentum = 0.0;              // SGD momentum; 0 = plain SGD
   std::uint64_t seed = 1;             // initial weights
   bool record_memory_timeline = false;
+  bool record_layer_times = false;    // time every layer's part of every task (for calibration)
   // Called from worker threads after each minibatch's loss is complete (minibatches done so far).
   std::function<void(std::int32_t)> on_minibatch;
+};
+
+// One layer's part of one task: F, BA or BW work of that layer, or its share of an update.
+struct LayerTime {
+  std::int32_t task = 0;
+  std::int32_t layer = 0;
+  TaskKind kind = TaskKind::F;
+  double seconds = 0;
 };
 
 struct TrainingRun {
@@ -30,6 +39,7 @@ struct TrainingRun {
   std::vector<double> minibatch_loss;     // mean loss over each minibatch's samples
   std::vector<Vector> final_weights;      // per layer: the newest version
   std::vector<Vector> initial_weights;    // per layer: version 0
+  std::vector<LayerTime> layer_times;     // when recorded
 };
 
 // Initial parameters of every layer, from `seed` (the same as the executor's version 0).

@@ -10,10 +10,12 @@
 
 namespace pipetwin::cpu {
 
-// The calibration table from a measured run of `graph` on one processor whose compute tasks each
-// cover one layer (layerpipe with P = 1 and ba_parts = 1 is such a graph): per layer and task
-// kind, the median measured time. Task overhead and copy bandwidth are left to the two below.
-Calibration calibration_from_run(const TaskGraph& graph, const Network& network, const Result& measured);
+// The calibration table from a run recorded with `record_layer_times` (one processor): per layer
+// and task kind the median measured time, and per task the median of what it took beyond its
+// layers (task_overhead_s); the first `skip_minibatches` minibatches are left out as warm-up.
+// Copy bandwidth and latency are left to the measurements below.
+Calibration calibration_from_run(const TaskGraph& graph, const Network& network, const TrainingRun& run,
+                                 std::int32_t skip_minibatches);
 
 // Bytes per second of the copies the executor's transfers make (a large matrix copy, median).
 double measure_copy_bytes_per_s(int repeats);
@@ -22,11 +24,6 @@ double measure_copy_bytes_per_s(int repeats);
 // median of many mutex / condition-variable handoffs): what each hop of a transfer costs beyond
 // its copy.
 double measure_handoff_s(int repeats);
-
-// The executor's own cost per compute task: runs `graph` (one processor, calibrated without
-// overhead) and returns the median of (measured - calibrated) over its compute tasks, at least 0.
-double measure_task_overhead_s(const TaskGraph& graph, const Network& network, const BatchSampler& data,
-                               const Calibration& calibration);
 
 struct Accuracy {
   double loss = 0;      // mean over the samples
