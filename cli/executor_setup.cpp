@@ -31,22 +31,12 @@ void check_device(const std::string& device) {
 }
 
 std::unique_ptr<Dataset> load_data(const ExecutorOptions& options, const Network& network, const std::string& split) {
-  const std::int64_t features = shape_elements(network.input_shape);
-  std::string kind = options.data;
-  if (kind == "auto") kind = features == 28 * 28 ? "fashion-mnist" : "synthetic";
-  if (kind == "fashion-mnist") {
-    if (features != 28 * 28) {
-      throw Error("--data fashion-mnist: " + network.name + " takes " + shape_to_string(network.input_shape) +
-                  " inputs, not 28x28 images (use --data synthetic)");
-    }
-    return std::make_unique<Dataset>(load_fashion_mnist(options.data_dir, split));
+  try {
+    return std::make_unique<Dataset>(load_dataset_for(options.data, options.data_dir, network, split));
+  } catch (const Error& e) {
+    const std::string text = e.what();
+    throw Error(text.rfind("data", 0) == 0 ? "--" + text : text);  // name the option
   }
-  if (kind != "synthetic") throw Error("--data must be fashion-mnist, synthetic or auto, got '" + options.data + "'");
-  if (split != "train") throw Error("test accuracy needs real data: --data fashion-mnist");
-  const Layer& last = network.layers.back();
-  const auto classes = static_cast<std::int32_t>(last.type == "dense" ? last.dense.out_features : 10);
-  const std::int64_t count = std::max<std::int64_t>(4 * network.batch, 2048);
-  return std::make_unique<Dataset>(synthetic_dataset(network.input_shape, classes, count, 1));
 }
 
 cpu::TrainingOptions training_options(const ExecutorOptions& options) {

@@ -1,5 +1,5 @@
-// Profiling a network on the CPU into a calibration table (used by `profile` and by `validate`
-// when it is given no table).
+// Profiling a network on the CPU into a calibration table from the CLI's options (used by
+// `profile` and by `validate` when it is given no table).
 #pragma once
 #include "executor_setup.hpp"
 #include "pipetwin/models/calibration.hpp"

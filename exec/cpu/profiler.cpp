@@ -107,6 +107,38 @@ double measure_handoff_s(int repeats) {
   return round_trips[round_trips.size() / 2] / 2;
 }
 
+Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
+                        const std::function<void(const std::string&)>& progress) {
+  if (repeats < 1) throw Error("profile: repeats must be at least 1");
+  const ScheduleRequest request = make_request(config);
+  // Every task kind of every layer, timed inside a real run: the one-processor sequential
+  // schedule, each layer's part of each task recorded; one warm-up minibatch left out.
+  GraphConfig sequential = config;
+  sequential.schedule = "sequential";
+  sequential.processors = 1;
+  sequential.calibration_file.clear();
+  sequential.calibration.reset();
+  sequential.minibatches = 1 + std::max(1, (repeats + config.microbatches - 1) / config.microbatches);
+  sequential = without_other_schedules_params(sequential);
+  if (progress) {
+    progress("profiling " + request.network.name + ": every layer's F, BA, BW, U in a one-processor run (" +
+             std::to_string(request.network.batch / config.microbatches) + " samples per task, " +
+             std::to_string(sequential.minibatches) + " minibatches)");
+  }
+  const TaskGraph graph = make_graph(sequential);
+  const BatchSampler sampler(data, request.network.batch, sequential.microbatches, sequential.minibatches, seed);
+  TrainingOptions options;
+  options.seed = seed;
+  options.record_layer_times = true;
+  const TrainingRun run = run_cpu(graph, request.network, sampler, options);
+  Calibration calibration = calibration_from_run(graph, request.network, run, 1);
+  calibration.source = "profile of " + request.network.name;
+  if (progress) progress("measuring copy bandwidth and thread handoff latency");
+  calibration.copy_bytes_per_s = measure_copy_bytes_per_s(repeats);
+  calibration.copy_latency_s = 2 * measure_handoff_s(repeats);  // producer -> link thread -> consumer
+  return calibration;
+}
+
 Accuracy evaluate_accuracy(const Network& network, const std::vector<Vector>& weights, const Dataset& data,
                            std::int64_t batch) {
   const auto ops = make_layer_ops(network.layers);

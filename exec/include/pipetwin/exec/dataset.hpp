@@ -8,6 +8,8 @@
 
 #include <Eigen/Core>
 
+#include "pipetwin/models/network.hpp"
+
 namespace pipetwin {
 
 struct Dataset {
@@ -32,6 +34,12 @@ Dataset load_fashion_mnist(const std::string& directory, const std::string& spli
 // learn them; the same seed gives the same set.
 Dataset synthetic_dataset(const std::vector<std::int64_t>& sample_shape, std::int32_t classes,
                           std::int64_t count, std::uint64_t seed);
+
+// The data `network` trains on: `kind` is fashion-mnist (read from `directory`), synthetic, or
+// auto (Fashion-MNIST for networks taking 28x28 images, synthetic otherwise); `split` is train or
+// test (test needs Fashion-MNIST).
+Dataset load_dataset_for(const std::string& kind, const std::string& directory, const Network& network,
+                         const std::string& split);
 
 // Minibatch k takes samples [k * batch, (k + 1) * batch) of an epoch's permutation (epoch =
 // those samples / dataset size, each epoch shuffled with its own seed); microbatch m takes its

@@ -7,6 +7,7 @@
 
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
 #include "pipetwin/models/calibration.hpp"
+#include "pipetwin/schedule/registry.hpp"
 
 namespace pipetwin::cpu {
 
@@ -24,6 +25,12 @@ double measure_copy_bytes_per_s(int repeats);
 // median of many mutex / condition-variable handoffs): what each hop of a transfer costs beyond
 // its copy.
 double measure_handoff_s(int repeats);
+
+// The whole calibration of `config`'s network on the CPU: layer times and task overhead from a
+// one-processor sequential run of about `repeats` microbatches (one warm-up minibatch more), then
+// copy bandwidth and latency. `progress` gets a line per phase (may be empty).
+Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
+                        const std::function<void(const std::string&)>& progress);
 
 struct Accuracy {
   double loss = 0;      // mean over the samples
