@@ -1,0 +1,84 @@
+"""Figures for notebooks (matplotlib): the space-time diagram of a Result, speedup against P from a
+sweep, memory over time, and predicted against measured from validate()."""
+
+_COLORS = {"F": "#4c72b0", "B": "#dd8452", "BA": "#c44e52", "BW": "#8172b3", "U": "#55a868", "X": "#937860",
+           "OFF": "#8c8c8c", "ON": "#b5b5b5", "RC": "#ccb974"}
+
+
+def _axes(ax):
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+    return plt.subplots(figsize=(10, 3))[1]
+
+
+def space_time(result, ax=None, links=True):
+    """Each processor (and link) a row, each task a bar from its start to its end, coloured by kind."""
+    ax = _axes(ax)
+    t = result.task_times()
+    graph = result.graph
+    rows = {}
+    for i, kind in enumerate(t["kind"]):
+        on_link = t["placement"][i] == "link"
+        if on_link and not links:
+            continue
+        key = ("link" if on_link else "p") + str(int(t["resource"][i]))
+        y = rows.setdefault(key, len(rows))
+        start, end = int(t["start_cycles"][i]), int(t["end_cycles"][i])
+        ax.barh(y, max(end - start, 0), left=start, color=_COLORS.get(kind, "#333333"), edgecolor="white",
+                linewidth=0.3)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels(list(rows))
+    ax.invert_yaxis()
+    ax.set_xlabel("cycles")
+    ax.set_title(f"{graph.model} · {graph.schedule} · P={graph.processors} ({result.engine})", loc="left")
+    from matplotlib.patches import Patch
+    used = sorted(set(t["kind"]), key=list(_COLORS).index)
+    ax.legend(handles=[Patch(color=_COLORS[k], label=k) for k in used], ncol=len(used), fontsize="small",
+              loc="lower right", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    return ax
+
+
+def speedup(frame, ax=None, y="speedup"):
+    """Speedup (or any column) against processor count, one line per schedule, from sweep()'s table."""
+    ax = _axes(ax)
+    rows = frame.to_dict("records") if hasattr(frame, "to_dict") else list(frame)
+    for schedule in dict.fromkeys(r["schedule"] for r in rows):
+        points = sorted((r["processors"], r[y]) for r in rows if r["schedule"] == schedule and not r.get("error"))
+        if points:
+            ax.plot([p for p, _ in points], [v for _, v in points], marker="o", label=schedule)
+    ax.set_xlabel("processors")
+    ax.set_ylabel(y)
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    return ax
+
+
+def memory(result, ax=None):
+    """Live bytes per processor over time (simulate(..., memory_timeline=True))."""
+    ax = _axes(ax)
+    timelines = result.memory_timeline()
+    if not timelines:
+        raise ValueError("this Result has no memory timeline: run it with memory_timeline=True")
+    for p, points in enumerate(timelines):
+        ax.step(points["time_cycles"], points["bytes"] / 2**20, where="post", label=f"p{p}")
+    ax.set_xlabel("cycles")
+    ax.set_ylabel("MiB live")
+    ax.legend(fontsize="small")
+    return ax
+
+
+def predicted_vs_measured(table, ax=None):
+    """Measured against predicted step time, one point per schedule and P, with the y = x line."""
+    ax = _axes(ax)
+    rows = table.to_dict("records") if hasattr(table, "to_dict") else list(table)
+    for schedule in dict.fromkeys(r["schedule"] for r in rows):
+        mine = [r for r in rows if r["schedule"] == schedule]
+        ax.scatter([1e3 * r["predicted_step_s"] for r in mine], [1e3 * r["measured_step_s"] for r in mine],
+                   label=schedule)
+    top = max(1e3 * max(r["predicted_step_s"], r["measured_step_s"]) for r in rows) * 1.1
+    ax.plot([0, top], [0, top], color="gray", linestyle="--", linewidth=1)
+    ax.set_xlabel("predicted step (ms)")
+    ax.set_ylabel("measured step (ms)")
+    ax.legend(fontsize="small")
+    return ax

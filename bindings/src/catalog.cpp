@@ -1,0 +1,81 @@
+// What can be built, by name: networks, schedules, hardware profiles (with their parameters).
+#include <pybind11/stl.h>
+
+#include "bindings.hpp"
+#include "pipetwin/models/hardware.hpp"
+#include "pipetwin/models/network_registry.hpp"
+
+namespace pipetwin::python {
+namespace {
+
+py::list param_list(const std::vector<ParamSpec>& specs) {
+  py::list out;
+  for (const auto& s : specs) {
+    py::dict d;
+    d["name"] = s.name;
+    d["default"] = s.default_value;
+    d["description"] = s.description;
+    out.append(d);
+  }
+  return out;
+}
+
+}  // namespace
+
+void bind_catalog(py::module_& m) {
+  m.def("networks", [] {
+    py::list out;
+    for (const auto& e : network_entries()) {
+      py::dict d;
+      d["name"] = e.name;
+      d["description"] = e.description;
+      d["params"] = param_list(e.params);
+      out.append(d);
+    }
+    return out;
+  }, "The built-in networks: name, description and parameters of each.");
+  m.def("schedules", [] {
+    py::list out;
+    for (const auto& e : schedule_entries()) {
+      py::dict d;
+      d["name"] = e.name;
+      d["description"] = e.description;
+      d["semantics"] = to_string(e.semantics);
+      d["params"] = param_list(e.params);
+      d["standalone"] = e.standalone;
+      out.append(d);
+    }
+    return out;
+  }, "The registered schedules: name, description, weight semantics and parameters of each.");
+  m.def("hardware", [] {
+    py::list out;
+    for (const auto& e : hardware_entries()) {
+      py::dict d;
+      d["name"] = e.name;
+      d["description"] = e.description;
+      d["params"] = param_list(e.params);
+      out.append(d);
+    }
+    return out;
+  }, "The built-in hardware profiles: name, description and parameters of each.");
+  m.def("network_layers", [](const std::string& model, const py::object& params) {
+    GraphConfig config = graph_config(model, "sequential", "unit", 1, 1, 1, params, "");
+    const Network net = make_request(config).network;
+    py::list out;
+    for (const auto& l : net.layers) {
+      py::dict d;
+      d["name"] = l.name;
+      d["type"] = l.type;
+      d["input_shape"] = l.input_shape;
+      d["output_shape"] = l.output_shape;
+      d["forward_flops"] = l.forward_flops;
+      d["parameters"] = l.parameters;
+      d["output_bytes"] = l.output_bytes;
+      out.append(d);
+    }
+    return out;
+  }, py::arg("model"), py::arg("params") = py::none(),
+     "The layers of a network (model parameters such as batch may be given): shapes, FLOPs, parameters.");
+}
+
+}  // namespace pipetwin::python

@@ -1,0 +1,165 @@
+// The CPU executor from Python: train a graph for real, profile a network into a calibration
+// table, validate predictions against measurements. Long runs release the GIL.
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include "bindings.hpp"
+#include "pipetwin/exec/cpu/profiler.hpp"
+#include "pipetwin/exec/cpu/validation.hpp"
+#include "pipetwin/models/error.hpp"
+#include "pipetwin/models/network_registry.hpp"
+#include "pipetwin/schedule/evaluator.hpp"
+#ifdef PIPETWIN_HAVE_SYSTEMC
+#include "pipetwin/sim/simulator.hpp"
+#endif
+
+namespace pipetwin::python {
+namespace {
+
+// The network a graph was built for, from its recorded model parameters.
+Network network_of(const TaskGraph& graph) {
+  Params params;
+  for (const auto& [key, value] : graph.parameters) {
+    if (key.rfind("model.", 0) == 0) params.set(key.substr(6), value);
+  }
+  return make_network(graph.model, params);
+}
+
+struct TrainingResult {
+  PyResult result;
+  std::vector<double> minibatch_loss;
+  py::object test_accuracy = py::none();
+  py::object test_loss = py::none();
+  std::vector<cpu::Vector> weights;
+};
+
+}  // namespace
+
+void bind_executor(py::module_& m) {
+  py::class_<TrainingResult>(m, "TrainingResult", "A measured training run: the Result, the loss per minibatch, "
+                                                   "test accuracy when asked, the final weights.")
+      .def_readonly("result", &TrainingResult::result)
+      .def_readonly("minibatch_loss", &TrainingResult::minibatch_loss)
+      .def_readonly("test_accuracy", &TrainingResult::test_accuracy)
+      .def_readonly("test_loss", &TrainingResult::test_loss)
+      .def("weights", [](const TrainingResult& t) {
+        py::list out;
+        for (const auto& w : t.weights) out.append(py::array_t<float>(w.size(), w.data()));
+        return out;
+      }, "Per layer, the newest weight version as a flat float32 array (W, bias, gamma, beta).")
+      .def("__repr__", [](const TrainingResult& t) {
+        return "<pipetwin.TrainingResult " + t.result.graph->schedule + " · P=" +
+               std::to_string(t.result.graph->processor_count()) + " · last loss " +
+               std::to_string(t.minibatch_loss.empty() ? 0.0 : t.minibatch_loss.back()) + ">";
+      });
+
+  m.def("train", [](const Graph& graph, const std::string& data, const std::string& data_dir, double learning_rate,
+                    double momentum, std::uint64_t seed, bool test, bool memory_timeline) {
+    if (!(learning_rate > 0)) throw Error("learning_rate must be positive");
+    if (momentum < 0 || momentum >= 1) throw Error("momentum must be in [0, 1)");
+    const Network network = network_of(*graph.graph);
+    const Dataset train_data = load_dataset_for(data, data_dir, network, "train");
+    const TaskGraph& g = *graph.graph;
+    const BatchSampler sampler(train_data, network.batch, g.microbatches, g.minibatches, seed);
+    cpu::TrainingOptions options;
+    options.learning_rate = learning_rate;
+    options.momentum = momentum;
+    options.seed = seed;
+    options.record_memory_timeline = memory_timeline;
+    cpu::TrainingRun run;
+    {
+      py::gil_scoped_release release;
+      run = cpu::run_cpu(g, network, sampler, options);
+    }
+    TrainingResult out{PyResult{graph.graph, std::move(run.result)}, run.minibatch_loss, py::none(), py::none(),
+                       std::move(run.final_weights)};
+    if (test) {
+      const Dataset test_data = load_dataset_for(data, data_dir, network, "test");
+      const cpu::Accuracy accuracy = cpu::evaluate_accuracy(network, out.weights, test_data);
+      out.test_accuracy = py::float_(accuracy.accuracy);
+      out.test_loss = py::float_(accuracy.loss);
+    }
+    return out;
+  }, py::arg("graph"), py::arg("data") = "auto", py::arg("data_dir") = kFashionMnistDir,
+     py::arg("learning_rate") = 0.05, py::arg("momentum") = 0.0, py::arg("seed") = 1, py::arg("test") = false,
+     py::arg("memory_timeline") = false,
+     "Trains the graph's network under its schedule on CPU threads (one per processor and link): real "
+     "layers, real data (Fashion-MNIST for 28x28 networks, else synthetic), SGD. Returns a TrainingResult.");
+
+  m.def("profile", [](const std::string& model, int microbatches, const py::object& params, const std::string& data,
+                      const std::string& data_dir, int repeats, std::uint64_t seed) {
+    const GraphConfig config = graph_config(model, "sequential", "cpu-core", 1, microbatches, 1, params, "");
+    const Network network = make_request(config).network;
+    const Dataset dataset = load_dataset_for(data, data_dir, network, "train");
+    Calibration calibration;
+    {
+      py::gil_scoped_release release;
+      calibration = cpu::profile_cpu(config, dataset, repeats, seed, {});
+    }
+    return calibration_to_json_text(calibration);
+  }, py::arg("model"), py::arg("microbatches") = 4, py::arg("params") = py::none(), py::arg("data") = "auto",
+     py::arg("data_dir") = kFashionMnistDir, py::arg("repeats") = 16, py::arg("seed") = 1,
+     "Times every task kind of every layer on one CPU thread; returns the calibration table as JSON text.");
+
+  m.def("validate", [](const std::string& model, const std::vector<std::string>& schedules,
+                       const std::vector<int>& processors, int microbatches, int minibatches, const py::object& params,
+                       const std::string& calibration, const std::string& engine, int runs, const std::string& data,
+                       const std::string& data_dir, double learning_rate, std::uint64_t seed) {
+    GraphConfig config = graph_config(model, schedules.empty() ? "sequential" : schedules.front(), "cpu-core", 1,
+                                      microbatches, minibatches, params, calibration);
+    const Network network = make_request(config).network;
+    const Dataset dataset = load_dataset_for(data, data_dir, network, "train");
+    if (engine != "systemc" && engine != "analytic") throw Error("engine must be systemc or analytic, got '" + engine + "'");
+#ifndef PIPETWIN_HAVE_SYSTEMC
+    if (engine == "systemc") throw Error("this pipetwin was built without SystemC; use engine='analytic'");
+#endif
+    cpu::ValidationOptions options;
+    options.schedules = schedules;
+    options.processors = processors;
+    options.runs = runs;
+    options.training.learning_rate = learning_rate;
+    options.training.seed = seed;
+    cpu::ValidationReport report;
+    {
+      py::gil_scoped_release release;
+      if (calibration.empty()) {
+        config.calibration = std::make_shared<const Calibration>(cpu::profile_cpu(config, dataset, 16, seed, {}));
+      }
+      report = cpu::validate_cpu(config, dataset, options, [&](const TaskGraph& g) {
+#ifdef PIPETWIN_HAVE_SYSTEMC
+        if (engine == "systemc") return simulate(g);
+#endif
+        return evaluate(g);
+      });
+    }
+    py::list rows;
+    for (const auto& r : report.rows) {
+      py::dict d;
+      d["schedule"] = r.schedule;
+      d["processors"] = r.processors;
+      d["baseline"] = r.baseline;
+      d["predicted_step_s"] = r.predicted_step_s;
+      d["measured_step_s"] = r.measured_step_s;
+      d["step_error"] = r.step_error();
+      d["predicted_speedup"] = r.predicted_speedup;
+      d["measured_speedup"] = r.measured_speedup;
+      d["predicted_peak_memory_bytes"] = r.predicted_peak_bytes;
+      d["measured_peak_memory_bytes"] = r.measured_peak_bytes;
+      rows.append(d);
+    }
+    py::dict out;
+    out["rows"] = rows;
+    out["mean_abs_step_error"] = report.mean_abs_step_error;
+    out["max_abs_step_error"] = report.max_abs_step_error;
+    out["kendall_tau"] = report.kendall_tau;
+    return out;
+  }, py::arg("model"), py::arg("schedules"), py::arg("processors"), py::arg("microbatches") = 4,
+     py::arg("minibatches") = 16, py::arg("params") = py::none(), py::arg("calibration") = "",
+     py::arg("engine") = "systemc", py::arg("runs") = 5, py::arg("data") = "auto",
+     py::arg("data_dir") = kFashionMnistDir, py::arg("learning_rate") = 0.05, py::arg("seed") = 1,
+     "Predicted (from a calibration; profiled first when none is given) against measured (CPU executor) step "
+     "time, speedup and peak memory per schedule and processor count. Returns {'rows': [...], "
+     "'mean_abs_step_error', 'max_abs_step_error', 'kendall_tau': {P: tau}}.");
+}
+
+}  // namespace pipetwin::python

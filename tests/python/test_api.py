@@ -1,0 +1,81 @@
+"""The Python API: catalogues, graphs, simulate/evaluate, results, errors."""
+import json
+
+import numpy as np
+import pytest
+
+import pipetwin
+
+
+def test_catalogues_list_what_the_cli_lists():
+    names = {s["name"] for s in pipetwin.schedules()}
+    assert {"gpipe", "1f1b", "pipedream", "layerpipe", "stale-weights", "pipefb", "zb-h1"} <= names
+    assert "resnet56" in {n["name"] for n in pipetwin.networks()}
+    assert "h100" in {h["name"] for h in pipetwin.hardware()}
+    layers = pipetwin.network_layers("resnet56")
+    assert len(layers) == 56
+
+
+def test_one_f_one_b_bubble_matches_the_closed_form():
+    # unit cost model: every F 1 cycle, every B 2; bubble (P-1)/(M+P-1), independent of this code.
+    for p, m in [(2, 4), (4, 8), (3, 6)]:
+        r = pipetwin.evaluate(model="mlp", schedule="1f1b", hardware="unit", processors=p, microbatches=m,
+                              minibatches=1, params={"widths": ",".join(["16"] * (p + 1)), "batch": 2 * m})
+        assert r.bubble_fraction == pytest.approx((p - 1) / (m + p - 1), abs=1e-12)
+
+
+def test_simulator_equals_evaluator_without_contention():
+    g = pipetwin.build_graph(model="resnet20", schedule="gpipe", hardware="unit", processors=4, microbatches=4)
+    assert pipetwin.simulate(g).total_cycles == pipetwin.evaluate(g).total_cycles
+
+
+def test_result_attributes_dict_and_task_table():
+    r = pipetwin.simulate(model="lenet5", schedule="1f1b", processors=2, microbatches=4, memory_timeline=True)
+    d = r.to_dict()
+    assert d["total_cycles"] == r.total_cycles and d["engine"] == "systemc" == r.engine
+    assert len(r.utilization) == 2 and 0 < r.mean_utilization <= 1
+    t = r.task_times()
+    assert isinstance(t["start_cycles"], np.ndarray) and len(t["start_cycles"]) == len(r.graph)
+    assert (t["end_cycles"] >= t["start_cycles"]).all()
+    assert t["end_cycles"].max() == r.total_cycles
+    frame = pipetwin.task_frame(r)
+    # 1f1b updates once per stage and minibatch.
+    assert list(frame["kind"]).count("U") == len(r.graph.stages) * r.graph.minibatches == 2 * 2
+    assert len(r.memory_timeline()) == 2
+    json.loads(r.chrome_trace())
+
+
+def test_graph_json_round_trip(tmp_path):
+    g = pipetwin.build_graph(model="resnet20", schedule="pipedream", processors=3, microbatches=2)
+    path = tmp_path / "g.json"
+    g.save(str(path))
+    again = pipetwin.Graph.load(str(path))
+    assert again.to_json() == g.to_json()
+    assert pipetwin.Graph.from_json(g.to_json()).to_json() == g.to_json()
+    assert g.problems() == []
+    assert pipetwin.simulate(again).total_cycles == pipetwin.simulate(g).total_cycles
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: pipetwin.simulate(model="resnet57"), "did you mean 'resnet56'"),
+    (lambda: pipetwin.simulate(schedule="1f1c"), "did you mean '1f1b'"),
+    (lambda: pipetwin.simulate(processors=0), "processors must be at least 1"),
+    (lambda: pipetwin.simulate(params={"batch": 7}, microbatches=2), "does not split into 2"),
+    (lambda: pipetwin.simulate(model="lenet5", schedule="pipefb", processors=3), "even"),
+    (lambda: pipetwin.simulate(engine="verilog"), "engine must be systemc or analytic"),
+    (lambda: pipetwin.Graph.from_json("{"), "malformed JSON"),
+    (lambda: pipetwin.run(device="tpu"), "device must be"),
+    (lambda: pipetwin.run(model="gpt", params={"layers": 1, "seq": 4, "vocab": 16, "hidden": 8, "heads": 2,
+                                                "batch": 2}, microbatches=1), "does not run"),
+])
+def test_bad_arguments_raise_clear_errors(call, message):
+    with pytest.raises(pipetwin.PipetwinError, match=message):
+        call()
+
+
+def test_keyword_misuse_is_a_type_error():
+    with pytest.raises(TypeError, match="unknown keyword"):
+        pipetwin.simulate(modle="lenet5")
+    g = pipetwin.build_graph(model="lenet5")
+    with pytest.raises(TypeError, match="not both"):
+        pipetwin.simulate(g, model="lenet5")
