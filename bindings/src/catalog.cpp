@@ -20,20 +20,25 @@ py::list param_list(const std::vector<ParamSpec>& specs) {
   return out;
 }
 
+// Name, description and parameters of each registry entry (networks, hardware).
+template <typename Entry>
+py::list entry_list(const std::vector<Entry>& entries) {
+  py::list out;
+  for (const auto& e : entries) {
+    py::dict d;
+    d["name"] = e.name;
+    d["description"] = e.description;
+    d["params"] = param_list(e.params);
+    out.append(d);
+  }
+  return out;
+}
+
 }  // namespace
 
 void bind_catalog(py::module_& m) {
-  m.def("networks", [] {
-    py::list out;
-    for (const auto& e : network_entries()) {
-      py::dict d;
-      d["name"] = e.name;
-      d["description"] = e.description;
-      d["params"] = param_list(e.params);
-      out.append(d);
-    }
-    return out;
-  }, "The built-in networks: name, description and parameters of each.");
+  m.def("networks", [] { return entry_list(network_entries()); },
+        "The built-in networks: name, description and parameters of each.");
   m.def("schedules", [] {
     py::list out;
     for (const auto& e : schedule_entries()) {
@@ -47,17 +52,8 @@ void bind_catalog(py::module_& m) {
     }
     return out;
   }, "The registered schedules: name, description, weight semantics and parameters of each.");
-  m.def("hardware", [] {
-    py::list out;
-    for (const auto& e : hardware_entries()) {
-      py::dict d;
-      d["name"] = e.name;
-      d["description"] = e.description;
-      d["params"] = param_list(e.params);
-      out.append(d);
-    }
-    return out;
-  }, "The built-in hardware profiles: name, description and parameters of each.");
+  m.def("hardware", [] { return entry_list(hardware_entries()); },
+        "The built-in hardware profiles: name, description and parameters of each.");
   m.def("network_layers", [](const std::string& model, const py::object& params) {
     GraphConfig config = graph_config(model, "sequential", "unit", 1, 1, 1, params, "");
     const Network net = make_request(config).network;

@@ -1,6 +1,8 @@
 """sweep() in worker processes gives what serial runs give; the CPU executor from Python."""
 import math
 
+import pytest
+
 import pipetwin
 
 
@@ -30,3 +32,18 @@ def test_training_from_python_reduces_the_loss_and_reports_the_schedule_it_ran()
     assert late < early
     assert [w.size for w in t.weights()] == [32 * 16 + 16, 16 * 8 + 8]
     assert t.test_accuracy is None
+
+
+def test_validate_from_python_and_its_plot():
+    table, summary = pipetwin.validate("mlp", ["gpipe", "1f1b"], [1, 2], minibatches=4, runs=1,
+                                       params={"widths": "32,16,8", "batch": 8}, data="synthetic")
+    assert list(table["processors"]) == [1, 2, 1, 2]
+    assert (table["measured_step_s"] > 0).all() and (table["predicted_step_s"] > 0).all()
+    errors = (table["predicted_step_s"] - table["measured_step_s"]) / table["measured_step_s"]
+    assert summary["mean_abs_step_error"] == pytest.approx(errors.abs().mean())
+    assert set(summary["kendall_tau"]) == {1, 2}
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    from pipetwin import plotting
+    ax = plotting.predicted_vs_measured(table)
+    assert len(ax.collections) == 2  # one point set per schedule
