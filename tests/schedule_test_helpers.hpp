@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include "pipetwin/models/network_registry.hpp"
@@ -64,9 +65,12 @@ inline GraphConfig with_schedule_file(GraphConfig config) {
   if (config.schedule != "torch-csv") return config;
   GraphConfig source = config;
   source.schedule = "1f1b";
-  // ctest runs test cases as parallel processes in one directory: one file name per process.
-  const std::string path = "conformance_" + std::to_string(::getpid()) + "_" +
-                           std::to_string(config.processors) + "_" + std::to_string(config.microbatches) + ".csv";
+  // In the temp folder (never the checkout), one file name per process: ctest runs test cases as
+  // parallel processes.
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("pipetwin_conformance_" + std::to_string(::getpid()) + "_" +
+                             std::to_string(config.processors) + "_" + std::to_string(config.microbatches) + ".csv"))
+                               .string();
   std::ofstream(path) << graph_to_torch_csv(make_graph(source));
   config.params.push_back("file=" + path);
   return config;

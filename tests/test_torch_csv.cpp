@@ -1,5 +1,8 @@
 // PyTorch's compute-only schedule CSV: round trips, files as PyTorch writes them, errors.
 #include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include <fstream>
 
@@ -18,9 +21,12 @@ GraphConfig config_for(const std::string& schedule, int P, int M) {
   return config;
 }
 
+// In the temp folder, named per process (ctest runs test cases as parallel processes).
 std::string write(const std::string& name, const std::string& text) {
-  std::ofstream(name) << text;
-  return name;
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("pipetwin_" + std::to_string(::getpid()) + "_" + name)).string();
+  std::ofstream(path) << text;
+  return path;
 }
 
 }  // namespace
