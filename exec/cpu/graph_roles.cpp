@@ -37,8 +37,10 @@ GraphRoles analyse_graph(const TaskGraph& graph, std::int32_t layer_count) {
     roles.origin[static_cast<std::size_t>(t.id)] = at;
   }
   // A link task out of a forward carries its stash unless it ends at another forward; OFF / ON
-  // always carry the stash.
-  for (const auto& t : graph.tasks) {
+  // always carry the stash. Later hops first (a route's hops are created in order), so a hop
+  // can look at the one after it.
+  for (auto it = graph.tasks.rbegin(); it != graph.tasks.rend(); ++it) {
+    const Task& t = *it;
     if (!is_link_task(t)) continue;
     if (t.kind != TaskKind::X) {
       roles.carries_stash[static_cast<std::size_t>(t.id)] = true;
