@@ -15,19 +15,7 @@
 
 namespace pipetwin::test {
 
-// A configuration by its parts (parameters empty).
-inline GraphConfig graph_config(const std::string& model, const std::string& schedule,
-                                const std::string& hardware, int processors, int microbatches,
-                                int minibatches) {
-  GraphConfig config;
-  config.model = model;
-  config.schedule = schedule;
-  config.hardware = hardware;
-  config.processors = processors;
-  config.microbatches = microbatches;
-  config.minibatches = minibatches;
-  return config;
-}
+using pipetwin::graph_config;  // a configuration by its parts (registry.hpp)
 
 // An MLP of `layers` equal dense layers (width 16): every layer costs the same on `unit`.
 inline GraphConfig uniform_config(const std::string& schedule, int layers, int processors,

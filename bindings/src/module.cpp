@@ -46,13 +46,7 @@ py::object to_python(const nlohmann::ordered_json& value) {
 GraphConfig graph_config(const std::string& model, const std::string& schedule, const std::string& hardware,
                          int processors, int microbatches, int minibatches, const py::object& params,
                          const std::string& calibration) {
-  GraphConfig config;
-  config.model = model;
-  config.schedule = schedule;
-  config.hardware = hardware;
-  config.processors = processors;
-  config.microbatches = microbatches;
-  config.minibatches = minibatches;
+  GraphConfig config = pipetwin::graph_config(model, schedule, hardware, processors, microbatches, minibatches);
   config.params = params_from_python(params);
   config.calibration_file = calibration;
   return config;

@@ -130,6 +130,18 @@ GraphConfig without_other_schedules_params(GraphConfig config) {
   return config;
 }
 
+GraphConfig graph_config(const std::string& model, const std::string& schedule, const std::string& hardware,
+                         int processors, int microbatches, int minibatches) {
+  GraphConfig config;
+  config.model = model;
+  config.schedule = schedule;
+  config.hardware = hardware;
+  config.processors = processors;
+  config.microbatches = microbatches;
+  config.minibatches = minibatches;
+  return config;
+}
+
 void attach_calibration(HardwareProfile& hardware, const Calibration& calibration, const Network& network) {
   if (hardware.cost_model == CostModelKind::unit) throw Error("hardware " + hardware.name + " uses the unit cost model; a calibration table needs a roofline profile");
   check_calibration_covers(calibration, network);

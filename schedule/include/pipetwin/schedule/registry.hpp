@@ -56,6 +56,10 @@ struct GraphConfig {
   std::shared_ptr<const Calibration> calibration;
 };
 
+// A configuration by its parts (no parameters, no calibration).
+GraphConfig graph_config(const std::string& model, const std::string& schedule, const std::string& hardware,
+                         int processors, int microbatches, int minibatches);
+
 TaskGraph make_graph(const GraphConfig& config);
 // What make_graph generates from: the network, hardware and schedule parameters `config` names
 // (engines that run real layers need the network).
