@@ -1,10 +1,7 @@
 // `pipetwin validate --device cpu`: predicted (simulator, from a calibration table) against
 // measured (the executor) step time, speedup over one processor and peak memory, per schedule and
 // processor count, with errors and whether the two rank the schedules alike (Kendall tau).
-#include <algorithm>
-#include <cmath>
 #include <iostream>
-#include <map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -3,22 +3,16 @@
 #include <doctest/doctest.h>
 
 #include <functional>
-#include <random>
 
 #include "pipetwin/exec/cpu/kernels.hpp"
+#include "random_matrix.hpp"
 #include "pipetwin/exec/cpu/layer_op.hpp"
 #include "pipetwin/models/layer.hpp"
 
 namespace pipetwin::cpu {
 namespace {
 
-Matrix random_matrix(Eigen::Index rows, Eigen::Index cols, std::uint64_t seed) {
-  std::mt19937_64 generator(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  Matrix m(rows, cols);
-  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = normal(generator);
-  return m;
-}
+using test::random_matrix;
 
 // Numerical gradient of f at x (f returns a double), central differences.
 Matrix numerical_gradient(const std::function<double(const Matrix&)>& f, Matrix x, float step = 1e-2f) {

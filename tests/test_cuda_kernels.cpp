@@ -6,9 +6,9 @@
 
 #include <cstring>
 #include <iostream>
-#include <random>
 
 #include "pipetwin/exec/cpu/kernels.hpp"
+#include "random_matrix.hpp"
 #include "pipetwin/exec/cuda/kernels.hpp"
 
 namespace pipetwin {
@@ -25,13 +25,7 @@ bool have_gpu() {
   return false;
 }
 
-Matrix random_matrix(Eigen::Index rows, Eigen::Index cols, std::uint64_t seed) {
-  std::mt19937_64 generator(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  Matrix m(rows, cols);
-  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = normal(generator);
-  return m;
-}
+using test::random_matrix;
 
 cuda::DeviceBuffer to_device(const Matrix& m) {
   cuda::DeviceBuffer buffer(m.size());

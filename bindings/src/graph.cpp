@@ -98,18 +98,21 @@ void bind_graph(py::module_& m) {
 
   m.def("build_graph",
         [](const std::string& model, const std::string& schedule, const std::string& hardware, int processors,
-           int microbatches, int minibatches, const py::object& params, const std::string& calibration) {
-          const GraphConfig config =
+           int microbatches, int minibatches, const py::object& params, const std::string& calibration,
+           bool drop_other_schedules_params) {
+          GraphConfig config =
               graph_config(model, schedule, hardware, processors, microbatches, minibatches, params, calibration);
+          if (drop_other_schedules_params) config = without_other_schedules_params(config);
           TaskGraph graph = make_graph(config);
           validate_or_throw(graph);
           return Graph{std::make_shared<const TaskGraph>(std::move(graph))};
         },
         py::arg("model") = "resnet56", py::arg("schedule") = "1f1b", py::arg("hardware") = "h100",
         py::arg("processors") = 1, py::arg("microbatches") = 8, py::arg("minibatches") = 2,
-        py::arg("params") = py::none(), py::arg("calibration") = "",
+        py::arg("params") = py::none(), py::arg("calibration") = "", py::arg("drop_other_schedules_params") = false,
         "Builds and validates a schedule's task graph. `params`: {key: value} for the model, hardware or "
-        "schedule (as --param on the CLI); `calibration`: a table from profile().");
+        "schedule (as --param on the CLI); `calibration`: a table from profile(); "
+        "`drop_other_schedules_params`: ignore parameters only other schedules take (as sweeps do).");
 }
 
 }  // namespace pipetwin::python

@@ -32,10 +32,8 @@ double median_seconds(int repeats, Body body) {
     body();
     times.push_back(std::chrono::duration<double>(Clock::now() - begin).count());
   }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return median_of(std::move(times));
 }
-
 
 }  // namespace
 

@@ -40,7 +40,7 @@ class Graph:
 
 def build_graph(model: str = "resnet56", schedule: str = "1f1b", hardware: str = "h100", processors: int = 1,
                 microbatches: int = 8, minibatches: int = 2, params: Params = None,
-                calibration: str = "") -> Graph: ...
+                calibration: str = "", drop_other_schedules_params: bool = False) -> Graph: ...
 
 class Result:
     engine: str

@@ -16,7 +16,7 @@ def _one(job):
     try:
         graph = _core.build_graph(model=model, schedule=schedule, hardware=hardware, processors=processors,
                                   microbatches=microbatches, minibatches=minibatches, params=params,
-                                  calibration=calibration)
+                                  calibration=calibration, drop_other_schedules_params=True)
         r = _core.run_engine(graph, engine, False)
     except _core.PipetwinError as e:
         row["error"] = str(e)
@@ -39,19 +39,13 @@ def sweep(model="resnet56", schedules="all", processors=(1, 2, 4, 8), *, hardwar
         schedules = [s["name"] for s in _core.schedules() if s["standalone"]]
     elif isinstance(schedules, str):
         schedules = [schedules]
-    known = {s["name"]: s for s in _core.schedules()}
+    known = {s["name"] for s in _core.schedules()}
     for name in schedules:
         if name not in known:
             _core.build_graph(schedule=name)  # raises PipetwinError with a suggestion
     engine = engine or default_engine()
-    own = {p["name"] for s in known.values() for p in s["params"]}
     params = dict(params or {})
-
-    def for_schedule(name):  # drop parameters only other schedules take
-        mine = {p["name"] for p in known[name]["params"]}
-        return {k: v for k, v in params.items() if k not in own or k in mine or "." in k}
-
-    jobs_list = [(model, s, hardware, int(p), microbatches, minibatches, for_schedule(s), str(calibration), engine)
+    jobs_list = [(model, s, hardware, int(p), microbatches, minibatches, params, str(calibration), engine)
                  for s, p in itertools.product(schedules, processors)]
     workers = jobs or os.cpu_count() or 1
     if workers <= 1 or len(jobs_list) <= 1:
