@@ -1,573 +1,86 @@
-// The CPU executor: one thread per processor and per link, each running its resource's tasks in
-// the schedule's order once their dependencies have ended. Data moves between tasks as payloads:
-// a task's output lives until its last dependent has run; a transfer copies its source's payload
-// into a buffer on the destination. Forward stashes and weight versions live in registries
-// (shared memory stands in for each processor's memory; the tracker accounts every buffer to
-// the processor or host memory that holds it).
+// The CPU executor: the shared graph execution (exec/common/graph_execution.hpp) with layers in
+// Eigen (fp32) on host threads. Shared memory stands in for each processor's memory: a transfer
+// is a copy into a new buffer, accounted to the processor (or host memory) at its far end.
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
 
-#include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <condition_variable>
-#include <exception>
-#include <memory>
-#include <mutex>
-#include <thread>
-
-#include "graph_roles.hpp"
-#include "memory_tracker.hpp"
+#include "../common/graph_execution.hpp"
 #include "pipetwin/exec/cpu/layer_op.hpp"
 #include "pipetwin/models/error.hpp"
-#include "pipetwin/schedule/evaluator.hpp"
-#include "pipetwin/schedule/summary.hpp"
 
 namespace pipetwin::cpu {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-using VectorPtr = std::shared_ptr<const Vector>;
-
-// What a task hands to its dependents.
-struct Payload {
-  Activation activation;                  // F: the output of its last layer
-  Gradient input_gradient;                // B / BA: at the input of its first layer (its slice)
-  std::vector<Gradient> output_gradients; // BA: per layer, the gradient at its output, for the BW
-  std::vector<VectorPtr> weights;         // U: the versions it wrote, per layer
-  std::vector<Vector> weight_gradients;   // B / BW whose update runs elsewhere: per layer
-  Matrix stash_input;                     // X of a forward's stash to a backward elsewhere
-  std::int64_t accounted_bytes = 0;
-  std::int32_t accounted_on = 0;
-
-  std::int64_t bytes() const {
-    std::int64_t total = activation.bytes() + input_gradient.bytes() + bytes_of(stash_input);
-    for (const auto& g : output_gradients) total += g.bytes();
-    for (const auto& w : weights) total += bytes_of(*w);
-    for (const auto& g : weight_gradients) total += bytes_of(g);
-    return total;
-  }
-};
-
-struct Stash {
-  std::vector<LayerStash> layers;  // per layer of the forward
-  std::int32_t location = 0;       // processor or kHost
-  std::int64_t bytes = 0;
-  std::int32_t readers_left = 0;
-};
-
-std::int64_t stash_bytes(const std::vector<LayerStash>& layers) {
-  std::int64_t total = 0;
-  for (const auto& s : layers) total += s.bytes();
-  return total;
-}
-
-class Execution {
+// The Backend of GraphExecution (see there) for Eigen on host threads.
+class CpuBackend {
  public:
-  Execution(const TaskGraph& graph, const Network& network, const BatchSampler& data, const TrainingOptions& options)
-      : g_(graph), net_(network), data_(data), options_(options), ops_(make_layer_ops(network.layers)),
-        roles_(analyse_graph(graph, static_cast<std::int32_t>(network.size()))),
-        start_(Clock::now()), memory_(graph, start_, options.record_memory_timeline) {}
+  using Params = Vector;
+  using Tensor = Matrix;
+  using Activation = cpu::Activation;
+  using Gradient = cpu::Gradient;
+  using LayerStash = cpu::LayerStash;
+  using Labels = std::vector<std::int32_t>;
+  struct Lane {};
 
-  TrainingRun run();
+  CpuBackend(const Network& network, const BatchSampler& data) : ops_(make_layer_ops(network.layers)), data_(data) {}
+
+  Lane& processor_lane(std::int32_t) { return lane_; }
+  Lane& link_lane(std::int32_t) { return lane_; }
+  void enter(Lane&) {}
+  void finish(Lane&) {}
+
+  void load(Lane&, std::int32_t minibatch, std::int32_t microbatch, bool samples, Activation* in, Labels* labels) const {
+    Matrix x;
+    data_.fill(minibatch, microbatch, x, *labels);
+    if (samples) in->main = std::move(x);
+  }
+  static std::int64_t samples_of(const Activation& a) { return a.main.cols(); }
+
+  Activation forward(Lane&, std::int32_t l, const Params& w, const Activation& in, LayerStash& stash,
+                     const Labels* labels, double loss_scale, double* loss) const {
+    return op(l).forward(w, in, stash, labels, loss_scale, loss);
+  }
+  Gradient backward_input(Lane&, std::int32_t l, const Params& w, const LayerStash& stash, const Gradient* out,
+                          std::int64_t begin, std::int64_t end) const {
+    return op(l).backward_input(w, stash, out, begin, end);
+  }
+  Params backward_weight(Lane&, std::int32_t l, const Params& w, const LayerStash& stash, const Gradient* out) const {
+    return op(l).backward_weight(w, stash, out);
+  }
+  static Gradient assemble(Lane&, const std::vector<const Gradient*>& slices, std::int64_t n) {
+    Gradient whole;
+    whole.main = Matrix::Zero(slices.front()->main.rows(), n);
+    if (slices.front()->shortcut.size() > 0) whole.shortcut = Matrix::Zero(slices.front()->shortcut.rows(), n);
+    for (const Gradient* slice : slices) {
+      whole.main.middleCols(slice->first_sample, slice->main.cols()) = slice->main;
+      if (slice->shortcut.size() > 0) whole.shortcut.middleCols(slice->first_sample, slice->shortcut.cols()) = slice->shortcut;
+    }
+    return whole;
+  }
+  static void accumulate(Lane&, Params& sum, const Params& g) { sum += g; }
+  static Params sgd(Lane&, const Params& w, const Params& g, Params* velocity, double learning_rate, double momentum) {
+    const float rate = static_cast<float>(learning_rate);
+    if (velocity == nullptr) return w - rate * g;
+    *velocity = static_cast<float>(momentum) * *velocity + g;
+    return w - rate * *velocity;
+  }
+
+  static Params upload(const Vector& host, std::int32_t) { return host; }
+  static Params zeros(std::int64_t count, std::int32_t) { return Vector::Zero(count); }
+  static Vector download(const Params& p) { return p; }
+  template <typename T>
+  static T copy(Lane&, const T& x, std::int32_t) { return x; }
+  static const Tensor& stash_input(const LayerStash& s) { return s.input; }
+  template <typename T>
+  static std::int64_t bytes(const T& x) { return x.bytes(); }
+  static std::int64_t bytes(const Matrix& m) { return bytes_of(m); }
+  static std::int64_t bytes(const Vector& v) { return bytes_of(v); }
 
  private:
-  const Task& task(std::int32_t id) const { return g_.tasks[static_cast<std::size_t>(id)]; }
-  const Task& origin_of(std::int32_t id) const { return task(roles_.origin[static_cast<std::size_t>(id)]); }
-  std::int32_t home_of_layer(std::int32_t layer) const { return g_.stages[static_cast<std::size_t>(stage_of_layer_[static_cast<std::size_t>(layer)])].processor; }
-  std::int32_t link_destination(const Task& t) const { return g_.links[static_cast<std::size_t>(t.resource)].dst; }
-
-  void worker(const std::vector<std::int32_t>& order);
-  void execute(const Task& t);
-  void forward(const Task& t, Payload& out);
-  void backward(const Task& t, Payload& out);
-  void update(const Task& t);
-  void move(const Task& t, Payload& out);
-  void finished(const Task& t);
-
-  VectorPtr weights(std::int32_t layer, std::int32_t version, const Task& reader);
-  void store_weights(std::int32_t layer, std::int32_t version, VectorPtr value);
-  std::shared_ptr<Stash> stash(const Task& t);
-  const Payload& payload(std::int32_t id) const { return *payloads_[static_cast<std::size_t>(id)]; }
-  Gradient output_gradient(const Task& t, bool* found);
-  void keep(const Task& t, std::unique_ptr<Payload> out, std::int32_t where);
-  void record_layer(const Task& t, std::int32_t layer, TaskKind kind, Clock::time_point begin);
-
-  const TaskGraph& g_;
-  const Network& net_;
-  const BatchSampler& data_;
-  const TrainingOptions& options_;
+  const LayerOp& op(std::int32_t l) const { return ops_[static_cast<std::size_t>(l)]; }
   std::vector<LayerOp> ops_;
-  GraphRoles roles_;
-  Clock::time_point start_;
-  MemoryTracker memory_;
-  std::vector<std::int32_t> stage_of_layer_;
-
-  // Scheduling state, under `mutex_`.
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::vector<char> done_;
-  std::vector<std::int32_t> dependents_left_;
-  bool failed_ = false;
-  std::exception_ptr error_;
-  std::vector<TaskTiming> times_;
-
-  // Payloads: written by their task before it is marked done, read by dependents after.
-  std::vector<std::unique_ptr<Payload>> payloads_;
-
-  // Registries, under `registry_mutex_`.
-  std::mutex registry_mutex_;
-  std::map<std::pair<std::int32_t, std::int32_t>, VectorPtr> versions_;     // (layer, version)
-  std::map<std::pair<std::int32_t, std::int32_t>, std::int32_t> readers_left_;
-  std::map<StashKey, std::shared_ptr<Stash>> stashes_;
-  std::map<std::int32_t, std::vector<Vector>> accumulators_;  // per update task
-  std::vector<Vector> momentum_;                               // per layer (touched by its U only)
-  std::vector<double> loss_sum_;
-  std::vector<LayerTime> layer_times_;
-  std::vector<std::int32_t> loss_parts_;
+  const BatchSampler& data_;
+  Lane lane_;
 };
-
-void Execution::keep(const Task& t, std::unique_ptr<Payload> out, std::int32_t where) {
-  out->accounted_on = where;
-  out->accounted_bytes = out->bytes();
-  if (t.kind == TaskKind::U) out->accounted_bytes = 0;  // the versions are accounted in the registry
-  memory_.allocate(where, out->accounted_bytes, t.id);
-  payloads_[static_cast<std::size_t>(t.id)] = std::move(out);
-}
-
-void Execution::record_layer(const Task& t, std::int32_t layer, TaskKind kind, Clock::time_point begin) {
-  if (!options_.record_layer_times) return;
-  const double seconds = std::chrono::duration<double>(Clock::now() - begin).count();
-  std::lock_guard<std::mutex> lock(registry_mutex_);
-  layer_times_.push_back({t.id, layer, kind, seconds});
-}
-
-VectorPtr Execution::weights(std::int32_t layer, std::int32_t version, const Task& reader) {
-  std::lock_guard<std::mutex> lock(registry_mutex_);
-  const auto it = versions_.find({layer, version});
-  if (it == versions_.end()) {
-    throw Error("schedule error: " + describe_task(g_, reader) + " reads version " + std::to_string(version) +
-                " of layer " + std::to_string(layer) + ", which no finished update wrote (a missing dependency)");
-  }
-  return it->second;
-}
-
-void Execution::store_weights(std::int32_t layer, std::int32_t version, VectorPtr value) {
-  memory_.allocate(home_of_layer(layer), bytes_of(*value), -1);
-  std::lock_guard<std::mutex> lock(registry_mutex_);
-  versions_[{layer, version}] = std::move(value);
-}
-
-std::shared_ptr<Stash> Execution::stash(const Task& t) {
-  std::lock_guard<std::mutex> lock(registry_mutex_);
-  const auto it = stashes_.find({t.first_layer, t.minibatch, t.microbatch});
-  if (it == stashes_.end()) throw Error("schedule error: " + describe_task(g_, t) + " runs before the forward it belongs to");
-  return it->second;
-}
-
-void Execution::forward(const Task& t, Payload& out) {
-  const std::int64_t n = g_.samples_per_microbatch;
-  Activation in;
-  std::vector<std::int32_t> labels;
-  const bool last = t.last_layer + 1 == static_cast<std::int32_t>(net_.size());
-  if (t.first_layer == 0 || last) {
-    Matrix samples;
-    data_.fill(t.minibatch, t.microbatch, samples, labels);
-    if (t.first_layer == 0) in.main = std::move(samples);
-  }
-  if (t.first_layer > 0) {
-    bool found = false;
-    for (const auto d : t.deps) {
-      const Task& source = origin_of(d);
-      if (source.kind == TaskKind::F && source.last_layer + 1 == t.first_layer && source.minibatch == t.minibatch &&
-          source.microbatch == t.microbatch) {
-        in = payload(d).activation;
-        found = true;
-      }
-    }
-    if (!found) throw Error("schedule error: " + describe_task(g_, t) + " has no dependency bringing its input");
-  }
-  if (in.main.cols() != n) throw Error("internal: forward input has " + std::to_string(in.main.cols()) + " samples");
-  auto kept = std::make_shared<Stash>();
-  kept->layers.resize(static_cast<std::size_t>(t.last_layer - t.first_layer + 1));
-  double loss = 0;
-  for (std::int32_t l = t.first_layer; l <= t.last_layer; ++l) {
-    const auto begin = Clock::now();
-    const VectorPtr w = weights(l, t.version_read, t);
-    in = ops_[static_cast<std::size_t>(l)].forward(*w, in, kept->layers[static_cast<std::size_t>(l - t.first_layer)],
-                                                   &labels, static_cast<double>(net_.batch), &loss);
-    record_layer(t, l, TaskKind::F, begin);
-  }
-  if (last) {
-    if (!std::isfinite(loss)) {
-      throw Error("training diverged: the loss is not finite at minibatch " + std::to_string(t.minibatch) +
-                  ", microbatch " + std::to_string(t.microbatch) + " (try a smaller learning rate)");
-    }
-    std::int32_t finished_minibatch = -1;
-    {
-      std::lock_guard<std::mutex> lock(registry_mutex_);
-      loss_sum_[static_cast<std::size_t>(t.minibatch)] += loss;
-      if (++loss_parts_[static_cast<std::size_t>(t.minibatch)] == g_.microbatches) finished_minibatch = t.minibatch;
-    }
-    if (finished_minibatch >= 0 && options_.on_minibatch) options_.on_minibatch(finished_minibatch + 1);
-  }
-  kept->location = t.resource;
-  kept->bytes = stash_bytes(kept->layers);
-  const auto readers = roles_.stash_readers.find({t.first_layer, t.minibatch, t.microbatch});
-  kept->readers_left = readers == roles_.stash_readers.end() ? 0 : readers->second;
-  memory_.allocate(t.resource, kept->bytes, t.id);
-  if (kept->readers_left > 0) {
-    std::lock_guard<std::mutex> lock(registry_mutex_);
-    stashes_[{t.first_layer, t.minibatch, t.microbatch}] = kept;
-  } else {
-    memory_.release(t.resource, kept->bytes);
-  }
-  if (!last) out.activation = std::move(in);
-}
-
-// The gradient at the output of the task's last layer, assembled from the slices its
-// dependencies brought (the next layer's B / BA parts); *found is false when none did.
-Gradient Execution::output_gradient(const Task& t, bool* found) {
-  const std::int64_t n = g_.samples_per_microbatch;
-  Gradient whole;
-  *found = false;
-  for (const auto d : t.deps) {
-    const Task& source = origin_of(d);
-    if ((source.kind != TaskKind::B && source.kind != TaskKind::BA) || source.first_layer != t.last_layer + 1 ||
-        source.minibatch != t.minibatch || source.microbatch != t.microbatch) {
-      continue;
-    }
-    const Gradient& slice = payload(d).input_gradient;
-    if (!*found) {
-      whole.main = Matrix::Zero(slice.main.rows(), n);
-      if (slice.shortcut.size() > 0) whole.shortcut = Matrix::Zero(slice.shortcut.rows(), n);
-      *found = true;
-    }
-    whole.main.middleCols(slice.first_sample, slice.main.cols()) = slice.main;
-    if (slice.shortcut.size() > 0) whole.shortcut.middleCols(slice.first_sample, slice.shortcut.cols()) = slice.shortcut;
-  }
-  return whole;
-}
-
-void Execution::backward(const Task& t, Payload& out) {
-  const std::int64_t n = g_.samples_per_microbatch;
-  const bool last = t.last_layer + 1 == static_cast<std::int32_t>(net_.size());
-  const std::shared_ptr<Stash> kept = stash(t);
-  const std::int32_t layers = t.last_layer - t.first_layer + 1;
-  std::vector<Gradient> at_output(static_cast<std::size_t>(layers));  // per layer, at its output
-  bool found = false;
-  if (t.kind == TaskKind::BW) {  // a split backward: the BA it follows kept the gradients
-    for (const auto d : t.deps) {
-      const Task& source = task(d);
-      if (source.kind == TaskKind::BA && source.first_layer == t.first_layer && source.last_layer == t.last_layer &&
-          source.minibatch == t.minibatch && source.microbatch == t.microbatch) {
-        at_output = payload(d).output_gradients;
-        found = true;
-      }
-    }
-  }
-  if (!found && !last) at_output.back() = output_gradient(t, &found);
-  found = found || last;
-  if (!found) throw Error("schedule error: " + describe_task(g_, t) + " has no dependency bringing its output gradient");
-  std::vector<Vector> grads(static_cast<std::size_t>(layers));
-  const bool needs_input_grad = t.kind != TaskKind::BW;
-  const bool needs_weight_grad = t.kind != TaskKind::BA;
-  for (std::int32_t l = t.last_layer; l >= t.first_layer; --l) {
-    const auto i = static_cast<std::size_t>(l - t.first_layer);
-    const LayerOp& op = ops_[static_cast<std::size_t>(l)];
-    const VectorPtr w = weights(l, t.version_read, t);
-    const Gradient* og = (l + 1 == static_cast<std::int32_t>(net_.size())) ? nullptr : &at_output[i];
-    if (needs_weight_grad) {
-      const auto begin = Clock::now();
-      grads[i] = op.backward_weight(*w, kept->layers[i], og);
-      record_layer(t, l, TaskKind::BW, begin);
-    }
-    if (needs_input_grad && l > 0) {  // nothing needs the gradient of the network's input
-      const auto begin = Clock::now();
-      std::int64_t sample_begin = 0, sample_end = n;  // the samples of this BA part
-      if (l == t.first_layer) {
-        const std::int32_t part = roles_.part_index[static_cast<std::size_t>(t.id)];
-        const std::int32_t parts = roles_.part_count[static_cast<std::size_t>(t.id)];
-        sample_begin = n * part / parts;
-        sample_end = n * (part + 1) / parts;
-      }
-      Gradient in = op.backward_input(*w, kept->layers[i], og, sample_begin, sample_end);
-      record_layer(t, l, TaskKind::BA, begin);
-      if (l > t.first_layer) {
-        at_output[i - 1] = std::move(in);
-      } else {
-        out.input_gradient = std::move(in);
-      }
-    }
-  }
-  if (t.kind == TaskKind::BA) out.output_gradients = std::move(at_output);
-  if (!needs_weight_grad) return;
-  const std::int32_t u = roles_.update_of[static_cast<std::size_t>(t.id)];
-  if (u < 0) return;  // no update takes it
-  if (roles_.accumulate_in_place[static_cast<std::size_t>(t.id)]) {
-    std::lock_guard<std::mutex> lock(registry_mutex_);
-    auto& sum = accumulators_[u];
-    if (sum.empty()) {
-      std::int64_t bytes = 0;
-      for (const auto& gr : grads) bytes += bytes_of(gr);
-      memory_.allocate(t.resource, bytes, t.id);
-      sum = std::move(grads);
-    } else {
-      for (std::size_t i = 0; i < grads.size(); ++i) sum[i] += grads[i];
-    }
-  } else {
-    out.weight_gradients = std::move(grads);
-  }
-}
-
-void Execution::update(const Task& t) {
-  const StageInfo& stage = g_.stages.at(static_cast<std::size_t>(t.stage));
-  std::vector<Vector> sum;
-  std::int64_t accumulated_bytes = 0;
-  {
-    std::lock_guard<std::mutex> lock(registry_mutex_);
-    const auto it = accumulators_.find(t.id);
-    if (it != accumulators_.end()) {
-      sum = std::move(it->second);
-      accumulators_.erase(it);
-      for (const auto& s : sum) accumulated_bytes += bytes_of(s);
-    }
-  }
-  // Gradients that arrived over links, in microbatch order.
-  std::vector<std::int32_t> arrived;
-  for (const auto d : t.deps) {
-    if (payloads_[static_cast<std::size_t>(d)] && !payload(d).weight_gradients.empty()) arrived.push_back(d);
-  }
-  std::sort(arrived.begin(), arrived.end(), [&](std::int32_t a, std::int32_t b) {
-    return origin_of(a).microbatch < origin_of(b).microbatch;
-  });
-  for (const auto d : arrived) {
-    const auto& grads = payload(d).weight_gradients;
-    if (sum.empty()) {
-      sum = grads;
-    } else {
-      for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += grads[i];
-    }
-  }
-  const std::int32_t layers = stage.last_layer - stage.first_layer + 1;
-  if (static_cast<std::int32_t>(sum.size()) != layers) {
-    throw Error("schedule error: " + describe_task(g_, t) + " has no weight gradient to apply");
-  }
-  auto out = std::make_unique<Payload>();
-  for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) {
-    const auto begin = Clock::now();
-    const auto i = static_cast<std::size_t>(l - stage.first_layer);
-    const VectorPtr old = weights(l, t.version_read, t);
-    const float rate = static_cast<float>(options_.learning_rate);
-    Vector next;
-    if (options_.momentum > 0) {
-      Vector& velocity = momentum_[static_cast<std::size_t>(l)];
-      velocity = static_cast<float>(options_.momentum) * velocity + sum[i];
-      next = *old - rate * velocity;
-    } else {
-      next = *old - rate * sum[i];
-    }
-    auto stored = std::make_shared<const Vector>(std::move(next));
-    store_weights(l, t.version_written, stored);
-    out->weights.push_back(stored);
-    record_layer(t, l, TaskKind::U, begin);
-  }
-  memory_.release(t.resource, accumulated_bytes);
-  keep(t, std::move(out), t.resource);
-}
-
-// X, OFF, ON: copy the data into a buffer at the other end.
-void Execution::move(const Task& t, Payload& out) {
-  const std::int32_t to = g_.links[static_cast<std::size_t>(t.resource)].dst;
-  const std::int32_t from = g_.links[static_cast<std::size_t>(t.resource)].src;
-  if (t.kind == TaskKind::OFF || t.kind == TaskKind::ON) {
-    const std::shared_ptr<Stash> kept = stash(t);
-    std::vector<LayerStash> copy = kept->layers;  // the copy over the link
-    memory_.allocate(to, kept->bytes, t.id);
-    kept->layers = std::move(copy);
-    memory_.release(from, kept->bytes);
-    kept->location = to;
-    return;
-  }
-  const std::int32_t source_id = t.deps.front();
-  const Task& origin = origin_of(t.id);
-  if (roles_.carries_stash[static_cast<std::size_t>(t.id)]) {
-    if (is_link_task(task(source_id))) {
-      out.stash_input = payload(source_id).stash_input;
-    } else {
-      out.stash_input = stash(origin)->layers.front().input;
-    }
-    return;
-  }
-  const Payload& in = payload(source_id);
-  out.activation = in.activation;
-  out.input_gradient = in.input_gradient;
-  out.weight_gradients = in.weight_gradients;
-  for (const auto& w : in.weights) out.weights.push_back(std::make_shared<const Vector>(*w));
-}
-
-void Execution::execute(const Task& t) {
-  auto out = std::make_unique<Payload>();
-  switch (t.kind) {
-    case TaskKind::F:
-      forward(t, *out);
-      keep(t, std::move(out), t.resource);
-      return;
-    case TaskKind::B:
-    case TaskKind::BA:
-    case TaskKind::BW:
-      backward(t, *out);
-      keep(t, std::move(out), t.resource);
-      return;
-    case TaskKind::U:
-      update(t);
-      return;
-    case TaskKind::X:
-    case TaskKind::OFF:
-    case TaskKind::ON:
-      move(t, *out);
-      keep(t, std::move(out), link_destination(t));
-      return;
-    default:
-      throw Error("the CPU executor cannot run " + describe_task(g_, t));
-  }
-}
-
-// Frees what the task was the last reader of: its dependencies' payloads, its stash, the weight
-// versions it read.
-void Execution::finished(const Task& t) {
-  std::vector<std::unique_ptr<Payload>> released;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto d : t.deps) {
-      if (--dependents_left_[static_cast<std::size_t>(d)] == 0) released.push_back(std::move(payloads_[static_cast<std::size_t>(d)]));
-    }
-    if (dependents_left_[static_cast<std::size_t>(t.id)] == 0) released.push_back(std::move(payloads_[static_cast<std::size_t>(t.id)]));
-  }
-  for (const auto& p : released) {
-    if (p) memory_.release(p->accounted_on, p->accounted_bytes);
-  }
-  if (is_link_task(t)) return;
-  if (is_backward(t.kind)) {
-    std::shared_ptr<Stash> gone;
-    {
-      std::lock_guard<std::mutex> lock(registry_mutex_);
-      const StashKey key{t.first_layer, t.minibatch, t.microbatch};
-      const auto it = stashes_.find(key);
-      if (it != stashes_.end() && --it->second->readers_left == 0) {
-        gone = it->second;
-        stashes_.erase(it);
-      }
-    }
-    if (gone) memory_.release(gone->location, gone->bytes);
-  }
-  if (t.stage >= 0 && t.version_read >= 0) {
-    const StageInfo& stage = g_.stages.at(static_cast<std::size_t>(t.stage));
-    for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) {
-      std::int64_t freed = 0;
-      {
-        std::lock_guard<std::mutex> lock(registry_mutex_);
-        if (--readers_left_[{l, t.version_read}] == 0 && t.version_read != roles_.newest_version[static_cast<std::size_t>(l)]) {
-          const auto it = versions_.find({l, t.version_read});
-          if (it != versions_.end()) {
-            freed = bytes_of(*it->second);
-            versions_.erase(it);
-          }
-        }
-      }
-      memory_.release(home_of_layer(l), freed);
-    }
-  }
-}
-
-void Execution::worker(const std::vector<std::int32_t>& order) {
-  for (const auto id : order) {
-    const Task& t = task(id);
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      changed_.wait(lock, [&] {
-        if (failed_) return true;
-        return std::all_of(t.deps.begin(), t.deps.end(), [&](std::int32_t d) { return done_[static_cast<std::size_t>(d)] != 0; });
-      });
-      if (failed_) return;
-    }
-    const Clock::time_point begin = Clock::now();
-    try {
-      execute(t);
-      finished(t);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!failed_) error_ = std::current_exception();
-      failed_ = true;
-      changed_.notify_all();
-      return;
-    }
-    const Clock::time_point end = Clock::now();
-    std::lock_guard<std::mutex> lock(mutex_);
-    const auto cycles = [&](Clock::time_point at) {
-      return static_cast<std::int64_t>(std::chrono::duration<double>(at - start_).count() * g_.clock_hz);
-    };
-    times_[static_cast<std::size_t>(id)] = {cycles(begin), std::max(cycles(begin), cycles(end))};
-    done_[static_cast<std::size_t>(id)] = 1;
-    changed_.notify_all();
-  }
-}
-
-TrainingRun Execution::run() {
-  // The schedule's own memory declaration must fit before anything runs.
-  const Result declared = evaluate(g_);
-  if (!declared.out_of_memory.empty()) {
-    throw Error(describe_out_of_memory(g_, declared.out_of_memory.front()) +
-                " (the schedule's declared memory; the CPU executor refuses to start)");
-  }
-  const auto n = g_.tasks.size();
-  stage_of_layer_.assign(net_.size(), -1);
-  for (std::size_t s = 0; s < g_.stages.size(); ++s) {
-    for (std::int32_t l = g_.stages[s].first_layer; l <= g_.stages[s].last_layer; ++l) {
-      stage_of_layer_[static_cast<std::size_t>(l)] = static_cast<std::int32_t>(s);
-    }
-  }
-  for (std::size_t l = 0; l < net_.size(); ++l) {
-    if (stage_of_layer_[l] < 0) throw Error("graph: layer " + std::to_string(l) + " belongs to no stage");
-  }
-  done_.assign(n, 0);
-  times_.assign(n, {});
-  payloads_.resize(n);
-  dependents_left_.resize(n);
-  for (std::size_t i = 0; i < n; ++i) dependents_left_[i] = static_cast<std::int32_t>(roles_.dependents[i].size());
-  readers_left_ = roles_.version_readers;
-  loss_sum_.assign(static_cast<std::size_t>(g_.minibatches), 0.0);
-  loss_parts_.assign(static_cast<std::size_t>(g_.minibatches), 0);
-  TrainingRun run;
-  run.initial_weights = initial_weights(net_, options_.seed);
-  for (std::size_t l = 0; l < net_.size(); ++l) {
-    store_weights(static_cast<std::int32_t>(l), 0, std::make_shared<const Vector>(run.initial_weights[l]));
-    momentum_.push_back(Vector::Zero(run.initial_weights[l].size()));
-    if (options_.momentum > 0) memory_.allocate(home_of_layer(static_cast<std::int32_t>(l)), bytes_of(momentum_.back()), -1);
-  }
-
-  start_ = Clock::now();
-  memory_.restart(start_);
-  std::vector<std::thread> threads;
-  for (const auto& order : tasks_by_processor(g_)) threads.emplace_back([this, order] { worker(order); });
-  for (const auto& order : tasks_by_link(g_)) threads.emplace_back([this, order] { worker(order); });
-  for (auto& thread : threads) thread.join();
-  if (error_) std::rethrow_exception(error_);
-
-  run.result = summarize(g_, times_, "cpu", options_.record_memory_timeline);
-  run.result.peak_memory_bytes = memory_.peak_bytes();
-  run.result.host_peak_memory_bytes = memory_.host_peak_bytes();
-  if (options_.record_memory_timeline) {
-    run.result.memory_timeline = memory_.timeline();
-    run.result.host_memory_timeline = memory_.host_timeline();
-  }
-  run.result.out_of_memory.clear();  // the tracker throws instead
-  run.layer_times = std::move(layer_times_);
-  for (std::size_t k = 0; k < loss_sum_.size(); ++k) run.minibatch_loss.push_back(loss_sum_[k] / static_cast<double>(net_.batch));
-  for (std::size_t l = 0; l < net_.size(); ++l) {
-    run.final_weights.push_back(*weights(static_cast<std::int32_t>(l), roles_.newest_version[l], g_.tasks.front()));
-  }
-  return run;
-}
 
 }  // namespace
 
@@ -578,8 +91,7 @@ std::vector<Vector> initial_weights(const Network& network, std::uint64_t seed) 
   return weights;
 }
 
-TrainingRun run_cpu(const TaskGraph& graph, const Network& network, const BatchSampler& data,
-                    const TrainingOptions& options) {
+void check_run_inputs(const TaskGraph& graph, const Network& network, const BatchSampler& data) {
   if (graph.model != network.name) {
     throw Error("the graph was built for " + graph.model + ", not for " + network.name);
   }
@@ -592,13 +104,19 @@ TrainingRun run_cpu(const TaskGraph& graph, const Network& network, const BatchS
     throw Error("dataset " + data.data().name + " has samples of " + shape_to_string(data.data().sample_shape) +
                 ", but " + network.name + " takes " + shape_to_string(network.input_shape));
   }
-  make_layer_ops(network.layers);  // throws, naming the layer, for what the executor cannot run
+  make_layer_ops(network.layers);  // throws, naming the layer, for what the executors cannot run
   const Layer& last = network.layers.back();
   if (last.dense.out_features < data.data().classes) {
     throw Error(network.name + " has " + std::to_string(last.dense.out_features) + " outputs, but dataset " +
                 data.data().name + " has " + std::to_string(data.data().classes) + " classes");
   }
-  Execution execution(graph, network, data, options);
+}
+
+TrainingRun run_cpu(const TaskGraph& graph, const Network& network, const BatchSampler& data,
+                    const TrainingOptions& options) {
+  check_run_inputs(graph, network, data);
+  CpuBackend backend(network, data);
+  exec::GraphExecution<CpuBackend> execution(backend, graph, network, options, "cpu");
   return execution.run();
 }
 

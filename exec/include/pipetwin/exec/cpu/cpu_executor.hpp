@@ -1,5 +1,6 @@
 // The CPU executor (DESIGN.md §6): runs any task graph with real training numerics, one thread per
-// processor and one per link. Layers run in Eigen (fp32); every weight version the schedule
+// processor and one per link (the core it shares with the CUDA executor is
+// exec/common/graph_execution.hpp). Layers run in Eigen (fp32); every weight version the schedule
 // declares is kept until its last reader; transfers are copies between per-processor buffers;
 // offload and reload go through host buffers; updates are SGD (momentum optional). It reports a
 // measured Result with the simulator's schema (engine "cpu"), with the memory it really held.
@@ -44,6 +45,11 @@ struct TrainingRun {
 
 // Initial parameters of every layer, from `seed` (the same as the executor's version 0).
 std::vector<Vector> initial_weights(const Network& network, std::uint64_t seed);
+
+// Throws pipetwin::Error when `graph`, `network` and `data` do not go together (another model,
+// another microbatch size, samples or classes that do not fit) or when a layer is one the
+// executors cannot run. Every executor checks this first.
+void check_run_inputs(const TaskGraph& graph, const Network& network, const BatchSampler& data);
 
 // Runs `graph` (built for `network`) on `data`. Throws pipetwin::Error, after every thread has
 // stopped, on: a layer the executor cannot run, memory beyond a processor's capacity (checked

@@ -5,7 +5,7 @@
 
 #include "pipetwin/models/error.hpp"
 
-namespace pipetwin::cpu {
+namespace pipetwin::exec {
 
 namespace {
 std::string gigabytes(std::int64_t bytes) { return std::to_string(static_cast<double>(bytes) / 1e9) + " GB"; }
@@ -75,4 +75,4 @@ std::vector<MemoryPoint> MemoryTracker::host_timeline() const {
   return timeline_.back();
 }
 
-}  // namespace pipetwin::cpu
+}  // namespace pipetwin::exec

@@ -5,7 +5,7 @@
 
 #include "pipetwin/models/error.hpp"
 
-namespace pipetwin::cpu {
+namespace pipetwin::exec {
 
 bool is_link_task(const Task& task) { return task.placement == Placement::link; }
 
@@ -92,4 +92,4 @@ GraphRoles analyse_graph(const TaskGraph& graph, std::int32_t layer_count) {
   return roles;
 }
 
-}  // namespace pipetwin::cpu
+}  // namespace pipetwin::exec

@@ -10,7 +10,7 @@
 #include "pipetwin/schedule/result.hpp"
 #include "pipetwin/schedule/task_graph.hpp"
 
-namespace pipetwin::cpu {
+namespace pipetwin::exec {
 
 class MemoryTracker {
  public:
@@ -36,4 +36,4 @@ class MemoryTracker {
   std::vector<std::vector<MemoryPoint>> timeline_;
 };
 
-}  // namespace pipetwin::cpu
+}  // namespace pipetwin::exec

@@ -11,7 +11,7 @@
 
 #include "pipetwin/schedule/task_graph.hpp"
 
-namespace pipetwin::cpu {
+namespace pipetwin::exec {
 
 using StashKey = std::tuple<std::int32_t, std::int32_t, std::int32_t>;  // (first layer, minibatch, microbatch)
 
@@ -31,4 +31,4 @@ struct GraphRoles {
 
 GraphRoles analyse_graph(const TaskGraph& graph, std::int32_t layer_count);
 
-}  // namespace pipetwin::cpu
+}  // namespace pipetwin::exec

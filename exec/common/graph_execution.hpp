@@ -1,0 +1,627 @@
+// The executors' shared core (DESIGN.md §6): runs a task graph with real training numerics, one
+// host thread per processor and one per link, each running its resource's tasks in the schedule's
+// order once their dependencies have ended. Data moves between tasks as payloads: a task's output
+// lives until its last dependent has run; a transfer copies its source's payload to the other
+// end. Forward stashes and weight versions live in registries; the tracker accounts every buffer
+// to the processor or host memory that holds it.
+//
+// What runs the layers and holds the tensors is the Backend (the CPU backend in
+// exec/cpu/cpu_executor.cpp, the CUDA one in exec/cuda/cuda_executor.cpp). It provides:
+//   types   Params (one layer's flat parameters), Tensor, Activation, Gradient, LayerStash,
+//           Labels, Lane (where one thread's work runs: nothing on the CPU, a stream on a GPU)
+//   lanes   Lane& processor_lane(p), Lane& link_lane(k); enter(lane) at the start of its thread;
+//           finish(lane) waits until the work issued on it has ended (after every task)
+//   data    load(lane, minibatch, microbatch, bool samples, Activation*, Labels*)
+//           samples_of(const Activation&) -> columns
+//   layers  forward(lane, l, params, in, stash, labels*, loss_scale, double* loss) -> Activation
+//           backward_input(lane, l, params, stash, out_grad*, begin, end) -> Gradient
+//           backward_weight(lane, l, params, stash, out_grad*) -> Params
+//           assemble(lane, slices, n) -> Gradient (the slices placed at their columns)
+//           accumulate(lane, sum, g); sgd(lane, w, g, velocity*, lr, momentum) -> Params
+//   memory  upload(const Vector&, p) / zeros(count, p) -> Params; download(Params) -> Vector;
+//           copy(lane, x, to) for every type above and for stashes (to: a processor or kHost);
+//           stash_input(const LayerStash&) -> const Tensor&; bytes(x) for every type above.
+#pragma once
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "graph_roles.hpp"
+#include "memory_tracker.hpp"
+#include "pipetwin/exec/cpu/cpu_executor.hpp"
+#include "pipetwin/models/error.hpp"
+#include "pipetwin/schedule/evaluator.hpp"
+#include "pipetwin/schedule/summary.hpp"
+
+namespace pipetwin::exec {
+
+template <typename Backend>
+class GraphExecution {
+ public:
+  using Params = typename Backend::Params;
+  using Tensor = typename Backend::Tensor;
+  using Activation = typename Backend::Activation;
+  using Gradient = typename Backend::Gradient;
+  using LayerStash = typename Backend::LayerStash;
+  using Labels = typename Backend::Labels;
+  using Lane = typename Backend::Lane;
+  using ParamsPtr = std::shared_ptr<const Params>;
+  using Clock = std::chrono::steady_clock;
+
+  // `name` is the engine named in the Result ("cpu", "cuda").
+  GraphExecution(Backend& backend, const TaskGraph& graph, const Network& network, const cpu::TrainingOptions& options,
+                 std::string name)
+      : b_(backend), g_(graph), net_(network), options_(options), name_(std::move(name)),
+        roles_(analyse_graph(graph, static_cast<std::int32_t>(network.size()))),
+        start_(Clock::now()), memory_(graph, start_, options.record_memory_timeline) {}
+
+  cpu::TrainingRun run();
+
+ private:
+  // What a task hands to its dependents.
+  struct Payload {
+    Activation activation;                  // F: the output of its last layer
+    Gradient input_gradient;                // B / BA: at the input of its first layer (its slice)
+    std::vector<Gradient> output_gradients; // BA: per layer, the gradient at its output, for the BW
+    std::vector<ParamsPtr> weights;         // U: the versions it wrote, per layer
+    std::vector<Params> weight_gradients;   // B / BW whose update runs elsewhere: per layer
+    Tensor stash_input;                     // X of a forward's stash to a backward elsewhere
+    std::int64_t accounted_bytes = 0;
+    std::int32_t accounted_on = 0;
+  };
+
+  struct Stash {
+    std::vector<LayerStash> layers;  // per layer of the forward
+    std::int32_t location = 0;       // processor or kHost
+    std::int64_t bytes = 0;
+    std::int32_t readers_left = 0;
+  };
+
+  const Task& task(std::int32_t id) const { return g_.tasks[static_cast<std::size_t>(id)]; }
+  const Task& origin_of(std::int32_t id) const { return task(roles_.origin[static_cast<std::size_t>(id)]); }
+  std::int32_t home_of_layer(std::int32_t layer) const {
+    return g_.stages[static_cast<std::size_t>(stage_of_layer_[static_cast<std::size_t>(layer)])].processor;
+  }
+  const LinkInfo& link_of(const Task& t) const { return g_.links[static_cast<std::size_t>(t.resource)]; }
+
+  std::int64_t payload_bytes(const Payload& p) const {
+    std::int64_t total = b_.bytes(p.activation) + b_.bytes(p.input_gradient) + b_.bytes(p.stash_input);
+    for (const auto& g : p.output_gradients) total += b_.bytes(g);
+    for (const auto& w : p.weights) total += b_.bytes(*w);
+    for (const auto& g : p.weight_gradients) total += b_.bytes(g);
+    return total;
+  }
+  std::int64_t stash_bytes(const std::vector<LayerStash>& layers) const {
+    std::int64_t total = 0;
+    for (const auto& s : layers) total += b_.bytes(s);
+    return total;
+  }
+
+  void worker(const std::vector<std::int32_t>& order, Lane& lane);
+  void execute(const Task& t, Lane& lane);
+  void forward(const Task& t, Lane& lane, Payload& out);
+  void backward(const Task& t, Lane& lane, Payload& out);
+  void update(const Task& t, Lane& lane);
+  void move(const Task& t, Lane& lane, Payload& out);
+  void finished(const Task& t);
+
+  ParamsPtr weights(std::int32_t layer, std::int32_t version, const Task& reader);
+  void store_weights(std::int32_t layer, std::int32_t version, ParamsPtr value);
+  std::shared_ptr<Stash> stash(const Task& t);
+  const Payload& payload(std::int32_t id) const { return *payloads_[static_cast<std::size_t>(id)]; }
+  Gradient output_gradient(const Task& t, Lane& lane, bool* found);
+  void keep(const Task& t, std::unique_ptr<Payload> out, std::int32_t where);
+  Clock::time_point layer_begin(Lane& lane);
+  void record_layer(const Task& t, Lane& lane, std::int32_t layer, TaskKind kind, Clock::time_point begin);
+
+  Backend& b_;
+  const TaskGraph& g_;
+  const Network& net_;
+  const cpu::TrainingOptions& options_;
+  std::string name_;
+  GraphRoles roles_;
+  Clock::time_point start_;
+  MemoryTracker memory_;
+  std::vector<std::int32_t> stage_of_layer_;
+
+  // Scheduling state, under `mutex_`.
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<char> done_;
+  std::vector<std::int32_t> dependents_left_;
+  bool failed_ = false;
+  std::exception_ptr error_;
+  std::vector<TaskTiming> times_;
+
+  // Payloads: written by their task before it is marked done, read by dependents after.
+  std::vector<std::unique_ptr<Payload>> payloads_;
+
+  // Registries, under `registry_mutex_`.
+  std::mutex registry_mutex_;
+  std::map<std::pair<std::int32_t, std::int32_t>, ParamsPtr> versions_;  // (layer, version)
+  std::map<std::pair<std::int32_t, std::int32_t>, std::int32_t> readers_left_;
+  std::map<StashKey, std::shared_ptr<Stash>> stashes_;
+  std::map<std::int32_t, std::vector<Params>> accumulators_;  // per update task
+  std::vector<Params> momentum_;                               // per layer (touched by its U only)
+  std::vector<double> loss_sum_;
+  std::vector<cpu::LayerTime> layer_times_;
+  std::vector<std::int32_t> loss_parts_;
+};
+
+template <typename B>
+void GraphExecution<B>::keep(const Task& t, std::unique_ptr<Payload> out, std::int32_t where) {
+  out->accounted_on = where;
+  out->accounted_bytes = payload_bytes(*out);
+  if (t.kind == TaskKind::U) out->accounted_bytes = 0;  // the versions are accounted in the registry
+  memory_.allocate(where, out->accounted_bytes, t.id);
+  payloads_[static_cast<std::size_t>(t.id)] = std::move(out);
+}
+
+// When layer times are recorded, each layer is timed alone: the lane's earlier work ends first.
+template <typename B>
+typename GraphExecution<B>::Clock::time_point GraphExecution<B>::layer_begin(Lane& lane) {
+  if (options_.record_layer_times) b_.finish(lane);
+  return Clock::now();
+}
+
+template <typename B>
+void GraphExecution<B>::record_layer(const Task& t, Lane& lane, std::int32_t layer, TaskKind kind, Clock::time_point begin) {
+  if (!options_.record_layer_times) return;
+  b_.finish(lane);
+  const double seconds = std::chrono::duration<double>(Clock::now() - begin).count();
+  std::lock_guard<std::mutex> lock(registry_mutex_);
+  layer_times_.push_back({t.id, layer, kind, seconds});
+}
+
+template <typename B>
+typename GraphExecution<B>::ParamsPtr GraphExecution<B>::weights(std::int32_t layer, std::int32_t version, const Task& reader) {
+  std::lock_guard<std::mutex> lock(registry_mutex_);
+  const auto it = versions_.find({layer, version});
+  if (it == versions_.end()) {
+    throw Error("schedule error: " + describe_task(g_, reader) + " reads version " + std::to_string(version) +
+                " of layer " + std::to_string(layer) + ", which no finished update wrote (a missing dependency)");
+  }
+  return it->second;
+}
+
+template <typename B>
+void GraphExecution<B>::store_weights(std::int32_t layer, std::int32_t version, ParamsPtr value) {
+  memory_.allocate(home_of_layer(layer), b_.bytes(*value), -1);
+  std::lock_guard<std::mutex> lock(registry_mutex_);
+  versions_[{layer, version}] = std::move(value);
+}
+
+template <typename B>
+std::shared_ptr<typename GraphExecution<B>::Stash> GraphExecution<B>::stash(const Task& t) {
+  std::lock_guard<std::mutex> lock(registry_mutex_);
+  const auto it = stashes_.find({t.first_layer, t.minibatch, t.microbatch});
+  if (it == stashes_.end()) throw Error("schedule error: " + describe_task(g_, t) + " runs before the forward it belongs to");
+  return it->second;
+}
+
+template <typename B>
+void GraphExecution<B>::forward(const Task& t, Lane& lane, Payload& out) {
+  const std::int64_t n = g_.samples_per_microbatch;
+  Activation in;
+  Labels labels;
+  const bool last = t.last_layer + 1 == static_cast<std::int32_t>(net_.size());
+  if (t.first_layer == 0 || last) b_.load(lane, t.minibatch, t.microbatch, t.first_layer == 0, &in, &labels);
+  if (t.first_layer > 0) {
+    bool found = false;
+    for (const auto d : t.deps) {
+      const Task& source = origin_of(d);
+      if (source.kind == TaskKind::F && source.last_layer + 1 == t.first_layer && source.minibatch == t.minibatch &&
+          source.microbatch == t.microbatch) {
+        in = b_.copy(lane, payload(d).activation, t.resource);
+        found = true;
+      }
+    }
+    if (!found) throw Error("schedule error: " + describe_task(g_, t) + " has no dependency bringing its input");
+  }
+  if (b_.samples_of(in) != n) throw Error("internal: forward input has " + std::to_string(b_.samples_of(in)) + " samples");
+  auto kept = std::make_shared<Stash>();
+  kept->layers.resize(static_cast<std::size_t>(t.last_layer - t.first_layer + 1));
+  double loss = 0;
+  for (std::int32_t l = t.first_layer; l <= t.last_layer; ++l) {
+    const auto begin = layer_begin(lane);
+    const ParamsPtr w = weights(l, t.version_read, t);
+    in = b_.forward(lane, l, *w, in, kept->layers[static_cast<std::size_t>(l - t.first_layer)], &labels,
+                    static_cast<double>(net_.batch), &loss);
+    record_layer(t, lane, l, TaskKind::F, begin);
+  }
+  if (last) {
+    if (!std::isfinite(loss)) {
+      throw Error("training diverged: the loss is not finite at minibatch " + std::to_string(t.minibatch) +
+                  ", microbatch " + std::to_string(t.microbatch) + " (try a smaller learning rate)");
+    }
+    std::int32_t finished_minibatch = -1;
+    {
+      std::lock_guard<std::mutex> lock(registry_mutex_);
+      loss_sum_[static_cast<std::size_t>(t.minibatch)] += loss;
+      if (++loss_parts_[static_cast<std::size_t>(t.minibatch)] == g_.microbatches) finished_minibatch = t.minibatch;
+    }
+    if (finished_minibatch >= 0 && options_.on_minibatch) options_.on_minibatch(finished_minibatch + 1);
+  }
+  kept->location = t.resource;
+  kept->bytes = stash_bytes(kept->layers);
+  const auto readers = roles_.stash_readers.find({t.first_layer, t.minibatch, t.microbatch});
+  kept->readers_left = readers == roles_.stash_readers.end() ? 0 : readers->second;
+  memory_.allocate(t.resource, kept->bytes, t.id);
+  if (kept->readers_left > 0) {
+    std::lock_guard<std::mutex> lock(registry_mutex_);
+    stashes_[{t.first_layer, t.minibatch, t.microbatch}] = kept;
+  } else {
+    memory_.release(t.resource, kept->bytes);
+  }
+  if (!last) out.activation = std::move(in);
+}
+
+// The gradient at the output of the task's last layer, assembled from the slices its
+// dependencies brought (the next layer's B / BA parts); *found is false when none did.
+template <typename B>
+typename B::Gradient GraphExecution<B>::output_gradient(const Task& t, Lane& lane, bool* found) {
+  std::vector<const Gradient*> slices;
+  for (const auto d : t.deps) {
+    const Task& source = origin_of(d);
+    if ((source.kind != TaskKind::B && source.kind != TaskKind::BA) || source.first_layer != t.last_layer + 1 ||
+        source.minibatch != t.minibatch || source.microbatch != t.microbatch) {
+      continue;
+    }
+    slices.push_back(&payload(d).input_gradient);
+  }
+  *found = !slices.empty();
+  if (slices.empty()) return Gradient();
+  return b_.assemble(lane, slices, g_.samples_per_microbatch);
+}
+
+template <typename B>
+void GraphExecution<B>::backward(const Task& t, Lane& lane, Payload& out) {
+  const std::int64_t n = g_.samples_per_microbatch;
+  const bool last = t.last_layer + 1 == static_cast<std::int32_t>(net_.size());
+  const std::shared_ptr<Stash> kept = stash(t);
+  const std::int32_t layers = t.last_layer - t.first_layer + 1;
+  std::vector<Gradient> at_output(static_cast<std::size_t>(layers));  // per layer, at its output
+  bool found = false;
+  if (t.kind == TaskKind::BW) {  // a split backward: the BA it follows kept the gradients
+    for (const auto d : t.deps) {
+      const Task& source = task(d);
+      if (source.kind == TaskKind::BA && source.first_layer == t.first_layer && source.last_layer == t.last_layer &&
+          source.minibatch == t.minibatch && source.microbatch == t.microbatch) {
+        const auto& kept_gradients = payload(d).output_gradients;
+        for (std::size_t i = 0; i < kept_gradients.size(); ++i) at_output[i] = b_.copy(lane, kept_gradients[i], t.resource);
+        found = true;
+      }
+    }
+  }
+  if (!found && !last) at_output.back() = output_gradient(t, lane, &found);
+  found = found || last;
+  if (!found) throw Error("schedule error: " + describe_task(g_, t) + " has no dependency bringing its output gradient");
+  std::vector<Params> grads(static_cast<std::size_t>(layers));
+  const bool needs_input_grad = t.kind != TaskKind::BW;
+  const bool needs_weight_grad = t.kind != TaskKind::BA;
+  for (std::int32_t l = t.last_layer; l >= t.first_layer; --l) {
+    const auto i = static_cast<std::size_t>(l - t.first_layer);
+    const ParamsPtr w = weights(l, t.version_read, t);
+    const Gradient* og = (l + 1 == static_cast<std::int32_t>(net_.size())) ? nullptr : &at_output[i];
+    if (needs_weight_grad) {
+      const auto begin = layer_begin(lane);
+      grads[i] = b_.backward_weight(lane, l, *w, kept->layers[i], og);
+      record_layer(t, lane, l, TaskKind::BW, begin);
+    }
+    if (needs_input_grad && l > 0) {  // nothing needs the gradient of the network's input
+      const auto begin = layer_begin(lane);
+      std::int64_t sample_begin = 0, sample_end = n;  // the samples of this BA part
+      if (l == t.first_layer) {
+        const std::int32_t part = roles_.part_index[static_cast<std::size_t>(t.id)];
+        const std::int32_t parts = roles_.part_count[static_cast<std::size_t>(t.id)];
+        sample_begin = n * part / parts;
+        sample_end = n * (part + 1) / parts;
+      }
+      Gradient in = b_.backward_input(lane, l, *w, kept->layers[i], og, sample_begin, sample_end);
+      record_layer(t, lane, l, TaskKind::BA, begin);
+      if (l > t.first_layer) {
+        at_output[i - 1] = std::move(in);
+      } else {
+        out.input_gradient = std::move(in);
+      }
+    }
+  }
+  if (t.kind == TaskKind::BA) out.output_gradients = std::move(at_output);
+  if (!needs_weight_grad) return;
+  const std::int32_t u = roles_.update_of[static_cast<std::size_t>(t.id)];
+  if (u < 0) return;  // no update takes it
+  if (roles_.accumulate_in_place[static_cast<std::size_t>(t.id)]) {
+    std::lock_guard<std::mutex> lock(registry_mutex_);
+    auto& sum = accumulators_[u];
+    if (sum.empty()) {
+      std::int64_t bytes = 0;
+      for (const auto& gr : grads) bytes += b_.bytes(gr);
+      memory_.allocate(t.resource, bytes, t.id);
+      sum = std::move(grads);
+    } else {
+      for (std::size_t i = 0; i < grads.size(); ++i) b_.accumulate(lane, sum[i], grads[i]);
+    }
+  } else {
+    out.weight_gradients = std::move(grads);
+  }
+}
+
+template <typename B>
+void GraphExecution<B>::update(const Task& t, Lane& lane) {
+  const StageInfo& stage = g_.stages.at(static_cast<std::size_t>(t.stage));
+  std::vector<Params> sum;
+  std::int64_t accumulated_bytes = 0;
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex_);
+    const auto it = accumulators_.find(t.id);
+    if (it != accumulators_.end()) {
+      sum = std::move(it->second);
+      accumulators_.erase(it);
+      for (const auto& s : sum) accumulated_bytes += b_.bytes(s);
+    }
+  }
+  // Gradients that arrived over links, in microbatch order.
+  std::vector<std::int32_t> arrived;
+  for (const auto d : t.deps) {
+    if (payloads_[static_cast<std::size_t>(d)] && !payload(d).weight_gradients.empty()) arrived.push_back(d);
+  }
+  std::sort(arrived.begin(), arrived.end(), [&](std::int32_t a, std::int32_t b) {
+    return origin_of(a).microbatch < origin_of(b).microbatch;
+  });
+  for (const auto d : arrived) {
+    const auto& grads = payload(d).weight_gradients;
+    if (sum.empty()) {
+      for (const auto& g : grads) sum.push_back(b_.copy(lane, g, t.resource));
+    } else {
+      for (std::size_t i = 0; i < sum.size(); ++i) b_.accumulate(lane, sum[i], grads[i]);
+    }
+  }
+  const std::int32_t layers = stage.last_layer - stage.first_layer + 1;
+  if (static_cast<std::int32_t>(sum.size()) != layers) {
+    throw Error("schedule error: " + describe_task(g_, t) + " has no weight gradient to apply");
+  }
+  auto out = std::make_unique<Payload>();
+  for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) {
+    const auto begin = layer_begin(lane);
+    const auto i = static_cast<std::size_t>(l - stage.first_layer);
+    const ParamsPtr old = weights(l, t.version_read, t);
+    Params* velocity = options_.momentum > 0 ? &momentum_[static_cast<std::size_t>(l)] : nullptr;
+    auto stored = std::make_shared<const Params>(b_.sgd(lane, *old, sum[i], velocity, options_.learning_rate, options_.momentum));
+    store_weights(l, t.version_written, stored);
+    out->weights.push_back(stored);
+    record_layer(t, lane, l, TaskKind::U, begin);
+  }
+  b_.finish(lane);  // the sums are freed below
+  memory_.release(t.resource, accumulated_bytes);
+  keep(t, std::move(out), t.resource);
+}
+
+// X, OFF, ON: copy the data into a buffer at the other end.
+template <typename B>
+void GraphExecution<B>::move(const Task& t, Lane& lane, Payload& out) {
+  const std::int32_t to = link_of(t).dst;
+  const std::int32_t from = link_of(t).src;
+  if (t.kind == TaskKind::OFF || t.kind == TaskKind::ON) {
+    const std::shared_ptr<Stash> kept = stash(t);
+    std::vector<LayerStash> copy;  // the copy over the link
+    for (const auto& layer : kept->layers) copy.push_back(b_.copy(lane, layer, to));
+    b_.finish(lane);
+    memory_.allocate(to, kept->bytes, t.id);
+    kept->layers = std::move(copy);
+    memory_.release(from, kept->bytes);
+    kept->location = to;
+    return;
+  }
+  const std::int32_t source_id = t.deps.front();
+  const Task& origin = origin_of(t.id);
+  if (roles_.carries_stash[static_cast<std::size_t>(t.id)]) {
+    if (is_link_task(task(source_id))) {
+      out.stash_input = b_.copy(lane, payload(source_id).stash_input, to);
+    } else {
+      out.stash_input = b_.copy(lane, b_.stash_input(stash(origin)->layers.front()), to);
+    }
+    return;
+  }
+  const Payload& in = payload(source_id);
+  out.activation = b_.copy(lane, in.activation, to);
+  out.input_gradient = b_.copy(lane, in.input_gradient, to);
+  for (const auto& g : in.weight_gradients) out.weight_gradients.push_back(b_.copy(lane, g, to));
+  for (const auto& w : in.weights) out.weights.push_back(std::make_shared<const Params>(b_.copy(lane, *w, to)));
+}
+
+template <typename B>
+void GraphExecution<B>::execute(const Task& t, Lane& lane) {
+  auto out = std::make_unique<Payload>();
+  switch (t.kind) {
+    case TaskKind::F:
+      forward(t, lane, *out);
+      break;
+    case TaskKind::B:
+    case TaskKind::BA:
+    case TaskKind::BW:
+      backward(t, lane, *out);
+      break;
+    case TaskKind::U:
+      update(t, lane);
+      return;
+    case TaskKind::X:
+    case TaskKind::OFF:
+    case TaskKind::ON:
+      move(t, lane, *out);
+      b_.finish(lane);
+      keep(t, std::move(out), link_of(t).dst);
+      return;
+    default:
+      throw Error("the " + name_ + " executor cannot run " + describe_task(g_, t));
+  }
+  b_.finish(lane);
+  keep(t, std::move(out), t.resource);
+}
+
+// Frees what the task was the last reader of: its dependencies' payloads, its stash, the weight
+// versions it read.
+template <typename B>
+void GraphExecution<B>::finished(const Task& t) {
+  std::vector<std::unique_ptr<Payload>> released;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto d : t.deps) {
+      if (--dependents_left_[static_cast<std::size_t>(d)] == 0) released.push_back(std::move(payloads_[static_cast<std::size_t>(d)]));
+    }
+    if (dependents_left_[static_cast<std::size_t>(t.id)] == 0) released.push_back(std::move(payloads_[static_cast<std::size_t>(t.id)]));
+  }
+  for (const auto& p : released) {
+    if (p) memory_.release(p->accounted_on, p->accounted_bytes);
+  }
+  if (is_link_task(t)) return;
+  if (is_backward(t.kind)) {
+    std::shared_ptr<Stash> gone;
+    {
+      std::lock_guard<std::mutex> lock(registry_mutex_);
+      const StashKey key{t.first_layer, t.minibatch, t.microbatch};
+      const auto it = stashes_.find(key);
+      if (it != stashes_.end() && --it->second->readers_left == 0) {
+        gone = it->second;
+        stashes_.erase(it);
+      }
+    }
+    if (gone) memory_.release(gone->location, gone->bytes);
+  }
+  if (t.stage >= 0 && t.version_read >= 0) {
+    const StageInfo& stage = g_.stages.at(static_cast<std::size_t>(t.stage));
+    for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) {
+      std::int64_t freed = 0;
+      {
+        std::lock_guard<std::mutex> lock(registry_mutex_);
+        if (--readers_left_[{l, t.version_read}] == 0 && t.version_read != roles_.newest_version[static_cast<std::size_t>(l)]) {
+          const auto it = versions_.find({l, t.version_read});
+          if (it != versions_.end()) {
+            freed = b_.bytes(*it->second);
+            versions_.erase(it);
+          }
+        }
+      }
+      memory_.release(home_of_layer(l), freed);
+    }
+  }
+}
+
+template <typename B>
+void GraphExecution<B>::worker(const std::vector<std::int32_t>& order, Lane& lane) {
+  try {
+    b_.enter(lane);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!failed_) error_ = std::current_exception();
+    failed_ = true;
+    changed_.notify_all();
+    return;
+  }
+  for (const auto id : order) {
+    const Task& t = task(id);
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait(lock, [&] {
+        if (failed_) return true;
+        return std::all_of(t.deps.begin(), t.deps.end(), [&](std::int32_t d) { return done_[static_cast<std::size_t>(d)] != 0; });
+      });
+      if (failed_) return;
+    }
+    const Clock::time_point begin = Clock::now();
+    try {
+      execute(t, lane);
+      finished(t);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!failed_) error_ = std::current_exception();
+      failed_ = true;
+      changed_.notify_all();
+      return;
+    }
+    const Clock::time_point end = Clock::now();
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto cycles = [&](Clock::time_point at) {
+      return static_cast<std::int64_t>(std::chrono::duration<double>(at - start_).count() * g_.clock_hz);
+    };
+    times_[static_cast<std::size_t>(id)] = {cycles(begin), std::max(cycles(begin), cycles(end))};
+    done_[static_cast<std::size_t>(id)] = 1;
+    changed_.notify_all();
+  }
+}
+
+template <typename B>
+cpu::TrainingRun GraphExecution<B>::run() {
+  // The schedule's own memory declaration must fit before anything runs.
+  const Result declared = evaluate(g_);
+  if (!declared.out_of_memory.empty()) {
+    throw Error(describe_out_of_memory(g_, declared.out_of_memory.front()) +
+                " (the schedule's declared memory; the " + name_ + " executor refuses to start)");
+  }
+  const auto n = g_.tasks.size();
+  stage_of_layer_.assign(net_.size(), -1);
+  for (std::size_t s = 0; s < g_.stages.size(); ++s) {
+    for (std::int32_t l = g_.stages[s].first_layer; l <= g_.stages[s].last_layer; ++l) {
+      stage_of_layer_[static_cast<std::size_t>(l)] = static_cast<std::int32_t>(s);
+    }
+  }
+  for (std::size_t l = 0; l < net_.size(); ++l) {
+    if (stage_of_layer_[l] < 0) throw Error("graph: layer " + std::to_string(l) + " belongs to no stage");
+  }
+  done_.assign(n, 0);
+  times_.assign(n, {});
+  payloads_.resize(n);
+  dependents_left_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) dependents_left_[i] = static_cast<std::int32_t>(roles_.dependents[i].size());
+  readers_left_ = roles_.version_readers;
+  loss_sum_.assign(static_cast<std::size_t>(g_.minibatches), 0.0);
+  loss_parts_.assign(static_cast<std::size_t>(g_.minibatches), 0);
+  cpu::TrainingRun run;
+  run.initial_weights = cpu::initial_weights(net_, options_.seed);
+  for (std::size_t l = 0; l < net_.size(); ++l) {
+    const std::int32_t home = home_of_layer(static_cast<std::int32_t>(l));
+    store_weights(static_cast<std::int32_t>(l), 0, std::make_shared<const Params>(b_.upload(run.initial_weights[l], home)));
+    momentum_.push_back(options_.momentum > 0 ? b_.zeros(run.initial_weights[l].size(), home) : Params());
+    if (options_.momentum > 0) memory_.allocate(home, b_.bytes(momentum_.back()), -1);
+  }
+
+  start_ = Clock::now();
+  memory_.restart(start_);
+  std::vector<std::thread> threads;
+  const auto by_processor = tasks_by_processor(g_);
+  const auto by_link = tasks_by_link(g_);
+  for (std::size_t p = 0; p < by_processor.size(); ++p) {
+    Lane& lane = b_.processor_lane(static_cast<std::int32_t>(p));
+    threads.emplace_back([this, &by_processor, p, &lane] { worker(by_processor[p], lane); });
+  }
+  for (std::size_t k = 0; k < by_link.size(); ++k) {
+    if (by_link[k].empty()) continue;
+    Lane& lane = b_.link_lane(static_cast<std::int32_t>(k));
+    threads.emplace_back([this, &by_link, k, &lane] { worker(by_link[k], lane); });
+  }
+  for (auto& thread : threads) thread.join();
+  if (error_) std::rethrow_exception(error_);
+
+  run.result = summarize(g_, times_, name_, options_.record_memory_timeline);
+  run.result.peak_memory_bytes = memory_.peak_bytes();
+  run.result.host_peak_memory_bytes = memory_.host_peak_bytes();
+  if (options_.record_memory_timeline) {
+    run.result.memory_timeline = memory_.timeline();
+    run.result.host_memory_timeline = memory_.host_timeline();
+  }
+  run.result.out_of_memory.clear();  // the tracker throws instead
+  run.layer_times = std::move(layer_times_);
+  for (std::size_t k = 0; k < loss_sum_.size(); ++k) run.minibatch_loss.push_back(loss_sum_[k] / static_cast<double>(net_.batch));
+  for (std::size_t l = 0; l < net_.size(); ++l) {
+    run.final_weights.push_back(b_.download(*weights(static_cast<std::int32_t>(l), roles_.newest_version[l], g_.tasks.front())));
+  }
+  return run;
+}
+
+}  // namespace pipetwin::exec
