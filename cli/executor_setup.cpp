@@ -7,8 +7,21 @@
 namespace pipetwin::cli {
 
 void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with_training) {
-  command.add_option("--device", options.device, "executor: cpu (threads as processors, Eigen) or cuda")
+  command.add_option("--device", options.device, "executor: cpu (threads as processors, Eigen) or cuda (GPUs)")
       ->capture_default_str();
+  command.add_option("--placement", options.cuda.placement,
+                     "cuda: processors as SM partitions of one GPU (partitions, CUDA green contexts), one GPU each "
+                     "(gpus), or plain streams on one GPU without SM isolation (streams)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"partitions", "gpus", "streams"}));
+  command.add_option("--partition-sms", options.cuda.partition_sms,
+                     "cuda, partitions: SMs per processor (0: the largest equal share; an H100 has 132)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  command.add_option("--gpu", options.cuda.device, "cuda, partitions or streams: which GPU")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  command.add_flag("--tf32", options.cuda.tf32, "cuda: TF32 tensor-core GEMMs (default: fp32)");
   command.add_option("--data", options.data,
                      "training data: fashion-mnist, synthetic, or auto (Fashion-MNIST for networks "
                      "taking 28x28 images, synthetic otherwise)")
@@ -26,8 +39,24 @@ void check_device(const std::string& device) {
   if (device != "cuda") throw Error("--device must be cpu or cuda, got '" + device + "'");
   const CudaProbe probe = probe_cuda();
   if (!probe.built_with_cuda) throw Error("--device cuda: this pipetwin was built without CUDA");
+  if (!cuda::executor_built()) throw Error("--device cuda: this pipetwin was built without the CUDA executor");
   if (probe.devices.empty()) throw Error("--device cuda: no CUDA device: " + probe.reason);
-  throw Error("--device cuda: the CUDA executor is not part of this build yet; use --device cpu");
+}
+
+cpu::Runner executor_runner(const ExecutorOptions& options, std::string* placement) {
+  if (options.device == "cpu") {
+    if (placement != nullptr) *placement = "CPU threads (Eigen, fp32), one per processor and per link";
+    return cpu::run_cpu;
+  }
+  const cuda::CudaOptions cuda_options = options.cuda;
+  return [cuda_options, placement](const TaskGraph& graph, const Network& network, const BatchSampler& data,
+                                   const cpu::TrainingOptions& training) {
+    return cuda::run_cuda(graph, network, data, training, cuda_options, placement);
+  };
+}
+
+void default_hardware_for_device(const ExecutorOptions& options, std::string& hardware) {
+  if (options.device == "cuda" && hardware == "cpu-core") hardware = "h100";
 }
 
 std::unique_ptr<Dataset> load_data(const ExecutorOptions& options, const Network& network, const std::string& split) {

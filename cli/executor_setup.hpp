@@ -1,4 +1,5 @@
-// What `run`, `profile` and `validate` share: the --device check, the training options, and the
+// What `run`, `profile` and `validate` share: the --device check and the executor it names (with
+// the CUDA placement options), the training options, and the
 // data a network trains on (Fashion-MNIST where the network takes 28x28 images, else synthetic).
 #pragma once
 #include <memory>
@@ -7,12 +8,14 @@
 #include <CLI/CLI.hpp>
 
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
+#include "pipetwin/exec/cuda/cuda_executor.hpp"
 #include "pipetwin/exec/dataset.hpp"
 
 namespace pipetwin::cli {
 
 struct ExecutorOptions {
   std::string device = "cpu";
+  cuda::CudaOptions cuda;  // --placement, --gpu, --partition-sms, --tf32
   std::string data = "auto";
   std::string data_dir = kFashionMnistDir;
   double learning_rate = 0.05;
@@ -24,6 +27,13 @@ void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with
 
 // Throws unless the device can run here: "cpu", or "cuda" with a clear word on why not.
 void check_device(const std::string& device);
+
+// The executor the options name; `placement` (when not null) gets what ran where after each run.
+cpu::Runner executor_runner(const ExecutorOptions& options, std::string* placement);
+
+// "cpu-core" for the CPU; for CUDA the hardware profile of the GPU whose memory capacity the
+// schedule's declared memory is checked against (h100 unless --hardware says otherwise).
+void default_hardware_for_device(const ExecutorOptions& options, std::string& hardware);
 
 // The training split (or "test") for `network`: fashion-mnist, synthetic, or auto.
 std::unique_ptr<Dataset> load_data(const ExecutorOptions& options, const Network& network, const std::string& split);

@@ -1,4 +1,4 @@
-// The CLI's options to exec's profile_cpu, with progress on stderr.
+// The CLI's options to exec's profile_cpu or profile_cuda, with progress on stderr.
 #include "profile_calibration.hpp"
 
 #include <iostream>
@@ -7,12 +7,13 @@
 
 namespace pipetwin::cli {
 
-Calibration profile_cpu_calibration(const GraphConfig& config, const ExecutorOptions& executor, int repeats,
+Calibration profile_device_calibration(const GraphConfig& config, const ExecutorOptions& executor, int repeats,
                                     bool progress) {
   const ScheduleRequest request = make_request(config);
   const auto data = load_data(executor, request.network, "train");
   std::function<void(const std::string&)> report;
   if (progress) report = [](const std::string& line) { std::cerr << line << "\n"; };
+  if (executor.device == "cuda") return cuda::profile_cuda(config, *data, repeats, executor.seed, executor.cuda, report);
   return cpu::profile_cpu(config, *data, repeats, executor.seed, report);
 }
 

@@ -1,4 +1,4 @@
-// Profiling a network on the CPU into a calibration table from the CLI's options (used by
+// Profiling a network on the device --device names (CPU or CUDA) into a calibration table from the CLI's options (used by
 // `profile` and by `validate` when it is given no table).
 #pragma once
 #include "executor_setup.hpp"
@@ -7,7 +7,7 @@
 
 namespace pipetwin::cli {
 
-Calibration profile_cpu_calibration(const GraphConfig& config, const ExecutorOptions& executor, int repeats,
+Calibration profile_device_calibration(const GraphConfig& config, const ExecutorOptions& executor, int repeats,
                                     bool progress);
 
 }  // namespace pipetwin::cli

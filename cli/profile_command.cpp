@@ -1,5 +1,6 @@
-// `pipetwin profile --device cpu`: times F, BA, BW and U of every layer on one processor, the
-// executor's cost per task and its copy bandwidth, and writes the calibration table that
+// `pipetwin profile --device cpu|cuda`: times F, BA, BW and U of every layer on one processor (a
+// CPU thread, or one SM partition / GPU / stream as --placement says), the executor's cost per
+// task and its copy bandwidth, and writes the calibration table that
 // `--calibration` feeds to evaluate / simulate / sweep / validate.
 #include <iostream>
 
@@ -26,10 +27,11 @@ struct ProfileCommandOptions {
 void run(const ProfileCommandOptions& options) {
   check_device(options.executor.device);
   GraphConfig config = options.config;
+  default_hardware_for_device(options.executor, config.hardware);
   if (config.microbatches < 1) throw Error("--microbatches must be at least 1");
   const ScheduleRequest request = make_request(config);
-  const std::string output = options.output.empty() ? "calibration-" + request.network.name + "-cpu.json" : options.output;
-  const Calibration calibration = profile_cpu_calibration(config, options.executor, options.repeats, !options.quiet);
+  const std::string output = options.output.empty() ? "calibration-" + request.network.name + "-" + options.executor.device + ".json" : options.output;
+  const Calibration calibration = profile_device_calibration(config, options.executor, options.repeats, !options.quiet);
   const double us = 1e6;
   Table table({"layer", "F_us", "BA_us", "BW_us", "U_us"});
   for (const auto& layer : request.network.layers) {
@@ -63,7 +65,7 @@ void add_profile_command(CLI::App& app) {
   add_executor_options(*command, options->executor, false);
   command->add_option("--repeats", options->repeats, "timings per task kind and layer: microbatches run (the median is kept)")
       ->capture_default_str();
-  command->add_option("--output,-o", options->output, "calibration file (default calibration-<model>-cpu.json)");
+  command->add_option("--output,-o", options->output, "calibration file (default calibration-<model>-<device>.json)");
   command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");
   command->callback([options] { run(*options); });
 }

@@ -1,4 +1,4 @@
-// `pipetwin run --device cpu`: trains a network under a schedule on real threads and reports the
+// `pipetwin run --device cpu|cuda`: trains a network under a schedule on CPU threads or GPUs and reports the
 // measured result in the simulator's schema (table or --json), the loss per minibatch, test
 // accuracy on request, and a Chrome trace of the measured run.
 #include <iostream>
@@ -34,6 +34,7 @@ void run(RunOptions& options) {
   const auto counts = parse_procs(options.graph.procs);
   if (counts.size() != 1) throw Error("run: give one processor count in --procs");
   GraphConfig config = options.graph.config;
+  default_hardware_for_device(options.executor, config.hardware);
   config.processors = counts.front();
   const ScheduleRequest request = make_request(config);
   const auto data = load_data(options.executor, request.network, "train");
@@ -50,16 +51,17 @@ void run(RunOptions& options) {
   training.record_memory_timeline = !options.trace_file.empty();
   const int report_every = std::max(1, config.minibatches / 10);
   if (!options.quiet) {
-    std::cerr << fmt::format("training {} on {} ({} samples) under {} on {} CPU threads: {} minibatches\n",
+    std::cerr << fmt::format("training {} on {} ({} samples) under {} on {} processor(s) ({}): {} minibatches\n",
                              graph.model, data->name, data->size(), graph.schedule, graph.processor_count(),
-                             config.minibatches);
+                             options.executor.device, config.minibatches);
     training.on_minibatch = [&](std::int32_t done) {
       if (done % report_every == 0 || done == config.minibatches) {
         std::cerr << fmt::format("  minibatch {}/{}\n", done, config.minibatches);
       }
     };
   }
-  const cpu::TrainingRun trained = cpu::run_cpu(graph, request.network, sampler, training);
+  std::string placement;
+  const cpu::TrainingRun trained = executor_runner(options.executor, &placement)(graph, request.network, sampler, training);
   cpu::Accuracy accuracy;
   if (test_data) accuracy = cpu::evaluate_accuracy(request.network, trained.final_weights, *test_data);
 
@@ -71,6 +73,7 @@ void run(RunOptions& options) {
   if (options.json) {
     auto j = result_to_json(graph, r, false);
     j["device"] = options.executor.device;
+    j["placement"] = placement;
     j["data"] = data->name;
     j["learning_rate"] = options.executor.learning_rate;
     j["momentum"] = options.executor.momentum;
@@ -82,8 +85,8 @@ void run(RunOptions& options) {
     std::cout << j.dump(2) << "\n";
     return;
   }
-  std::cout << fmt::format("{} · {} · {} CPU threads · {} microbatches x {} samples · {} minibatches · measured\n",
-                           graph.model, graph.schedule, graph.processor_count(), graph.microbatches,
+  std::cout << fmt::format("{} · {} · {} processors: {} · {} microbatches x {} samples · {} minibatches · measured\n",
+                           graph.model, graph.schedule, graph.processor_count(), placement, graph.microbatches,
                            graph.samples_per_microbatch, graph.minibatches);
   Table table({"P", "total_s", "step_s", "mean_util", "bubble", "peak_memory", "host_peak", "first_loss", "last_loss"});
   std::int64_t peak = 0;
@@ -108,7 +111,7 @@ void add_run_command(CLI::App& app) {
   options->graph.config.microbatches = 4;
   options->graph.config.minibatches = 8;
   auto* command = app.add_subcommand(
-      "run", "train a network under a schedule on an executor (CPU threads as processors) and report the measured result");
+      "run", "train a network under a schedule on an executor (CPU threads, or GPUs / SM partitions as processors) and report the measured result");
   add_graph_options(*command, options->graph, "2");
   add_executor_options(*command, options->executor, true);
   command->add_option("--steps", options->graph.config.minibatches, "minibatches to train (same as --minibatches)");

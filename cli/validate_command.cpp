@@ -1,4 +1,4 @@
-// `pipetwin validate --device cpu`: predicted (simulator, from a calibration table) against
+// `pipetwin validate --device cpu|cuda`: predicted (simulator, from a calibration table) against
 // measured (the executor) step time, speedup over one processor and peak memory, per schedule and
 // processor count, with errors and whether the two rank the schedules alike (Kendall tau).
 #include <iostream>
@@ -38,10 +38,11 @@ void run(ValidateOptions& options) {
   const auto counts = parse_procs(options.procs);
   const std::vector<std::string> schedules = parse_schedule_list(options.schedules);
   GraphConfig config = options.config;
+  default_hardware_for_device(options.executor, config.hardware);
   const ScheduleRequest request = make_request(config);
   if (config.calibration_file.empty()) {
     config.calibration = std::make_shared<const Calibration>(
-        profile_cpu_calibration(config, options.executor, options.repeats, !options.quiet));
+        profile_device_calibration(config, options.executor, options.repeats, !options.quiet));
   }
   const auto data = load_data(options.executor, request.network, "train");
   cpu::ValidationOptions validation;
@@ -50,14 +51,17 @@ void run(ValidateOptions& options) {
   validation.runs = options.runs;
   validation.training = training_options(options.executor);
   if (!options.quiet) validation.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
-  const cpu::ValidationReport report = cpu::validate_cpu(
-      config, *data, validation, [&](const TaskGraph& graph) { return run_engine(engine, graph, false); });
+  std::string placement;
+  const cpu::ValidationReport report =
+      cpu::validate(config, *data, validation, [&](const TaskGraph& graph) { return run_engine(engine, graph, false); },
+                    executor_runner(options.executor, &placement));
   const auto& rows = report.rows;
 
   if (options.json) {
     nlohmann::ordered_json j;
     j["model"] = request.network.name;
     j["device"] = options.executor.device;
+    j["placement"] = placement;
     j["engine"] = engine;
     j["microbatches"] = config.microbatches;
     j["minibatches"] = config.minibatches;
@@ -82,6 +86,7 @@ void run(ValidateOptions& options) {
                            "measured on {}\n",
                            request.network.name, config.microbatches, request.network.batch / config.microbatches,
                            config.minibatches, engine, options.executor.device);
+  std::cout << "measured on " << placement << " (placement of the largest P)\n";
   Table table({"schedule", "P", "predicted_step_ms", "measured_step_ms", "error", "predicted_speedup",
                "measured_speedup", "predicted_peak", "measured_peak"});
   for (const auto& row : rows) {

@@ -19,7 +19,9 @@
 //           assemble(lane, slices, n) -> Gradient (the slices placed at their columns)
 //           accumulate(lane, sum, g); sgd(lane, w, g, velocity*, lr, momentum) -> Params
 //   memory  upload(const Vector&, p) / zeros(count, p) -> Params; download(Params) -> Vector;
-//           copy(lane, x, to) for every type above and for stashes (to: a processor or kHost);
+//           copy(lane, x, to) for every type above and for stashes (to: a processor or kHost; a
+//           processor's lane may share what it holds already, a link's lane copies);
+//           clone(lane, params) -> a copy of its own on the lane's processor;
 //           stash_input(const LayerStash&) -> const Tensor&; bytes(x) for every type above.
 #pragma once
 #include <algorithm>
@@ -378,7 +380,7 @@ void GraphExecution<B>::update(const Task& t, Lane& lane) {
   for (const auto d : arrived) {
     const auto& grads = payload(d).weight_gradients;
     if (sum.empty()) {
-      for (const auto& g : grads) sum.push_back(b_.copy(lane, g, t.resource));
+      for (const auto& g : grads) sum.push_back(b_.clone(lane, g));
     } else {
       for (std::size_t i = 0; i < sum.size(); ++i) b_.accumulate(lane, sum[i], grads[i]);
     }

@@ -69,6 +69,7 @@ class CpuBackend {
   static Vector download(const Params& p) { return p; }
   template <typename T>
   static T copy(Lane&, const T& x, std::int32_t) { return x; }
+  static Params clone(Lane&, const Params& x) { return x; }
   static const Tensor& stash_input(const LayerStash& s) { return s.input; }
   template <typename T>
   static std::int64_t bytes(const T& x) { return x.bytes(); }

@@ -99,10 +99,6 @@ Vector LayerOp::initial_parameters(std::uint64_t seed) const {
 
 namespace {
 
-struct ParamLayout {
-  std::int64_t weight = 0, bias = -1, gamma = -1, beta = -1;
-};
-
 ParamLayout layout(std::int64_t rows, std::int64_t cols, std::int64_t channels, bool bias, bool batch_norm) {
   ParamLayout p;
   std::int64_t at = rows * cols;
@@ -116,6 +112,11 @@ Eigen::Map<const Vector> segment_or_empty(const Vector& v, std::int64_t at, std:
 }
 
 }  // namespace
+
+ParamLayout LayerOp::parameter_layout() const {
+  const bool bias = conv_ ? layer_.conv2d.bias : layer_.dense.bias;
+  return layout(weight_rows_, weight_cols_, channels_, bias, conv_ && layer_.conv2d.batch_norm);
+}
 
 Activation LayerOp::forward(const Vector& params, const Activation& in, LayerStash& stash,
                             const std::vector<std::int32_t>* labels, double loss_scale, double* loss) const {

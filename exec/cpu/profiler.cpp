@@ -105,8 +105,8 @@ double measure_handoff_s(int repeats) {
   return round_trips[round_trips.size() / 2] / 2;
 }
 
-Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
-                        const std::function<void(const std::string&)>& progress) {
+Calibration profile_layers(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
+                           const Runner& run, const std::function<void(const std::string&)>& progress) {
   if (repeats < 1) throw Error("profile: repeats must be at least 1");
   const ScheduleRequest request = make_request(config);
   // Every task kind of every layer, timed inside a real run: the one-processor sequential
@@ -128,9 +128,15 @@ Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repe
   TrainingOptions options;
   options.seed = seed;
   options.record_layer_times = true;
-  const TrainingRun run = run_cpu(graph, request.network, sampler, options);
-  Calibration calibration = calibration_from_run(graph, request.network, run, 1);
+  const TrainingRun measured = run(graph, request.network, sampler, options);
+  Calibration calibration = calibration_from_run(graph, request.network, measured, 1);
   calibration.source = "profile of " + request.network.name;
+  return calibration;
+}
+
+Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
+                        const std::function<void(const std::string&)>& progress) {
+  Calibration calibration = profile_layers(config, data, repeats, seed, run_cpu, progress);
   if (progress) progress("measuring copy bandwidth and thread handoff latency");
   calibration.copy_bytes_per_s = measure_copy_bytes_per_s(repeats);
   calibration.copy_latency_s = 2 * measure_handoff_s(repeats);  // producer -> link thread -> consumer

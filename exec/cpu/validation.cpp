@@ -38,6 +38,11 @@ double kendall_tau(const std::vector<double>& a, const std::vector<double>& b) {
 
 ValidationReport validate_cpu(const GraphConfig& config, const Dataset& data, const ValidationOptions& options,
                               const Predictor& predict) {
+  return validate(config, data, options, predict, run_cpu);
+}
+
+ValidationReport validate(const GraphConfig& config, const Dataset& data, const ValidationOptions& options,
+                          const Predictor& predict, const Runner& run) {
   if (options.schedules.empty()) throw Error("validate: give at least one schedule");
   if (options.processors.empty()) throw Error("validate: give at least one processor count");
   if (options.runs < 1) throw Error("validate: runs must be at least 1");
@@ -57,7 +62,7 @@ ValidationReport validate_cpu(const GraphConfig& config, const Dataset& data, co
     std::vector<double> steps_s;
     std::int64_t peak = 0;
     for (int r = 0; r < options.runs; ++r) {
-      const TrainingRun measured = run_cpu(graph, request.network, sampler, options.training);
+      const TrainingRun measured = run(graph, request.network, sampler, options.training);
       steps_s.push_back(measured.result.iteration_s);
       peak = std::max(peak, max_peak(measured.result));
     }

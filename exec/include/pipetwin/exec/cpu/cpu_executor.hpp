@@ -58,4 +58,8 @@ void check_run_inputs(const TaskGraph& graph, const Network& network, const Batc
 TrainingRun run_cpu(const TaskGraph& graph, const Network& network, const BatchSampler& data,
                     const TrainingOptions& options);
 
+// An executor as profiling and validation take it: run_cpu, or the CUDA executor bound to its
+// placement.
+using Runner = std::function<TrainingRun(const TaskGraph&, const Network&, const BatchSampler&, const TrainingOptions&)>;
+
 }  // namespace pipetwin::cpu

@@ -38,6 +38,11 @@ struct LayerStash {
   std::int64_t bytes() const;
 };
 
+// Where each part of a layer's flat parameters starts (-1: the layer has none of it).
+struct ParamLayout {
+  std::int64_t weight = 0, bias = -1, gamma = -1, beta = -1;
+};
+
 class LayerOp {
  public:
   // `feeds_residual`: the next layer adds this layer's input as its shortcut; `block_input_shape`:
@@ -48,6 +53,18 @@ class LayerOp {
   const Layer& layer() const { return layer_; }
   std::int64_t parameter_count() const { return parameter_count_; }
   Vector initial_parameters(std::uint64_t seed) const;
+
+  // The layer's shape, for other executors that run the same layer (exec/cuda).
+  bool is_conv() const { return conv_; }
+  bool is_pooled() const { return pooled_; }
+  bool feeds_residual() const { return feeds_residual_; }
+  const ConvGeometry& conv_geometry() const { return conv_geometry_; }
+  const PoolGeometry& pool_geometry() const { return pool_geometry_; }
+  const ShortcutGeometry& shortcut_geometry() const { return shortcut_geometry_; }
+  std::int64_t weight_rows() const { return weight_rows_; }
+  std::int64_t weight_cols() const { return weight_cols_; }
+  std::int64_t channels() const { return channels_; }
+  ParamLayout parameter_layout() const;
 
   // The loss layer also takes the labels, adds the summed loss to *loss and stashes the gradient
   // of (loss / loss_scale).

@@ -26,6 +26,12 @@ double measure_copy_bytes_per_s(int repeats);
 // its copy.
 double measure_handoff_s(int repeats);
 
+// Layer times and task overhead of `config`'s network from a one-processor sequential run of
+// about `repeats` microbatches (one warm-up minibatch more) by `run`; device, copy bandwidth and
+// latency are left for the caller.
+Calibration profile_layers(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
+                           const Runner& run, const std::function<void(const std::string&)>& progress);
+
 // The whole calibration of `config`'s network on the CPU: layer times and task overhead from a
 // one-processor sequential run of about `repeats` microbatches (one warm-up minibatch more), then
 // copy bandwidth and latency. `progress` gets a line per phase (may be empty).

@@ -1,6 +1,6 @@
 // Predicted against measured (DESIGN.md §6): for each schedule and processor count, a prediction
 // by an engine the caller passes (the simulator or the evaluator, so exec/ needs no SystemC) and
-// the CPU executor's measured run; step time, speedup over one processor, peak memory, errors,
+// an executor's measured run (CPU or CUDA); step time, speedup over one processor, peak memory, errors,
 // and whether the two rank the schedules alike (Kendall tau). Used by `pipetwin validate` and
 // by Python's pipetwin.validate.
 #pragma once
@@ -41,7 +41,11 @@ struct ValidationOptions {
 using Predictor = std::function<Result(const TaskGraph&)>;
 
 // `config` names the model and its parameters, microbatches, minibatches and the calibration;
-// its schedule and processors are replaced by each configuration's.
+// its schedule and processors are replaced by each configuration's. `run` measures (run_cpu, or
+// the CUDA executor).
+ValidationReport validate(const GraphConfig& config, const Dataset& data, const ValidationOptions& options,
+                          const Predictor& predict, const Runner& run);
+// validate() measured by the CPU executor.
 ValidationReport validate_cpu(const GraphConfig& config, const Dataset& data, const ValidationOptions& options,
                               const Predictor& predict);
 

@@ -123,6 +123,9 @@ void softmax_cross_entropy(Context& c, const float* logits, const int* labels, i
 void sgd_update(Context& c, const float* w, const float* g, float* velocity, float* next, std::int64_t count,
                 float learning_rate, float momentum);
 
+// y += x, element-wise.
+void add_into(Context& c, const float* x, float* y, std::int64_t count);
+
 // Bias: y[r, s] += b[r] for rows r of y [rows x n]; db[r] = sum_s dy[r, s].
 void add_bias(Context& c, const float* b, float* y, int rows, int n);
 void sum_rows(Context& c, const float* dy, float* db, int rows, int n);

@@ -1,0 +1,210 @@
+// The CUDA executor: the shared graph execution (exec/common/graph_execution.hpp) with a backend
+// whose tensors live in GPU memory (or pinned host memory once offloaded) and whose layers run on
+// each lane's stream. A processor lane's "copy" of a tensor it already holds shares the block
+// (tensors a task receives are never written); a link lane's copy always lands in a new buffer at
+// the far end, as the schedule's transfer declares.
+#include "pipetwin/exec/cuda/cuda_executor.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "../common/graph_execution.hpp"
+#include "cuda_check.hpp"
+#include "lanes.hpp"
+#include "layer_op.hpp"
+#include "pipetwin/exec/cpu/profiler.hpp"
+
+namespace pipetwin::cuda {
+namespace {
+
+class CudaBackend {
+ public:
+  using Tensor = cuda::Tensor;
+  using Params = cuda::Tensor;  // [count x 1]
+  using Activation = cuda::Activation;
+  using Gradient = cuda::Gradient;
+  using LayerStash = cuda::LayerStash;
+  using Labels = cuda::Tensor;  // ints [n]
+  using Lane = cuda::Lane;
+
+  CudaBackend(const TaskGraph& graph, const Network& network, const BatchSampler& data, const CudaOptions& options)
+      : data_(data), pool_(LaneSet::caches_needed(graph)),
+        lanes_(graph, PlacementOptions{options.placement, options.device, options.partition_sms, options.tf32}, pool_) {
+    for (const auto& op : cpu::make_layer_ops(network.layers)) ops_.emplace_back(op);
+  }
+
+  const std::string& description() const { return lanes_.description(); }
+  Lane& processor_lane(std::int32_t p) { return lanes_.processor(p); }
+  Lane& link_lane(std::int32_t k) { return lanes_.link(k); }
+  void enter(Lane& lane) { lanes_.enter(lane); }
+  static void finish(Lane& lane) { lane.context->synchronize(); }
+
+  void load(Lane& lane, std::int32_t minibatch, std::int32_t microbatch, bool samples, Activation* in, Labels* labels) const {
+    cpu::Matrix x;
+    std::vector<std::int32_t> host_labels;
+    data_.fill(minibatch, microbatch, x, host_labels);
+    const cudaStream_t stream = lane.context->impl().stream;
+    *labels = lane.tensor(static_cast<std::int64_t>(host_labels.size()), 1);
+    check_cuda(cudaMemcpyAsync(labels->data(), host_labels.data(), host_labels.size() * 4, cudaMemcpyHostToDevice, stream),
+               "labels upload");
+    if (samples) {
+      in->main = lane.tensor(x.rows(), x.cols());
+      check_cuda(cudaMemcpyAsync(in->main.data(), x.data(), static_cast<std::size_t>(x.size()) * 4, cudaMemcpyHostToDevice, stream),
+                 "samples upload");
+    }
+    finish(lane);  // the host buffers go out of scope
+  }
+  static std::int64_t samples_of(const Activation& a) { return a.main.cols; }
+
+  Activation forward(Lane& lane, std::int32_t l, const Params& w, const Activation& in, LayerStash& stash,
+                     const Labels* labels, double loss_scale, double* loss) const {
+    return op(l).forward(lane, w, in, stash, labels, loss_scale, loss);
+  }
+  Gradient backward_input(Lane& lane, std::int32_t l, const Params& w, const LayerStash& stash, const Gradient* out,
+                          std::int64_t begin, std::int64_t end) const {
+    return op(l).backward_input(lane, w, stash, out, begin, end);
+  }
+  Params backward_weight(Lane& lane, std::int32_t l, const Params& w, const LayerStash& stash, const Gradient* out) const {
+    return op(l).backward_weight(lane, w, stash, out);
+  }
+  static Gradient assemble(Lane& lane, const std::vector<const Gradient*>& slices, std::int64_t n) {
+    if (slices.size() == 1 && slices.front()->first_sample == 0 && slices.front()->main.cols == n) return *slices.front();
+    const cudaStream_t stream = lane.context->impl().stream;
+    Gradient whole;
+    whole.main = zeroed(lane, slices.front()->main.rows, n);
+    if (!slices.front()->shortcut.empty()) whole.shortcut = zeroed(lane, slices.front()->shortcut.rows, n);
+    for (const Gradient* slice : slices) {
+      place(whole.main.columns(slice->first_sample, slice->main.cols), slice->main, stream);
+      if (!slice->shortcut.empty()) place(whole.shortcut.columns(slice->first_sample, slice->shortcut.cols), slice->shortcut, stream);
+    }
+    return whole;
+  }
+  static void accumulate(Lane& lane, Params& sum, const Params& g) { add_into(*lane.context, g.data(), sum.data(), g.size()); }
+  static Params sgd(Lane& lane, const Params& w, const Params& g, Params* velocity, double learning_rate, double momentum) {
+    Params next = lane.tensor(w.rows, w.cols);
+    sgd_update(*lane.context, w.data(), g.data(), velocity == nullptr ? nullptr : velocity->data(), next.data(), w.size(),
+               static_cast<float>(learning_rate), velocity == nullptr ? 0.0f : static_cast<float>(momentum));
+    return next;
+  }
+
+  // Initial weights and momentum, from the main thread before the lanes' threads start.
+  Params upload(const cpu::Vector& host, std::int32_t p) {
+    Lane& home = lanes_.processor(p);
+    Params t = home.tensor(host.size(), 1);
+    check_cuda(cudaMemcpy(t.data(), host.data(), static_cast<std::size_t>(host.size()) * 4, cudaMemcpyHostToDevice), "weights upload");
+    return t;
+  }
+  Params zeros(std::int64_t count, std::int32_t p) {
+    Params t = lanes_.processor(p).tensor(count, 1);
+    check_cuda(cudaMemset(t.data(), 0, static_cast<std::size_t>(count) * 4), "memset");
+    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    return t;
+  }
+  static cpu::Vector download(const Params& p) {
+    cpu::Vector host(p.size());
+    check_cuda(cudaMemcpy(host.data(), p.data(), static_cast<std::size_t>(p.bytes()), cudaMemcpyDefault), "weights download");
+    return host;
+  }
+
+  Tensor copy(Lane& lane, const Tensor& x, std::int32_t to) const {
+    if (x.empty() || (!lane.link && x.where == to)) return x;
+    Tensor y = lane.tensor(x.rows, x.cols, to, to == kHost ? -1 : lanes_.device_of(to));
+    place(y, x, lane.context->impl().stream);
+    return y;
+  }
+  Activation copy(Lane& lane, const Activation& a, std::int32_t to) const { return {copy(lane, a.main, to), copy(lane, a.shortcut, to)}; }
+  Gradient copy(Lane& lane, const Gradient& g, std::int32_t to) const {
+    return {copy(lane, g.main, to), copy(lane, g.shortcut, to), g.first_sample};
+  }
+  LayerStash copy(Lane& lane, const LayerStash& s, std::int32_t to) const {
+    LayerStash moved = s;
+    for (Tensor* t : moved.tensors()) *t = copy(lane, *t, to);
+    return moved;
+  }
+  // A weight gradient the update sums into: its own buffer.
+  static Params clone(Lane& lane, const Params& g) {
+    Params mine = lane.tensor(g.rows, g.cols);
+    place(mine, g, lane.context->impl().stream);
+    return mine;
+  }
+  static const Tensor& stash_input(const LayerStash& s) { return s.input; }
+  template <typename T>
+  static std::int64_t bytes(const T& x) { return x.bytes(); }
+
+ private:
+  const LayerOp& op(std::int32_t l) const { return ops_[static_cast<std::size_t>(l)]; }
+  static void place(const Tensor& to, const Tensor& from, cudaStream_t stream) {
+    check_cuda(cudaMemcpyAsync(to.data(), from.data(), static_cast<std::size_t>(from.bytes()), cudaMemcpyDefault, stream), "copy");
+  }
+  static Tensor zeroed(Lane& lane, std::int64_t rows, std::int64_t cols) {
+    Tensor t = lane.tensor(rows, cols);
+    check_cuda(cudaMemsetAsync(t.data(), 0, static_cast<std::size_t>(t.bytes()), lane.context->impl().stream), "memset");
+    return t;
+  }
+
+  const BatchSampler& data_;
+  MemoryPool pool_;  // before the lanes and every tensor: destroyed last
+  LaneSet lanes_;
+  std::vector<LayerOp> ops_;
+};
+
+// Bytes per second of a large device-to-device copy on one stream, and the seconds a one-float
+// copy takes from issue to the host seeing it done (median of `repeats`).
+void measure_copies(const CudaOptions& options, int repeats, double* bytes_per_s, double* latency_s) {
+  check_cuda(cudaSetDevice(options.device), "cudaSetDevice");
+  Context context(options.tf32);
+  const cudaStream_t stream = context.impl().stream;
+  const std::int64_t floats = 16 << 20;  // 64 MiB
+  DeviceBuffer from(floats), to(floats);
+  std::vector<double> copy_s, small_s;
+  for (int r = 0; r <= repeats; ++r) {
+    auto begin = std::chrono::steady_clock::now();
+    check_cuda(cudaMemcpyAsync(to.data(), from.data(), floats * 4, cudaMemcpyDeviceToDevice, stream), "copy");
+    context.synchronize();
+    const double big = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    begin = std::chrono::steady_clock::now();
+    check_cuda(cudaMemcpyAsync(to.data(), from.data(), 4, cudaMemcpyDeviceToDevice, stream), "copy");
+    context.synchronize();
+    const double small = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    if (r == 0) continue;  // warm-up
+    copy_s.push_back(big);
+    small_s.push_back(small);
+  }
+  std::sort(copy_s.begin(), copy_s.end());
+  std::sort(small_s.begin(), small_s.end());
+  *bytes_per_s = static_cast<double>(floats * 4) / copy_s[copy_s.size() / 2];
+  *latency_s = small_s[small_s.size() / 2];
+}
+
+}  // namespace
+
+bool executor_built() { return true; }
+
+cpu::TrainingRun run_cuda(const TaskGraph& graph, const Network& network, const BatchSampler& data,
+                          const cpu::TrainingOptions& training, const CudaOptions& options, std::string* placement) {
+  cpu::check_run_inputs(graph, network, data);
+  CudaBackend backend(graph, network, data, options);
+  if (placement != nullptr) *placement = backend.description();
+  exec::GraphExecution<CudaBackend> execution(backend, graph, network, training, "cuda");
+  return execution.run();
+}
+
+Calibration profile_cuda(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
+                         const CudaOptions& options, const std::function<void(const std::string&)>& progress) {
+  std::string placement;
+  const cpu::Runner run = [&](const TaskGraph& graph, const Network& network, const BatchSampler& sampler,
+                              const cpu::TrainingOptions& training) {
+    return run_cuda(graph, network, sampler, training, options, &placement);
+  };
+  Calibration calibration = cpu::profile_layers(config, data, repeats, seed, run, progress);
+  if (progress) progress("measuring the GPU's copy bandwidth and latency");
+  measure_copies(options, std::max(3, repeats), &calibration.copy_bytes_per_s, &calibration.copy_latency_s);
+  calibration.copy_latency_s += 2 * cpu::measure_handoff_s(repeats);  // producer -> link thread -> consumer
+  calibration.device = "cuda";
+  calibration.device_name = placement.empty() ? "CUDA" : placement;
+  return calibration;
+}
+
+}  // namespace pipetwin::cuda

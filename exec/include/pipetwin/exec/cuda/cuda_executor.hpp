@@ -1,0 +1,44 @@
+// The CUDA executor (DESIGN.md §6): the CPU executor's schedule semantics (the shared core in
+// exec/common/graph_execution.hpp) with layers on cuBLAS and the project's kernels (fp32, TF32
+// GEMMs as an option). A processor is an SM partition of one GPU (CUDA green contexts), a GPU of
+// its own, or a plain stream; every processor and link has a host thread and a stream, a task
+// starts when its dependencies have ended and ends when its stream has drained. Transfers are
+// copies on the link's stream (device to device, peer, or to and from pinned host memory).
+// Memory is tracked per processor as the CPU executor tracks it; a failed cudaMalloc is an
+// error naming the GPU, not a crash. Plain C++: a build without CUDA has the same functions,
+// which say so.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "pipetwin/exec/cpu/cpu_executor.hpp"
+#include "pipetwin/models/calibration.hpp"
+#include "pipetwin/schedule/registry.hpp"
+
+namespace pipetwin::cuda {
+
+struct CudaOptions {
+  std::string placement = "partitions";  // partitions (green contexts) | gpus (one each) | streams
+  int device = 0;                        // partitions / streams: the GPU
+  int partition_sms = 0;                 // SMs per partition; 0: the largest equal share for P
+  bool tf32 = false;                     // TF32 tensor-core GEMMs (labelled; fp32 otherwise)
+};
+
+// Whether this build has the CUDA executor (not whether a GPU is present: see cuda_probe.hpp).
+bool executor_built();
+
+// Runs `graph` on the GPU(s); `placement` (when not null) gets a line saying what ran where.
+// Throws pipetwin::Error without a CUDA device, for a placement that does not fit, on memory
+// beyond a processor's capacity or the GPU's, and on divergence.
+cpu::TrainingRun run_cuda(const TaskGraph& graph, const Network& network, const BatchSampler& data,
+                          const cpu::TrainingOptions& training, const CudaOptions& options,
+                          std::string* placement = nullptr);
+
+// The calibration of `config`'s network on one processor as `options` places it (one SM
+// partition, one GPU, or one stream): every layer's F, BA, BW and U timed inside a one-processor
+// sequential run, the executor's cost per task, and the GPU's copy bandwidth and latency.
+Calibration profile_cuda(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
+                         const CudaOptions& options, const std::function<void(const std::string&)>& progress);
+
+}  // namespace pipetwin::cuda
