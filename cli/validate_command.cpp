@@ -1,6 +1,7 @@
 // `pipetwin validate --device cpu|cuda`: predicted (simulator, from a calibration table) against
 // measured (the executor) step time, speedup over one processor and peak memory, per schedule and
 // processor count, with errors and whether the two rank the schedules alike (Kendall tau).
+#include <algorithm>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -12,6 +13,7 @@
 #include "graph_options.hpp"
 #include "profile_calibration.hpp"
 #include "pipetwin/exec/cpu/validation.hpp"
+#include "pipetwin/exec/cuda_probe.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/validator.hpp"
 #include "table.hpp"
@@ -31,12 +33,24 @@ struct ValidateOptions {
   bool quiet = false;
 };
 
+// Every configuration, and the calibration, must see processors of one size: SM partitions
+// default to the largest equal share for the largest P (in multiples of 8 SMs).
+void fix_partition_size(ExecutorOptions& executor, int largest_p, bool say) {
+  if (executor.device != "cuda" || executor.cuda.placement != "partitions" || executor.cuda.partition_sms > 0) return;
+  const CudaProbe probe = probe_cuda();
+  if (executor.cuda.device >= static_cast<int>(probe.devices.size())) return;  // the executor says why
+  const int sms = probe.devices[static_cast<std::size_t>(executor.cuda.device)].sm_count;
+  executor.cuda.partition_sms = std::max(8, sms / largest_p / 8 * 8);
+  if (say) std::cerr << "SM partitions of " << executor.cuda.partition_sms << " SMs for every P (--partition-sms)\n";
+}
+
 void run(ValidateOptions& options) {
   check_device(options.executor.device);
   const std::string engine = options.engine.empty() ? default_engine() : options.engine;
   check_engine(engine);
   const auto counts = parse_procs(options.procs);
   const std::vector<std::string> schedules = parse_schedule_list(options.schedules);
+  fix_partition_size(options.executor, *std::max_element(counts.begin(), counts.end()), !options.quiet);
   GraphConfig config = options.config;
   default_hardware_for_device(options.executor, config.hardware);
   const ScheduleRequest request = make_request(config);

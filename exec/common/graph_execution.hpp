@@ -113,6 +113,7 @@ class GraphExecution {
   void update(const Task& t, Lane& lane);
   void move(const Task& t, Lane& lane, Payload& out);
   void finished(const Task& t);
+  void fail(std::exception_ptr error);
 
   ParamsPtr weights(std::int32_t layer, std::int32_t version, const Task& reader);
   void store_weights(std::int32_t layer, std::int32_t version, ParamsPtr value);
@@ -515,15 +516,21 @@ void GraphExecution<B>::finished(const Task& t) {
   }
 }
 
+// The first error stops every thread; run() rethrows it.
+template <typename B>
+void GraphExecution<B>::fail(std::exception_ptr error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!failed_) error_ = std::move(error);
+  failed_ = true;
+  changed_.notify_all();
+}
+
 template <typename B>
 void GraphExecution<B>::worker(const std::vector<std::int32_t>& order, Lane& lane) {
   try {
     b_.enter(lane);
   } catch (...) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!failed_) error_ = std::current_exception();
-    failed_ = true;
-    changed_.notify_all();
+    fail(std::current_exception());
     return;
   }
   for (const auto id : order) {
@@ -541,10 +548,7 @@ void GraphExecution<B>::worker(const std::vector<std::int32_t>& order, Lane& lan
       execute(t, lane);
       finished(t);
     } catch (...) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!failed_) error_ = std::current_exception();
-      failed_ = true;
-      changed_.notify_all();
+      fail(std::current_exception());
       return;
     }
     const Clock::time_point end = Clock::now();

@@ -96,12 +96,7 @@ class CudaBackend {
     check_cuda(cudaMemcpy(t.data(), host.data(), static_cast<std::size_t>(host.size()) * 4, cudaMemcpyHostToDevice), "weights upload");
     return t;
   }
-  Params zeros(std::int64_t count, std::int32_t p) {
-    Params t = lanes_.processor(p).tensor(count, 1);
-    check_cuda(cudaMemset(t.data(), 0, static_cast<std::size_t>(count) * 4), "memset");
-    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-    return t;
-  }
+  Params zeros(std::int64_t count, std::int32_t p) { return upload(cpu::Vector::Zero(count), p); }
   static cpu::Vector download(const Params& p) {
     cpu::Vector host(p.size());
     check_cuda(cudaMemcpy(host.data(), p.data(), static_cast<std::size_t>(p.bytes()), cudaMemcpyDefault), "weights download");

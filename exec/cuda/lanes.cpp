@@ -17,8 +17,12 @@ template <typename Function>
 void load_driver_function(Function*& function, const char* name) {
   void* address = nullptr;
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  if (cudaGetDriverEntryPointByVersion(name, &address, CUDA_VERSION, cudaEnableDefault, &found) != cudaSuccess ||
-      found != cudaDriverEntryPointSuccess || address == nullptr) {
+#if CUDART_VERSION >= 12050
+  const cudaError_t status = cudaGetDriverEntryPointByVersion(name, &address, CUDA_VERSION, cudaEnableDefault, &found);
+#else
+  const cudaError_t status = cudaGetDriverEntryPoint(name, &address, cudaEnableDefault, &found);
+#endif
+  if (status != cudaSuccess || found != cudaDriverEntryPointSuccess || address == nullptr) {
     cudaGetLastError();
     throw Error(std::string("SM partitions need CUDA green contexts, but this driver has no ") + name +
                 " (update the driver, or run with --placement streams)");
@@ -38,6 +42,7 @@ std::string device_name(int device) {
 
 }  // namespace
 
+#if CUDA_VERSION >= 12040  // green contexts came with CUDA 12.4
 // The green contexts of the SM partitions, and the driver functions they need.
 struct LaneSet::Green {
   decltype(&cuDeviceGet) device_get = nullptr;
@@ -76,8 +81,12 @@ struct LaneSet::Green {
     CUdevResource all{};
     check_driver(get_resource(handle, &all, CU_DEV_RESOURCE_TYPE_SM), "cuDeviceGetDevResource");
     device_sms = static_cast<int>(all.sm.smCount);
+#if CUDA_VERSION >= 13000
     const int alignment = std::max(1, static_cast<int>(all.sm.smCoscheduledAlignment));
     const int smallest = std::max(1, static_cast<int>(all.sm.minSmPartitionSize));
+#else  // the rule on compute capability 9.0 (H100 / H200); the split itself enforces the real one
+    const int alignment = 8, smallest = 8;
+#endif
     if (sms_each <= 0) sms_each = std::max(smallest, device_sms / count / alignment * alignment);
     if (sms_each * count > device_sms) {
       throw Error(std::to_string(count) + " SM partitions of " + std::to_string(sms_each) + " SMs do not fit on GPU " +
@@ -106,6 +115,22 @@ struct LaneSet::Green {
     }
   }
 };
+
+#else
+struct LaneSet::Green {
+  Green() {
+    throw Error("SM partitions need CUDA green contexts (CUDA 12.4 or later); this pipetwin was built with CUDA " +
+                std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION % 1000 / 10) +
+                " (rebuild with a newer toolkit, or run with --placement streams)");
+  }
+  void split_device(int, int, int) {}
+  CUresult get_current(CUcontext*) { return CUDA_SUCCESS; }
+  CUresult set_current(CUcontext) { return CUDA_SUCCESS; }
+  std::vector<CUcontext> contexts;
+  std::vector<int> sms;
+  int device_sms = 0;
+};
+#endif
 
 LaneSet::LaneSet(const TaskGraph& graph, const PlacementOptions& options, MemoryPool& pool) {
   std::string reason;

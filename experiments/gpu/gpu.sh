@@ -5,8 +5,16 @@
 #                                     Eigen, doctest, nlohmann-json, CLI11, fmt, zlib) and the
 #                                     Fashion-MNIST dataset into .gpu/ (ignored by git, < 64 MiB)
 #   experiments/gpu/gpu.sh device     there (device tool: carry [".gpu"]): unpack them into a private
-#                                     prefix, build with nvcc for the GPU found, run every test (the
-#                                     CUDA ones included), print the devices; logs go to $OUT
+#                                     prefix, then build, test, validate and baseline below in turn
+#   experiments/gpu/gpu.sh build      there: build with nvcc for the GPU found (build-gpu/), list devices
+#   experiments/gpu/gpu.sh test       there: every test, the CUDA ones included (they skip without a GPU)
+#   experiments/gpu/gpu.sh validate   there: `pipetwin validate --device cuda` on resnet56 and vgg16,
+#                                     six schedules, P = 1, 2, 4, 8 SM partitions (MODELS, SMS, STEPS,
+#                                     RUNS override); tables and JSON
+#   experiments/gpu/gpu.sh baseline   there: experiments/gpu/pytorch_baseline.py (needs torch there)
+#
+# Logs and tables go to $OUT. Each step fits the device tool's 10 minutes a call; on a warm machine
+# build-gpu/ persists, so the steps can be separate calls.
 #
 # The device step needs only what the GPU image has (nvcc, CMake, a C++ compiler); pkg-config is not
 # needed (CMake finds SystemC in the prefix directly). The Python package is not built there.
@@ -27,17 +35,25 @@ prepare() {
   echo "prepared $(ls "$carry"/*.deb | wc -l) packages in $carry; run the device step with carry [\"$carry\"]" >&2
 }
 
-device() {
-  local out=${OUT:-/tmp/pipetwin-gpu-out} prefix=/tmp/pipetwin-prefix build=build-gpu
+prefix=/tmp/pipetwin-prefix
+build=build-gpu
+out=${OUT:-/tmp/pipetwin-gpu-out}
+
+# The carried .debs unpacked into a private prefix, and the paths the build and the binaries need.
+unpack() {
   mkdir -p "$out" "$prefix"
   [ -n "$(ls "$carry"/*.deb 2>/dev/null)" ] || { echo "no .debs in $carry: run 'gpu.sh prepare' here first" >&2; exit 2; }
   for deb in "$carry"/*.deb; do dpkg-deb -x "$deb" "$prefix"; done
-  local arch_lib
   arch_lib=$(ls -d "$prefix"/usr/lib/*-linux-gnu | head -1)
   export LD_LIBRARY_PATH="$arch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # The dataset where the executors look for it by default.
+  mkdir -p /usr/share/datasets 2>/dev/null && cp -r "$prefix"/usr/share/datasets/fashion-mnist /usr/share/datasets/ 2>/dev/null || true
+}
+
+build() {
+  unpack
   # Debian's CMake package files live under usr/lib/<triplet>/cmake and usr/share/<name>/cmake.
-  local prefix_path="$prefix/usr;$arch_lib/cmake;$prefix/usr/share"
-  local sm
+  local prefix_path="$prefix/usr;$arch_lib/cmake;$prefix/usr/share" sm
   sm=$( (nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null || true) | head -1 | tr -d '.')
   {
     nvidia-smi || echo "no nvidia-smi here: building for sm_${sm:-90}, the GPU tests will skip"
@@ -45,14 +61,49 @@ device() {
           -DCMAKE_CUDA_ARCHITECTURES="${sm:-90}" -DPIPETWIN_BUILD_PYTHON=OFF
     cmake --build "$build" -j "$(nproc)"
     "$build"/bin/pipetwin devices
-    # The dataset where the executors look for it by default, or through --data-dir.
-    mkdir -p /usr/share/datasets 2>/dev/null && cp -r "$prefix"/usr/share/datasets/fashion-mnist /usr/share/datasets/ 2>/dev/null || true
-    ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
-  } 2>&1 | tee "$out/device.log"
+  } 2>&1 | tee "$out/build.log"
+}
+
+run_tests() {
+  unpack
+  ctest --test-dir "$build" --output-on-failure -j 4 2>&1 | tee "$out/test.log"
+}
+
+# Predicted against measured on SM partitions of one GPU (16 SMs each, so P = 8 fits an H100's
+# 132): resnet56 and vgg16 (CIFAR), six schedules, P = 1, 2, 4, 8. Tables and JSON in $OUT.
+validate() {
+  unpack
+  local model
+  for model in ${MODELS:-resnet56 vgg16}; do
+    "$build"/bin/pipetwin validate --device cuda --placement partitions --partition-sms "${SMS:-16}" -m "$model" \
+        --schedules sequential,gpipe,1f1b,pipedream,layerpipe,stale-weights -p 1,2,4,8 \
+        --microbatches 8 --steps "${STEPS:-12}" --runs "${RUNS:-3}" --data synthetic --json \
+        > "$out/validate-$model.json" 2> "$out/validate-$model.log" || { cat "$out/validate-$model.log"; exit 1; }
+    python3 - "$out/validate-$model.json" <<'PY' | tee "$out/validate-$model.txt"
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"{r['model']} · {r['placement']} · {r['microbatches']} microbatches x {r['samples_per_microbatch']} samples")
+print(f"{'schedule':>14} {'P':>2} {'pred_ms':>9} {'meas_ms':>9} {'error':>7} {'pred_x':>6} {'meas_x':>6}")
+for w in r["rows"]:
+    print(f"{w['schedule']:>14} {w['processors']:>2} {w['predicted_step_s']*1e3:9.3f} {w['measured_step_s']*1e3:9.3f} "
+          f"{w['step_error']*100:+6.1f}% {w['predicted_speedup']:5.2f}x {w['measured_speedup']:5.2f}x")
+print(f"mean |error| {r['mean_abs_step_error']*100:.1f}%, largest {r['max_abs_step_error']*100:.1f}%; Kendall tau "
+      + " ".join(f"P={p}: {t:.2f}" for p, t in r["kendall_tau"].items()))
+PY
+  done
+}
+
+baseline() {
+  unpack
+  python3 experiments/gpu/pytorch_baseline.py --pipetwin "$build/bin/pipetwin" 2>&1 | tee "$out/baseline.txt" || true
 }
 
 case "${1:-}" in
   prepare) prepare ;;
-  device) device ;;
-  *) echo "usage: experiments/gpu/gpu.sh prepare|device" >&2; exit 2 ;;
+  build) build ;;
+  test) run_tests ;;
+  validate) validate ;;
+  baseline) baseline ;;
+  device) build; run_tests; validate; baseline ;;
+  *) echo "usage: experiments/gpu/gpu.sh prepare|build|test|validate|baseline|device" >&2; exit 2 ;;
 esac

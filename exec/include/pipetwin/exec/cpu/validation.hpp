@@ -1,8 +1,8 @@
 // Predicted against measured (DESIGN.md §6): for each schedule and processor count, a prediction
 // by an engine the caller passes (the simulator or the evaluator, so exec/ needs no SystemC) and
-// an executor's measured run (CPU or CUDA); step time, speedup over one processor, peak memory, errors,
-// and whether the two rank the schedules alike (Kendall tau). Used by `pipetwin validate` and
-// by Python's pipetwin.validate.
+// an executor's measured run (CPU or CUDA); step time, speedup over one processor, peak memory,
+// errors, and whether the two rank the schedules alike (Kendall tau). Used by `pipetwin validate`
+// and by Python's pipetwin.validate.
 #pragma once
 #include <functional>
 #include <map>
