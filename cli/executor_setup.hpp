@@ -1,6 +1,6 @@
 // What `run`, `profile` and `validate` share: the --device check and the executor it names (with
-// the CUDA placement options), the training options, and the
-// data a network trains on (Fashion-MNIST where the network takes 28x28 images, else synthetic).
+// the CUDA placement options), the training options, and the data a network trains on
+// (Fashion-MNIST where the network takes 28x28 images, else synthetic).
 #pragma once
 #include <memory>
 #include <string>

@@ -8,7 +8,7 @@
 namespace pipetwin::cli {
 
 Calibration profile_device_calibration(const GraphConfig& config, const ExecutorOptions& executor, int repeats,
-                                    bool progress) {
+                                       bool progress) {
   const ScheduleRequest request = make_request(config);
   const auto data = load_data(executor, request.network, "train");
   std::function<void(const std::string&)> report;

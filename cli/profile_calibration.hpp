@@ -1,5 +1,5 @@
-// Profiling a network on the device --device names (CPU or CUDA) into a calibration table from the CLI's options (used by
-// `profile` and by `validate` when it is given no table).
+// Profiling a network on the device --device names (CPU or CUDA) into a calibration table from
+// the CLI's options (used by `profile` and by `validate` when it is given no table).
 #pragma once
 #include "executor_setup.hpp"
 #include "pipetwin/models/calibration.hpp"
@@ -8,6 +8,6 @@
 namespace pipetwin::cli {
 
 Calibration profile_device_calibration(const GraphConfig& config, const ExecutorOptions& executor, int repeats,
-                                    bool progress);
+                                       bool progress);
 
 }  // namespace pipetwin::cli

@@ -1,5 +1,5 @@
-// `pipetwin run --device cpu|cuda`: trains a network under a schedule on CPU threads or GPUs and reports the
-// measured result in the simulator's schema (table or --json), the loss per minibatch, test
+// `pipetwin run --device cpu|cuda`: trains a network under a schedule on CPU threads or GPUs and
+// reports the measured result in the simulator's schema (table or --json), the loss per minibatch, test
 // accuracy on request, and a Chrome trace of the measured run.
 #include <iostream>
 
