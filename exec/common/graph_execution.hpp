@@ -11,7 +11,8 @@
 //           Labels, Lane (where one thread's work runs: nothing on the CPU, a stream on a GPU)
 //   lanes   Lane& processor_lane(p), Lane& link_lane(k); enter(lane) at the start of its thread;
 //           finish(lane) waits until the work issued on it has ended (after every task)
-//   data    load(lane, minibatch, microbatch, bool samples, Activation*, Labels*)
+//   data    load(lane, minibatch, microbatch, Activation* samples, Labels* labels): either may be
+//           null when the task does not need it
 //           samples_of(const Activation&) -> columns
 //   layers  forward(lane, l, params, in, stash, labels*, loss_scale, double* loss) -> Activation
 //           backward_input(lane, l, params, stash, out_grad*, begin, end) -> Gradient
@@ -215,8 +216,9 @@ void GraphExecution<B>::forward(const Task& t, Lane& lane, Payload& out) {
   Activation in;
   Labels labels;
   const bool last = t.last_layer + 1 == static_cast<std::int32_t>(net_.size());
-  if (t.first_layer == 0 || last) b_.load(lane, t.minibatch, t.microbatch, t.first_layer == 0, &in, &labels);
-  if (t.first_layer > 0) {
+  const bool first = t.first_layer == 0;
+  if (first || last) b_.load(lane, t.minibatch, t.microbatch, first ? &in : nullptr, last ? &labels : nullptr);
+  if (!first) {
     bool found = false;
     for (const auto d : t.deps) {
       const Task& source = origin_of(d);

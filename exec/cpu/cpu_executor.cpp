@@ -28,10 +28,12 @@ class CpuBackend {
   void enter(Lane&) {}
   void finish(Lane&) {}
 
-  void load(Lane&, std::int32_t minibatch, std::int32_t microbatch, bool samples, Activation* in, Labels* labels) const {
+  void load(Lane&, std::int32_t minibatch, std::int32_t microbatch, Activation* samples, Labels* labels) const {
     Matrix x;
-    data_.fill(minibatch, microbatch, x, *labels);
-    if (samples) in->main = std::move(x);
+    Labels y;
+    data_.fill(minibatch, microbatch, x, y);
+    if (samples != nullptr) samples->main = std::move(x);
+    if (labels != nullptr) *labels = std::move(y);
   }
   static std::int64_t samples_of(const Activation& a) { return a.main.cols(); }
 

@@ -41,17 +41,20 @@ class CudaBackend {
   void enter(Lane& lane) { lanes_.enter(lane); }
   static void finish(Lane& lane) { lane.context->synchronize(); }
 
-  void load(Lane& lane, std::int32_t minibatch, std::int32_t microbatch, bool samples, Activation* in, Labels* labels) const {
+  void load(Lane& lane, std::int32_t minibatch, std::int32_t microbatch, Activation* samples, Labels* labels) const {
     cpu::Matrix x;
     std::vector<std::int32_t> host_labels;
     data_.fill(minibatch, microbatch, x, host_labels);
     const cudaStream_t stream = lane.context->impl().stream;
-    *labels = lane.tensor(static_cast<std::int64_t>(host_labels.size()), 1);
-    check_cuda(cudaMemcpyAsync(labels->data(), host_labels.data(), host_labels.size() * 4, cudaMemcpyHostToDevice, stream),
-               "labels upload");
-    if (samples) {
-      in->main = lane.tensor(x.rows(), x.cols());
-      check_cuda(cudaMemcpyAsync(in->main.data(), x.data(), static_cast<std::size_t>(x.size()) * 4, cudaMemcpyHostToDevice, stream),
+    if (labels != nullptr) {
+      *labels = lane.tensor(static_cast<std::int64_t>(host_labels.size()), 1);
+      check_cuda(cudaMemcpyAsync(labels->data(), host_labels.data(), host_labels.size() * 4, cudaMemcpyHostToDevice, stream),
+                 "labels upload");
+    }
+    if (samples != nullptr) {
+      samples->main = lane.tensor(x.rows(), x.cols());
+      check_cuda(cudaMemcpyAsync(samples->main.data(), x.data(), static_cast<std::size_t>(x.size()) * 4,
+                                 cudaMemcpyHostToDevice, stream),
                  "samples upload");
     }
     finish(lane);  // the host buffers go out of scope
