@@ -80,15 +80,7 @@ void run(ValidateOptions& options) {
     j["microbatches"] = config.microbatches;
     j["minibatches"] = config.minibatches;
     j["samples_per_microbatch"] = request.network.batch / config.microbatches;
-    j["rows"] = nlohmann::ordered_json::array();
-    for (const auto& row : rows) {
-      j["rows"].push_back({{"schedule", row.schedule}, {"processors", row.processors}, {"baseline", row.baseline},
-                           {"predicted_step_s", row.predicted_step_s}, {"measured_step_s", row.measured_step_s},
-                           {"step_error", row.step_error()}, {"predicted_speedup", row.predicted_speedup},
-                           {"measured_speedup", row.measured_speedup},
-                           {"predicted_peak_memory_bytes", row.predicted_peak_bytes},
-                           {"measured_peak_memory_bytes", row.measured_peak_bytes}});
-    }
+    j["rows"] = cpu::validation_rows_json(report);
     j["mean_abs_step_error"] = report.mean_abs_step_error;
     j["max_abs_step_error"] = report.max_abs_step_error;
     j["kendall_tau"] = nlohmann::ordered_json::object();

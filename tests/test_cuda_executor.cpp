@@ -7,23 +7,17 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <iostream>
 
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
 #include "pipetwin/exec/cuda/cuda_executor.hpp"
-#include "pipetwin/exec/cuda/kernels.hpp"
+#include "cuda_available.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/registry.hpp"
 
 namespace pipetwin {
 namespace {
 
-bool have_gpu() {
-  std::string reason;
-  if (cuda::device_available(&reason)) return true;
-  std::cout << "skipped: no CUDA device (" << reason << ")\n";  // ctest reports it as skipped
-  return false;
-}
+using test::have_gpu;
 
 // max over layers of |a - b| / |b| in the 2-norm.
 double max_layer_relative_difference(const std::vector<cpu::Vector>& a, const std::vector<cpu::Vector>& b) {

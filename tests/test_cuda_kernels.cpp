@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "pipetwin/exec/cpu/kernels.hpp"
+#include "cuda_available.hpp"
 #include "random_matrix.hpp"
 #include "pipetwin/exec/cuda/kernels.hpp"
 
@@ -17,14 +18,7 @@ namespace {
 using cpu::Matrix;
 using cpu::Vector;
 
-bool have_gpu() {
-  std::string reason;
-  if (cuda::device_available(&reason)) return true;
-  // On stdout, so that ctest reports the test as skipped with this reason (tests/CMakeLists.txt).
-  std::cout << "skipped: no CUDA device (" << reason << ")\n";
-  return false;
-}
-
+using test::have_gpu;
 using test::random_matrix;
 
 cuda::DeviceBuffer to_device(const Matrix& m) {

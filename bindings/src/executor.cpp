@@ -132,23 +132,8 @@ void bind_executor(py::module_& m) {
         return evaluate(g);
       });
     }
-    py::list rows;
-    for (const auto& r : report.rows) {
-      py::dict d;
-      d["schedule"] = r.schedule;
-      d["processors"] = r.processors;
-      d["baseline"] = r.baseline;
-      d["predicted_step_s"] = r.predicted_step_s;
-      d["measured_step_s"] = r.measured_step_s;
-      d["step_error"] = r.step_error();
-      d["predicted_speedup"] = r.predicted_speedup;
-      d["measured_speedup"] = r.measured_speedup;
-      d["predicted_peak_memory_bytes"] = r.predicted_peak_bytes;
-      d["measured_peak_memory_bytes"] = r.measured_peak_bytes;
-      rows.append(d);
-    }
     py::dict out;
-    out["rows"] = rows;
+    out["rows"] = to_python(cpu::validation_rows_json(report));
     out["mean_abs_step_error"] = report.mean_abs_step_error;
     out["max_abs_step_error"] = report.max_abs_step_error;
     out["kendall_tau"] = report.kendall_tau;

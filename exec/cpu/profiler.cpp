@@ -17,12 +17,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double median_of(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
 template <typename Body>
 double median_seconds(int repeats, Body body) {
   std::vector<double> times;
@@ -36,6 +30,12 @@ double median_seconds(int repeats, Body body) {
 }
 
 }  // namespace
+
+double median_of(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
 
 Calibration calibration_from_run(const TaskGraph& graph, const Network& network, const TrainingRun& run,
                                  std::int32_t skip_minibatches) {
@@ -101,8 +101,7 @@ double measure_handoff_s(int repeats) {
     round_trips.push_back(std::chrono::duration<double>(Clock::now() - begin).count());
   }
   other.join();
-  std::sort(round_trips.begin(), round_trips.end());
-  return round_trips[round_trips.size() / 2] / 2;
+  return median_of(std::move(round_trips)) / 2;
 }
 
 Calibration profile_layers(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "pipetwin/exec/cpu/profiler.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/validator.hpp"
 
@@ -22,6 +23,19 @@ struct Measured {
 };
 
 }  // namespace
+
+nlohmann::ordered_json validation_rows_json(const ValidationReport& report) {
+  auto rows = nlohmann::ordered_json::array();
+  for (const auto& row : report.rows) {
+    rows.push_back({{"schedule", row.schedule}, {"processors", row.processors}, {"baseline", row.baseline},
+                    {"predicted_step_s", row.predicted_step_s}, {"measured_step_s", row.measured_step_s},
+                    {"step_error", row.step_error()}, {"predicted_speedup", row.predicted_speedup},
+                    {"measured_speedup", row.measured_speedup},
+                    {"predicted_peak_memory_bytes", row.predicted_peak_bytes},
+                    {"measured_peak_memory_bytes", row.measured_peak_bytes}});
+  }
+  return rows;
+}
 
 double kendall_tau(const std::vector<double>& a, const std::vector<double>& b) {
   int concordant = 0, discordant = 0, pairs = 0;
@@ -66,8 +80,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       steps_s.push_back(measured.result.iteration_s);
       peak = std::max(peak, max_peak(measured.result));
     }
-    std::sort(steps_s.begin(), steps_s.end());
-    return Measured{predicted.iteration_s, steps_s[steps_s.size() / 2], max_peak(predicted), peak};
+    return Measured{predicted.iteration_s, median_of(std::move(steps_s)), max_peak(predicted), peak};
   };
   ValidationReport report;
   for (const auto& schedule : options.schedules) {

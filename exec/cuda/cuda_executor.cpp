@@ -170,10 +170,8 @@ void measure_copies(const CudaOptions& options, int repeats, double* bytes_per_s
     copy_s.push_back(big);
     small_s.push_back(small);
   }
-  std::sort(copy_s.begin(), copy_s.end());
-  std::sort(small_s.begin(), small_s.end());
-  *bytes_per_s = static_cast<double>(floats * 4) / copy_s[copy_s.size() / 2];
-  *latency_s = small_s[small_s.size() / 2];
+  *bytes_per_s = static_cast<double>(floats * 4) / cpu::median_of(std::move(copy_s));
+  *latency_s = cpu::median_of(std::move(small_s));
 }
 
 }  // namespace

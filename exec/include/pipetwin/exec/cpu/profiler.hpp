@@ -11,6 +11,9 @@
 
 namespace pipetwin::cpu {
 
+// The upper median (the middle value; of two middles, the larger), 0 when empty.
+double median_of(std::vector<double> values);
+
 // The calibration table from a run recorded with `record_layer_times` (one processor): per layer
 // and task kind the median measured time, and per task the median of what it took beyond its
 // layers (task_overhead_s); the first `skip_minibatches` minibatches are left out as warm-up.

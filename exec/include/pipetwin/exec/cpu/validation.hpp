@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
 #include "pipetwin/schedule/registry.hpp"
 
@@ -48,6 +50,11 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
 // validate() measured by the CPU executor.
 ValidationReport validate_cpu(const GraphConfig& config, const Dataset& data, const ValidationOptions& options,
                               const Predictor& predict);
+
+// The rows as JSON objects, one per configuration (`pipetwin validate --json` and Python's
+// pipetwin.validate): schedule, processors, baseline, predicted/measured step time, step error,
+// speedups and peak memory.
+nlohmann::ordered_json validation_rows_json(const ValidationReport& report);
 
 // (concordant - discordant) / pairs of two orderings of the same items.
 double kendall_tau(const std::vector<double>& a, const std::vector<double>& b);
