@@ -136,7 +136,7 @@ TEST_CASE("a measured result has the simulator's schema, real memory peaks and a
   CHECK(run.result.engine == "cpu");
   REQUIRE(run.result.tasks.size() == graph.tasks.size());
   for (const auto& t : graph.tasks) {
-    for (const auto d : t.deps) CHECK(run.result.tasks[static_cast<std::size_t>(d)].end_cycles <= run.result.tasks[static_cast<std::size_t>(t.id)].start_cycles);
+    for (const auto& d : t.deps) CHECK(run.result.tasks[static_cast<std::size_t>(d.task)].end_cycles <= run.result.tasks[static_cast<std::size_t>(t.id)].start_cycles);
   }
   CHECK(run.result.total_cycles > 0);
   CHECK(run.result.iteration_s > 0);

@@ -57,8 +57,7 @@ TEST_CASE("pipefb: a forward that waits for no weight transfer is caught") {
   for (auto& t : g.tasks) {
     if (t.kind == TaskKind::F && t.version_read > 0) {
       t.deps.erase(std::remove_if(t.deps.begin(), t.deps.end(),
-                                  [&](std::int32_t d) { return g.tasks[d].kind == TaskKind::X && g.tasks[d].bytes > 0 &&
-                                                               g.tasks[d].first_layer == t.first_layer; }),
+                                  [&](const Dep& d) { return d.carries == Carries::weights; }),
                    t.deps.end());
       break;
     }

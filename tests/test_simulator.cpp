@@ -53,7 +53,7 @@ Task compute(std::int32_t id, std::int32_t processor, std::int32_t order, std::i
   t.resource = processor;
   t.order = order;
   t.cost_cycles = cost;
-  t.deps = std::move(deps);
+  for (const auto d : deps) t.deps.push_back({d, Carries::order, 0});
   return t;
 }
 
@@ -290,6 +290,7 @@ TEST_CASE("offload and reload move memory between a processor and host memory") 
   Task forward = compute(0, 0, 0, 10, {});
   forward.alloc_bytes = 300;  // activations kept for the backward
   Task offload = transfer(1, 0, 0, 2 + 30, {0});
+  offload.deps[0] = {0, Carries::stash, 300};
   offload.kind = TaskKind::OFF;
   offload.bytes = 300;
   offload.free_bytes = 300;   // leave the device when the copy is done
@@ -297,10 +298,12 @@ TEST_CASE("offload and reload move memory between a processor and host memory") 
   other.alloc_bytes = 400;
   other.free_bytes = 400;
   Task reload = transfer(3, 1, 0, 2 + 30, {1, 2});
+  reload.deps[0] = {1, Carries::stash, 300};
   reload.kind = TaskKind::ON;
   reload.bytes = 300;
   reload.alloc_bytes = 300;   // back on the device from the start of the copy
   Task backward = compute(4, 0, 2, 20, {3});
+  backward.deps[0] = {3, Carries::stash, 300};
   backward.kind = TaskKind::B;
   backward.free_bytes = 300;
   g.tasks = {forward, offload, other, reload, backward};

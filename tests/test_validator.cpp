@@ -41,7 +41,8 @@ TEST_CASE("every registered schedule is valid for P = 1..9 on three networks") {
         CAPTURE(model);
         CAPTURE(P);
         const TaskGraph graph = make_graph(config);
-        CHECK(validate(graph).empty());
+        const auto problems = validate(graph);
+        CHECK_MESSAGE(problems.empty(), (problems.empty() ? "" : problems.front()));
         CHECK(evaluate(graph).total_cycles > 0);
       }
     }
@@ -53,7 +54,7 @@ TEST_CASE("a cycle is reported as a deadlock naming the tasks on it") {
   // The first forward of processor 0 waits for the last backward of processor 0: a cycle.
   const int f = find_task(g, TaskKind::F, 0, 0, 0);
   const int b = find_task(g, TaskKind::B, 0, 0, 1);
-  g.tasks[f].deps.push_back(b);
+  g.tasks[f].deps.push_back({b, Carries::order, 0});
   const std::string problem = first_problem(g);
   CHECK(problem.find("deadlock") == 0);
   CHECK(problem.find("F(k0,m0,s0)") != std::string::npos);
@@ -62,7 +63,7 @@ TEST_CASE("a cycle is reported as a deadlock naming the tasks on it") {
 
 TEST_CASE("a missing dependency is named") {
   TaskGraph g = small_graph();
-  g.tasks[3].deps.push_back(9999);
+  g.tasks[3].deps.push_back({9999, Carries::order, 0});
   CHECK(first_problem(g).find("depends on task 9999, which does not exist") != std::string::npos);
 }
 

@@ -1,8 +1,9 @@
-// The executors' shared core (DESIGN.md §6): runs a task graph with real training numerics, one
-// host thread per processor and one per link, each running its resource's tasks in the schedule's
-// order once their dependencies have ended. Data moves between tasks as payloads: a task's output
-// lives until its last dependent has run; a transfer copies its source's payload to the other
-// end. Forward stashes and weight versions live in registries; the tracker accounts every buffer
+// The executors' shared core (docs/design.md): runs a task graph with real training numerics, one
+// host thread per processor and per in-order link, each running its resource's tasks in the
+// schedule's order once their dependencies have ended; a shared link's transfers run on a few
+// threads each, as soon as their dependencies have ended. Data moves between tasks as payloads,
+// along the graph's typed dependencies: a task's output lives until its last dependent has run;
+// a transfer copies what its dependency carries to the other end. Forward stashes and weight versions live in registries; the tracker accounts every buffer
 // to the processor or host memory that holds it.
 //
 // What runs the layers and holds the tensors is the Backend (the CPU backend in
@@ -36,7 +37,7 @@
 #include <thread>
 #include <vector>
 
-#include "graph_roles.hpp"
+#include "graph_flow.hpp"
 #include "memory_tracker.hpp"
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
 #include "pipetwin/models/error.hpp"
@@ -62,7 +63,7 @@ class GraphExecution {
   GraphExecution(Backend& backend, const TaskGraph& graph, const Network& network, const cpu::TrainingOptions& options,
                  std::string name)
       : b_(backend), g_(graph), net_(network), options_(options), name_(std::move(name)),
-        roles_(analyse_graph(graph, static_cast<std::int32_t>(network.size()))),
+        flow_(read_graph_flow(graph, static_cast<std::int32_t>(network.size()))),
         start_(Clock::now()), memory_(graph, start_, options.record_memory_timeline) {}
 
   cpu::TrainingRun run();
@@ -88,7 +89,6 @@ class GraphExecution {
   };
 
   const Task& task(std::int32_t id) const { return g_.tasks[static_cast<std::size_t>(id)]; }
-  const Task& origin_of(std::int32_t id) const { return task(roles_.origin[static_cast<std::size_t>(id)]); }
   std::int32_t home_of_layer(std::int32_t layer) const {
     return g_.stages[static_cast<std::size_t>(stage_of_layer_[static_cast<std::size_t>(layer)])].processor;
   }
@@ -108,6 +108,9 @@ class GraphExecution {
   }
 
   void worker(const std::vector<std::int32_t>& order, Lane& lane);
+  void shared_link_worker(const std::vector<std::int32_t>& tasks, Lane& lane);
+  bool ready(const Task& t) const;  // under mutex_
+  void run_task(std::int32_t id, Lane& lane);  // runs, times and marks done one task
   void execute(const Task& t, Lane& lane);
   void forward(const Task& t, Lane& lane, Payload& out);
   void backward(const Task& t, Lane& lane, Payload& out);
@@ -130,7 +133,7 @@ class GraphExecution {
   const Network& net_;
   const cpu::TrainingOptions& options_;
   std::string name_;
-  GraphRoles roles_;
+  GraphFlow flow_;
   Clock::time_point start_;
   MemoryTracker memory_;
   std::vector<std::int32_t> stage_of_layer_;
@@ -139,6 +142,7 @@ class GraphExecution {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<char> done_;
+  std::vector<char> claimed_;  // a shared link's task some thread has taken
   std::vector<std::int32_t> dependents_left_;
   bool failed_ = false;
   std::exception_ptr error_;
@@ -205,7 +209,7 @@ void GraphExecution<B>::store_weights(std::int32_t layer, std::int32_t version, 
 template <typename B>
 std::shared_ptr<typename GraphExecution<B>::Stash> GraphExecution<B>::stash(const Task& t) {
   std::lock_guard<std::mutex> lock(registry_mutex_);
-  const auto it = stashes_.find({t.first_layer, t.minibatch, t.microbatch});
+  const auto it = stashes_.find(stash_key(t));
   if (it == stashes_.end()) throw Error("schedule error: " + describe_task(g_, t) + " runs before the forward it belongs to");
   return it->second;
 }
@@ -218,18 +222,7 @@ void GraphExecution<B>::forward(const Task& t, Lane& lane, Payload& out) {
   const bool last = t.last_layer + 1 == static_cast<std::int32_t>(net_.size());
   const bool first = t.first_layer == 0;
   if (first || last) b_.load(lane, t.minibatch, t.microbatch, first ? &in : nullptr, last ? &labels : nullptr);
-  if (!first) {
-    bool found = false;
-    for (const auto d : t.deps) {
-      const Task& source = origin_of(d);
-      if (source.kind == TaskKind::F && source.last_layer + 1 == t.first_layer && source.minibatch == t.minibatch &&
-          source.microbatch == t.microbatch) {
-        in = b_.copy(lane, payload(d).activation, t.resource);
-        found = true;
-      }
-    }
-    if (!found) throw Error("schedule error: " + describe_task(g_, t) + " has no dependency bringing its input");
-  }
+  if (!first) in = b_.copy(lane, payload(the_dep(g_, t, Carries::activation).task).activation, t.resource);
   if (b_.samples_of(in) != n) throw Error("internal: forward input has " + std::to_string(b_.samples_of(in)) + " samples");
   auto kept = std::make_shared<Stash>();
   kept->layers.resize(static_cast<std::size_t>(t.last_layer - t.first_layer + 1));
@@ -256,30 +249,25 @@ void GraphExecution<B>::forward(const Task& t, Lane& lane, Payload& out) {
   }
   kept->location = t.resource;
   kept->bytes = stash_bytes(kept->layers);
-  const auto readers = roles_.stash_readers.find({t.first_layer, t.minibatch, t.microbatch});
-  kept->readers_left = readers == roles_.stash_readers.end() ? 0 : readers->second;
+  const auto readers = flow_.stash_readers.find(stash_key(t));
+  kept->readers_left = readers == flow_.stash_readers.end() ? 0 : readers->second;
   memory_.allocate(t.resource, kept->bytes, t.id);
   if (kept->readers_left > 0) {
     std::lock_guard<std::mutex> lock(registry_mutex_);
-    stashes_[{t.first_layer, t.minibatch, t.microbatch}] = kept;
+    stashes_[stash_key(t)] = kept;
   } else {
     memory_.release(t.resource, kept->bytes);
   }
   if (!last) out.activation = std::move(in);
 }
 
-// The gradient at the output of the task's last layer, assembled from the slices its
-// dependencies brought (the next layer's B / BA parts); *found is false when none did.
+// The gradient at the output of the task's last layer, assembled from the activation-gradient
+// slices its dependencies carry (each knows its columns); *found is false when none do.
 template <typename B>
 typename B::Gradient GraphExecution<B>::output_gradient(const Task& t, Lane& lane, bool* found) {
   std::vector<const Gradient*> slices;
-  for (const auto d : t.deps) {
-    const Task& source = origin_of(d);
-    if ((source.kind != TaskKind::B && source.kind != TaskKind::BA) || source.first_layer != t.last_layer + 1 ||
-        source.minibatch != t.minibatch || source.microbatch != t.microbatch) {
-      continue;
-    }
-    slices.push_back(&payload(d).input_gradient);
+  for (const auto& d : t.deps) {
+    if (d.carries == Carries::activation_gradient) slices.push_back(&payload(d.task).input_gradient);
   }
   *found = !slices.empty();
   if (slices.empty()) return Gradient();
@@ -294,16 +282,11 @@ void GraphExecution<B>::backward(const Task& t, Lane& lane, Payload& out) {
   const std::int32_t layers = t.last_layer - t.first_layer + 1;
   std::vector<Gradient> at_output(static_cast<std::size_t>(layers));  // per layer, at its output
   bool found = false;
-  if (t.kind == TaskKind::BW) {  // a split backward: the BA it follows kept the gradients
-    for (const auto d : t.deps) {
-      const Task& source = task(d);
-      if (source.kind == TaskKind::BA && source.first_layer == t.first_layer && source.last_layer == t.last_layer &&
-          source.minibatch == t.minibatch && source.microbatch == t.microbatch) {
-        const auto& kept_gradients = payload(d).output_gradients;
-        for (std::size_t i = 0; i < kept_gradients.size(); ++i) at_output[i] = b_.copy(lane, kept_gradients[i], t.resource);
-        found = true;
-      }
-    }
+  for (const auto& d : t.deps) {  // a split backward: the BA of the same layers kept the gradients
+    if (d.carries != Carries::output_gradients) continue;
+    const auto& kept_gradients = payload(d.task).output_gradients;
+    for (std::size_t i = 0; i < kept_gradients.size(); ++i) at_output[i] = b_.copy(lane, kept_gradients[i], t.resource);
+    found = true;
   }
   if (!found && !last) at_output.back() = output_gradient(t, lane, &found);
   found = found || last;
@@ -324,10 +307,8 @@ void GraphExecution<B>::backward(const Task& t, Lane& lane, Payload& out) {
       const auto begin = layer_begin(lane);
       std::int64_t sample_begin = 0, sample_end = n;  // the samples of this BA part
       if (l == t.first_layer) {
-        const std::int32_t part = roles_.part_index[static_cast<std::size_t>(t.id)];
-        const std::int32_t parts = roles_.part_count[static_cast<std::size_t>(t.id)];
-        sample_begin = n * part / parts;
-        sample_end = n * (part + 1) / parts;
+        sample_begin = n * t.part / t.parts;
+        sample_end = n * (t.part + 1) / t.parts;
       }
       Gradient in = b_.backward_input(lane, l, *w, kept->layers[i], og, sample_begin, sample_end);
       record_layer(t, lane, l, TaskKind::BA, begin);
@@ -340,9 +321,8 @@ void GraphExecution<B>::backward(const Task& t, Lane& lane, Payload& out) {
   }
   if (t.kind == TaskKind::BA) out.output_gradients = std::move(at_output);
   if (!needs_weight_grad) return;
-  const std::int32_t u = roles_.update_of[static_cast<std::size_t>(t.id)];
-  if (u < 0) return;  // no update takes it
-  if (roles_.accumulate_in_place[static_cast<std::size_t>(t.id)]) {
+  const std::int32_t u = flow_.accumulate_into[static_cast<std::size_t>(t.id)];
+  if (u >= 0) {
     std::lock_guard<std::mutex> lock(registry_mutex_);
     auto& sum = accumulators_[u];
     if (sum.empty()) {
@@ -353,7 +333,7 @@ void GraphExecution<B>::backward(const Task& t, Lane& lane, Payload& out) {
     } else {
       for (std::size_t i = 0; i < grads.size(); ++i) b_.accumulate(lane, sum[i], grads[i]);
     }
-  } else {
+  } else if (flow_.sends_weight_gradient[static_cast<std::size_t>(t.id)]) {
     out.weight_gradients = std::move(grads);
   }
 }
@@ -374,11 +354,11 @@ void GraphExecution<B>::update(const Task& t, Lane& lane) {
   }
   // Gradients that arrived over links, in microbatch order.
   std::vector<std::int32_t> arrived;
-  for (const auto d : t.deps) {
-    if (payloads_[static_cast<std::size_t>(d)] && !payload(d).weight_gradients.empty()) arrived.push_back(d);
+  for (const auto& d : t.deps) {
+    if (d.carries == Carries::weight_gradient && is_link_task(task(d.task))) arrived.push_back(d.task);
   }
   std::sort(arrived.begin(), arrived.end(), [&](std::int32_t a, std::int32_t b) {
-    return origin_of(a).microbatch < origin_of(b).microbatch;
+    return task(a).microbatch < task(b).microbatch;
   });
   for (const auto d : arrived) {
     const auto& grads = payload(d).weight_gradients;
@@ -424,21 +404,32 @@ void GraphExecution<B>::move(const Task& t, Lane& lane, Payload& out) {
     kept->location = to;
     return;
   }
-  const std::int32_t source_id = t.deps.front();
-  const Task& origin = origin_of(t.id);
-  if (roles_.carries_stash[static_cast<std::size_t>(t.id)]) {
-    if (is_link_task(task(source_id))) {
-      out.stash_input = b_.copy(lane, payload(source_id).stash_input, to);
-    } else {
-      out.stash_input = b_.copy(lane, b_.stash_input(stash(origin)->layers.front()), to);
-    }
-    return;
+  const Dep* moved = nullptr;  // what the transfer carries: its one data dependency
+  for (const auto& d : t.deps) {
+    if (d.carries != Carries::order) moved = &d;
   }
-  const Payload& in = payload(source_id);
-  out.activation = b_.copy(lane, in.activation, to);
-  out.input_gradient = b_.copy(lane, in.input_gradient, to);
-  for (const auto& g : in.weight_gradients) out.weight_gradients.push_back(b_.copy(lane, g, to));
-  for (const auto& w : in.weights) out.weights.push_back(std::make_shared<const Params>(b_.copy(lane, *w, to)));
+  if (moved == nullptr) throw Error("schedule error: " + describe_task(g_, t) + " has nothing to move");
+  const Task& source = task(moved->task);
+  const Payload& in = payload(moved->task);
+  switch (moved->carries) {
+    case Carries::stash:  // the forward's stashed input, for a backward elsewhere
+      out.stash_input = b_.copy(lane, is_link_task(source) ? in.stash_input : b_.stash_input(stash(source)->layers.front()), to);
+      break;
+    case Carries::activation:
+      out.activation = b_.copy(lane, in.activation, to);
+      break;
+    case Carries::activation_gradient:
+      out.input_gradient = b_.copy(lane, in.input_gradient, to);
+      break;
+    case Carries::weight_gradient:
+      for (const auto& g : in.weight_gradients) out.weight_gradients.push_back(b_.copy(lane, g, to));
+      break;
+    case Carries::weights:
+      for (const auto& w : in.weights) out.weights.push_back(std::make_shared<const Params>(b_.copy(lane, *w, to)));
+      break;
+    default:
+      throw Error("schedule error: " + describe_task(g_, t) + " cannot move " + to_string(moved->carries));
+  }
 }
 
 template <typename B>
@@ -477,8 +468,9 @@ void GraphExecution<B>::finished(const Task& t) {
   std::vector<std::unique_ptr<Payload>> released;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto d : t.deps) {
-      if (--dependents_left_[static_cast<std::size_t>(d)] == 0) released.push_back(std::move(payloads_[static_cast<std::size_t>(d)]));
+    for (const auto& d : t.deps) {
+      const auto source = static_cast<std::size_t>(d.task);
+      if (--dependents_left_[source] == 0) released.push_back(std::move(payloads_[source]));
     }
     if (dependents_left_[static_cast<std::size_t>(t.id)] == 0) released.push_back(std::move(payloads_[static_cast<std::size_t>(t.id)]));
   }
@@ -490,8 +482,7 @@ void GraphExecution<B>::finished(const Task& t) {
     std::shared_ptr<Stash> gone;
     {
       std::lock_guard<std::mutex> lock(registry_mutex_);
-      const StashKey key{t.first_layer, t.minibatch, t.microbatch};
-      const auto it = stashes_.find(key);
+      const auto it = stashes_.find(stash_key(t));
       if (it != stashes_.end() && --it->second->readers_left == 0) {
         gone = it->second;
         stashes_.erase(it);
@@ -505,7 +496,7 @@ void GraphExecution<B>::finished(const Task& t) {
       std::int64_t freed = 0;
       {
         std::lock_guard<std::mutex> lock(registry_mutex_);
-        if (--readers_left_[{l, t.version_read}] == 0 && t.version_read != roles_.newest_version[static_cast<std::size_t>(l)]) {
+        if (--readers_left_[{l, t.version_read}] == 0 && t.version_read != flow_.newest_version[static_cast<std::size_t>(l)]) {
           const auto it = versions_.find({l, t.version_read});
           if (it != versions_.end()) {
             freed = b_.bytes(*it->second);
@@ -528,39 +519,75 @@ void GraphExecution<B>::fail(std::exception_ptr error) {
 }
 
 template <typename B>
+bool GraphExecution<B>::ready(const Task& t) const {
+  return std::all_of(t.deps.begin(), t.deps.end(), [&](const Dep& d) { return done_[static_cast<std::size_t>(d.task)] != 0; });
+}
+
+template <typename B>
+void GraphExecution<B>::run_task(std::int32_t id, Lane& lane) {
+  const Task& t = task(id);
+  const Clock::time_point begin = Clock::now();
+  execute(t, lane);
+  finished(t);
+  const Clock::time_point end = Clock::now();
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto cycles = [&](Clock::time_point at) {
+    return static_cast<std::int64_t>(std::chrono::duration<double>(at - start_).count() * g_.clock_hz);
+  };
+  times_[static_cast<std::size_t>(id)] = {cycles(begin), std::max(cycles(begin), cycles(end))};
+  done_[static_cast<std::size_t>(id)] = 1;
+  changed_.notify_all();
+}
+
+// A processor or an in-order link: its tasks one at a time, in order.
+template <typename B>
 void GraphExecution<B>::worker(const std::vector<std::int32_t>& order, Lane& lane) {
   try {
     b_.enter(lane);
+    for (const auto id : order) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        changed_.wait(lock, [&] { return failed_ || ready(task(id)); });
+        if (failed_) return;
+      }
+      run_task(id, lane);
+    }
   } catch (...) {
     fail(std::current_exception());
-    return;
   }
-  for (const auto id : order) {
-    const Task& t = task(id);
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      changed_.wait(lock, [&] {
-        if (failed_) return true;
-        return std::all_of(t.deps.begin(), t.deps.end(), [&](std::int32_t d) { return done_[static_cast<std::size_t>(d)] != 0; });
-      });
-      if (failed_) return;
+}
+
+// One of a shared link's threads: takes any of the link's tasks whose dependencies have ended,
+// until every task is taken.
+template <typename B>
+void GraphExecution<B>::shared_link_worker(const std::vector<std::int32_t>& tasks, Lane& lane) {
+  try {
+    b_.enter(lane);
+    for (;;) {
+      std::int32_t id = -1;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        bool all_taken = false;
+        changed_.wait(lock, [&] {
+          if (failed_) return true;
+          all_taken = true;
+          for (const auto candidate : tasks) {
+            if (claimed_[static_cast<std::size_t>(candidate)]) continue;
+            all_taken = false;
+            if (ready(task(candidate))) {
+              id = candidate;
+              return true;
+            }
+          }
+          return all_taken;
+        });
+        if (failed_ || id < 0) return;
+        claimed_[static_cast<std::size_t>(id)] = 1;
+      }
+      run_task(id, lane);
     }
-    const Clock::time_point begin = Clock::now();
-    try {
-      execute(t, lane);
-      finished(t);
-    } catch (...) {
-      fail(std::current_exception());
-      return;
-    }
-    const Clock::time_point end = Clock::now();
-    std::lock_guard<std::mutex> lock(mutex_);
-    const auto cycles = [&](Clock::time_point at) {
-      return static_cast<std::int64_t>(std::chrono::duration<double>(at - start_).count() * g_.clock_hz);
-    };
-    times_[static_cast<std::size_t>(id)] = {cycles(begin), std::max(cycles(begin), cycles(end))};
-    done_[static_cast<std::size_t>(id)] = 1;
-    changed_.notify_all();
+  } catch (...) {
+    fail(std::current_exception());
   }
 }
 
@@ -583,11 +610,12 @@ cpu::TrainingRun GraphExecution<B>::run() {
     if (stage_of_layer_[l] < 0) throw Error("graph: layer " + std::to_string(l) + " belongs to no stage");
   }
   done_.assign(n, 0);
+  claimed_.assign(n, 0);
   times_.assign(n, {});
   payloads_.resize(n);
   dependents_left_.resize(n);
-  for (std::size_t i = 0; i < n; ++i) dependents_left_[i] = static_cast<std::int32_t>(roles_.dependents[i].size());
-  readers_left_ = roles_.version_readers;
+  for (std::size_t i = 0; i < n; ++i) dependents_left_[i] = static_cast<std::int32_t>(flow_.dependents[i].size());
+  readers_left_ = flow_.version_readers;
   loss_sum_.assign(static_cast<std::size_t>(g_.minibatches), 0.0);
   loss_parts_.assign(static_cast<std::size_t>(g_.minibatches), 0);
   cpu::TrainingRun run;
@@ -611,7 +639,15 @@ cpu::TrainingRun GraphExecution<B>::run() {
   for (std::size_t k = 0; k < by_link.size(); ++k) {
     if (by_link[k].empty()) continue;
     Lane& lane = b_.link_lane(static_cast<std::int32_t>(k));
-    threads.emplace_back([this, &by_link, k, &lane] { worker(by_link[k], lane); });
+    if (g_.links[k].policy == LinkPolicy::in_order) {
+      threads.emplace_back([this, &by_link, k, &lane] { worker(by_link[k], lane); });
+      continue;
+    }
+    // A shared link: up to kSharedLinkThreads transfers at a time, on the link's one lane.
+    constexpr std::size_t kSharedLinkThreads = 4;
+    for (std::size_t w = 0; w < std::min(kSharedLinkThreads, by_link[k].size()); ++w) {
+      threads.emplace_back([this, &by_link, k, &lane] { shared_link_worker(by_link[k], lane); });
+    }
   }
   for (auto& thread : threads) thread.join();
   if (error_) std::rethrow_exception(error_);
@@ -627,7 +663,7 @@ cpu::TrainingRun GraphExecution<B>::run() {
   run.layer_times = std::move(layer_times_);
   for (std::size_t k = 0; k < loss_sum_.size(); ++k) run.minibatch_loss.push_back(loss_sum_[k] / static_cast<double>(net_.batch));
   for (std::size_t l = 0; l < net_.size(); ++l) {
-    run.final_weights.push_back(b_.download(*weights(static_cast<std::int32_t>(l), roles_.newest_version[l], g_.tasks.front())));
+    run.final_weights.push_back(b_.download(*weights(static_cast<std::int32_t>(l), flow_.newest_version[l], g_.tasks.front())));
   }
   return run;
 }

@@ -46,7 +46,9 @@ std::vector<ParamSpec> common_hardware_params() {
           {"link", "", "link between processors (see `pipetwin hardware`)"},
           {"host_link", "", "link to host memory"},
           {"host_memory_bytes", "", "host memory for offload (default 512 GiB)"},
-          {"topology", "", "chain, ring, fully-connected or switch"}};
+          {"topology", "", "chain, ring, fully-connected or switch"},
+          {"link_policy", "", "how the link between processors serves transfers: in-order or shared"},
+          {"host_link_policy", "", "how the host link serves offloads and reloads: in-order or shared"}};
 }
 
 void check_positive(double value, const std::string& what, const std::string& source) {
@@ -65,13 +67,18 @@ const std::vector<std::string>& topology_names() {
 LinkSpec link_from_json_text(const std::string& text, const std::string& source) {
   const nlohmann::json document = JsonReader::parse(text, source);
   const JsonReader root(document, source);
-  root.check_keys({"name", "description", "bytes_per_s", "latency_s", "shared"});
+  root.check_keys({"name", "description", "bytes_per_s", "latency_s", "shared", "policy"});
   LinkSpec link;
   link.name = root.get_string("name");
   link.description = root.get_string("description", "");
   link.bytes_per_s = root.get_double("bytes_per_s");
   link.latency_s = root.get_double("latency_s", 0);
   link.shared = root.get_bool("shared", false);
+  try {
+    link.policy = link_policy_from_string(root.get_string("policy", "in-order"));
+  } catch (const Error& error) {
+    throw Error(source + ": /policy: " + error.what());
+  }
   if (!(link.bytes_per_s > 0)) root.at("bytes_per_s").fail("a positive number");
   if (link.latency_s < 0) root.at("latency_s").fail("a number >= 0");
   return link;
@@ -160,6 +167,14 @@ HardwareProfile hardware_from_json_text(const std::string& text, const std::stri
 
   hw.link = make_link(params.get_string("link", root.get_string("link")));
   hw.host_link = make_link(params.get_string("host_link", root.get_string("host_link")));
+  for (auto [key, spec] : {std::make_pair("link_policy", &hw.link), std::make_pair("host_link_policy", &hw.host_link)}) {
+    if (!params.has(key)) continue;
+    try {
+      spec->policy = link_policy_from_string(params.get_string(key, ""));
+    } catch (const Error& error) {
+      throw Error("hardware " + hw.name + ": " + key + ": " + error.what());
+    }
+  }
   hw.host_memory_bytes = params.get_int("host_memory_bytes", root.get_int("host_memory_bytes", 549755813888));
   check_positive(static_cast<double>(hw.host_memory_bytes), "host_memory_bytes", source);
   hw.topology = params.get_string("topology", root.get_string("topology", "fully-connected"));

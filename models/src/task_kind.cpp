@@ -1,5 +1,7 @@
-// Names of task kinds, as they appear in JSON, DOT and tables.
+// Names of task kinds and link policies, as they appear in JSON, DOT and tables.
 #include "pipetwin/models/task_kind.hpp"
+
+#include "pipetwin/models/link_policy.hpp"
 
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/names.hpp"
@@ -21,6 +23,14 @@ TaskKind task_kind_from_string(const std::string& text) {
 
 bool is_backward(TaskKind kind) {
   return kind == TaskKind::B || kind == TaskKind::BA || kind == TaskKind::BW;
+}
+
+const char* to_string(LinkPolicy policy) { return policy == LinkPolicy::in_order ? "in-order" : "shared"; }
+
+LinkPolicy link_policy_from_string(const std::string& text) {
+  if (text == "in-order") return LinkPolicy::in_order;
+  if (text == "shared") return LinkPolicy::shared;
+  throw Error(unknown_name_message("link policy", text, {"in-order", "shared"}));
 }
 
 }  // namespace pipetwin

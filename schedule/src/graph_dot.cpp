@@ -26,7 +26,11 @@ std::string graph_to_dot(const TaskGraph& graph) {
     }
   }
   for (const auto& task : graph.tasks) {
-    for (const auto dep : task.deps) out << "  t" << dep << " -> t" << task.id << ";\n";
+    for (const auto& dep : task.deps) {
+      out << "  t" << dep.task << " -> t" << task.id
+          << (dep.carries == Carries::order ? " [style=dashed]" : std::string(" [label=\"") + to_string(dep.carries) + "\"]")
+          << ";\n";
+    }
   }
   out << "}\n";
   return out.str();

@@ -1,5 +1,7 @@
 // Lossless JSON import/export of task graphs. The writer is deterministic (fixed key order, one
-// task per line), so export(import(text)) reproduces text byte for byte.
+// task per line), so export(import(text)) reproduces text byte for byte. Version 2 types the
+// dependencies ("carries", "carried_bytes" beside "deps"), splits BA parts ("part", "parts") and
+// gives each link its policy; version 1 files (untyped) are rejected with a clear message.
 #include <sstream>
 
 #include "pipetwin/models/error.hpp"
@@ -12,7 +14,7 @@ namespace {
 using ordered_json = nlohmann::ordered_json;
 
 constexpr const char* kFormat = "pipetwin.taskgraph";
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;
 
 ordered_json task_json(const Task& t) {
   ordered_json j;
@@ -27,12 +29,24 @@ ordered_json task_json(const Task& t) {
   j["order"] = t.order;
   j["cost_cycles"] = t.cost_cycles;
   j["memory_cycles"] = t.memory_cycles;
-  j["deps"] = t.deps;
+  std::vector<std::int32_t> ids;
+  std::vector<std::string> carries;
+  std::vector<std::int64_t> bytes;
+  for (const auto& d : t.deps) {
+    ids.push_back(d.task);
+    carries.emplace_back(to_string(d.carries));
+    bytes.push_back(d.bytes);
+  }
+  j["deps"] = ids;
+  j["carries"] = carries;
+  j["carried_bytes"] = bytes;
   j["alloc_bytes"] = t.alloc_bytes;
   j["free_bytes"] = t.free_bytes;
   j["version_read"] = t.version_read;
   j["version_written"] = t.version_written;
   j["bytes"] = t.bytes;
+  j["part"] = t.part;
+  j["parts"] = t.parts;
   return j;
 }
 
@@ -87,6 +101,7 @@ std::string graph_to_json(const TaskGraph& g) {
     j["bytes_per_cycle"] = l.bytes_per_cycle;
     j["latency_cycles"] = l.latency_cycles;
     j["shared_group"] = l.shared_group;
+    j["policy"] = to_string(l.policy);
     return j;
   }, false);
   write_array(out, "stages", g.stages, [](const StageInfo& s) {
@@ -109,7 +124,12 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
                    "microbatches", "minibatches", "samples_per_microbatch", "clock_hz", "host_memory_capacity_bytes",
                    "schedule_metrics", "processors", "links", "stages", "tasks"});
   if (root.get_string("format") != kFormat) root.at("format").fail(std::string("\"") + kFormat + "\"");
-  if (root.get_int("version") != kVersion) root.at("version").fail("version 1");
+  const std::int64_t version = root.get_int("version");
+  if (version == 1) {
+    throw Error(source + ": a version 1 task graph (untyped dependencies, written by an older pipetwin); "
+                "this pipetwin reads version 2: export the schedule again with `pipetwin schedule ... -o FILE`");
+  }
+  if (version != kVersion) root.at("version").fail("version 2");
   TaskGraph g;
   g.schedule = root.get_string("schedule");
   g.model = root.get_string("model");
@@ -148,10 +168,16 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
   const JsonReader links = root.at("links");
   for (std::size_t i = 0; i < links.array_size(); ++i) {
     const JsonReader l = links.at(i);
-    l.check_keys({"name", "src", "dst", "bytes_per_cycle", "latency_cycles", "shared_group"});
-    g.links.push_back({l.get_string("name"), as_i32(l.at("src")), as_i32(l.at("dst")),
-                       l.get_double("bytes_per_cycle"), l.get_int("latency_cycles"),
-                       l.get_string("shared_group")});
+    l.check_keys({"name", "src", "dst", "bytes_per_cycle", "latency_cycles", "shared_group", "policy"});
+    LinkInfo link{l.get_string("name"), as_i32(l.at("src")), as_i32(l.at("dst")),
+                  l.get_double("bytes_per_cycle"), l.get_int("latency_cycles"),
+                  l.get_string("shared_group")};
+    try {
+      link.policy = link_policy_from_string(l.get_string("policy"));
+    } catch (const Error& error) {
+      throw Error(source + ": " + l.path() + "/policy: " + error.what());
+    }
+    g.links.push_back(link);
   }
   const JsonReader stages = root.at("stages");
   for (std::size_t i = 0; i < stages.array_size(); ++i) {
@@ -169,8 +195,8 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
   for (std::size_t i = 0; i < tasks.array_size(); ++i) {
     const JsonReader t = tasks.at(i);
     t.check_keys({"id", "kind", "layers", "stage", "minibatch", "microbatch", "placement",
-                  "resource", "order", "cost_cycles", "memory_cycles", "deps", "alloc_bytes", "free_bytes",
-                  "version_read", "version_written", "bytes"});
+                  "resource", "order", "cost_cycles", "memory_cycles", "deps", "carries", "carried_bytes",
+                  "alloc_bytes", "free_bytes", "version_read", "version_written", "bytes", "part", "parts"});
     Task task;
     task.id = as_i32(t.at("id"));
     if (task.id != static_cast<std::int32_t>(i)) t.at("id").fail("the task's index " + std::to_string(i));
@@ -199,12 +225,26 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
     task.cost_cycles = t.get_int("cost_cycles");
     task.memory_cycles = t.get_int("memory_cycles");
     const JsonReader deps = t.at("deps");
-    for (std::size_t d = 0; d < deps.array_size(); ++d) task.deps.push_back(as_i32(deps.at(d)));
+    const JsonReader carries = t.at("carries");
+    const JsonReader carried_bytes = t.at("carried_bytes");
+    if (carries.array_size() != deps.array_size()) carries.fail("one entry per dependency");
+    if (carried_bytes.array_size() != deps.array_size()) carried_bytes.fail("one entry per dependency");
+    for (std::size_t d = 0; d < deps.array_size(); ++d) {
+      Dep dep{as_i32(deps.at(d)), Carries::order, carried_bytes.at(d).as_int()};
+      try {
+        dep.carries = carries_from_string(carries.at(d).as_string());
+      } catch (const Error& error) {
+        throw Error(source + ": " + carries.at(d).path() + ": " + error.what());
+      }
+      task.deps.push_back(dep);
+    }
     task.alloc_bytes = t.get_int("alloc_bytes");
     task.free_bytes = t.get_int("free_bytes");
     task.version_read = as_i32(t.at("version_read"));
     task.version_written = as_i32(t.at("version_written"));
     task.bytes = t.get_int("bytes");
+    task.part = as_i32(t.at("part"));
+    task.parts = as_i32(t.at("parts"));
     g.tasks.push_back(std::move(task));
   }
   return g;

@@ -54,6 +54,7 @@ std::int32_t LinkTasks::add(int src, int dst, const std::string& name, const Lin
   info.bytes_per_cycle = link_bytes_per_cycle(hw_, spec);
   info.latency_cycles = hw_.cost_model == CostModelKind::unit ? 0 : link_latency_cycles(hw_, spec);
   if (shared) info.shared_group = spec.name;
+  info.policy = spec.policy;
   g_.links.push_back(info);
   const auto id = static_cast<std::int32_t>(g_.links.size() - 1);
   index_[{src, dst}] = id;
@@ -61,7 +62,7 @@ std::int32_t LinkTasks::add(int src, int dst, const std::string& name, const Lin
 }
 
 std::int32_t LinkTasks::link_task(std::int32_t from, TaskKind kind, std::int32_t link, std::int64_t bytes,
-                                  std::vector<std::int32_t> deps) {
+                                  std::vector<Dep> deps) {
   Task t;
   const Task& source = g_.tasks[from];
   t.id = static_cast<std::int32_t>(g_.tasks.size());
@@ -71,6 +72,8 @@ std::int32_t LinkTasks::link_task(std::int32_t from, TaskKind kind, std::int32_t
   t.stage = source.stage;
   t.minibatch = source.minibatch;
   t.microbatch = source.microbatch;
+  t.part = source.part;
+  t.parts = source.parts;
   t.placement = Placement::link;
   t.resource = link;
   link_order_.resize(g_.links.size(), 0);
@@ -83,13 +86,13 @@ std::int32_t LinkTasks::link_task(std::int32_t from, TaskKind kind, std::int32_t
   return g_.tasks.back().id;
 }
 
-std::int32_t LinkTasks::transfer(std::int32_t source, int dst, std::int64_t bytes, int boundary_layer) {
+Dep LinkTasks::transfer(std::int32_t source, int dst, Carries carries, std::int64_t bytes, int boundary_layer) {
   std::int32_t previous = source;
   for (const auto link : route(g_.tasks[source].resource, dst)) {
-    previous = link_task(source, TaskKind::X, link, bytes, {previous});
+    previous = link_task(source, TaskKind::X, link, bytes, {Dep{previous, carries, bytes}});
     g_.tasks[previous].first_layer = g_.tasks[previous].last_layer = boundary_layer;
   }
-  return previous;
+  return Dep{previous, carries, bytes};
 }
 
 }  // namespace pipetwin
@@ -97,7 +100,7 @@ std::int32_t LinkTasks::transfer(std::int32_t source, int dst, std::int64_t byte
 namespace pipetwin {
 
 void order_links_by_earliest_start(TaskGraph& g) {
-  const auto topological = execution_order(g);  // deps and processor orders; links unordered
+  const auto topological = execution_order(g, LinkOrders::ignore);  // deps and processor orders
   std::vector<std::int64_t> start(g.tasks.size(), 0), end(g.tasks.size(), 0);
   std::vector<std::int32_t> rank(g.tasks.size(), 0);
   std::vector<std::int64_t> processor_free(g.processors.size(), 0);
@@ -110,7 +113,7 @@ void order_links_by_earliest_start(TaskGraph& g) {
     const Task& t = g.tasks[topological[i]];
     rank[t.id] = static_cast<std::int32_t>(i);
     std::int64_t at = 0;
-    for (const auto dep : t.deps) at = std::max(at, end[dep]);
+    for (const auto& dep : t.deps) at = std::max(at, end[dep.task]);
     if (previous_on_processor[t.id] >= 0) at = std::max(at, end[previous_on_processor[t.id]]);
     start[t.id] = at;
     end[t.id] = at + t.cost_cycles;

@@ -22,13 +22,14 @@ class LinkTasks {
   std::int32_t host_link(int p, bool to_host);
 
   // A task on `link` moving `bytes` on behalf of compute task `from` (copies its stage,
-  // minibatch, microbatch and layers), after `deps`; appended to the graph, its id returned.
+  // minibatch, microbatch, layers and part), after `deps`; appended to the graph, its id returned.
   std::int32_t link_task(std::int32_t from, TaskKind kind, std::int32_t link, std::int64_t bytes,
-                         std::vector<std::int32_t> deps);
+                         std::vector<Dep> deps);
 
-  // X transfers of `bytes` produced by task `source` to processor `dst`, hop by hop, labelled
-  // with `boundary_layer`; returns the last hop's id, or `source` when it already runs on `dst`.
-  std::int32_t transfer(std::int32_t source, int dst, std::int64_t bytes, int boundary_layer);
+  // X transfers of `bytes` of what `carries` names, produced by task `source`, to processor
+  // `dst`, hop by hop, labelled with `boundary_layer`. Returns the dependency its consumer takes:
+  // on the last hop, or on `source` itself when that already runs on `dst`.
+  Dep transfer(std::int32_t source, int dst, Carries carries, std::int64_t bytes, int boundary_layer);
 
  private:
   std::int32_t add(int src, int dst, const std::string& name, const LinkSpec& spec, bool shared);

@@ -8,6 +8,7 @@
 
 #include "pipetwin/models/cost_model.hpp"
 #include "pipetwin/models/error.hpp"
+#include "pipetwin/schedule/weight_versions.hpp"
 #include "link_tasks.hpp"
 
 namespace pipetwin {
@@ -28,6 +29,13 @@ std::int64_t stage_weight_grad_bytes(const Network& net, const StageInfo& stage)
   for (int l = stage.first_layer; l <= stage.last_layer; ++l) {
     bytes += std::min(net.layers[l].input_bytes, net.layers[l].stash_bytes);
   }
+  return bytes;
+}
+
+// What a BA hands its BW: the gradient at each of the stage's layers' outputs, per sample.
+std::int64_t stage_output_gradient_bytes(const Network& net, const StageInfo& stage) {
+  std::int64_t bytes = 0;
+  for (int l = stage.first_layer; l <= stage.last_layer; ++l) bytes += net.layers[l].output_bytes;
   return bytes;
 }
 
@@ -200,27 +208,28 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
   LinkTasks links(g, hw);
   // Data of `source` to the processor of task `consumer`: the boundary layer is the sender's
   // last for activations, its first for gradients.
-  auto transfer = [&](std::int32_t source, std::int32_t consumer, std::int64_t bytes) {
+  auto transfer = [&](std::int32_t source, std::int32_t consumer, Carries carries, std::int64_t bytes) {
     const int boundary = g.tasks[source].kind == TaskKind::F ? g.tasks[source].last_layer
                                                              : g.tasks[source].first_layer;
-    return links.transfer(source, g.tasks[consumer].resource, bytes, boundary);
+    return links.transfer(source, g.tasks[consumer].resource, carries, bytes, boundary);
   };
   for (const auto& [key, id] : forward) {
     const auto [s, k, m] = key;
     if (s > 0) {
       const std::int32_t previous = forward.at({s - 1, k, m});
       const std::int64_t bytes = net.layers[g.stages[s - 1].last_layer].output_bytes * samples;
-      const std::int32_t arrival = transfer(previous, id, bytes);  // may grow g.tasks
+      const Dep arrival = transfer(previous, id, Carries::activation, bytes);  // may grow g.tasks
       g.tasks[id].deps.push_back(arrival);
     }
   }
   for (const auto& [key, id] : input_grad) {
     const auto [s, k, m] = key;
-    g.tasks[id].deps.push_back(forward.at(key));
+    const std::int32_t f = forward.at(key);
+    g.tasks[id].deps.push_back({f, Carries::stash, g.tasks[f].alloc_bytes});
     if (s + 1 < stage_count) {
       const std::int32_t next = input_grad.at({s + 1, k, m});
       const std::int64_t bytes = net.layers[g.stages[s + 1].first_layer].input_bytes * samples;
-      const std::int32_t arrival = transfer(next, id, bytes);  // may grow g.tasks
+      const Dep arrival = transfer(next, id, Carries::activation_gradient, bytes);  // may grow g.tasks
       g.tasks[id].deps.push_back(arrival);
     }
   }
@@ -241,53 +250,39 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
       if (stash == 0) continue;
       const std::int32_t backward = input_grad.at(key);
       const std::int32_t p = g.tasks[backward].resource;
-      const std::int32_t off = links.link_task(f, TaskKind::OFF, links.host_link(g.tasks[f].resource, true), stash, {f});
+      const std::int32_t off = links.link_task(f, TaskKind::OFF, links.host_link(g.tasks[f].resource, true), stash,
+                                               {{f, Carries::stash, stash}});
       g.tasks[off].free_bytes = stash;  // leaves the device when the copy ends
-      std::vector<std::int32_t> reload_deps{off};
+      std::vector<Dep> reload_deps{{off, Carries::stash, stash}};
       if (position[backward] >= plan.reload_lookahead) {
-        reload_deps.push_back(by_processor[p][position[backward] - plan.reload_lookahead]);
+        reload_deps.push_back({by_processor[p][position[backward] - plan.reload_lookahead], Carries::order, 0});
       }
       const std::int32_t on = links.link_task(f, TaskKind::ON, links.host_link(p, false), stash, reload_deps);
       g.tasks[on].alloc_bytes = stash;  // back on the device from the start of the copy
-      g.tasks[backward].deps.push_back(on);
+      g.tasks[backward].deps.push_back({on, Carries::stash, stash});
     }
   }
   for (const auto id : split_weight_grads) {  // the weight gradient needs the incoming gradient
     const Task& w = g.tasks[id];
-    g.tasks[id].deps.push_back(input_grad.at({w.stage, w.minibatch, w.microbatch}));
+    g.tasks[id].deps.push_back({input_grad.at({w.stage, w.minibatch, w.microbatch}), Carries::output_gradients,
+                                stage_output_gradient_bytes(net, g.stages[w.stage]) * samples});
   }
   for (const auto id : updates) {
     Task& u = g.tasks[id];
+    const std::int64_t gradient_bytes = stage_param_bytes(net, g.stages[u.stage]);
     if (u.microbatch >= 0) {
-      u.deps.push_back(weight_grad.at({u.stage, u.minibatch, u.microbatch}));
+      u.deps.push_back({weight_grad.at({u.stage, u.minibatch, u.microbatch}), Carries::weight_gradient, gradient_bytes});
     } else {
-      for (int m = 0; m < request.microbatches; ++m) u.deps.push_back(weight_grad.at({u.stage, u.minibatch, m}));
-    }
-  }
-
-  // Weight versions, walking each processor's order; then the memory of extra versions.
-  std::vector<std::int32_t> current(stage_count, 0);
-  std::map<std::pair<int, int>, std::int32_t> writer;  // (stage, version) -> update
-  for (const auto& list : tasks_by_processor(g)) {
-    for (const auto id : list) {
-      Task& t = g.tasks[id];
-      if (t.kind == TaskKind::F && semantics == WeightSemantics::delayed) {
-        const int position = t.minibatch * request.microbatches + t.microbatch;
-        t.version_read = std::max(0, position - g.stages[t.stage].weight_delay);
-      } else if (t.kind == TaskKind::F) {
-        t.version_read = semantics == WeightSemantics::double_buffered ? std::max(0, t.minibatch - 1)
-                                                                       : current[t.stage];
-      } else if (is_backward(t.kind)) {
-        t.version_read = semantics == WeightSemantics::stale
-                             ? current[t.stage]
-                             : g.tasks[forward.at({t.stage, t.minibatch, t.microbatch})].version_read;
-      } else if (t.kind == TaskKind::U) {
-        t.version_read = current[t.stage];
-        t.version_written = ++current[t.stage];
-        writer[{t.stage, t.version_written}] = id;
+      for (int m = 0; m < request.microbatches; ++m) {
+        u.deps.push_back({weight_grad.at({u.stage, u.minibatch, m}), Carries::weight_gradient, gradient_bytes});
       }
     }
   }
+
+  // Weight versions by the one rule; then the memory of extra versions.
+  assign_weight_versions(g);
+  std::map<std::pair<int, int>, std::int32_t> writer;  // (stage, version) -> update
+  for (const auto id : updates) writer[{g.tasks[id].stage, g.tasks[id].version_written}] = id;
   if (semantics == WeightSemantics::delayed) {
     // A forward waits for the update that writes its version; away from home the new weights
     // travel to it over the links after the update.
@@ -296,7 +291,7 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
       const Task& f = g.tasks[id];
       const std::int32_t update = writer.at({f.stage, f.version_read});
       const std::int64_t bytes = stage_param_bytes(net, g.stages[f.stage]);
-      const std::int32_t arrival = links.transfer(update, f.resource, bytes, f.first_layer);
+      const Dep arrival = links.transfer(update, f.resource, Carries::weights, bytes, f.first_layer);
       g.tasks[id].deps.push_back(arrival);
     }
     order_links_by_earliest_start(g);  // weights were added after the activations they overtake

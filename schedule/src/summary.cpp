@@ -164,8 +164,8 @@ void attribute_idle(const TaskGraph& g, Result& r) {
       if (start > previous_end) {
         // The dependency that ended last is what the processor was waiting for.
         std::int32_t last = -1;
-        for (const auto dep : t.deps) {
-          if (last < 0 || r.tasks[dep].end_cycles > r.tasks[last].end_cycles) last = dep;
+        for (const auto& dep : t.deps) {
+          if (last < 0 || r.tasks[dep.task].end_cycles > r.tasks[last].end_cycles) last = dep.task;
         }
         if (last < 0 || r.tasks[last].end_cycles <= previous_end) {
           add(processor, previous_end, start, IdleReason::nothing_to_do, last);

@@ -31,6 +31,36 @@ WeightSemantics weight_semantics_from_string(const std::string& text) {
                                    {"synchronous", "stashed", "stale", "double-buffered", "delayed"}));
 }
 
+const char* to_string(Carries carries) {
+  switch (carries) {
+    case Carries::order: return "order";
+    case Carries::activation: return "activation";
+    case Carries::activation_gradient: return "activation-gradient";
+    case Carries::output_gradients: return "output-gradients";
+    case Carries::stash: return "stash";
+    case Carries::weights: return "weights";
+    case Carries::weight_gradient: return "weight-gradient";
+  }
+  return "?";
+}
+
+Carries carries_from_string(const std::string& text) {
+  for (const Carries c : {Carries::order, Carries::activation, Carries::activation_gradient, Carries::output_gradients,
+                          Carries::stash, Carries::weights, Carries::weight_gradient}) {
+    if (text == to_string(c)) return c;
+  }
+  throw Error(unknown_name_message("dependency kind", text,
+                                   {"order", "activation", "activation-gradient", "output-gradients", "stash",
+                                    "weights", "weight-gradient"}));
+}
+
+std::vector<std::int32_t> dep_ids(const Task& task) {
+  std::vector<std::int32_t> ids;
+  ids.reserve(task.deps.size());
+  for (const auto& d : task.deps) ids.push_back(d.task);
+  return ids;
+}
+
 std::string task_label(const Task& task) {
   std::string label = std::string(to_string(task.kind)) + "(";
   std::string sep;

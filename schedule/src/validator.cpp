@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "pipetwin/models/error.hpp"
+#include "pipetwin/schedule/weight_versions.hpp"
 
 namespace pipetwin {
 namespace {
@@ -77,12 +78,19 @@ void check_structure(const TaskGraph& g, std::vector<std::string>& problems) {
     if (t.minibatch >= g.minibatches || t.microbatch >= g.microbatches) {
       problems.push_back(who() + ": minibatch or microbatch out of range");
     }
-    for (const auto dep : t.deps) {
-      if (dep < 0 || dep >= task_count) {
-        problems.push_back(who() + ": depends on task " + std::to_string(dep) + ", which does not exist");
-      } else if (dep == i) {
+    for (const auto& dep : t.deps) {
+      if (dep.task < 0 || dep.task >= task_count) {
+        problems.push_back(who() + ": depends on task " + std::to_string(dep.task) + ", which does not exist");
+      } else if (dep.task == i) {
         problems.push_back(who() + ": depends on itself");
       }
+      if (dep.bytes < 0) problems.push_back(who() + ": a dependency carries a negative number of bytes");
+    }
+    if (t.parts < 1 || t.part < 0 || t.part >= t.parts) {
+      problems.push_back(who() + ": part " + std::to_string(t.part) + " of " + std::to_string(t.parts) +
+                         " (parts must be at least 1, and 0 <= part < parts)");
+    } else if (t.parts > 1 && t.kind != TaskKind::BA && t.kind != TaskKind::X) {
+      problems.push_back(who() + ": only an activation-gradient part (BA) or its transfer is a part of the samples");
     }
   }
   if (!problems.empty()) return;
@@ -91,6 +99,104 @@ void check_structure(const TaskGraph& g, std::vector<std::string>& problems) {
     tasks_by_link(g);
   } catch (const Error& error) {
     problems.push_back(error.what());
+  }
+}
+
+// Typed dependencies: what each one carries must be something its producer makes and its
+// consumer takes; transfers move exactly one thing; every compute task gets the data it needs.
+void check_data_flow(const TaskGraph& g, std::vector<std::string>& problems) {
+  const auto last_layer = [&] {
+    std::int32_t last = -1;
+    for (const auto& t : g.tasks) last = std::max(last, t.last_layer);
+    return last;
+  }();
+  // What a task makes: compute tasks by kind; a transfer, offload or reload what it moves.
+  auto moved = [&](const Task& t) {
+    for (const auto& d : t.deps) {
+      if (d.carries != Carries::order) return d.carries;
+    }
+    return Carries::order;
+  };
+  auto makes = [&](const Task& t, Carries c) {
+    switch (c) {
+      case Carries::order: return true;
+      case Carries::activation: return t.kind == TaskKind::F || t.kind == TaskKind::RC || (t.kind == TaskKind::X && moved(t) == c);
+      case Carries::activation_gradient: return t.kind == TaskKind::B || t.kind == TaskKind::BA || (t.kind == TaskKind::X && moved(t) == c);
+      case Carries::output_gradients: return t.kind == TaskKind::BA;
+      case Carries::stash: return t.kind == TaskKind::F || t.kind == TaskKind::RC || (t.placement == Placement::link && moved(t) == c);
+      case Carries::weights: return t.kind == TaskKind::U || (t.kind == TaskKind::X && moved(t) == c);
+      case Carries::weight_gradient: return t.kind == TaskKind::B || t.kind == TaskKind::BW || (t.kind == TaskKind::X && moved(t) == c);
+    }
+    return false;
+  };
+  auto takes = [&](const Task& t, Carries c) {
+    if (t.kind == TaskKind::X) return c != Carries::output_gradients;
+    switch (c) {
+      case Carries::order: return true;
+      case Carries::activation: return t.kind == TaskKind::F || t.kind == TaskKind::RC;
+      case Carries::activation_gradient: return is_backward(t.kind);
+      case Carries::output_gradients: return t.kind == TaskKind::BW;
+      case Carries::stash: return is_backward(t.kind) || t.kind == TaskKind::OFF || t.kind == TaskKind::ON || t.kind == TaskKind::RC;
+      case Carries::weights: return t.kind != TaskKind::OFF && t.kind != TaskKind::ON;
+      case Carries::weight_gradient: return t.kind == TaskKind::U;
+    }
+    return false;
+  };
+  for (const auto& t : g.tasks) {
+    const auto who = [&] { return describe_task(g, t); };
+    std::map<Carries, int> count;
+    std::vector<std::int32_t> slice_parts;
+    for (const auto& d : t.deps) {
+      const Task& source = g.tasks[d.task];
+      ++count[d.carries];
+      if (d.carries == Carries::order && d.bytes != 0) problems.push_back(who() + ": an order-only dependency carries bytes");
+      if (!makes(source, d.carries)) {
+        problems.push_back(who() + ": depends on " + describe_task(g, source) + " for " + to_string(d.carries) +
+                           ", which that task does not produce");
+      } else if (!takes(t, d.carries)) {
+        problems.push_back(who() + ": a " + to_string(t.kind) + " task does not take " + to_string(d.carries));
+      }
+      if (d.carries == Carries::activation_gradient) slice_parts.push_back(source.part);
+      if (d.carries == Carries::output_gradients &&
+          (source.first_layer != t.first_layer || source.last_layer != t.last_layer ||
+           source.minibatch != t.minibatch || source.microbatch != t.microbatch)) {
+        problems.push_back(who() + ": takes the output gradients of " + describe_task(g, source) +
+                           ", which is not the BA of the same layers and microbatch");
+      }
+    }
+    const int data_deps = static_cast<int>(t.deps.size()) - count[Carries::order];
+    if (t.kind == TaskKind::X && (data_deps != 1 || t.deps.front().bytes != t.bytes)) {
+      problems.push_back(who() + ": a transfer moves exactly one thing, of its own bytes (it has " +
+                         std::to_string(data_deps) + " data dependencies)");
+    }
+    if ((t.kind == TaskKind::OFF || t.kind == TaskKind::ON) && (data_deps != 1 || count[Carries::stash] != 1)) {
+      problems.push_back(who() + ": an offload or reload moves exactly one stash");
+    }
+    if (t.kind == TaskKind::F && t.first_layer > 0 && count[Carries::activation] != 1) {
+      problems.push_back(who() + ": a forward after the first layer takes exactly one activation (it has " +
+                         std::to_string(count[Carries::activation]) + ")");
+    }
+    if (t.kind == TaskKind::U && count[Carries::weight_gradient] == 0) {
+      problems.push_back(who() + ": an update with no weight gradient to apply");
+    }
+    if ((t.kind == TaskKind::B || t.kind == TaskKind::BA || t.kind == TaskKind::BW) && t.last_layer < last_layer &&
+        count[Carries::activation_gradient] == 0 && count[Carries::output_gradients] == 0) {
+      problems.push_back(who() + ": a backward before the last layer gets no gradient at its output");
+    }
+    if (!slice_parts.empty() && t.placement == Placement::processor) {
+      // The slices that make up one gradient: parts 0..n-1 of the same split, each once.
+      std::sort(slice_parts.begin(), slice_parts.end());
+      bool whole = true;
+      for (std::size_t k = 0; k < slice_parts.size(); ++k) whole = whole && slice_parts[k] == static_cast<std::int32_t>(k);
+      const std::int32_t parts = g.tasks[t.deps[0].task].parts;
+      for (const auto& d : t.deps) {
+        if (d.carries == Carries::activation_gradient) whole = whole && g.tasks[d.task].parts == static_cast<std::int32_t>(slice_parts.size());
+      }
+      if (!whole) {
+        problems.push_back(who() + ": its incoming activation-gradient slices are not parts 0.." +
+                           std::to_string(parts - 1) + " of one split, each once");
+      }
+    }
   }
 }
 
@@ -110,9 +216,9 @@ void check_forward_before_backward(const TaskGraph& g, std::vector<std::string>&
     while (!frontier.empty() && !found) {
       const Task& current = g.tasks[frontier.front()];
       frontier.pop();
-      for (const auto dep : current.deps) {
-        const Task& d = g.tasks[dep];
-        if (d.minibatch != t.minibatch || d.microbatch != t.microbatch || !seen.insert(dep).second) {
+      for (const auto& dep : current.deps) {
+        const Task& d = g.tasks[dep.task];
+        if (d.minibatch != t.minibatch || d.microbatch != t.microbatch || !seen.insert(dep.task).second) {
           continue;
         }
         if ((d.kind == TaskKind::F || d.kind == TaskKind::RC) && d.first_layer <= t.last_layer &&
@@ -120,7 +226,7 @@ void check_forward_before_backward(const TaskGraph& g, std::vector<std::string>&
           found = true;
           break;
         }
-        frontier.push(dep);
+        frontier.push(dep.task);
       }
     }
     if (!found) {
@@ -131,23 +237,18 @@ void check_forward_before_backward(const TaskGraph& g, std::vector<std::string>&
   }
 }
 
-// Weight versions, per stage: an update reads the current version and writes the next; a forward
-// reads the current one (the minibatch's, for synchronous schedules); a backward reads its
-// forward's (stashed, synchronous) or the current one (stale).
+// Weight versions against the one rule (weight_versions.hpp): every declared version must be the
+// rule's, and the rule's must make sense for the semantics (a synchronous forward of minibatch k
+// reads version k; a version exists before it is read; a forward away from home waits for the
+// update that writes the version it reads).
 void check_versions(const TaskGraph& g, std::vector<std::string>& problems) {
-  std::map<std::tuple<int, int, int>, std::int32_t> forward_version;  // (stage, k, m) -> version
-  const auto by_processor = tasks_by_processor(g);
-  std::vector<std::int32_t> current(g.stages.size(), 0);
+  const WeightVersions rule = weight_version_rule(g);
   auto complain = [&](const Task& t, const std::string& what) {
     problems.push_back(describe_task(g, t) + ": weight version " + std::to_string(t.version_read) +
                        " violates " + to_string(g.semantics) + " semantics: " + what);
   };
-  // Forward versions first (a backward may sit on another processor than its forward).
   std::map<std::pair<int, int>, std::int32_t> writer;  // (stage, version) -> update
   for (const auto& t : g.tasks) {
-    if (t.kind == TaskKind::F && t.stage >= 0) {
-      forward_version[{t.stage, t.minibatch, t.microbatch}] = t.version_read;
-    }
     if (t.kind == TaskKind::U && t.stage >= 0) writer[{t.stage, t.version_written}] = t.id;
   }
   // Away from home a forward learns of a version only through a dependency on its update,
@@ -155,73 +256,65 @@ void check_versions(const TaskGraph& g, std::vector<std::string>& problems) {
   auto waits_for_writer = [&](const Task& t) {
     const auto it = writer.find({t.stage, t.version_read});
     if (it == writer.end()) return false;
-    std::vector<std::int32_t> frontier(t.deps.begin(), t.deps.end());
+    std::vector<std::int32_t> frontier = dep_ids(t);
     std::set<std::int32_t> seen;
     while (!frontier.empty()) {
       const std::int32_t id = frontier.back();
       frontier.pop_back();
       if (id == it->second) return true;
       if (g.tasks[id].kind != TaskKind::X || !seen.insert(id).second) continue;
-      frontier.insert(frontier.end(), g.tasks[id].deps.begin(), g.tasks[id].deps.end());
+      for (const auto& d : g.tasks[id].deps) frontier.push_back(d.task);
     }
     return false;
   };
-  for (std::size_t p = 0; p < by_processor.size(); ++p) {
-    for (const auto id : by_processor[p]) {
-      const Task& t = g.tasks[id];
-      if (t.stage < 0) continue;
-      const bool home = g.stages[t.stage].processor == static_cast<std::int32_t>(p);
-      std::int32_t& now = current[t.stage];
-      if (t.kind == TaskKind::U) {
-        if (!home) {
-          problems.push_back(describe_task(g, t) + ": the update of stage " + std::to_string(t.stage) +
-                             " must run on the stage's processor");
-        } else if (t.version_read != now || t.version_written != now + 1) {
-          problems.push_back(describe_task(g, t) + ": update must read version " +
-                             std::to_string(now) + " and write " + std::to_string(now + 1) +
-                             ", got " + std::to_string(t.version_read) + " -> " +
-                             std::to_string(t.version_written));
-        }
-        if (home) ++now;
-      } else if ((t.kind == TaskKind::F || t.kind == TaskKind::RC) && g.semantics == WeightSemantics::delayed) {
-        const std::int32_t delay = g.stages[t.stage].weight_delay;
-        const std::int32_t wanted = std::max(0, t.minibatch * g.microbatches + t.microbatch - delay);
+  for (const auto& t : g.tasks) {
+    if (t.stage < 0 || t.placement != Placement::processor) continue;
+    const bool home = g.stages[t.stage].processor == t.resource;
+    const std::int32_t wanted = rule.read[t.id];
+    const std::int32_t now = rule.newest[t.id];
+    if (t.kind == TaskKind::U) {
+      if (!home) {
+        problems.push_back(describe_task(g, t) + ": the update of stage " + std::to_string(t.stage) +
+                           " must run on the stage's processor");
+      } else if (t.version_read != wanted || t.version_written != rule.written[t.id]) {
+        problems.push_back(describe_task(g, t) + ": update must read version " + std::to_string(wanted) +
+                           " and write " + std::to_string(rule.written[t.id]) + ", got " +
+                           std::to_string(t.version_read) + " -> " + std::to_string(t.version_written));
+      }
+    } else if ((t.kind == TaskKind::F || t.kind == TaskKind::RC) && g.semantics == WeightSemantics::delayed) {
+      const std::int32_t delay = g.stages[t.stage].weight_delay;
+      if (t.version_read != wanted) {
+        complain(t, "stage " + std::to_string(t.stage) + " lags " + std::to_string(delay) +
+                        " updates, so this forward reads version " + std::to_string(wanted));
+      } else if (home && t.version_read > now) {
+        complain(t, "version " + std::to_string(wanted) + " does not exist yet on its processor (the newest is " +
+                        std::to_string(now) + ")");
+      } else if (!home && t.version_read > 0 && !waits_for_writer(t)) {
+        complain(t, "no dependency on the update that writes it");
+      }
+    } else if (t.kind == TaskKind::F || t.kind == TaskKind::RC) {
+      if (g.semantics == WeightSemantics::double_buffered) {
         if (t.version_read != wanted) {
-          complain(t, "stage " + std::to_string(t.stage) + " lags " + std::to_string(delay) +
-                          " updates, so this forward reads version " + std::to_string(wanted));
+          complain(t, "a forward of minibatch " + std::to_string(t.minibatch) + " reads version " +
+                          std::to_string(wanted));
         } else if (home && t.version_read > now) {
-          complain(t, "version " + std::to_string(wanted) + " does not exist yet on its processor (the newest is " +
-                          std::to_string(now) + ")");
-        } else if (!home && t.version_read > 0 && !waits_for_writer(t)) {
-          complain(t, "no dependency on the update that writes it");
+          complain(t, "version " + std::to_string(wanted) + " does not exist yet (the newest is " +
+                          std::to_string(now) + "); use more microbatches");
         }
-      } else if (t.kind == TaskKind::F || t.kind == TaskKind::RC) {
-        if (g.semantics == WeightSemantics::double_buffered) {
-          const std::int32_t wanted = std::max(0, t.minibatch - 1);
-          if (t.version_read != wanted) {
-            complain(t, "a forward of minibatch " + std::to_string(t.minibatch) + " reads version " +
-                            std::to_string(wanted));
-          } else if (home && t.version_read > now) {
-            complain(t, "version " + std::to_string(wanted) + " does not exist yet (the newest is " +
-                            std::to_string(now) + "); use more microbatches");
-          }
-        } else if (home && t.kind == TaskKind::F && t.version_read != now) {
-          complain(t, "a forward reads the newest version, " + std::to_string(now));
-        }
-        if (g.semantics == WeightSemantics::synchronous && t.version_read != t.minibatch) {
-          complain(t, "minibatch " + std::to_string(t.minibatch) + " must read version " +
-                          std::to_string(t.minibatch));
-        }
-      } else if (is_backward(t.kind)) {
-        const auto it = forward_version.find({t.stage, t.minibatch, t.microbatch});
-        const std::int32_t stashed = it == forward_version.end() ? -1 : it->second;
-        if (g.semantics == WeightSemantics::stale) {
-          if (home && t.version_read != now) complain(t, "without stashing a backward reads the newest version, " + std::to_string(now));
-        } else if (t.version_read != stashed) {
-          complain(t, "a backward reads its forward's version, " + std::to_string(stashed));
-        } else if (g.semantics == WeightSemantics::synchronous && home && t.version_read != now) {
-          complain(t, "an update happened between this backward and its forward");
-        }
+      } else if (home && t.kind == TaskKind::F && t.version_read != wanted) {
+        complain(t, "a forward reads the newest version, " + std::to_string(wanted));
+      }
+      if (g.semantics == WeightSemantics::synchronous && t.version_read != t.minibatch) {
+        complain(t, "minibatch " + std::to_string(t.minibatch) + " must read version " +
+                        std::to_string(t.minibatch));
+      }
+    } else if (is_backward(t.kind)) {
+      if (g.semantics == WeightSemantics::stale) {
+        if (home && t.version_read != wanted) complain(t, "without stashing a backward reads the newest version, " + std::to_string(wanted));
+      } else if (t.version_read != wanted) {
+        complain(t, "a backward reads its forward's version, " + std::to_string(wanted));
+      } else if (g.semantics == WeightSemantics::synchronous && home && t.version_read != now) {
+        complain(t, "an update happened between this backward and its forward");
       }
     }
   }
@@ -229,20 +322,27 @@ void check_versions(const TaskGraph& g, std::vector<std::string>& problems) {
 
 }  // namespace
 
-std::vector<std::int32_t> execution_order(const TaskGraph& g) {
+std::vector<std::int32_t> execution_order(const TaskGraph& g, LinkOrders link_orders) {
   const auto n = g.tasks.size();
   std::vector<std::vector<std::int32_t>> successors(n);
   std::vector<std::int32_t> indegree(n, 0);
   for (const auto& t : g.tasks) {
-    for (const auto dep : t.deps) {
-      successors[dep].push_back(t.id);
+    for (const auto& dep : t.deps) {
+      successors[dep.task].push_back(t.id);
       ++indegree[t.id];
     }
   }
-  for (const auto& list : tasks_by_processor(g)) {
+  auto chain = [&](const std::vector<std::int32_t>& list) {
     for (std::size_t i = 1; i < list.size(); ++i) {
       successors[list[i - 1]].push_back(list[i]);
       ++indegree[list[i]];
+    }
+  };
+  for (const auto& list : tasks_by_processor(g)) chain(list);
+  if (link_orders == LinkOrders::follow) {
+    const auto by_link = tasks_by_link(g);
+    for (std::size_t k = 0; k < by_link.size(); ++k) {
+      if (g.links[k].policy == LinkPolicy::in_order) chain(by_link[k]);
     }
   }
   std::vector<std::int32_t> order;
@@ -284,7 +384,7 @@ std::vector<std::int32_t> execution_order(const TaskGraph& g) {
   std::vector<std::int32_t> cycle(walk.begin() + position[at], walk.end());
   std::reverse(cycle.begin(), cycle.end());
   std::string message = "deadlock: " + std::to_string(n - order.size()) +
-                        " tasks can never start; dependencies and processor orders form a cycle: ";
+                        " tasks can never start; dependencies and processor (or in-order link) orders form a cycle: ";
   for (std::size_t i = 0; i < cycle.size() && i < 8; ++i) {
     message += (i ? " -> " : "") + describe_task(g, g.tasks[cycle[i]]);
   }
@@ -307,6 +407,7 @@ std::vector<std::string> validate(const TaskGraph& g) {
     problems.push_back(error.what());
     return problems;
   }
+  check_data_flow(g, problems);
   check_forward_before_backward(g, problems);
   check_versions(g, problems);
   return problems;

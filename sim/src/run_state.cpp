@@ -16,7 +16,7 @@ RunState::RunState(const TaskGraph& graph)
       done_(graph.tasks.size(), 0) {
   for (const auto& t : graph.tasks) {
     pending_[t.id] = static_cast<std::int32_t>(t.deps.size());
-    for (const auto dep : t.deps) successors_[dep].push_back(t.id);
+    for (const auto& dep : t.deps) successors_[dep.task].push_back(t.id);
   }
 }
 

@@ -1,6 +1,6 @@
 // One simulation run in SystemC's process-global kernel: a model per processor and per link
-// medium, each on a pooled worker process; run until nothing is left to happen; collect the
-// task times.
+// medium (serving each of its links by the link's policy), each on a pooled worker process; run
+// until nothing is left to happen; collect the task times.
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "pipetwin/sim/simulator.hpp"
 
@@ -35,8 +35,8 @@ std::string deadlock_message(const TaskGraph& g, const sim::RunState& run,
     message += std::string(listed++ ? "; " : ": ") + g.processors[t.resource].name +
                " is stuck before " + describe_task(g, t);
     std::string waits;
-    for (const auto dep : t.deps) {
-      if (!run.done(dep)) waits += (waits.empty() ? "" : ", ") + describe_task(g, g.tasks[dep]);
+    for (const auto& dep : t.deps) {
+      if (!run.done(dep.task)) waits += (waits.empty() ? "" : ", ") + describe_task(g, g.tasks[dep.task]);
     }
     if (!waits.empty()) message += ", which waits for " + waits;
   }
@@ -77,6 +77,10 @@ std::vector<TaskTiming> simulate_times(const TaskGraph& g) {
     } else {
       medium_of_link.push_back(group);
     }
+  }
+  const auto by_link = tasks_by_link(g);
+  for (std::size_t k = 0; k < g.links.size(); ++k) {
+    if (g.links[k].policy == LinkPolicy::in_order) medium_of_link[k]->serve_in_order(static_cast<std::int32_t>(k), by_link[k]);
   }
   run.bind(std::move(processor_of), std::move(medium_of_link));
   for (const auto& t : g.tasks) {  // transfers with nothing to wait for start at once

@@ -19,6 +19,7 @@
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/generators.hpp"
 #include "pipetwin/schedule/modulo_scheduler.hpp"
+#include "pipetwin/schedule/weight_versions.hpp"
 #include "../link_tasks.hpp"
 
 namespace pipetwin {
@@ -35,6 +36,7 @@ struct LayerTasks {
 struct TaskRole {
   TaskKind kind;
   int layer;
+  int part = 0;  // BA: which slice of the samples
 };
 
 }  // namespace
@@ -85,6 +87,7 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
       const std::int64_t share = work / parts + (i < work % parts ? 1 : 0);
       if (share == 0 && !(i == 0 && work == 0)) continue;  // a part with nothing to do
       layer[l].input_grad_parts.push_back(add(TaskKind::BA, l, share + overhead));
+      roles.back().part = static_cast<int>(layer[l].input_grad_parts.size()) - 1;
     }
     layer[l].weight_grad = add(TaskKind::BW, l, compute_task_cycles(hw, net, TaskKind::BW, l, l, samples));
     layer[l].update = add(TaskKind::U, l, compute_task_cycles(hw, net, TaskKind::U, l, l, samples), layer[l].forward);
@@ -115,37 +118,40 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
   // Dependencies, with the bytes that cross when the two ends run on different processors (the
   // scheduler prices them as one hop of the profile's link).
   std::vector<ModuloEdge> edges;
-  auto edge = [&](int from, int to, int distance, std::int64_t bytes) {
+  std::vector<Carries> carries;  // per edge: what flows along it
+  auto edge = [&](int from, int to, int distance, std::int64_t bytes, Carries what) {
     edges.push_back({from, to, distance, bytes > 0 ? transfer_cycles(hw, hw.link, bytes) : 0, bytes});
+    carries.push_back(what);
   };
   const auto& layers = net.layers;
   for (int l = 0; l < L; ++l) {
     const LayerTasks& t = layer[l];
     const auto slices = static_cast<std::int64_t>(t.input_grad_parts.size());
-    if (l > 0) edge(layer[l - 1].forward, t.forward, 0, layers[l - 1].output_bytes * samples);
-    edge(t.forward, t.weight_grad, 0, layers[l].input_bytes * samples);  // x_l, stashed by F_l
-    // The gradient at the layer's output: the loss's (from the last forward), or the slices the
-    // next layer's BA parts produce.
-    std::vector<std::pair<int, std::int64_t>> gradient_sources;
+    if (l > 0) edge(layer[l - 1].forward, t.forward, 0, layers[l - 1].output_bytes * samples, Carries::activation);
+    edge(t.forward, t.weight_grad, 0, layers[l].input_bytes * samples, Carries::stash);  // x_l, stashed by F_l
+    // The gradient at the layer's output: the loss's (from the last forward's stash), or the
+    // slices the next layer's BA parts produce.
+    std::vector<std::tuple<int, std::int64_t, Carries>> gradient_sources;
     if (l == L - 1) {
-      gradient_sources.emplace_back(t.forward, layers[l].output_bytes * samples);
+      gradient_sources.emplace_back(t.forward, layers[l].output_bytes * samples, Carries::stash);
     } else {
       const auto& next = layer[l + 1].input_grad_parts;
       for (const auto part : next) {
-        gradient_sources.emplace_back(part, layers[l].output_bytes * samples / static_cast<std::int64_t>(next.size()));
+        gradient_sources.emplace_back(part, layers[l].output_bytes * samples / static_cast<std::int64_t>(next.size()),
+                                      Carries::activation_gradient);
       }
     }
-    for (const auto& [source, bytes] : gradient_sources) {
-      for (const auto part : t.input_grad_parts) edge(source, part, 0, bytes);
-      edge(source, t.weight_grad, 0, bytes);
+    for (const auto& [source, bytes, what] : gradient_sources) {
+      for (const auto part : t.input_grad_parts) edge(source, part, 0, bytes, what);
+      edge(source, t.weight_grad, 0, bytes, what);
     }
     for (const auto part : t.input_grad_parts) {
-      edge(t.forward, part, 0, 0);  // its stash
-      edge(part, t.update, 0, 0);   // the update frees the stash once every part has run
-      edge(t.update, part, 1 + delay[l], layers[l].param_bytes / slices);  // its weight slice
+      edge(t.forward, part, 0, 0, Carries::stash);
+      edge(part, t.update, 0, 0, Carries::order);  // the update frees the stash once every part has run
+      edge(t.update, part, 1 + delay[l], layers[l].param_bytes / slices, Carries::weights);  // its weight slice
     }
-    edge(t.weight_grad, t.update, 0, layers[l].param_bytes);  // the weight gradient
-    edge(t.update, t.forward, 1 + delay[l], 0);                // Delay(l) = 2 S(l)
+    edge(t.weight_grad, t.update, 0, layers[l].param_bytes, Carries::weight_gradient);
+    edge(t.update, t.forward, 1 + delay[l], 0, Carries::weights);  // Delay(l) = 2 S(l)
   }
   const ModuloSchedule plan = modulo_schedule(tasks, edges, P);
 
@@ -203,37 +209,32 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
       // A BA part moves its share of the layer's BA traffic.
       const auto share = role.kind == TaskKind::BA ? static_cast<std::int64_t>(layer[role.layer].input_grad_parts.size()) : 1;
       t.memory_cycles = std::min(t.cost_cycles, memory_traffic_cycles(hw, net, role.kind, role.layer, role.layer, samples) / share);
-      if (role.kind == TaskKind::F) {
-        t.alloc_bytes = layers[role.layer].stash_bytes * samples;
-        t.version_read = std::max(0, slot.iteration - delay[role.layer]);
+      if (role.kind == TaskKind::BA) {
+        t.part = role.part;
+        t.parts = static_cast<std::int32_t>(layer[role.layer].input_grad_parts.size());
       }
-      if (role.kind == TaskKind::U) {
-        t.free_bytes = layers[role.layer].stash_bytes * samples;
-        t.version_read = slot.iteration;
-        t.version_written = slot.iteration + 1;
-      }
+      if (role.kind == TaskKind::F) t.alloc_bytes = layers[role.layer].stash_bytes * samples;
+      if (role.kind == TaskKind::U) t.free_bytes = layers[role.layer].stash_bytes * samples;
       id_of[static_cast<std::size_t>(slot.iteration) * n_tasks + slot.task] = t.id;
       g.tasks.push_back(std::move(t));
     }
   }
-  // Backwards read their forward's version.
-  for (auto& t : g.tasks) {
-    if (t.kind == TaskKind::BA || t.kind == TaskKind::BW) {
-      const int n = t.minibatch * request.microbatches + t.microbatch;
-      t.version_read = g.tasks[id_of[static_cast<std::size_t>(n) * n_tasks + layer[t.stage].forward]].version_read;
-    }
-  }
+  // Weight versions by the one rule: a forward lags Delay(l) updates, an update of iteration n
+  // reads version n and writes n + 1, backwards read their forward's.
+  assign_weight_versions(g);
 
   // Dependencies of every iteration, with transfers where data crosses processors.
   LinkTasks links(g, hw);
   for (int n = 0; n < N; ++n) {
-    for (const auto& e : edges) {
+    for (std::size_t i = 0; i < edges.size(); ++i) {
+      const ModuloEdge& e = edges[i];
       if (n - e.distance < 0) continue;  // initial weights are everywhere at the start
       const std::int32_t from = id_of[static_cast<std::size_t>(n - e.distance) * n_tasks + e.from];
       const std::int32_t to = id_of[static_cast<std::size_t>(n) * n_tasks + e.to];
       const int dst = plan.processor[e.to];
-      const std::int32_t arrival =
-          e.cross_bytes > 0 ? links.transfer(from, dst, e.cross_bytes, g.tasks[from].first_layer) : from;
+      const Dep arrival = e.cross_bytes > 0
+                              ? links.transfer(from, dst, carries[i], e.cross_bytes, g.tasks[from].first_layer)
+                              : Dep{from, carries[i], e.cross_bytes};
       g.tasks[to].deps.push_back(arrival);
     }
   }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "pipetwin/models/link_policy.hpp"
 #include "pipetwin/models/params.hpp"
 
 namespace pipetwin {
@@ -24,6 +25,7 @@ struct LinkSpec {
   double bytes_per_s = 0;   // per direction
   double latency_s = 0;     // per hop
   bool shared = false;      // one medium for all pairs (a bus or a switch port)
+  LinkPolicy policy = LinkPolicy::in_order;  // how each link serves its transfers
 };
 
 struct ProcessorSpec {

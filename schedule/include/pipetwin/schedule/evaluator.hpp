@@ -1,6 +1,6 @@
-// The analytic evaluator: start and end of every task from its dependencies and its processor's
-// order; transfers are contention-free delays. The oracle the SystemC simulator must equal where
-// nothing contends, and the fast path for large sweeps.
+// The analytic evaluator: start and end of every task from its dependencies and the order of its
+// processor or in-order link; transfers on shared links are contention-free delays. The oracle
+// the SystemC simulator must equal where no bandwidth is shared, and the fast path for sweeps.
 #pragma once
 #include "pipetwin/schedule/summary.hpp"
 

@@ -1,13 +1,16 @@
-// The task-graph IR (DESIGN.md §2): what a schedule is. Every task has a kind, its layers, its
-// microbatch, a placement (processor or link), a cost in cycles, dependencies, an order on its
-// resource, its memory effect and the weight version it reads or writes. Engines (the analytic
-// evaluator, the SystemC simulator, the executors) run a graph; generators build one.
+// The task-graph IR (docs/design.md): what a schedule is. Every task has a kind, its layers, its
+// microbatch, a placement (processor or link), a cost in cycles, typed dependencies (what each
+// one carries, and how many bytes), an order on its resource, its memory effect and the weight
+// version it reads or writes. Links say how they serve their transfers (in order, or sharing
+// bandwidth). Engines (the analytic evaluator, the SystemC simulator, the executors) run a graph;
+// generators build one.
 #pragma once
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "pipetwin/models/link_policy.hpp"
 #include "pipetwin/models/task_kind.hpp"
 
 namespace pipetwin {
@@ -30,6 +33,27 @@ const char* to_string(Placement placement);
 const char* to_string(WeightSemantics semantics);
 WeightSemantics weight_semantics_from_string(const std::string& text);
 
+// What flows along a dependency. Generators declare it, the validator checks it against the two
+// tasks' kinds, and the executors move data by it; nothing is inferred.
+enum class Carries {
+  order,                // nothing: the consumer only waits for the producer
+  activation,           // the producer's output (its last layer's), the consumer's input
+  activation_gradient,  // the gradient at the producer's first layer's input; a BA part's slice
+  output_gradients,     // a BA's gradients at its layers' outputs, for the BW of the same layers
+  stash,                // the activations a forward stashed, for a backward, offload or reload
+  weights,              // the weight version an update wrote, for the tasks that read it
+  weight_gradient,      // a backward's weight gradient, for the update that applies it
+};
+
+const char* to_string(Carries carries);
+Carries carries_from_string(const std::string& text);  // throws on an unknown name
+
+struct Dep {
+  std::int32_t task = 0;               // the producer
+  Carries carries = Carries::order;
+  std::int64_t bytes = 0;              // what it carries (0 for order)
+};
+
 struct Task {
   std::int32_t id = 0;
   TaskKind kind = TaskKind::F;
@@ -43,7 +67,7 @@ struct Task {
   std::int32_t order = 0;          // position among the tasks of its resource
   std::int64_t cost_cycles = 0;
   std::int64_t memory_cycles = 0;  // of cost_cycles: memory traffic at full bandwidth (0..cost)
-  std::vector<std::int32_t> deps;  // ids of tasks that must end before this one starts
+  std::vector<Dep> deps;           // tasks that must end before this one starts, and what they bring
   // Memory effects on its processor (OFF: the link's source; ON: the link's destination).
   // OFF also puts `bytes` in host memory at its start; ON takes them out at its end.
   std::int64_t alloc_bytes = 0;    // allocated when it starts
@@ -51,6 +75,8 @@ struct Task {
   std::int32_t version_read = -1;  // weight version of `stage` it reads; -1 for none
   std::int32_t version_written = -1;  // U: the version it creates
   std::int64_t bytes = 0;          // X, OFF, ON: payload
+  std::int32_t part = 0;           // BA: its slice of the microbatch's samples, part of `parts`
+  std::int32_t parts = 1;          //     (samples [n part / parts, n (part + 1) / parts)); X: its source's
 };
 
 struct ProcessorInfo {
@@ -70,6 +96,7 @@ struct LinkInfo {
   double bytes_per_cycle = 0;
   std::int64_t latency_cycles = 0;
   std::string shared_group;        // links with the same non-empty group share one medium
+  LinkPolicy policy = LinkPolicy::in_order;
 };
 
 struct StageInfo {
@@ -110,6 +137,9 @@ std::string describe_task(const TaskGraph& graph, const Task& task);
 // The processor whose memory a task affects (its own, or for OFF / ON the link's device end),
 // or -1 for none.
 std::int32_t memory_owner(const TaskGraph& graph, const Task& task);
+
+// The ids a task depends on, in its deps' order.
+std::vector<std::int32_t> dep_ids(const Task& task);
 
 // Per resource, the task ids in execution order. Throws if orders are not 0..n-1.
 std::vector<std::vector<std::int32_t>> tasks_by_processor(const TaskGraph& graph);

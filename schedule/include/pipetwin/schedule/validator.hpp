@@ -1,5 +1,6 @@
 // Checks a task graph and says what is wrong and where: references, orders, cycles (deadlock),
-// forward before backward per microbatch, weight-version semantics, memory effects.
+// typed data flow, forward before backward per microbatch, weight-version semantics, memory
+// effects.
 #pragma once
 #include <string>
 #include <vector>
@@ -18,8 +19,12 @@ std::vector<std::string> validate(const TaskGraph& graph);
 // Throws Error with the first problems (and how many there are) when the graph is invalid.
 void validate_or_throw(const TaskGraph& graph);
 
-// A topological order of all tasks over dependencies and per-resource order, or throws
-// Error naming the tasks on a cycle ("deadlock").
-std::vector<std::int32_t> execution_order(const TaskGraph& graph);
+// Whether a topological order also follows the task orders of in-order links (engines), or
+// leaves links unordered (generators, before they order the links).
+enum class LinkOrders { follow, ignore };
+
+// A topological order of all tasks over dependencies, processor orders and (by default) the
+// orders of in-order links, or throws Error naming the tasks on a cycle ("deadlock").
+std::vector<std::int32_t> execution_order(const TaskGraph& graph, LinkOrders link_orders = LinkOrders::follow);
 
 }  // namespace pipetwin

@@ -1,0 +1,69 @@
+// The executor's view of a graph's declared data flow (see graph_flow.hpp).
+#include "graph_flow.hpp"
+
+#include <algorithm>
+
+#include "pipetwin/models/error.hpp"
+
+namespace pipetwin::exec {
+
+GraphFlow read_graph_flow(const TaskGraph& graph, std::int32_t layer_count) {
+  const auto n = graph.tasks.size();
+  GraphFlow flow;
+  flow.dependents.resize(n);
+  flow.accumulate_into.assign(n, -1);
+  flow.sends_weight_gradient.assign(n, false);
+  flow.newest_version.assign(static_cast<std::size_t>(layer_count), 0);
+  for (const auto& t : graph.tasks) {
+    if (t.first_layer >= layer_count || t.last_layer >= layer_count) {
+      throw Error("graph task " + describe_task(graph, t) + " names a layer the network does not have");
+    }
+    for (const auto& d : t.deps) {
+      flow.dependents[static_cast<std::size_t>(d.task)].push_back(t.id);
+      if (d.carries != Carries::weight_gradient) continue;
+      const Task& source = graph.tasks[static_cast<std::size_t>(d.task)];
+      if (is_link_task(source)) continue;  // arrives over a link: the U sums it from the payload
+      if (t.kind == TaskKind::U && t.placement == Placement::processor && t.resource == source.resource) {
+        flow.accumulate_into[static_cast<std::size_t>(d.task)] = t.id;
+      } else {
+        flow.sends_weight_gradient[static_cast<std::size_t>(d.task)] = true;
+      }
+    }
+  }
+  // Stash and version readers, by the IR's rules: every backward task of a (first layer,
+  // minibatch, microbatch) reads the stash its forward made; a task with a stage and a
+  // version_read reads that version of every layer of its stage.
+  for (const auto& t : graph.tasks) {
+    if (is_link_task(t)) continue;
+    if (is_backward(t.kind)) ++flow.stash_readers[stash_key(t)];
+    if (t.stage >= 0 && t.version_read >= 0) {
+      const StageInfo& stage = graph.stages.at(static_cast<std::size_t>(t.stage));
+      for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) ++flow.version_readers[{l, t.version_read}];
+    }
+    if (t.kind == TaskKind::U) {
+      const StageInfo& stage = graph.stages.at(static_cast<std::size_t>(t.stage));
+      for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) {
+        auto& newest = flow.newest_version[static_cast<std::size_t>(l)];
+        newest = std::max(newest, t.version_written);
+      }
+    }
+  }
+  return flow;
+}
+
+const Dep& the_dep(const TaskGraph& graph, const Task& task, Carries what) {
+  const Dep* found = nullptr;
+  for (const auto& d : task.deps) {
+    if (d.carries != what) continue;
+    if (found != nullptr) {
+      throw Error("schedule error: " + describe_task(graph, task) + " has several dependencies carrying " + to_string(what));
+    }
+    found = &d;
+  }
+  if (found == nullptr) {
+    throw Error("schedule error: " + describe_task(graph, task) + " has no dependency carrying " + to_string(what));
+  }
+  return *found;
+}
+
+}  // namespace pipetwin::exec

@@ -1,0 +1,37 @@
+// What the executor reads off a task graph's declared data flow before a run: who depends on each
+// task, which updates each weight gradient is summed into in place, and how many tasks read each
+// stash and each weight version (so each is freed after its last reader). Nothing is inferred:
+// every relation comes from a typed dependency or a task's declared fields.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "pipetwin/schedule/task_graph.hpp"
+
+namespace pipetwin::exec {
+
+using StashKey = std::tuple<std::int32_t, std::int32_t, std::int32_t>;  // (first layer, minibatch, microbatch)
+
+inline bool is_link_task(const Task& task) { return task.placement == Placement::link; }
+inline StashKey stash_key(const Task& task) { return {task.first_layer, task.minibatch, task.microbatch}; }
+
+struct GraphFlow {
+  std::vector<std::vector<std::int32_t>> dependents;  // per task: one entry per dependency on it
+  std::vector<std::int32_t> accumulate_into;          // B / BW: the U on its own processor that takes its
+                                                      // weight gradient directly (summed in place), or -1
+  std::vector<bool> sends_weight_gradient;            // B / BW: a transfer takes its weight gradient
+  std::map<StashKey, std::int32_t> stash_readers;     // backward tasks of each forward's stash
+  std::map<std::pair<std::int32_t, std::int32_t>, std::int32_t> version_readers;  // (layer, version)
+  std::vector<std::int32_t> newest_version;           // per layer
+};
+
+GraphFlow read_graph_flow(const TaskGraph& graph, std::int32_t layer_count);
+
+// The one dependency of `task` that carries `what` (throws naming the task when there is none,
+// or several).
+const Dep& the_dep(const TaskGraph& graph, const Task& task, Carries what);
+
+}  // namespace pipetwin::exec
