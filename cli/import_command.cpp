@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "engines.hpp"
+#include "pipetwin/sim/engines.hpp"
 #include "output_file.hpp"
 #include "pipetwin/models/json_read.hpp"
 #include "pipetwin/schedule/graph_io.hpp"

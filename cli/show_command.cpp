@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "engines.hpp"
+#include "pipetwin/sim/engines.hpp"
 #include "graph_options.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/views.hpp"

@@ -13,11 +13,12 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "engines.hpp"
+#include "pipetwin/sim/engines.hpp"
 #include "graph_options.hpp"
 #include "output_file.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/summary.hpp"
+#include "pipetwin/sim/sweep.hpp"
 #include "process_pool.hpp"
 #include "table.hpp"
 
@@ -34,24 +35,8 @@ struct SweepOptions {
   int jobs = 0;
 };
 
-struct Row {
-  std::string schedule;
-  int processors = 0;
-  nlohmann::json result;  // result_to_json, or null
-  std::string error;
-};
-
-// One configuration, in a worker: a JSON line with the summary, or the error.
-std::string run_one(const std::string& engine, const GraphConfig& config) {
-  try {
-    const Evaluated e = build_and_run(engine, config, false);
-    nlohmann::json out = result_to_json(e.graph, e.result, false);
-    out["ok"] = true;
-    return out.dump();
-  } catch (const std::exception& error) {
-    return nlohmann::json({{"ok", false}, {"error", error.what()}}).dump();
-  }
-}
+// One configuration, in a worker: the core's row as a JSON line.
+std::string run_one(const std::string& engine, const GraphConfig& config) { return sweep_row(engine, config).dump(); }
 
 class ProgressBar {
  public:
@@ -78,91 +63,45 @@ std::string csv_escape(const std::string& text) {
 
 void run(const SweepOptions& options) {
   check_engine(options.engine);
-  const auto schedules = parse_schedule_list(options.schedules);
-  if (!options.baseline.empty()) find_schedule(options.baseline);
-  const auto counts = parse_procs(options.graph.procs);
+  SweepRequest request;
+  request.base = options.graph.config;
+  request.schedules = parse_schedule_list(options.schedules);
+  request.processors = parse_procs(options.graph.procs);
+  request.baseline = options.baseline;
+  const auto configs = sweep_configs(request);
   const int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
-  // Configurations, largest first so the round-robin split over workers balances.
-  std::vector<Row> rows;
-  for (const auto& s : schedules) {
-    for (const int p : counts) rows.push_back({s, p, nullptr, ""});
-  }
-  if (!options.baseline.empty()) rows.push_back({options.baseline, 1, nullptr, ""});  // the baseline
-  std::vector<std::size_t> order(rows.size());
+  // Largest first, so the round-robin split over workers balances.
+  std::vector<std::size_t> order(configs.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return rows[a].processors > rows[b].processors; });
-  ProgressBar bar(rows.size());
+                   [&](std::size_t a, std::size_t b) { return configs[a].processors > configs[b].processors; });
+  ProgressBar bar(configs.size());
   const auto lines = run_in_processes(
-      rows.size(), jobs,
-      [&](std::size_t k) {
-        GraphConfig config = options.graph.config;
-        config.schedule = rows[order[k]].schedule;
-        config.processors = rows[order[k]].processors;
-        return run_one(options.engine, without_other_schedules_params(config));
-      },
+      configs.size(), jobs, [&](std::size_t k) { return run_one(options.engine, configs[order[k]]); },
       [&](std::size_t done) { bar.update(done); });
-  for (std::size_t k = 0; k < lines.size(); ++k) {
-    const nlohmann::json parsed = nlohmann::json::parse(lines[k]);
-    Row& row = rows[order[k]];
-    if (parsed.at("ok").get<bool>()) {
-      row.result = parsed;
-    } else {
-      row.error = parsed.at("error").get<std::string>();
-    }
-  }
-  double baseline_iteration = 0;
-  if (!options.baseline.empty()) {
-    const Row baseline = rows.back();
-    rows.pop_back();
-    if (!baseline.error.empty()) throw Error("baseline " + options.baseline + " at P=1: " + baseline.error);
-    baseline_iteration = baseline.result.at("iteration_cycles").get<double>();
-  }
+  std::vector<nlohmann::ordered_json> rows(configs.size());
+  for (std::size_t k = 0; k < lines.size(); ++k) rows[order[k]] = nlohmann::ordered_json::parse(lines[k]);
+  rows = finish_sweep(request, std::move(rows));
 
-  auto number = [](const nlohmann::json& r, const char* key) { return r.at(key).get<double>(); };
-  auto max_peak = [](const nlohmann::json& r) {
-    std::int64_t peak = 0;
-    for (const auto& v : r.at("peak_memory_bytes")) peak = std::max(peak, v.get<std::int64_t>());
-    return peak;
-  };
-  auto speedup = [&](const nlohmann::json& r) {
-    return baseline_iteration > 0 ? baseline_iteration / number(r, "iteration_cycles") : 0.0;
-  };
-
+  auto number = [](const nlohmann::ordered_json& r, const char* key) { return r.at(key).get<double>(); };
+  auto ok = [](const nlohmann::ordered_json& r) { return r.at("error").get<std::string>().empty(); };
   if (!options.csv_file.empty()) {
     std::ostringstream csv;
-    csv << "schedule,processors,total_cycles,total_s,iteration_cycles,iteration_s,speedup,"
-           "mean_utilization,bubble_fraction,max_peak_memory_bytes,link_bytes,out_of_memory,error\n";
+    const auto& columns = sweep_columns();
+    for (std::size_t c = 0; c < columns.size(); ++c) csv << (c ? "," : "") << columns[c];
+    csv << "\n";
     for (const auto& row : rows) {
-      csv << row.schedule << "," << row.processors;
-      if (row.error.empty()) {
-        const auto& r = row.result;
-        csv << fmt::format(",{},{},{},{},{},{},{},{},{},{},", r.at("total_cycles").get<std::int64_t>(),
-                           number(r, "total_s"), number(r, "iteration_cycles"), number(r, "iteration_s"),
-                           speedup(r), number(r, "mean_utilization"), number(r, "bubble_fraction"),
-                           max_peak(r), r.at("total_link_bytes").get<std::int64_t>(),
-                           r.at("out_of_memory").empty() ? "" : csv_escape(r.at("out_of_memory")[0].get<std::string>()));
-        csv << "\n";
-      } else {
-        csv << ",,,,,,,,,,," << csv_escape(row.error) << "\n";
+      for (std::size_t c = 0; c < columns.size(); ++c) {
+        const auto& value = row.at(columns[c]);
+        csv << (c ? "," : "") << (value.is_null() ? "" : value.is_string() ? csv_escape(value.get<std::string>()) : value.dump());
       }
+      csv << "\n";
     }
     write_output_file(options.csv_file, csv.str());
   }
   if (options.json) {
-    nlohmann::ordered_json out = nlohmann::ordered_json::array();
-    for (const auto& row : rows) {
-      nlohmann::ordered_json item = {{"schedule", row.schedule}, {"processors", row.processors}};
-      if (row.error.empty()) {
-        item["speedup"] = speedup(row.result);
-        item["result"] = row.result;
-      } else {
-        item["error"] = row.error;
-      }
-      out.push_back(item);
-    }
-    std::cout << out.dump(2) << "\n";
+    std::cout << nlohmann::ordered_json(rows).dump(2) << "\n";
     return;
   }
   const auto& config = options.graph.config;
@@ -172,22 +111,24 @@ void run(const SweepOptions& options) {
   Table table({"schedule", "P", "cycles", "seconds", "iteration_cycles", "speedup", "mean_util",
                "bubble", "max_peak_memory", "link_bytes", "note"},
               true);
-  for (const auto& row : rows) {
-    if (!row.error.empty()) {
-      table.add_row({row.schedule, std::to_string(row.processors), "-", "-", "-", "-", "-", "-", "-", "-", row.error});
+  for (const auto& r : rows) {
+    const std::string schedule = r.at("schedule").get<std::string>();
+    const std::string processors = std::to_string(r.at("processors").get<int>());
+    if (!ok(r)) {
+      table.add_row({schedule, processors, "-", "-", "-", "-", "-", "-", "-", "-", r.at("error").get<std::string>()});
       continue;
     }
-    const auto& r = row.result;
-    table.add_row({row.schedule, std::to_string(row.processors), std::to_string(r.at("total_cycles").get<std::int64_t>()),
+    table.add_row({schedule, processors, std::to_string(r.at("total_cycles").get<std::int64_t>()),
                    fmt::format("{:.4g}", number(r, "total_s")), fmt::format("{:.0f}", number(r, "iteration_cycles")),
-                   baseline_iteration > 0 ? fmt::format("{:.2f}x", speedup(r)) : "-",
+                   r.at("speedup").is_null() ? "-" : fmt::format("{:.2f}x", number(r, "speedup")),
                    fmt::format("{:.3f}", number(r, "mean_utilization")),
-                   fmt::format("{:.1f}%", 100 * number(r, "bubble_fraction")), human_bytes(max_peak(r)),
-                   human_bytes(r.at("total_link_bytes").get<std::int64_t>()),
-                   r.at("out_of_memory").empty() ? "" : "out of memory"});
+                   fmt::format("{:.1f}%", 100 * number(r, "bubble_fraction")),
+                   human_bytes(r.at("max_peak_memory_bytes").get<std::int64_t>()),
+                   human_bytes(r.at("link_bytes").get<std::int64_t>()),
+                   r.at("out_of_memory").get<std::string>().empty() ? "" : "out of memory"});
   }
   table.print(std::cout);
-  if (baseline_iteration > 0) {
+  if (!options.baseline.empty()) {
     std::cout << "speedup: steady-state iteration time of " << options.baseline
               << " at P=1 over that of the row\n";
   }
@@ -203,12 +144,13 @@ void add_sweep_command(CLI::App& app) {
   add_graph_options(*command, options->graph, "1-9");
   command->remove_option(command->get_option("--schedule"));
   command->add_option("--schedules", options->schedules, "comma-separated schedules, or all (every schedule that needs no file)")->capture_default_str();
-  command->add_option("--baseline", options->baseline, "schedule whose P=1 period speedups are relative to")
+  command->add_option("--baseline", options->baseline,
+                      "schedule whose steady-state iteration time at P=1 the speedups are relative to (empty: none)")
       ->capture_default_str();
   options->engine = default_engine();
   command->add_option("--engine", options->engine, "systemc or analytic")->capture_default_str();
   command->add_option("--csv", options->csv_file, "also write the table as CSV to this file");
-  command->add_flag("--json", options->json, "print JSON instead of the table");
+  command->add_flag("--json", options->json, "print the rows as JSON (the CSV's columns) instead of the table");
   command->add_option("--jobs,-j", options->jobs, "worker processes (default: all cores)");
   command->callback([options] { run(*options); });
 }

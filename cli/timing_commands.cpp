@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "engines.hpp"
+#include "pipetwin/sim/engines.hpp"
 #include "graph_options.hpp"
 #include "output_file.hpp"
 #include "pipetwin/models/error.hpp"
@@ -87,7 +87,7 @@ void run(const TimingOptions& options) {
   if (!options.graph_file.empty()) {
     Evaluated e{load_graph(options.graph_file), {}};
     validate_or_throw(e.graph);
-    e.result = run_engine(options.engine, e.graph, tracing);
+    e.result = run_engine(options.engine, e.graph, EngineOptions{tracing, {}});
     runs.push_back(std::move(e));
   } else {
     const auto counts = parse_procs(options.graph.procs);

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "engines.hpp"
+#include "pipetwin/sim/engines.hpp"
 #include "executor_setup.hpp"
 #include "graph_options.hpp"
 #include "profile_calibration.hpp"
@@ -67,7 +67,7 @@ void run(ValidateOptions& options) {
   if (!options.quiet) validation.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
   std::string placement;
   const cpu::ValidationReport report =
-      cpu::validate(config, *data, validation, [&](const TaskGraph& graph) { return run_engine(engine, graph, false); },
+      cpu::validate(config, *data, validation, [&](const TaskGraph& graph) { return run_engine(engine, graph); },
                     executor_runner(options.executor, &placement));
   const auto& rows = report.rows;
 

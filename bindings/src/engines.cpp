@@ -1,33 +1,56 @@
-// Running a graph on a predicting engine: the SystemC simulator (when built) or the analytic
-// evaluator. SystemC's kernel is one per process: simulate() may be called any number of times in
-// one process (not from several threads; sweeps use processes).
+// Running a graph on a predicting engine (the SystemC simulator, when built, or the analytic
+// evaluator) and the one sweep definition (pipetwin/sim/sweep.hpp), for _api.py and _sweep.py.
+// SystemC's kernel is one per process: run_engine() may be called any number of times in one
+// process (not from several threads; sweeps use processes).
 #include <pybind11/stl.h>
 
 #include "bindings.hpp"
 #include "pipetwin/models/error.hpp"
-#include "pipetwin/schedule/evaluator.hpp"
-#ifdef PIPETWIN_HAVE_SYSTEMC
-#include "pipetwin/sim/simulator.hpp"
-#endif
+#include "pipetwin/sim/engines.hpp"
+#include "pipetwin/sim/sweep.hpp"
 
 namespace pipetwin::python {
 
 void bind_engines(py::module_& m) {
-#ifdef PIPETWIN_HAVE_SYSTEMC
-  m.attr("HAVE_SYSTEMC") = true;
-#else
-  m.attr("HAVE_SYSTEMC") = false;
-#endif
+  const auto names = engine_names();
+  m.attr("HAVE_SYSTEMC") = std::find(names.begin(), names.end(), "systemc") != names.end();
+  m.def("engine_names", &engine_names, "The predicting engines built in, the default first.");
   m.def("run_engine", [](const Graph& graph, const std::string& engine, bool memory_timeline) {
-    if (engine == "analytic") return PyResult{graph.graph, evaluate(*graph.graph, memory_timeline)};
-    if (engine != "systemc") throw Error("engine must be systemc or analytic, got '" + engine + "'");
-#ifdef PIPETWIN_HAVE_SYSTEMC
-    return PyResult{graph.graph, simulate(*graph.graph, SimOptions{memory_timeline})};
-#else
-    throw Error("this pipetwin was built without SystemC (install libsystemc-dev and rebuild); use engine='analytic'");
-#endif
+    EngineOptions options;
+    options.record_memory_timeline = memory_timeline;
+    return PyResult{graph.graph, run_engine(engine, *graph.graph, options)};
   }, py::arg("graph"), py::arg("engine") = "systemc", py::arg("memory_timeline") = false,
      "Predicts a Result for `graph` with the SystemC simulator or the analytic evaluator.");
+  m.def("sweep_points", [](const std::vector<std::string>& schedules, const std::vector<int>& processors,
+                           const std::string& baseline) {
+    SweepRequest request;
+    request.schedules = schedules;
+    request.processors = processors;
+    request.baseline = baseline;
+    std::vector<std::pair<std::string, int>> points;
+    for (const auto& config : sweep_configs(request)) points.emplace_back(config.schedule, config.processors);
+    return points;
+  }, py::arg("schedules"), py::arg("processors"), py::arg("baseline"),
+     "The (schedule, processors) pairs a sweep runs, in order: the baseline at P=1 last.");
+  m.def("sweep_row",
+        [](const std::string& engine, const std::string& model, const std::string& schedule, const std::string& hardware,
+           int processors, int microbatches, int minibatches, const py::object& params, const std::string& calibration) {
+          const GraphConfig config = without_other_schedules_params(
+              graph_config(model, schedule, hardware, processors, microbatches, minibatches, params, calibration));
+          return sweep_row(engine, config).dump();
+        },
+        py::arg("engine"), py::arg("model"), py::arg("schedule"), py::arg("hardware"), py::arg("processors"),
+        py::arg("microbatches"), py::arg("minibatches"), py::arg("params") = py::none(), py::arg("calibration") = "",
+        "One sweep configuration run: its row (the sweep's columns) as JSON.");
+  m.def("finish_sweep", [](const std::vector<std::string>& rows, const std::string& baseline) {
+    SweepRequest request;
+    request.baseline = baseline;
+    std::vector<nlohmann::ordered_json> parsed;
+    for (const auto& row : rows) parsed.push_back(nlohmann::ordered_json::parse(row));
+    return nlohmann::ordered_json(finish_sweep(request, std::move(parsed))).dump();
+  }, py::arg("rows"), py::arg("baseline"),
+     "The rows of sweep_points(), run, in order -> the table as JSON: the baseline's own run removed, speedups in.");
+  m.def("sweep_columns", &sweep_columns, "The columns of every sweep row, in order.");
 }
 
 }  // namespace pipetwin::python

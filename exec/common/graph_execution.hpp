@@ -64,7 +64,8 @@ class GraphExecution {
                  std::string name)
       : b_(backend), g_(graph), net_(network), options_(options), name_(std::move(name)),
         flow_(read_graph_flow(graph, static_cast<std::int32_t>(network.size()))),
-        start_(Clock::now()), memory_(graph, start_, options.record_memory_timeline) {}
+        start_(Clock::now()), observers_(options.observers, graph.clock_hz),
+        memory_(graph, start_, options.record_memory_timeline, observers_) {}
 
   cpu::TrainingRun run();
 
@@ -120,7 +121,7 @@ class GraphExecution {
   void fail(std::exception_ptr error);
 
   ParamsPtr weights(std::int32_t layer, std::int32_t version, const Task& reader);
-  void store_weights(std::int32_t layer, std::int32_t version, ParamsPtr value);
+  void store_weights(std::int32_t layer, std::int32_t version, ParamsPtr value, std::int32_t writer);
   std::shared_ptr<Stash> stash(const Task& t);
   const Payload& payload(std::int32_t id) const { return *payloads_[static_cast<std::size_t>(id)]; }
   Gradient output_gradient(const Task& t, Lane& lane, bool* found);
@@ -135,6 +136,7 @@ class GraphExecution {
   std::string name_;
   GraphFlow flow_;
   Clock::time_point start_;
+  ObserverHub observers_;
   MemoryTracker memory_;
   std::vector<std::int32_t> stage_of_layer_;
 
@@ -200,8 +202,8 @@ typename GraphExecution<B>::ParamsPtr GraphExecution<B>::weights(std::int32_t la
 }
 
 template <typename B>
-void GraphExecution<B>::store_weights(std::int32_t layer, std::int32_t version, ParamsPtr value) {
-  memory_.allocate(home_of_layer(layer), b_.bytes(*value), -1);
+void GraphExecution<B>::store_weights(std::int32_t layer, std::int32_t version, ParamsPtr value, std::int32_t writer) {
+  memory_.allocate(home_of_layer(layer), b_.bytes(*value), writer);
   std::lock_guard<std::mutex> lock(registry_mutex_);
   versions_[{layer, version}] = std::move(value);
 }
@@ -256,7 +258,7 @@ void GraphExecution<B>::forward(const Task& t, Lane& lane, Payload& out) {
     std::lock_guard<std::mutex> lock(registry_mutex_);
     stashes_[stash_key(t)] = kept;
   } else {
-    memory_.release(t.resource, kept->bytes);
+    memory_.release(t.resource, kept->bytes, t.id);
   }
   if (!last) out.activation = std::move(in);
 }
@@ -379,12 +381,12 @@ void GraphExecution<B>::update(const Task& t, Lane& lane) {
     const ParamsPtr old = weights(l, t.version_read, t);
     Params* velocity = options_.momentum > 0 ? &momentum_[static_cast<std::size_t>(l)] : nullptr;
     auto stored = std::make_shared<const Params>(b_.sgd(lane, *old, sum[i], velocity, options_.learning_rate, options_.momentum));
-    store_weights(l, t.version_written, stored);
+    store_weights(l, t.version_written, stored, t.id);
     out->weights.push_back(stored);
     record_layer(t, lane, l, TaskKind::U, begin);
   }
   b_.finish(lane);  // the sums are freed below
-  memory_.release(t.resource, accumulated_bytes);
+  memory_.release(t.resource, accumulated_bytes, t.id);
   keep(t, std::move(out), t.resource);
 }
 
@@ -400,7 +402,7 @@ void GraphExecution<B>::move(const Task& t, Lane& lane, Payload& out) {
     b_.finish(lane);
     memory_.allocate(to, kept->bytes, t.id);
     kept->layers = std::move(copy);
-    memory_.release(from, kept->bytes);
+    memory_.release(from, kept->bytes, t.id);
     kept->location = to;
     return;
   }
@@ -475,7 +477,7 @@ void GraphExecution<B>::finished(const Task& t) {
     if (dependents_left_[static_cast<std::size_t>(t.id)] == 0) released.push_back(std::move(payloads_[static_cast<std::size_t>(t.id)]));
   }
   for (const auto& p : released) {
-    if (p) memory_.release(p->accounted_on, p->accounted_bytes);
+    if (p) memory_.release(p->accounted_on, p->accounted_bytes, t.id);
   }
   if (is_link_task(t)) return;
   if (is_backward(t.kind)) {
@@ -488,7 +490,7 @@ void GraphExecution<B>::finished(const Task& t) {
         stashes_.erase(it);
       }
     }
-    if (gone) memory_.release(gone->location, gone->bytes);
+    if (gone) memory_.release(gone->location, gone->bytes, t.id);
   }
   if (t.stage >= 0 && t.version_read >= 0) {
     const StageInfo& stage = g_.stages.at(static_cast<std::size_t>(t.stage));
@@ -504,7 +506,7 @@ void GraphExecution<B>::finished(const Task& t) {
           }
         }
       }
-      memory_.release(home_of_layer(l), freed);
+      memory_.release(home_of_layer(l), freed, t.id);
     }
   }
 }
@@ -526,10 +528,12 @@ bool GraphExecution<B>::ready(const Task& t) const {
 template <typename B>
 void GraphExecution<B>::run_task(std::int32_t id, Lane& lane) {
   const Task& t = task(id);
+  observers_.started(id);
   const Clock::time_point begin = Clock::now();
   execute(t, lane);
   finished(t);
   const Clock::time_point end = Clock::now();
+  observers_.ended(id);
   std::lock_guard<std::mutex> lock(mutex_);
   const auto cycles = [&](Clock::time_point at) {
     return static_cast<std::int64_t>(std::chrono::duration<double>(at - start_).count() * g_.clock_hz);
@@ -622,13 +626,14 @@ cpu::TrainingRun GraphExecution<B>::run() {
   run.initial_weights = cpu::initial_weights(net_, options_.seed);
   for (std::size_t l = 0; l < net_.size(); ++l) {
     const std::int32_t home = home_of_layer(static_cast<std::int32_t>(l));
-    store_weights(static_cast<std::int32_t>(l), 0, std::make_shared<const Params>(b_.upload(run.initial_weights[l], home)));
+    store_weights(static_cast<std::int32_t>(l), 0, std::make_shared<const Params>(b_.upload(run.initial_weights[l], home)), -1);
     momentum_.push_back(options_.momentum > 0 ? b_.zeros(run.initial_weights[l].size(), home) : Params());
     if (options_.momentum > 0) memory_.allocate(home, b_.bytes(momentum_.back()), -1);
   }
 
   start_ = Clock::now();
   memory_.restart(start_);
+  observers_.restart(start_);
   std::vector<std::thread> threads;
   const auto by_processor = tasks_by_processor(g_);
   const auto by_link = tasks_by_link(g_);

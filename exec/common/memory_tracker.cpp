@@ -11,8 +11,9 @@ namespace {
 std::string gigabytes(std::int64_t bytes) { return std::to_string(static_cast<double>(bytes) / 1e9) + " GB"; }
 }  // namespace
 
-MemoryTracker::MemoryTracker(const TaskGraph& graph, std::chrono::steady_clock::time_point start, bool record_timeline)
-    : graph_(graph), start_(start), record_timeline_(record_timeline) {
+MemoryTracker::MemoryTracker(const TaskGraph& graph, std::chrono::steady_clock::time_point start, bool record_timeline,
+                             ObserverHub& observers)
+    : graph_(graph), start_(start), record_timeline_(record_timeline), observers_(observers) {
   const std::size_t slots = graph.processors.size() + 1;
   live_.assign(slots, 0);
   peak_.assign(slots, 0);
@@ -45,14 +46,16 @@ void MemoryTracker::allocate(std::int32_t where, std::int64_t bytes, std::int32_
   live_[s] += bytes;
   peak_[s] = std::max(peak_[s], live_[s]);
   record(s);
+  observers_.allocated(where, bytes, task);
 }
 
-void MemoryTracker::release(std::int32_t where, std::int64_t bytes) {
+void MemoryTracker::release(std::int32_t where, std::int64_t bytes, std::int32_t task) {
   if (bytes == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
   const std::size_t s = slot(where);
   live_[s] -= bytes;
   record(s);
+  observers_.freed(where, bytes, task);
 }
 
 std::vector<std::int64_t> MemoryTracker::peak_bytes() const {

@@ -1,5 +1,6 @@
 // Bytes really held per processor (and in host memory) while the executor runs: live, peak,
-// optionally a timeline, and a clear error when an allocation crosses a capacity.
+// optionally a timeline, and a clear error when an allocation crosses a capacity. Every
+// allocation and free is also told to the run's observers.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "observer_hub.hpp"
 #include "pipetwin/schedule/result.hpp"
 #include "pipetwin/schedule/task_graph.hpp"
 
@@ -14,11 +16,13 @@ namespace pipetwin::exec {
 
 class MemoryTracker {
  public:
-  MemoryTracker(const TaskGraph& graph, std::chrono::steady_clock::time_point start, bool record_timeline);
+  MemoryTracker(const TaskGraph& graph, std::chrono::steady_clock::time_point start, bool record_timeline,
+                ObserverHub& observers);
   void restart(std::chrono::steady_clock::time_point start) { start_ = start; }
-  // `where` is a processor index or kHost; `task` (-1: the initial state) is named in the error.
+  // `where` is a processor index or kHost; `task` (-1: the initial state, or none) is named in
+  // the error and told to the observers.
   void allocate(std::int32_t where, std::int64_t bytes, std::int32_t task);
-  void release(std::int32_t where, std::int64_t bytes);
+  void release(std::int32_t where, std::int64_t bytes, std::int32_t task = -1);
   std::vector<std::int64_t> peak_bytes() const;
   std::int64_t host_peak_bytes() const;
   std::vector<std::vector<MemoryPoint>> timeline() const;
@@ -31,6 +35,7 @@ class MemoryTracker {
   const TaskGraph& graph_;
   std::chrono::steady_clock::time_point start_;
   bool record_timeline_;
+  ObserverHub& observers_;
   mutable std::mutex mutex_;
   std::vector<std::int64_t> live_, peak_, capacity_;  // processors, then host
   std::vector<std::vector<MemoryPoint>> timeline_;

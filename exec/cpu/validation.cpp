@@ -62,13 +62,17 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   if (options.runs < 1) throw Error("validate: runs must be at least 1");
   const ScheduleRequest request = make_request(config);
   const BatchSampler sampler(data, request.network.batch, config.microbatches, config.minibatches, options.training.seed);
-  auto measure = [&](const std::string& schedule, int processors) {
+  auto build = [&](const std::string& schedule, int processors) {
     GraphConfig c = config;
     c.schedule = schedule;
     c = without_other_schedules_params(c);
     c.processors = processors;
-    const TaskGraph graph = make_graph(c);
+    TaskGraph graph = make_graph(c);
     validate_or_throw(graph);
+    return graph;
+  };
+  auto measure = [&](const std::string& schedule, const TaskGraph& graph) {
+    const int processors = graph.processor_count();
     const Result predicted = predict(graph);
     if (options.progress) {
       options.progress(schedule + " on " + std::to_string(processors) + " processor(s): " + std::to_string(options.runs) + " runs");
@@ -84,17 +88,20 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   };
   ValidationReport report;
   for (const auto& schedule : options.schedules) {
-    // The one-processor baseline: this schedule, or sequential where it needs several processors.
+    // The one-processor baseline: this schedule, or sequential where it cannot be built on one
+    // processor. Only building falls back: an error while running (out of memory, divergence)
+    // is the user's to see.
     std::string baseline = schedule;
-    Measured one;
+    TaskGraph one_graph;
     try {
-      one = measure(schedule, 1);
+      one_graph = build(schedule, 1);
     } catch (const Error&) {
       baseline = "sequential";
-      one = measure("sequential", 1);
+      one_graph = build("sequential", 1);
     }
+    const Measured one = measure(baseline, one_graph);
     for (const int p : options.processors) {
-      const Measured m = (p == 1 && baseline == schedule) ? one : measure(schedule, p);
+      const Measured m = (p == 1 && baseline == schedule) ? one : measure(schedule, build(schedule, p));
       report.rows.push_back({schedule, p, baseline, m.predicted_s, m.measured_s, one.predicted_s / m.predicted_s,
                              one.measured_s / m.measured_s, m.predicted_peak, m.measured_peak});
     }

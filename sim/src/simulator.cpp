@@ -95,4 +95,10 @@ Result simulate(const TaskGraph& graph, const SimOptions& options) {
   return summarize(graph, simulate_times(graph), "systemc", options.record_memory_timeline);
 }
 
+Result SystemcEngine::run(const TaskGraph& graph, const EngineOptions& options) {
+  std::vector<TaskTiming> times = simulate_times(graph);
+  replay_to_observers(graph, times, options.observers);
+  return summarize(graph, std::move(times), name(), options.record_memory_timeline);
+}
+
 }  // namespace pipetwin

@@ -62,7 +62,7 @@ def test_graph_json_round_trip(tmp_path):
     (lambda: pipetwin.simulate(processors=0), "processors must be at least 1"),
     (lambda: pipetwin.simulate(params={"batch": 7}, microbatches=2), "does not split into 2"),
     (lambda: pipetwin.simulate(model="lenet5", schedule="pipefb", processors=3), "even"),
-    (lambda: pipetwin.simulate(engine="verilog"), "engine must be systemc or analytic"),
+    (lambda: pipetwin.simulate(engine="verilog"), "unknown engine .verilog."),
     (lambda: pipetwin.Graph.from_json("{"), "malformed JSON"),
     (lambda: pipetwin.run(device="tpu"), "device must be"),
     (lambda: pipetwin.run(model="gpt", params={"layers": 1, "seq": 4, "vocab": 16, "hidden": 8, "heads": 2,

@@ -1,4 +1,4 @@
-// The CPU executor (DESIGN.md §6): runs any task graph with real training numerics, one thread per
+// The CPU executor (docs/executor.md): runs any task graph with real training numerics, one thread per
 // processor and one per link (the core it shares with the CUDA executor is
 // exec/common/graph_execution.hpp). Layers run in Eigen (fp32); every weight version the schedule
 // declares is kept until its last reader; transfers are copies between per-processor buffers;
@@ -12,6 +12,7 @@
 #include "pipetwin/exec/cpu/kernels.hpp"
 #include "pipetwin/exec/dataset.hpp"
 #include "pipetwin/models/network.hpp"
+#include "pipetwin/schedule/engine.hpp"
 #include "pipetwin/schedule/result.hpp"
 #include "pipetwin/schedule/task_graph.hpp"
 
@@ -25,6 +26,8 @@ struct TrainingOptions {
   bool record_layer_times = false;    // time every layer's part of every task (for calibration)
   // Called from worker threads after each minibatch's loss is complete (minibatches done so far).
   std::function<void(std::int32_t)> on_minibatch;
+  // Told every task's start and end and every allocation and free, as they happen.
+  std::vector<EngineObserver*> observers;
 };
 
 // One layer's part of one task: F, BA or BW work of that layer, or its share of an update.

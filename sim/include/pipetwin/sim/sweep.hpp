@@ -1,0 +1,40 @@
+// The one sweep: schedules x processor counts of one model on one hardware, each configuration
+// run by a predicting engine, one row each with the same columns in the CLI (table, CSV, JSON),
+// in Python (a DataFrame) and in experiments/. Running the rows in parallel is the front end's
+// business (SystemC's kernel is one per process, so both use worker processes); what a row holds
+// and what "speedup" means are defined here, once:
+//   speedup = iteration_s of the baseline schedule (default: sequential) at P = 1
+//             / iteration_s of the row
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "pipetwin/schedule/registry.hpp"
+
+namespace pipetwin {
+
+struct SweepRequest {
+  GraphConfig base;                  // model, hardware, microbatches, minibatches, params, calibration
+  std::vector<std::string> schedules;
+  std::vector<int> processors;
+  std::string baseline = "sequential";  // empty: no speedup column values
+};
+
+// The columns of every row, in order.
+const std::vector<std::string>& sweep_columns();
+
+// The configurations to run: every schedule at every count (parameters only other schedules take
+// dropped), then the baseline schedule at P = 1 when there is one. Throws on an unknown schedule.
+std::vector<GraphConfig> sweep_configs(const SweepRequest& request);
+
+// Runs one configuration: a row with every column (speedup null), or, when it cannot be built or
+// run, the configuration's columns and "error".
+nlohmann::ordered_json sweep_row(const std::string& engine, const GraphConfig& config);
+
+// The rows of sweep_configs(request), run, in that order -> the table: the baseline's own run
+// removed, speedups filled in. Throws when the baseline failed (naming why).
+std::vector<nlohmann::ordered_json> finish_sweep(const SweepRequest& request, std::vector<nlohmann::ordered_json> rows);
+
+}  // namespace pipetwin
