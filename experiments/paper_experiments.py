@@ -2,8 +2,9 @@
 """The seed papers' experiments in simulation (issue 4): each writes a CSV and a PNG under
 experiments/results/ and a markdown section; `all` runs the five and writes docs/results.md.
 
-Every number comes from `pipetwin simulate --json` (the SystemC model); nothing here is typed in
-except the papers' claims, quoted from shared/research/seed-papers.md.
+Every number comes from `pipetwin simulate --json` or `pipetwin sweep --json` (the SystemC model);
+nothing here is typed in except the papers' claims (the research notes behind them are summarised
+in docs/design.md).
 
     python3 experiments/paper_experiments.py all            # everything, then docs/results.md
     python3 experiments/paper_experiments.py layerpipe      # one experiment
@@ -38,6 +39,18 @@ class Runner:
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             return {"error": done.stderr.strip().replace("pipetwin: error: ", "")}
+        return json.loads(done.stdout)
+
+    def sweep(self, model, schedules, hardware, procs, microbatches, minibatches, baseline="sequential"):
+        """`pipetwin sweep --json`: the project's one sweep (its rows and its speedup over
+        `baseline` at P = 1), run in worker processes."""
+        command = [self.pipetwin, "sweep", "--model", model, "--schedules", ",".join(schedules),
+                   "--hardware", hardware, "--procs", ",".join(str(p) for p in procs),
+                   "--microbatches", str(microbatches), "--minibatches", str(minibatches),
+                   "--baseline", baseline, "--jobs", str(self.jobs), "--json"]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr.strip())
         return json.loads(done.stdout)
 
     def many(self, configs):
@@ -157,7 +170,7 @@ def experiment_layerpipe(runner):
               "max(iteration bound, ceil(work / P)) (checked by the tests); the gain is the granularity. Our "
               "reconstruction pays for that granularity in bytes: every layer whose BA or BW runs on a neighbour "
               "ships its gradient or input across, where PipeDream only crosses P-1 stage boundaries. The paper's "
-              "communication accounting is not public (seed-papers.md §1.3), so the communication claim is not "
+              "communication accounting is not public (docs/papers.md §1.3), so the communication claim is not "
               "reproduced by this reconstruction. On `h100` the same granularity has a price in time too: every "
               "per-layer task (and each BA part) pays the profile's kernel-launch overhead, which a PipeDream stage "
               "pays once per stage, so on ResNets' many small layers LayerPipe's total work, and with it its "
@@ -233,7 +246,7 @@ def experiment_stale_weights(runner):
         "",
         "Stale weights keep no stashed versions, so their increase comes from activations in flight only; "
         "PipeDream also keeps S-s weight versions per stage. The paper's own percentages are not in the "
-        "available sources (seed-papers.md §3.5), so only the ordering can be compared.", ""])
+        "available sources (docs/papers.md §3.5), so only the ordering can be compared.", ""])
 
 
 # 3. PipeFB vs PipeDream with offload -------------------------------------------------------------
@@ -283,7 +296,7 @@ def experiment_pipefb(runner):
         f"Predicted PipeFB speedup: {low:.2f}x to {high:.2f}x (paper 1.48x to 2.27x). In our reconstruction a "
         "PipeFB stage has half the processors' compute per stage of PipeDream's (P/2 stages, and a B-node carries "
         "two thirds of the work), so it wins only where PipeDream's offload and reload stall its processors; the "
-        "paper's node roles and overlap are not public (seed-papers.md §4), and its hardware is unknown.", ""])
+        "paper's node roles and overlap are not public (docs/papers.md §4), and its hardware is unknown.", ""])
 
 
 # 4. Layer-wise partitioning and merging ---------------------------------------------------------
@@ -291,18 +304,16 @@ def experiment_layerwise_merge(runner):
     steps = 32
     models = ["resnet56", "vgg16", "gpt"]
     procs = list(range(1, 9))
-    configs = [(m, "layerwise-merge", "h100", p, 1, steps) for m in models for p in procs]
-    configs += [(m, "sequential", "h100", 1, 1, steps) for m in models]
-    results = runner.many(configs)
-    base = {m: results[len(models) * len(procs) + i]["iteration_cycles"] for i, m in enumerate(models)}
     rows = []
-    for (m, _, _, p, _, _), r in zip(configs[:len(models) * len(procs)], results):
-        if "error" in r:
-            rows.append({"model": m, "processors": p, "cycles": "", "speedup": "", "efficiency": "", "bytes": ""})
-            continue
-        s = base[m] / r["iteration_cycles"]
-        rows.append({"model": m, "processors": p, "cycles": r["iteration_cycles"], "speedup": s,
-                     "efficiency": s / p, "bytes": r["total_link_bytes"] / per_step(r)})
+    for m in models:
+        for r in runner.sweep(m, ["layerwise-merge"], "h100", procs, 1, steps):
+            if r["error"]:
+                rows.append({"model": m, "processors": r["processors"], "cycles": "", "speedup": "", "efficiency": "",
+                             "bytes": ""})
+                continue
+            rows.append({"model": m, "processors": r["processors"], "cycles": r["iteration_cycles"],
+                         "speedup": r["speedup"], "efficiency": r["speedup"] / r["processors"],
+                         "bytes": r["link_bytes"] / (r["minibatches"] * r["microbatches"])})
     write_csv("layerwise_merge_speedup", rows)
 
     def draw(ax):
@@ -397,7 +408,7 @@ def main():
             f.write("# The seed papers' experiments in simulation\n\n"
                     "Generated by `python3 experiments/paper_experiments.py all` from SystemC simulations; do not "
                     "edit by hand. CSVs and figures are in `experiments/results/`. The papers' claims are quoted from "
-                    "`shared/research/seed-papers.md` (only abstracts and a few tables were available; the methods "
+                    "`docs/papers.md` (only abstracts and a few tables were available; the methods "
                     "of LayerPipe, PipeFB and Akintoye et al. are reconstructions, documented in `docs/schedules/`).\n\n")
             f.write("\n".join(sections))
             # The staleness-accuracy section (experiments/staleness_accuracy.py: real training) is kept.

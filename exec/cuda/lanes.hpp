@@ -1,4 +1,4 @@
-// How the CUDA executor maps the schedule's processors onto GPUs (DESIGN.md §6):
+// How the CUDA executor maps the schedule's processors onto GPUs (docs/design.md, "Executors"):
 //   partitions  SM partitions of one GPU through CUDA green contexts, `sms_per_partition` SMs
 //               each (the driver API is reached at run time through the runtime, so binaries
 //               never link libcuda); transfers on copy streams of the full device

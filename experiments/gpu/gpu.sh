@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU runs on a machine that reaches no package registry (DESIGN.md §7), in two steps:
+# GPU runs on a machine that reaches no package registry (docs/design.md, "GPU runs"), in two steps:
 #
 #   experiments/gpu/gpu.sh prepare    here: download the Debian .debs pipetwin builds with (SystemC,
 #                                     Eigen, doctest, nlohmann-json, CLI11, fmt, zlib) and the

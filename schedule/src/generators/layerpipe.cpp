@@ -1,5 +1,5 @@
 // `layerpipe` (Unnikrishnan & Parhi, ICCAD 2021), as reconstructed in
-// shared/research/seed-papers.md §1.5 (the paper's full text is not public; every choice is in
+// docs/papers.md §1.5 (the paper's full text is not public; every choice is in
 // docs/schedules/layerpipe.md). Per layer l and iteration n (one iteration per microbatch, each
 // with its own update): F_l; the activation gradient BA_l split into `ba_parts` parts (the
 // inter-layer split: each part a slice of the GEMM, free to run beside the others or on the next

@@ -1,6 +1,6 @@
 // `layerwise-merge` (Akintoye et al., "Layer-wise Partitioning and Merging for Efficient and
 // Scalable Deep Learning", FGCS 2023) -- a reconstruction: the paper's algorithm is not public
-// (shared/research/seed-papers.md §2). What it states: partition layer-wise, merge neighbouring
+// (docs/papers.md §2). What it states: partition layer-wise, merge neighbouring
 // partitions where that cuts communication without unbalancing, and run the forward and the
 // backward of different minibatches in parallel. Our reading:
 //   - start from single layers and merge neighbours down to one partition per processor,

@@ -1,4 +1,4 @@
-// `pipefb`, reconstructed (the paper is not public; shared/research/seed-papers.md §4.3 lists what
+// `pipefb`, reconstructed (the paper is not public; docs/papers.md §4.3 lists what
 // a reimplementation must decide, docs/schedules/pipefb.md what we decided): forwards and
 // backwards of a stage run on different processors. P = 2S processors for S stages, on a chain
 // F-node 0, ..., F-node S-1, B-node S-1, ..., B-node 0, so the loss turns around between

@@ -1,5 +1,5 @@
 // `stale-weights` (Zhang & Abdelrahman, "Pipelined Training with Stale Weights in Deep
-// Convolutional Neural Networks", 2021), as reconstructed in shared/research/seed-papers.md §3.3:
+// Convolutional Neural Networks", 2021), as reconstructed in docs/papers.md §3.3:
 // pipeline registers after the layers a PPV lists (`ppv=19` for resnet56: after layer 19,
 // counting layers from 1 as the paper does) cut the network into K+1 partitions, one per
 // processor; the forward and the backward of a partition are separate pipeline stages

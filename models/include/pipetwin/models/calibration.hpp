@@ -1,4 +1,4 @@
-// A calibration table (DESIGN.md §6): what an executor measured for every task kind of every layer
+// A calibration table (docs/design.md, "Executors"): what an executor measured for every task kind of every layer
 // on one processor, plus its per-task overhead and its copy bandwidth. Attached to a hardware
 // profile, it replaces the roofline: a layer's F / BA / BW take the measured seconds (scaled
 // linearly in samples when a task has a different microbatch), a U the measured seconds, and

@@ -1,4 +1,4 @@
-// Cycles of a task on a processor or a link (DESIGN.md §5): the unit model of the LayerPipe
+// Cycles of a task on a processor or a link (docs/cost-model.md): the unit model of the LayerPipe
 // paper, or the roofline model overhead + max(FLOPs / (peak x efficiency), bytes / bandwidth),
 // summed per layer so that stage costs add up exactly.
 #pragma once

@@ -1,4 +1,4 @@
-// The kinds of task a training schedule is made of (DESIGN.md §2).
+// The kinds of task a training schedule is made of (docs/design.md, "The task graph").
 #pragma once
 #include <string>
 

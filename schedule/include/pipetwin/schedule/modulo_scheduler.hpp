@@ -2,7 +2,7 @@
 // every iteration runs the same tasks at the same offsets, shifted by the period T, so a
 // processor's timeline repeats with period T. Edges may span iterations (`distance`): the
 // target of iteration n + distance waits for the source of iteration n. This is how
-// LayerPipe's delayed gradients become overlap (DESIGN.md §4).
+// LayerPipe's delayed gradients become overlap (docs/design.md, "Weight versions").
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -1,5 +1,5 @@
 // The result of running a schedule, predicted or measured: one schema for every engine
-// (DESIGN.md §2). Times in cycles of the graph's clock; seconds alongside. Engines produce task
+// (docs/design.md, "The task graph"). Times in cycles of the graph's clock; seconds alongside. Engines produce task
 // times; summarize() (summary.hpp) derives everything else the same way for all of them.
 #pragma once
 #include <cstdint>

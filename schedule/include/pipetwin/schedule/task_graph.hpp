@@ -17,7 +17,7 @@ namespace pipetwin {
 
 enum class Placement { processor, link };
 
-// How a schedule's weights behave (DESIGN.md §4), checked by the validator.
+// How a schedule's weights behave (docs/design.md, "Weight versions"), checked by the validator.
 enum class WeightSemantics {
   synchronous,  // every forward of minibatch k reads version k; backward reads its forward's
   stashed,      // asynchronous; a backward reads the version its forward read (weight stashing)

@@ -1,4 +1,4 @@
-// Calibration on the CPU (DESIGN.md §6): every task kind of every layer timed by the executor on
+// Calibration on the CPU (docs/design.md, "Executors"): every task kind of every layer timed by the executor on
 // one processor, the executor's own cost per task, and the copy bandwidth its transfers reach.
 // Also test-set accuracy of trained weights.
 #pragma once

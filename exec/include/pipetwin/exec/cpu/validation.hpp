@@ -1,4 +1,4 @@
-// Predicted against measured (DESIGN.md §6): for each schedule and processor count, a prediction
+// Predicted against measured (docs/design.md, "Executors"): for each schedule and processor count, a prediction
 // by an engine the caller passes (the simulator or the evaluator, so exec/ needs no SystemC) and
 // an executor's measured run (CPU or CUDA); step time, speedup over one processor, peak memory,
 // errors, and whether the two rank the schedules alike (Kendall tau). Used by `pipetwin validate`

@@ -1,4 +1,4 @@
-// The CUDA executor (DESIGN.md §6): the CPU executor's schedule semantics (the shared core in
+// The CUDA executor (docs/design.md, "Executors"): the CPU executor's schedule semantics (the shared core in
 // exec/common/graph_execution.hpp) with layers on cuBLAS and the project's kernels (fp32, TF32
 // GEMMs as an option). A processor is an SM partition of one GPU (CUDA green contexts), a GPU of
 // its own, or a plain stream; every processor and link has a host thread and a stream, a task
