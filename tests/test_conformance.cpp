@@ -1,5 +1,6 @@
 // The conformance matrix, in the spirit of ggml's test-backend-ops: every registered schedule x
-// P = 1..4 x {lenet5, resnet8, mlp}, run by every engine built here (analytic, systemc, cpu, and
+// P = 1..4 (and again with recompute=full where the schedule takes it) x {lenet5, resnet8, mlp},
+// run by every engine built here (analytic, systemc, cpu, and
 // cuda where a GPU is present), each through the one engine interface with an event log. Per
 // configuration it checks, against the graph and against independent references:
 //   - every engine runs the graph's task set, each task started and ended once;
@@ -160,7 +161,7 @@ Dataset data_for(const Network& net) {
 
 }  // namespace
 
-TEST_CASE("conformance: every schedule x P = 1..4 x {lenet5, resnet8, mlp} x every engine built here") {
+TEST_CASE("conformance: every schedule x P = 1..4 x recompute x {lenet5, resnet8, mlp} x every engine built here") {
   int configurations = 0, not_buildable = 0, cycle_equal = 0, bandwidth_shared_runs = 0;
   std::set<std::string> engines_run;
 #ifdef PIPETWIN_TEST_CUDA
@@ -172,12 +173,19 @@ TEST_CASE("conformance: every schedule x P = 1..4 x {lenet5, resnet8, mlp} x eve
 #endif
   for (const auto& model : {std::string("lenet5"), std::string("resnet8"), std::string("mlp")}) {
     for (const auto& schedule : schedule_names()) {
-      for (int P = 1; P <= 4; ++P) {
-        const GraphConfig config = matrix_config(schedule, model, P);
+      const auto& specs = find_schedule(schedule).params;
+      const bool can_recompute =
+          std::any_of(specs.begin(), specs.end(), [](const ParamSpec& p) { return p.name == "recompute"; });
+      for (int variant = 0; variant < (can_recompute ? 8 : 4); ++variant) {
+        const int P = 1 + variant % 4;
+        const bool recompute = variant >= 4;
+        GraphConfig config = matrix_config(schedule, model, P);
         if (config.processors != P) continue;  // pipefb rounds odd P up: that P is covered already
+        if (recompute) config.params.push_back("recompute=full");
         CAPTURE(model);
         CAPTURE(schedule);
         CAPTURE(P);
+        CAPTURE(recompute);
         TaskGraph g;
         ScheduleRequest request;
         try {

@@ -89,6 +89,12 @@ class GraphExecution {
     std::int32_t readers_left = 0;
   };
 
+  struct KeptInput {  // a recomputed forward's input, until its recomputation
+    Activation activation;
+    std::int32_t location = 0;
+    std::int64_t bytes = 0;
+  };
+
   const Task& task(std::int32_t id) const { return g_.tasks[static_cast<std::size_t>(id)]; }
   std::int32_t home_of_layer(std::int32_t layer) const {
     return g_.stages[static_cast<std::size_t>(stage_of_layer_[static_cast<std::size_t>(layer)])].processor;
@@ -114,6 +120,9 @@ class GraphExecution {
   void run_task(std::int32_t id, Lane& lane);  // runs, times and marks done one task
   void execute(const Task& t, Lane& lane);
   void forward(const Task& t, Lane& lane, Payload& out);
+  void recompute(const Task& t, Lane& lane);
+  std::shared_ptr<Stash> run_forward_layers(const Task& t, Lane& lane, Activation& in, Labels& labels, double* loss);
+  void keep_stash(const Task& t, std::shared_ptr<Stash> kept);
   void backward(const Task& t, Lane& lane, Payload& out);
   void update(const Task& t, Lane& lane);
   void move(const Task& t, Lane& lane, Payload& out);
@@ -158,6 +167,7 @@ class GraphExecution {
   std::map<std::pair<std::int32_t, std::int32_t>, ParamsPtr> versions_;  // (layer, version)
   std::map<std::pair<std::int32_t, std::int32_t>, std::int32_t> readers_left_;
   std::map<StashKey, std::shared_ptr<Stash>> stashes_;
+  std::map<StashKey, std::shared_ptr<KeptInput>> inputs_;
   std::map<std::int32_t, std::vector<Params>> accumulators_;  // per update task
   std::vector<Params> momentum_;                               // per layer (touched by its U only)
   std::vector<double> loss_sum_;
@@ -216,6 +226,39 @@ std::shared_ptr<typename GraphExecution<B>::Stash> GraphExecution<B>::stash(cons
   return it->second;
 }
 
+// The layers of a forward or a recomputation, from `in` (on return: the last layer's output);
+// the stash they keep, accounted on the task's processor and registered for its backward readers.
+template <typename B>
+std::shared_ptr<typename GraphExecution<B>::Stash> GraphExecution<B>::run_forward_layers(const Task& t, Lane& lane,
+                                                                                        Activation& in, Labels& labels,
+                                                                                        double* loss) {
+  auto kept = std::make_shared<Stash>();
+  kept->layers.resize(static_cast<std::size_t>(t.last_layer - t.first_layer + 1));
+  for (std::int32_t l = t.first_layer; l <= t.last_layer; ++l) {
+    const auto begin = layer_begin(lane);
+    const ParamsPtr w = weights(l, t.version_read, t);
+    in = b_.forward(lane, l, *w, in, kept->layers[static_cast<std::size_t>(l - t.first_layer)], &labels,
+                    static_cast<double>(net_.batch), loss);
+    record_layer(t, lane, l, t.kind, begin);
+  }
+  kept->location = t.resource;
+  kept->bytes = stash_bytes(kept->layers);
+  memory_.allocate(t.resource, kept->bytes, t.id);
+  return kept;
+}
+
+template <typename B>
+void GraphExecution<B>::keep_stash(const Task& t, std::shared_ptr<Stash> kept) {
+  const auto readers = flow_.stash_readers.find(stash_key(t));
+  kept->readers_left = readers == flow_.stash_readers.end() ? 0 : readers->second;
+  if (kept->readers_left > 0) {
+    std::lock_guard<std::mutex> lock(registry_mutex_);
+    stashes_[stash_key(t)] = std::move(kept);
+  } else {
+    memory_.release(t.resource, kept->bytes, t.id);
+  }
+}
+
 template <typename B>
 void GraphExecution<B>::forward(const Task& t, Lane& lane, Payload& out) {
   const std::int64_t n = g_.samples_per_microbatch;
@@ -226,16 +269,16 @@ void GraphExecution<B>::forward(const Task& t, Lane& lane, Payload& out) {
   if (first || last) b_.load(lane, t.minibatch, t.microbatch, first ? &in : nullptr, last ? &labels : nullptr);
   if (!first) in = b_.copy(lane, payload(the_dep(g_, t, Carries::activation).task).activation, t.resource);
   if (b_.samples_of(in) != n) throw Error("internal: forward input has " + std::to_string(b_.samples_of(in)) + " samples");
-  auto kept = std::make_shared<Stash>();
-  kept->layers.resize(static_cast<std::size_t>(t.last_layer - t.first_layer + 1));
-  double loss = 0;
-  for (std::int32_t l = t.first_layer; l <= t.last_layer; ++l) {
-    const auto begin = layer_begin(lane);
-    const ParamsPtr w = weights(l, t.version_read, t);
-    in = b_.forward(lane, l, *w, in, kept->layers[static_cast<std::size_t>(l - t.first_layer)], &labels,
-                    static_cast<double>(net_.batch), &loss);
-    record_layer(t, lane, l, TaskKind::F, begin);
+  const bool recomputed = flow_.recomputed[static_cast<std::size_t>(t.id)];
+  if (recomputed) {  // keep only the stage's input; the recomputation runs the layers again from it
+    auto input = std::make_shared<KeptInput>(KeptInput{b_.copy(lane, in, t.resource), t.resource, 0});
+    input->bytes = b_.bytes(input->activation);
+    memory_.allocate(t.resource, input->bytes, t.id);
+    std::lock_guard<std::mutex> lock(registry_mutex_);
+    inputs_[stash_key(t)] = std::move(input);
   }
+  double loss = 0;
+  std::shared_ptr<Stash> kept = run_forward_layers(t, lane, in, labels, &loss);
   if (last) {
     if (!std::isfinite(loss)) {
       throw Error("training diverged: the loss is not finite at minibatch " + std::to_string(t.minibatch) +
@@ -249,18 +292,34 @@ void GraphExecution<B>::forward(const Task& t, Lane& lane, Payload& out) {
     }
     if (finished_minibatch >= 0 && options_.on_minibatch) options_.on_minibatch(finished_minibatch + 1);
   }
-  kept->location = t.resource;
-  kept->bytes = stash_bytes(kept->layers);
-  const auto readers = flow_.stash_readers.find(stash_key(t));
-  kept->readers_left = readers == flow_.stash_readers.end() ? 0 : readers->second;
-  memory_.allocate(t.resource, kept->bytes, t.id);
-  if (kept->readers_left > 0) {
-    std::lock_guard<std::mutex> lock(registry_mutex_);
-    stashes_[stash_key(t)] = kept;
+  if (recomputed) {
+    b_.finish(lane);
+    memory_.release(t.resource, kept->bytes, t.id);  // dropped: the recomputation makes it again
   } else {
-    memory_.release(t.resource, kept->bytes, t.id);
+    keep_stash(t, std::move(kept));
   }
   if (!last) out.activation = std::move(in);
+}
+
+// RC: the forward's layers again, from the input it kept and with the version it read, so the
+// stash its backwards read is the one the forward made (bit for bit; the loss is not counted twice).
+template <typename B>
+void GraphExecution<B>::recompute(const Task& t, Lane& lane) {
+  std::shared_ptr<KeptInput> input;
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex_);
+    const auto it = inputs_.find(stash_key(t));
+    if (it == inputs_.end()) throw Error("schedule error: " + describe_task(g_, t) + " runs before its forward");
+    input = std::move(it->second);
+    inputs_.erase(it);
+  }
+  Activation in = b_.copy(lane, input->activation, t.resource);
+  Labels labels;
+  if (t.last_layer + 1 == static_cast<std::int32_t>(net_.size())) b_.load(lane, t.minibatch, t.microbatch, nullptr, &labels);
+  double loss = 0;
+  keep_stash(t, run_forward_layers(t, lane, in, labels, &loss));
+  b_.finish(lane);
+  memory_.release(input->location, input->bytes, t.id);
 }
 
 // The gradient at the output of the task's last layer, assembled from the activation-gradient
@@ -448,6 +507,9 @@ void GraphExecution<B>::execute(const Task& t, Lane& lane) {
       break;
     case TaskKind::U:
       update(t, lane);
+      return;
+    case TaskKind::RC:
+      recompute(t, lane);
       return;
     case TaskKind::X:
     case TaskKind::OFF:

@@ -13,6 +13,7 @@ GraphFlow read_graph_flow(const TaskGraph& graph, std::int32_t layer_count) {
   flow.dependents.resize(n);
   flow.accumulate_into.assign(n, -1);
   flow.sends_weight_gradient.assign(n, false);
+  flow.recomputed.assign(n, false);
   flow.newest_version.assign(static_cast<std::size_t>(layer_count), 0);
   for (const auto& t : graph.tasks) {
     if (t.first_layer >= layer_count || t.last_layer >= layer_count) {
@@ -20,6 +21,7 @@ GraphFlow read_graph_flow(const TaskGraph& graph, std::int32_t layer_count) {
     }
     for (const auto& d : t.deps) {
       flow.dependents[static_cast<std::size_t>(d.task)].push_back(t.id);
+      if (t.kind == TaskKind::RC && d.carries == Carries::stash) flow.recomputed[static_cast<std::size_t>(d.task)] = true;
       if (d.carries != Carries::weight_gradient) continue;
       const Task& source = graph.tasks[static_cast<std::size_t>(d.task)];
       if (is_link_task(source)) continue;  // arrives over a link: the U sums it from the payload

@@ -23,6 +23,7 @@ struct GraphFlow {
   std::vector<std::int32_t> accumulate_into;          // B / BW: the U on its own processor that takes its
                                                       // weight gradient directly (summed in place), or -1
   std::vector<bool> sends_weight_gradient;            // B / BW: a transfer takes its weight gradient
+  std::vector<bool> recomputed;                       // F: an RC takes its stash (it keeps only its input)
   std::map<StashKey, std::int32_t> stash_readers;     // backward tasks of each forward's stash
   std::map<std::pair<std::int32_t, std::int32_t>, std::int32_t> version_readers;  // (layer, version)
   std::vector<std::int32_t> newest_version;           // per layer

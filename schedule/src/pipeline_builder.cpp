@@ -8,6 +8,7 @@
 
 #include "pipetwin/models/cost_model.hpp"
 #include "pipetwin/models/error.hpp"
+#include "pipetwin/models/names.hpp"
 #include "pipetwin/schedule/weight_versions.hpp"
 #include "link_tasks.hpp"
 
@@ -152,15 +153,44 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
   }
   bool split_stages = false;  // some stage's forwards run away from home
   for (const auto& stage : g.stages) split_stages = split_stages || stage.forward_processor >= 0;
+  const bool offload = split_stages || request.params.get_bool("offload", false);
+
+  // Activation recomputation (recompute=full): a forward keeps only its stage's input; an RC
+  // right before the stage's backward (its B, or its BA) runs the forward again from that input,
+  // with the forward's weight version, and holds the full stash, which the backward frees.
+  const std::string recompute = request.params.get_string("recompute", "none");
+  if (recompute == "selective") {
+    throw Error("recompute=selective is not implemented yet (recomputing only a layer's cheap internals); "
+                "use recompute=full or none");
+  }
+  if (recompute != "none" && recompute != "full") {
+    throw Error(unknown_name_message("recompute mode", recompute, {"none", "full", "selective"}));
+  }
+  const bool recomputing = recompute == "full";
+  if (recomputing && offload) throw Error("recompute=full and offload=true do not combine: choose one");
+  if (recomputing && semantics == WeightSemantics::stale) {
+    throw Error("recompute=full needs the forward's weights at the backward, which stale weights do not keep");
+  }
+  std::vector<std::vector<StageOp>> ops = processor_ops;
+  if (recomputing) {
+    for (auto& list : ops) {
+      std::vector<StageOp> with_recompute;
+      for (const auto& op : list) {
+        if (op.kind == TaskKind::B || op.kind == TaskKind::BA) with_recompute.push_back({TaskKind::RC, op.stage, op.minibatch, op.microbatch});
+        with_recompute.push_back(op);
+      }
+      list = std::move(with_recompute);
+    }
+  }
 
   // Compute tasks, in each processor's order. A backward is one B (which frees the stashed
   // activations), or a BA (activation gradient, sent on to the previous stage; frees all but the
   // layer inputs) and a BW (weight gradient; frees the layer inputs).
-  std::map<Key, std::int32_t> forward, input_grad, weight_grad;
+  std::map<Key, std::int32_t> forward, recomputation, input_grad, weight_grad;
   std::vector<std::int32_t> updates, split_weight_grads;
-  for (int p = 0; p < static_cast<int>(processor_ops.size()); ++p) {
+  for (int p = 0; p < static_cast<int>(ops.size()); ++p) {
     std::int32_t order = 0;
-    for (const auto& op : processor_ops[p]) {
+    for (const auto& op : ops[p]) {
       const StageInfo& stage = g.stages.at(op.stage);
       const int wanted = op.kind == TaskKind::F ? stage.forward_processor_or_home() : stage.processor;
       if (wanted != p) throw Error("internal: stage " + std::to_string(op.stage) + " op on wrong processor");
@@ -177,14 +207,19 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
       t.cost_cycles = compute_task_cycles(hw, net, op.kind, stage.first_layer, stage.last_layer, samples);
       t.memory_cycles = memory_traffic_cycles(hw, net, op.kind, stage.first_layer, stage.last_layer, samples);
       const Key key{op.stage, op.minibatch, op.microbatch};
+      const std::int64_t stash = stage_stash_bytes(net, stage) * samples;
+      const std::int64_t kept_input = recomputing ? net.layers[stage.first_layer].input_bytes * samples : 0;
       if (op.kind == TaskKind::F) {
-        t.alloc_bytes = stage_stash_bytes(net, stage) * samples;
+        t.alloc_bytes = recomputing ? kept_input : stash;
         if (!forward.emplace(key, t.id).second) throw Error("internal: forward twice");
+      } else if (op.kind == TaskKind::RC) {
+        t.alloc_bytes = stash;
+        if (!recomputation.emplace(key, t.id).second) throw Error("internal: recomputation twice");
       } else if (op.kind == TaskKind::B || op.kind == TaskKind::BA || op.kind == TaskKind::BW) {
         const std::int64_t kept_for_weights = stage_weight_grad_bytes(net, stage) * samples;
-        const std::int64_t stash = stage_stash_bytes(net, stage) * samples;
-        t.free_bytes = op.kind == TaskKind::B ? stash : op.kind == TaskKind::BA ? stash - kept_for_weights
-                                                                                : kept_for_weights;
+        t.free_bytes = op.kind == TaskKind::B    ? stash + kept_input
+                       : op.kind == TaskKind::BA ? stash - kept_for_weights + kept_input
+                                                 : kept_for_weights;
         if (op.kind != TaskKind::BA && !weight_grad.emplace(key, t.id).second) {
           throw Error("internal: weight gradient twice");
         }
@@ -225,7 +260,13 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
   for (const auto& [key, id] : input_grad) {
     const auto [s, k, m] = key;
     const std::int32_t f = forward.at(key);
-    g.tasks[id].deps.push_back({f, Carries::stash, g.tasks[f].alloc_bytes});
+    if (recomputing) {  // F -> RC (the stage's input) -> the backward (the full stash)
+      const std::int32_t rc = recomputation.at(key);
+      g.tasks[rc].deps.push_back({f, Carries::stash, g.tasks[f].alloc_bytes});
+      g.tasks[id].deps.push_back({rc, Carries::stash, g.tasks[rc].alloc_bytes});
+    } else {
+      g.tasks[id].deps.push_back({f, Carries::stash, g.tasks[f].alloc_bytes});
+    }
     if (s + 1 < stage_count) {
       const std::int32_t next = input_grad.at({s + 1, k, m});
       const std::int64_t bytes = net.layers[g.stages[s + 1].first_layer].input_bytes * samples;
@@ -234,7 +275,7 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
     }
   }
   order_links_by_earliest_start(g);  // link orders by earliest start, whatever the creation order
-  if (split_stages || request.params.get_bool("offload", false)) {
+  if (offload) {
     // Activation offload: after each forward its stash goes to host memory (freed on the device
     // when the copy ends) and comes back, to the processor of the backward that needs it, before
     // that backward. The reload starts when the task `reload_lookahead` places before that

@@ -120,7 +120,7 @@ void check_data_flow(const TaskGraph& g, std::vector<std::string>& problems) {
   auto makes = [&](const Task& t, Carries c) {
     switch (c) {
       case Carries::order: return true;
-      case Carries::activation: return t.kind == TaskKind::F || t.kind == TaskKind::RC || (t.kind == TaskKind::X && moved(t) == c);
+      case Carries::activation: return t.kind == TaskKind::F || (t.kind == TaskKind::X && moved(t) == c);
       case Carries::activation_gradient: return t.kind == TaskKind::B || t.kind == TaskKind::BA || (t.kind == TaskKind::X && moved(t) == c);
       case Carries::output_gradients: return t.kind == TaskKind::BA;
       case Carries::stash: return t.kind == TaskKind::F || t.kind == TaskKind::RC || (t.placement == Placement::link && moved(t) == c);
@@ -133,7 +133,7 @@ void check_data_flow(const TaskGraph& g, std::vector<std::string>& problems) {
     if (t.kind == TaskKind::X) return c != Carries::output_gradients;
     switch (c) {
       case Carries::order: return true;
-      case Carries::activation: return t.kind == TaskKind::F || t.kind == TaskKind::RC;
+      case Carries::activation: return t.kind == TaskKind::F;
       case Carries::activation_gradient: return is_backward(t.kind);
       case Carries::output_gradients: return t.kind == TaskKind::BW;
       case Carries::stash: return is_backward(t.kind) || t.kind == TaskKind::OFF || t.kind == TaskKind::ON || t.kind == TaskKind::RC;
@@ -281,7 +281,9 @@ void check_versions(const TaskGraph& g, std::vector<std::string>& problems) {
                            " and write " + std::to_string(rule.written[t.id]) + ", got " +
                            std::to_string(t.version_read) + " -> " + std::to_string(t.version_written));
       }
-    } else if ((t.kind == TaskKind::F || t.kind == TaskKind::RC) && g.semantics == WeightSemantics::delayed) {
+    } else if (t.kind == TaskKind::RC) {
+      if (t.version_read != wanted) complain(t, "a recomputation reads its forward's version, " + std::to_string(wanted));
+    } else if (t.kind == TaskKind::F && g.semantics == WeightSemantics::delayed) {
       const std::int32_t delay = g.stages[t.stage].weight_delay;
       if (t.version_read != wanted) {
         complain(t, "stage " + std::to_string(t.stage) + " lags " + std::to_string(delay) +
@@ -292,7 +294,7 @@ void check_versions(const TaskGraph& g, std::vector<std::string>& problems) {
       } else if (!home && t.version_read > 0 && !waits_for_writer(t)) {
         complain(t, "no dependency on the update that writes it");
       }
-    } else if (t.kind == TaskKind::F || t.kind == TaskKind::RC) {
+    } else if (t.kind == TaskKind::F) {
       if (g.semantics == WeightSemantics::double_buffered) {
         if (t.version_read != wanted) {
           complain(t, "a forward of minibatch " + std::to_string(t.minibatch) + " reads version " +
@@ -301,7 +303,7 @@ void check_versions(const TaskGraph& g, std::vector<std::string>& problems) {
           complain(t, "version " + std::to_string(wanted) + " does not exist yet (the newest is " +
                           std::to_string(now) + "); use more microbatches");
         }
-      } else if (home && t.kind == TaskKind::F && t.version_read != wanted) {
+      } else if (home && t.version_read != wanted) {
         complain(t, "a forward reads the newest version, " + std::to_string(wanted));
       }
       if (g.semantics == WeightSemantics::synchronous && t.version_read != t.minibatch) {

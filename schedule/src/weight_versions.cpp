@@ -27,7 +27,7 @@ WeightVersions weight_version_rule(const TaskGraph& g) {
     if (t.kind == TaskKind::U) {
       v.read[t.id] = newest;
       v.written[t.id] = newest + 1;
-    } else if (t.kind == TaskKind::F || t.kind == TaskKind::RC) {
+    } else if (t.kind == TaskKind::F) {
       if (g.semantics == WeightSemantics::delayed) {
         const std::int32_t position = t.minibatch * g.microbatches + t.microbatch;
         v.read[t.id] = std::max(0, position - g.stages[t.stage].weight_delay);
@@ -36,12 +36,13 @@ WeightVersions weight_version_rule(const TaskGraph& g) {
       } else {
         v.read[t.id] = newest;
       }
-      if (t.kind == TaskKind::F) forward[{t.stage, t.minibatch, t.microbatch}] = t.id;
+      forward[{t.stage, t.minibatch, t.microbatch}] = t.id;
     }
   }
   for (const auto& t : g.tasks) {
-    if (!is_backward(t.kind) || t.stage < 0 || t.stage >= static_cast<std::int32_t>(g.stages.size())) continue;
-    if (g.semantics == WeightSemantics::stale) {
+    const bool recomputes = t.kind == TaskKind::RC;
+    if ((!is_backward(t.kind) && !recomputes) || t.stage < 0 || t.stage >= static_cast<std::int32_t>(g.stages.size())) continue;
+    if (g.semantics == WeightSemantics::stale && !recomputes) {
       v.read[t.id] = v.newest[t.id];
     } else {
       const auto f = forward.find({t.stage, t.minibatch, t.microbatch});

@@ -20,11 +20,12 @@ struct WeightVersions {
 // The rule. Walking each processor's tasks in order (processors by index), the newest version of
 // a stage is the number of its updates seen so far. Then, per semantics:
 //   U                     reads the newest, writes newest + 1
-//   F, RC   delayed       max(0, n - weight_delay(stage)), n = minibatch x microbatches + microbatch
+//   F       delayed       max(0, n - weight_delay(stage)), n = minibatch x microbatches + microbatch
 //           double-buffered  max(0, minibatch - 1)
 //           otherwise     the newest
+//   RC                    the version its forward (same stage, minibatch, microbatch) reads
 //   B, BA, BW  stale      the newest
-//           otherwise     the version its forward (same stage, minibatch, microbatch) reads
+//           otherwise     the version its forward reads
 WeightVersions weight_version_rule(const TaskGraph& graph);
 
 // Sets every task's version_read and version_written by the rule.
