@@ -43,14 +43,14 @@ void check_device(const std::string& device) {
   if (probe.devices.empty()) throw Error("--device cuda: no CUDA device: " + probe.reason);
 }
 
-cpu::Runner executor_runner(const ExecutorOptions& options, std::string* placement) {
+Runner executor_runner(const ExecutorOptions& options, std::string* placement) {
   if (options.device == "cpu") {
     if (placement != nullptr) *placement = "CPU threads (Eigen, fp32), one per processor and per link";
     return cpu::run_cpu;
   }
   const cuda::CudaOptions cuda_options = options.cuda;
   return [cuda_options, placement](const TaskGraph& graph, const Network& network, const BatchSampler& data,
-                                   const cpu::TrainingOptions& training) {
+                                   const TrainingOptions& training) {
     return cuda::run_cuda(graph, network, data, training, cuda_options, placement);
   };
 }
@@ -68,10 +68,10 @@ std::unique_ptr<Dataset> load_data(const ExecutorOptions& options, const Network
   }
 }
 
-cpu::TrainingOptions training_options(const ExecutorOptions& options) {
+TrainingOptions training_options(const ExecutorOptions& options) {
   if (!(options.learning_rate > 0)) throw Error("--lr must be positive");
   if (options.momentum < 0 || options.momentum >= 1) throw Error("--momentum must be in [0, 1)");
-  cpu::TrainingOptions training;
+  TrainingOptions training;
   training.learning_rate = options.learning_rate;
   training.momentum = options.momentum;
   training.seed = options.seed;

@@ -29,7 +29,7 @@ void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with
 void check_device(const std::string& device);
 
 // The executor the options name; `placement` (when not null) gets what ran where after each run.
-cpu::Runner executor_runner(const ExecutorOptions& options, std::string* placement);
+Runner executor_runner(const ExecutorOptions& options, std::string* placement);
 
 // "cpu-core" for the CPU; for CUDA the hardware profile of the GPU whose memory capacity the
 // schedule's declared memory is checked against (h100 unless --hardware says otherwise).
@@ -38,6 +38,6 @@ void default_hardware_for_device(const ExecutorOptions& options, std::string& ha
 // The training split (or "test") for `network`: fashion-mnist, synthetic, or auto.
 std::unique_ptr<Dataset> load_data(const ExecutorOptions& options, const Network& network, const std::string& split);
 
-cpu::TrainingOptions training_options(const ExecutorOptions& options);
+TrainingOptions training_options(const ExecutorOptions& options);
 
 }  // namespace pipetwin::cli

@@ -106,8 +106,9 @@ void list_hardware(bool json) {
   std::cout << "Links (link=NAME, host_link=NAME):\n";
   for (const auto& name : link_names()) {
     const LinkSpec link = make_link(name);
-    std::cout << fmt::format("  {:<9} {:g} GB/s, {:g} us: {}\n", name, link.bytes_per_s / 1e9,
-                             link.latency_s * 1e6, link.description);
+    std::cout << fmt::format("  {:<9} {:g} GB/s, {:g} us, {}{}: {}\n", name, link.bytes_per_s / 1e9,
+                             link.latency_s * 1e6, to_string(link.policy), link.shared ? ", one shared medium" : "",
+                             link.description);
   }
 }
 

@@ -47,7 +47,7 @@ void run(RunOptions& options) {
   std::unique_ptr<Dataset> test_data;
   if (options.test) test_data = load_data(options.executor, request.network, "test");
   const BatchSampler sampler(*data, request.network.batch, config.microbatches, config.minibatches, options.executor.seed);
-  cpu::TrainingOptions training = training_options(options.executor);
+  TrainingOptions training = training_options(options.executor);
   training.record_memory_timeline = !options.trace_file.empty();
   const int report_every = std::max(1, config.minibatches / 10);
   if (!options.quiet) {
@@ -61,7 +61,7 @@ void run(RunOptions& options) {
     };
   }
   std::string placement;
-  const cpu::TrainingRun trained = executor_runner(options.executor, &placement)(graph, request.network, sampler, training);
+  const TrainingRun trained = executor_runner(options.executor, &placement)(graph, request.network, sampler, training);
   cpu::Accuracy accuracy;
   if (test_data) accuracy = cpu::evaluate_accuracy(request.network, trained.final_weights, *test_data);
 

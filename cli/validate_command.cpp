@@ -59,15 +59,15 @@ void run(ValidateOptions& options) {
         profile_device_calibration(config, options.executor, options.repeats, !options.quiet));
   }
   const auto data = load_data(options.executor, request.network, "train");
-  cpu::ValidationOptions validation;
+  ValidationOptions validation;
   validation.schedules = schedules;
   validation.processors = counts;
   validation.runs = options.runs;
   validation.training = training_options(options.executor);
   if (!options.quiet) validation.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
   std::string placement;
-  const cpu::ValidationReport report =
-      cpu::validate(config, *data, validation, [&](const TaskGraph& graph) { return run_engine(engine, graph); },
+  const ValidationReport report =
+      validate(config, *data, validation, [&](const TaskGraph& graph) { return run_engine(engine, graph); },
                     executor_runner(options.executor, &placement));
   const auto& rows = report.rows;
 
@@ -80,7 +80,7 @@ void run(ValidateOptions& options) {
     j["microbatches"] = config.microbatches;
     j["minibatches"] = config.minibatches;
     j["samples_per_microbatch"] = request.network.batch / config.microbatches;
-    j["rows"] = cpu::validation_rows_json(report);
+    j["rows"] = validation_rows_json(report);
     j["mean_abs_step_error"] = report.mean_abs_step_error;
     j["max_abs_step_error"] = report.max_abs_step_error;
     j["kendall_tau"] = nlohmann::ordered_json::object();

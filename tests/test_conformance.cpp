@@ -20,6 +20,7 @@
 #include <map>
 #include <set>
 
+#include "pipetwin/exec/cpu/cpu_executor.hpp"
 #include "pipetwin/exec/executor_engine.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/engine.hpp"
@@ -231,7 +232,7 @@ TEST_CASE("conformance: every schedule x P = 1..4 x recompute x {lenet5, resnet8
         const Network& net = request.network;
         const Dataset data = data_for(net);
         const BatchSampler sampler(data, net.batch, g.microbatches, g.minibatches, 7);
-        cpu::TrainingOptions training;
+        TrainingOptions training;
         training.learning_rate = kLearningRate;
         std::vector<std::unique_ptr<ExecutorEngine>> executors;
         executors.push_back(std::make_unique<ExecutorEngine>("cpu", cpu::run_cpu, net, sampler, training));
@@ -239,7 +240,7 @@ TEST_CASE("conformance: every schedule x P = 1..4 x recompute x {lenet5, resnet8
         if (gpu) {
           executors.push_back(std::make_unique<ExecutorEngine>(
               "cuda",
-              [](const TaskGraph& graph, const Network& network, const BatchSampler& samples, const cpu::TrainingOptions& options) {
+              [](const TaskGraph& graph, const Network& network, const BatchSampler& samples, const TrainingOptions& options) {
                 return cuda::run_cuda(graph, network, samples, options, cuda::CudaOptions{"streams", 0, 0, false});
               },
               net, sampler, training));
@@ -250,7 +251,7 @@ TEST_CASE("conformance: every schedule x P = 1..4 x recompute x {lenet5, resnet8
           engines_run.insert(executor->name());
           check_engine_run(g, ran, executor->name());
           check_allocations(g, *ran.log, executor->name());
-          const cpu::TrainingRun& run = executor->last_run();
+          const TrainingRun& run = executor->last_run();
           const bool synchronous = g.semantics == WeightSemantics::synchronous;
           const auto expected =
               synchronous ? test::sequential_sgd(net, sampler, g.minibatches, g.microbatches, {kLearningRate, 0.0}, run.initial_weights)

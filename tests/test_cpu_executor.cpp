@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
+#include "pipetwin/exec/cpu/validation.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/registry.hpp"
@@ -46,14 +47,14 @@ const Case kResnet{"resnet8", {"batch=4"}};
 struct Trained {
   TaskGraph graph;
   Network network;
-  cpu::TrainingRun run;
+  TrainingRun run;
 };
 
 Trained train(const GraphConfig& config, const Dataset& data, double learning_rate = 0.05, double momentum = 0.0) {
   const ScheduleRequest request = make_request(config);
   Trained t{make_graph(config), request.network, {}};
   const BatchSampler sampler(data, request.network.batch, config.microbatches, config.minibatches, 7);
-  cpu::TrainingOptions options;
+  TrainingOptions options;
   options.learning_rate = learning_rate;
   options.momentum = momentum;
   t.run = cpu::run_cpu(t.graph, t.network, sampler, options);
@@ -184,9 +185,9 @@ TEST_CASE("a measured result has the simulator's schema, real memory peaks and a
   const ScheduleRequest request = make_request(config);
   const TaskGraph graph = make_graph(config);
   const BatchSampler sampler(data, request.network.batch, 4, 3, 7);
-  cpu::TrainingOptions options;
+  TrainingOptions options;
   options.on_minibatch = [&](std::int32_t done) { progress = std::max(progress.load(), static_cast<int>(done)); };
-  const cpu::TrainingRun run = cpu::run_cpu(graph, request.network, sampler, options);
+  const TrainingRun run = cpu::run_cpu(graph, request.network, sampler, options);
   CHECK(run.result.engine == "cpu");
   REQUIRE(run.result.tasks.size() == graph.tasks.size());
   for (const auto& t : graph.tasks) {
@@ -225,7 +226,35 @@ TEST_CASE("bad input: memory beyond capacity, divergence, missing dataset") {
   SUBCASE("a network the executor cannot run") {
     GraphConfig config = config_for({"gpt", {"layers=2", "hidden=8", "heads=2", "seq=4", "vocab=16", "batch=2"}}, "sequential", 1, 1, 1);
     const ScheduleRequest request = make_request(config);
-    CHECK_THROWS_WITH_AS(cpu::initial_weights(request.network, 1), doctest::Contains("the CPU executor does not run"), Error);
+    CHECK_THROWS_WITH_AS(initial_weights(request.network, 1), doctest::Contains("the CPU executor does not run"), Error);
+  }
+}
+
+TEST_CASE("validation falls back to sequential only where a schedule cannot be built on one processor") {
+  const Dataset data = data_for(kMlp);
+  ValidationOptions options;
+  options.runs = 1;
+  const auto predict = [](const TaskGraph& g) { return evaluate(g); };
+  SUBCASE("pipefb needs an even processor count: its speedups are over sequential at P=1") {
+    options.schedules = {"pipefb"};
+    options.processors = {2};
+    const ValidationReport report = cpu::validate_cpu(config_for(kMlp, "pipefb", 2, 2, 2), data, options, predict);
+    REQUIRE(report.rows.size() == 1);
+    CHECK(report.rows[0].baseline == "sequential");
+  }
+  SUBCASE("an out-of-memory at P=1 is the user's to see, not a reason to compare with sequential") {
+    // Between the two schedules' predicted one-processor peaks: gpipe (every microbatch's stash at
+    // once) does not fit, sequential (one stash at a time) does.
+    const auto peak = [&](const std::string& schedule) {
+      return evaluate(make_graph(config_for(kMlp, schedule, 1, 4, 2))).peak_memory_bytes[0];
+    };
+    const std::int64_t sequential = peak("sequential"), gpipe = peak("gpipe");
+    REQUIRE(sequential < gpipe);
+    options.schedules = {"gpipe"};
+    options.processors = {1, 2};
+    const GraphConfig config =
+        config_for(kMlp, "gpipe", 1, 4, 2, {"hardware.memory_bytes=" + std::to_string((sequential + gpipe) / 2)});
+    CHECK_THROWS_WITH_AS(cpu::validate_cpu(config, data, options, predict), doctest::Contains("out of memory"), Error);
   }
 }
 

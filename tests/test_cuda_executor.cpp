@@ -30,7 +30,7 @@ double max_layer_relative_difference(const std::vector<cpu::Vector>& a, const st
 }
 
 struct Pair {
-  cpu::TrainingRun cpu_run, cuda_run;
+  TrainingRun cpu_run, cuda_run;
 };
 
 // Runs `config` on the CPU executor (when `with_cpu`) and on the CUDA executor, on the same data.
@@ -40,7 +40,7 @@ Pair run_both(const GraphConfig& config, const cuda::CudaOptions& options, bool 
   const auto classes = static_cast<std::int32_t>(request.network.layers.back().dense.out_features);
   const Dataset data = synthetic_dataset(request.network.input_shape, classes, 128, 5);
   const BatchSampler sampler(data, request.network.batch, config.microbatches, config.minibatches, 3);
-  cpu::TrainingOptions training;
+  TrainingOptions training;
   training.learning_rate = 0.02;
   training.momentum = 0.9;
   Pair runs;

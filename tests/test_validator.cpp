@@ -105,3 +105,77 @@ TEST_CASE("duplicate orders on a processor are caught") {
   g.tasks[1].order = g.tasks[0].order;
   CHECK(first_problem(g).find("order") != std::string::npos);
 }
+
+TEST_CASE("typed dependencies: what a dependency carries must fit both of its tasks") {
+  SUBCASE("a dependency that carries what its producer does not make") {
+    TaskGraph g = small_graph();
+    const int b = find_task(g, TaskKind::B, 1, 0, 0);
+    for (auto& d : g.tasks[b].deps) {
+      if (d.carries == Carries::stash) d.carries = Carries::weight_gradient;
+    }
+    CHECK(first_problem(g).find("for weight-gradient, which that task does not produce") != std::string::npos);
+  }
+  SUBCASE("a forward after the first layer without its activation") {
+    TaskGraph g = small_graph();
+    const int f = find_task(g, TaskKind::F, 1, 0, 0);
+    for (auto& d : g.tasks[f].deps) {
+      if (d.carries == Carries::activation) d = {d.task, Carries::order, 0};
+    }
+    CHECK(first_problem(g).find("takes exactly one activation (it has 0)") != std::string::npos);
+  }
+  SUBCASE("a transfer that moves two things") {
+    TaskGraph g = small_graph();
+    for (auto it = g.tasks.rbegin(); it != g.tasks.rend(); ++it) {  // the last transfer, also fed by the first forward
+      if (it->kind != TaskKind::X) continue;
+      it->deps.push_back({find_task(g, TaskKind::F, 0, 0, 0), Carries::activation, it->bytes});
+      break;
+    }
+    const std::string problem = first_problem(g);
+    CAPTURE(problem);
+    CHECK(problem.find("a transfer moves exactly one thing") != std::string::npos);
+  }
+  SUBCASE("an update with no weight gradient") {
+    TaskGraph g = small_graph();
+    const int u = find_task(g, TaskKind::U, 0, 0, -1);
+    for (auto& d : g.tasks[u].deps) d = {d.task, Carries::order, 0};
+    CHECK(first_problem(g).find("an update with no weight gradient to apply") != std::string::npos);
+  }
+  SUBCASE("an order-only dependency that carries bytes") {
+    TaskGraph g = small_graph();
+    g.tasks[find_task(g, TaskKind::U, 0, 0, -1)].deps.front() = {find_task(g, TaskKind::B, 0, 0, 0), Carries::order, 8};
+    CHECK(first_problem(g).find("an order-only dependency carries bytes") != std::string::npos);
+  }
+}
+
+TEST_CASE("in-order links take part in deadlock detection") {
+  // Two transfers on one in-order link, ordered against their dependencies: the second one's data
+  // is made only after the first one's consumer ran, which waits for the second one.
+  TaskGraph g;
+  g.processors = {{"p0", 1 << 20, 0, -1}, {"p1", 1 << 20, 0, -1}};
+  g.links = {{"p0->p1", 0, 1, 1.0, 0, ""}};
+  auto task = [&](TaskKind kind, Placement placement, std::int32_t resource, std::int32_t order, std::vector<Dep> deps) {
+    Task t;
+    t.id = static_cast<std::int32_t>(g.tasks.size());
+    t.kind = kind;
+    t.placement = placement;
+    t.resource = resource;
+    t.order = order;
+    t.cost_cycles = 1;
+    t.deps = std::move(deps);
+    g.tasks.push_back(t);
+    return t.id;
+  };
+  const int a = task(TaskKind::F, Placement::processor, 0, 0, {});
+  const int second = task(TaskKind::X, Placement::link, 0, 0, {{a, Carries::order, 0}});  // runs first on the link
+  const int c = task(TaskKind::F, Placement::processor, 1, 0, {{second, Carries::order, 0}});
+  const int first = task(TaskKind::X, Placement::link, 0, 1, {{c, Carries::order, 0}});
+  (void)first;
+  CHECK(structural_problems(g).empty());
+  CHECK_NOTHROW(execution_order(g, LinkOrders::ignore));
+  CHECK_NOTHROW(evaluate(g));  // in order on the link, this one is fine: X(order 0) then X(order 1)
+  // Swapping the link's order makes the link wait for a task that waits for the link.
+  std::swap(g.tasks[static_cast<std::size_t>(second)].order, g.tasks[static_cast<std::size_t>(first)].order);
+  CHECK_THROWS_WITH_AS(evaluate(g), doctest::Contains("in-order link"), Error);
+  g.links[0].policy = LinkPolicy::shared;  // a shared link serves whichever is ready
+  CHECK_NOTHROW(evaluate(g));
+}

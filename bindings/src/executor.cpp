@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.hpp"
+#include "pipetwin/exec/cpu/cpu_executor.hpp"
 #include "pipetwin/exec/cpu/profiler.hpp"
 #include "pipetwin/exec/cpu/validation.hpp"
 #include "pipetwin/models/error.hpp"
@@ -61,12 +62,12 @@ void bind_executor(py::module_& m) {
     const Dataset train_data = load_dataset_for(data, data_dir, network, "train");
     const TaskGraph& g = *graph.graph;
     const BatchSampler sampler(train_data, network.batch, g.microbatches, g.minibatches, seed);
-    cpu::TrainingOptions options;
+    TrainingOptions options;
     options.learning_rate = learning_rate;
     options.momentum = momentum;
     options.seed = seed;
     options.record_memory_timeline = memory_timeline;
-    cpu::TrainingRun run;
+    TrainingRun run;
     {
       py::gil_scoped_release release;
       run = cpu::run_cpu(g, network, sampler, options);
@@ -113,13 +114,13 @@ void bind_executor(py::module_& m) {
 #ifndef PIPETWIN_HAVE_SYSTEMC
     if (engine == "systemc") throw Error("this pipetwin was built without SystemC; use engine='analytic'");
 #endif
-    cpu::ValidationOptions options;
+    ValidationOptions options;
     options.schedules = schedules;
     options.processors = processors;
     options.runs = runs;
     options.training.learning_rate = learning_rate;
     options.training.seed = seed;
-    cpu::ValidationReport report;
+    ValidationReport report;
     {
       py::gil_scoped_release release;
       if (calibration.empty()) {
@@ -133,7 +134,7 @@ void bind_executor(py::module_& m) {
       });
     }
     py::dict out;
-    out["rows"] = to_python(cpu::validation_rows_json(report));
+    out["rows"] = to_python(validation_rows_json(report));
     out["mean_abs_step_error"] = report.mean_abs_step_error;
     out["max_abs_step_error"] = report.max_abs_step_error;
     out["kendall_tau"] = report.kendall_tau;

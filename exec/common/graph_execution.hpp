@@ -20,7 +20,7 @@
 //           backward_weight(lane, l, params, stash, out_grad*) -> Params
 //           assemble(lane, slices, n) -> Gradient (the slices placed at their columns)
 //           accumulate(lane, sum, g); sgd(lane, w, g, velocity*, lr, momentum) -> Params
-//   memory  upload(const Vector&, p) / zeros(count, p) -> Params; download(Params) -> Vector;
+//   memory  upload(const HostWeights&, p) / zeros(count, p) -> Params; download(Params) -> HostWeights;
 //           copy(lane, x, to) for every type above and for stashes (to: a processor or kHost; a
 //           processor's lane may share what it holds already, a link's lane copies);
 //           clone(lane, params) -> a copy of its own on the lane's processor;
@@ -39,7 +39,7 @@
 
 #include "graph_flow.hpp"
 #include "memory_tracker.hpp"
-#include "pipetwin/exec/cpu/cpu_executor.hpp"
+#include "pipetwin/exec/training.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/summary.hpp"
@@ -60,14 +60,14 @@ class GraphExecution {
   using Clock = std::chrono::steady_clock;
 
   // `name` is the engine named in the Result ("cpu", "cuda").
-  GraphExecution(Backend& backend, const TaskGraph& graph, const Network& network, const cpu::TrainingOptions& options,
+  GraphExecution(Backend& backend, const TaskGraph& graph, const Network& network, const TrainingOptions& options,
                  std::string name)
       : b_(backend), g_(graph), net_(network), options_(options), name_(std::move(name)),
         flow_(read_graph_flow(graph, static_cast<std::int32_t>(network.size()))),
         start_(Clock::now()), observers_(options.observers, graph.clock_hz),
         memory_(graph, start_, options.record_memory_timeline, observers_) {}
 
-  cpu::TrainingRun run();
+  TrainingRun run();
 
  private:
   // What a task hands to its dependents.
@@ -141,7 +141,7 @@ class GraphExecution {
   Backend& b_;
   const TaskGraph& g_;
   const Network& net_;
-  const cpu::TrainingOptions& options_;
+  const TrainingOptions& options_;
   std::string name_;
   GraphFlow flow_;
   Clock::time_point start_;
@@ -171,7 +171,7 @@ class GraphExecution {
   std::map<std::int32_t, std::vector<Params>> accumulators_;  // per update task
   std::vector<Params> momentum_;                               // per layer (touched by its U only)
   std::vector<double> loss_sum_;
-  std::vector<cpu::LayerTime> layer_times_;
+  std::vector<LayerTime> layer_times_;
   std::vector<std::int32_t> loss_parts_;
 };
 
@@ -658,7 +658,7 @@ void GraphExecution<B>::shared_link_worker(const std::vector<std::int32_t>& task
 }
 
 template <typename B>
-cpu::TrainingRun GraphExecution<B>::run() {
+TrainingRun GraphExecution<B>::run() {
   // The schedule's own memory declaration must fit before anything runs.
   const Result declared = evaluate(g_);
   if (!declared.out_of_memory.empty()) {
@@ -684,8 +684,8 @@ cpu::TrainingRun GraphExecution<B>::run() {
   readers_left_ = flow_.version_readers;
   loss_sum_.assign(static_cast<std::size_t>(g_.minibatches), 0.0);
   loss_parts_.assign(static_cast<std::size_t>(g_.minibatches), 0);
-  cpu::TrainingRun run;
-  run.initial_weights = cpu::initial_weights(net_, options_.seed);
+  TrainingRun run;
+  run.initial_weights = initial_weights(net_, options_.seed);
   for (std::size_t l = 0; l < net_.size(); ++l) {
     const std::int32_t home = home_of_layer(static_cast<std::int32_t>(l));
     store_weights(static_cast<std::int32_t>(l), 0, std::make_shared<const Params>(b_.upload(run.initial_weights[l], home)), -1);

@@ -74,9 +74,7 @@ class CpuBackend {
   static Params clone(Lane&, const Params& x) { return x; }
   static const Tensor& stash_input(const LayerStash& s) { return s.input; }
   template <typename T>
-  static std::int64_t bytes(const T& x) { return x.bytes(); }
-  static std::int64_t bytes(const Matrix& m) { return bytes_of(m); }
-  static std::int64_t bytes(const Vector& v) { return bytes_of(v); }
+  static std::int64_t bytes(const T& x) { return bytes_of(x); }
 
  private:
   const LayerOp& op(std::int32_t l) const { return ops_[static_cast<std::size_t>(l)]; }
@@ -86,34 +84,6 @@ class CpuBackend {
 };
 
 }  // namespace
-
-std::vector<Vector> initial_weights(const Network& network, std::uint64_t seed) {
-  std::vector<Vector> weights;
-  const auto ops = make_layer_ops(network.layers);
-  for (std::size_t l = 0; l < ops.size(); ++l) weights.push_back(ops[l].initial_parameters(seed * 1000003u + l));
-  return weights;
-}
-
-void check_run_inputs(const TaskGraph& graph, const Network& network, const BatchSampler& data) {
-  if (graph.model != network.name) {
-    throw Error("the graph was built for " + graph.model + ", not for " + network.name);
-  }
-  if (data.samples_per_microbatch() != graph.samples_per_microbatch) {
-    throw Error("the data sampler deals " + std::to_string(data.samples_per_microbatch()) +
-                " samples per microbatch, the graph has " + std::to_string(graph.samples_per_microbatch));
-  }
-  const std::int64_t features = shape_elements(network.input_shape);
-  if (data.data().samples.rows() != features) {
-    throw Error("dataset " + data.data().name + " has samples of " + shape_to_string(data.data().sample_shape) +
-                ", but " + network.name + " takes " + shape_to_string(network.input_shape));
-  }
-  make_layer_ops(network.layers);  // throws, naming the layer, for what the executors cannot run
-  const Layer& last = network.layers.back();
-  if (last.dense.out_features < data.data().classes) {
-    throw Error(network.name + " has " + std::to_string(last.dense.out_features) + " outputs, but dataset " +
-                data.data().name + " has " + std::to_string(data.data().classes) + " classes");
-  }
-}
 
 TrainingRun run_cpu(const TaskGraph& graph, const Network& network, const BatchSampler& data,
                     const TrainingOptions& options) {

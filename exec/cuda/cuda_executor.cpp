@@ -13,8 +13,8 @@
 #include "../common/graph_execution.hpp"
 #include "cuda_check.hpp"
 #include "lanes.hpp"
-#include "layer_op.hpp"
-#include "pipetwin/exec/cpu/profiler.hpp"
+#include "layer_kernels.hpp"
+#include "pipetwin/exec/profiling.hpp"
 
 namespace pipetwin::cuda {
 namespace {
@@ -32,7 +32,7 @@ class CudaBackend {
   CudaBackend(const TaskGraph& graph, const Network& network, const BatchSampler& data, const CudaOptions& options)
       : data_(data), pool_(LaneSet::caches_needed(graph)),
         lanes_(graph, PlacementOptions{options.placement, options.device, options.partition_sms, options.tf32}, pool_) {
-    for (const auto& op : cpu::make_layer_ops(network.layers)) ops_.emplace_back(op);
+    for (auto& spec : exec::make_layer_specs(network.layers)) ops_.emplace_back(std::move(spec));
   }
 
   const std::string& description() const { return lanes_.description(); }
@@ -42,7 +42,7 @@ class CudaBackend {
   static void finish(Lane& lane) { lane.context->synchronize(); }
 
   void load(Lane& lane, std::int32_t minibatch, std::int32_t microbatch, Activation* samples, Labels* labels) const {
-    cpu::Matrix x;
+    Eigen::MatrixXf x;
     std::vector<std::int32_t> host_labels;
     data_.fill(minibatch, microbatch, x, host_labels);
     const cudaStream_t stream = lane.context->impl().stream;
@@ -63,14 +63,17 @@ class CudaBackend {
 
   Activation forward(Lane& lane, std::int32_t l, const Params& w, const Activation& in, LayerStash& stash,
                      const Labels* labels, double loss_scale, double* loss) const {
-    return op(l).forward(lane, w, in, stash, labels, loss_scale, loss);
+    CudaLayerKernels kernels{lane};
+    return op(l).forward(kernels, w, in, stash, labels, loss_scale, loss);
   }
   Gradient backward_input(Lane& lane, std::int32_t l, const Params& w, const LayerStash& stash, const Gradient* out,
                           std::int64_t begin, std::int64_t end) const {
-    return op(l).backward_input(lane, w, stash, out, begin, end);
+    CudaLayerKernels kernels{lane};
+    return op(l).backward_input(kernels, w, stash, out, begin, end);
   }
   Params backward_weight(Lane& lane, std::int32_t l, const Params& w, const LayerStash& stash, const Gradient* out) const {
-    return op(l).backward_weight(lane, w, stash, out);
+    CudaLayerKernels kernels{lane};
+    return op(l).backward_weight(kernels, w, stash, out);
   }
   static Gradient assemble(Lane& lane, const std::vector<const Gradient*>& slices, std::int64_t n) {
     if (slices.size() == 1 && slices.front()->first_sample == 0 && slices.front()->main.cols == n) return *slices.front();
@@ -93,15 +96,15 @@ class CudaBackend {
   }
 
   // Initial weights and momentum, from the main thread before the lanes' threads start.
-  Params upload(const cpu::Vector& host, std::int32_t p) {
+  Params upload(const HostWeights& host, std::int32_t p) {
     Lane& home = lanes_.processor(p);
     Params t = home.tensor(host.size(), 1);
     check_cuda(cudaMemcpy(t.data(), host.data(), static_cast<std::size_t>(host.size()) * 4, cudaMemcpyHostToDevice), "weights upload");
     return t;
   }
-  Params zeros(std::int64_t count, std::int32_t p) { return upload(cpu::Vector::Zero(count), p); }
-  static cpu::Vector download(const Params& p) {
-    cpu::Vector host(p.size());
+  Params zeros(std::int64_t count, std::int32_t p) { return upload(HostWeights::Zero(count), p); }
+  static HostWeights download(const Params& p) {
+    HostWeights host(p.size());
     check_cuda(cudaMemcpy(host.data(), p.data(), static_cast<std::size_t>(p.bytes()), cudaMemcpyDefault), "weights download");
     return host;
   }
@@ -118,7 +121,10 @@ class CudaBackend {
   }
   LayerStash copy(Lane& lane, const LayerStash& s, std::int32_t to) const {
     LayerStash moved = s;
-    for (Tensor* t : moved.tensors()) *t = copy(lane, *t, to);
+    for (Tensor* t : {&moved.input, &moved.activation, &moved.batch_norm.normalized, &moved.batch_norm.inv_std,
+                      &moved.argmax, &moved.loss_gradient}) {
+      *t = copy(lane, *t, to);
+    }
     return moved;
   }
   // A weight gradient the update sums into: its own buffer.
@@ -129,10 +135,10 @@ class CudaBackend {
   }
   static const Tensor& stash_input(const LayerStash& s) { return s.input; }
   template <typename T>
-  static std::int64_t bytes(const T& x) { return x.bytes(); }
+  static std::int64_t bytes(const T& x) { return bytes_of(x); }
 
  private:
-  const LayerOp& op(std::int32_t l) const { return ops_[static_cast<std::size_t>(l)]; }
+  const LayerComposition& op(std::int32_t l) const { return ops_[static_cast<std::size_t>(l)]; }
   static void place(const Tensor& to, const Tensor& from, cudaStream_t stream) {
     check_cuda(cudaMemcpyAsync(to.data(), from.data(), static_cast<std::size_t>(from.bytes()), cudaMemcpyDefault, stream), "copy");
   }
@@ -145,7 +151,7 @@ class CudaBackend {
   const BatchSampler& data_;
   MemoryPool pool_;  // before the lanes and every tensor: destroyed last
   LaneSet lanes_;
-  std::vector<LayerOp> ops_;
+  std::vector<LayerComposition> ops_;
 };
 
 // Bytes per second of a large device-to-device copy on one stream, and the seconds a one-float
@@ -170,17 +176,17 @@ void measure_copies(const CudaOptions& options, int repeats, double* bytes_per_s
     copy_s.push_back(big);
     small_s.push_back(small);
   }
-  *bytes_per_s = static_cast<double>(floats * 4) / cpu::median_of(std::move(copy_s));
-  *latency_s = cpu::median_of(std::move(small_s));
+  *bytes_per_s = static_cast<double>(floats * 4) / median_of(std::move(copy_s));
+  *latency_s = median_of(std::move(small_s));
 }
 
 }  // namespace
 
 bool executor_built() { return true; }
 
-cpu::TrainingRun run_cuda(const TaskGraph& graph, const Network& network, const BatchSampler& data,
-                          const cpu::TrainingOptions& training, const CudaOptions& options, std::string* placement) {
-  cpu::check_run_inputs(graph, network, data);
+TrainingRun run_cuda(const TaskGraph& graph, const Network& network, const BatchSampler& data,
+                          const TrainingOptions& training, const CudaOptions& options, std::string* placement) {
+  check_run_inputs(graph, network, data);
   CudaBackend backend(graph, network, data, options);
   if (placement != nullptr) *placement = backend.description();
   exec::GraphExecution<CudaBackend> execution(backend, graph, network, training, "cuda");
@@ -190,14 +196,14 @@ cpu::TrainingRun run_cuda(const TaskGraph& graph, const Network& network, const 
 Calibration profile_cuda(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
                          const CudaOptions& options, const std::function<void(const std::string&)>& progress) {
   std::string placement;
-  const cpu::Runner run = [&](const TaskGraph& graph, const Network& network, const BatchSampler& sampler,
-                              const cpu::TrainingOptions& training) {
+  const Runner run = [&](const TaskGraph& graph, const Network& network, const BatchSampler& sampler,
+                              const TrainingOptions& training) {
     return run_cuda(graph, network, sampler, training, options, &placement);
   };
-  Calibration calibration = cpu::profile_layers(config, data, repeats, seed, run, progress);
+  Calibration calibration = profile_layers(config, data, repeats, seed, run, progress);
   if (progress) progress("measuring the GPU's copy bandwidth and latency");
   measure_copies(options, std::max(3, repeats), &calibration.copy_bytes_per_s, &calibration.copy_latency_s);
-  calibration.copy_latency_s += 2 * cpu::measure_handoff_s(repeats);  // producer -> link thread -> consumer
+  calibration.copy_latency_s += 2 * measure_handoff_s(repeats);  // producer -> link thread -> consumer
   calibration.device = "cuda";
   calibration.device_name = placement.empty() ? "CUDA" : placement;
   return calibration;

@@ -11,7 +11,7 @@ Error not_built() {
 
 bool executor_built() { return false; }
 
-cpu::TrainingRun run_cuda(const TaskGraph&, const Network&, const BatchSampler&, const cpu::TrainingOptions&,
+TrainingRun run_cuda(const TaskGraph&, const Network&, const BatchSampler&, const TrainingOptions&,
                           const CudaOptions&, std::string*) {
   throw not_built();
 }

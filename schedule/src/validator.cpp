@@ -165,7 +165,8 @@ void check_data_flow(const TaskGraph& g, std::vector<std::string>& problems) {
       }
     }
     const int data_deps = static_cast<int>(t.deps.size()) - count[Carries::order];
-    if (t.kind == TaskKind::X && (data_deps != 1 || t.deps.front().bytes != t.bytes)) {
+    const auto data_dep = std::find_if(t.deps.begin(), t.deps.end(), [](const Dep& d) { return d.carries != Carries::order; });
+    if (t.kind == TaskKind::X && (data_deps != 1 || data_dep->bytes != t.bytes)) {
       problems.push_back(who() + ": a transfer moves exactly one thing, of its own bytes (it has " +
                          std::to_string(data_deps) + " data dependencies)");
     }

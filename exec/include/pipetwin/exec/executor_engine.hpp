@@ -5,7 +5,7 @@
 #pragma once
 #include <string>
 
-#include "pipetwin/exec/cpu/cpu_executor.hpp"
+#include "pipetwin/exec/training.hpp"
 #include "pipetwin/schedule/engine.hpp"
 
 namespace pipetwin {
@@ -13,29 +13,29 @@ namespace pipetwin {
 class ExecutorEngine final : public Engine {
  public:
   // `device`: the engine's name ("cpu", "cuda"); `runner`: cpu::run_cpu or the CUDA executor.
-  ExecutorEngine(std::string device, cpu::Runner runner, const Network& network, const BatchSampler& data,
-                 cpu::TrainingOptions training)
+  ExecutorEngine(std::string device, Runner runner, const Network& network, const BatchSampler& data,
+                 TrainingOptions training)
       : device_(std::move(device)), runner_(std::move(runner)), network_(network), data_(data),
         training_(std::move(training)) {}
 
   std::string name() const override { return device_; }
   bool measures() const override { return true; }
   Result run(const TaskGraph& graph, const EngineOptions& options) override {
-    cpu::TrainingOptions training = training_;
+    TrainingOptions training = training_;
     training.record_memory_timeline = training.record_memory_timeline || options.record_memory_timeline;
     training.observers.insert(training.observers.end(), options.observers.begin(), options.observers.end());
     last_ = runner_(graph, network_, data_, training);
     return last_.result;
   }
-  const cpu::TrainingRun& last_run() const { return last_; }
+  const TrainingRun& last_run() const { return last_; }
 
  private:
   std::string device_;
-  cpu::Runner runner_;
+  Runner runner_;
   const Network& network_;
   const BatchSampler& data_;
-  cpu::TrainingOptions training_;
-  cpu::TrainingRun last_;
+  TrainingOptions training_;
+  TrainingRun last_;
 };
 
 }  // namespace pipetwin

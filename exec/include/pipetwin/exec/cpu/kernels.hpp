@@ -8,7 +8,14 @@
 
 #include <Eigen/Core>
 
+#include "pipetwin/exec/layers/geometry.hpp"
+
 namespace pipetwin::cpu {
+
+using exec::ConvGeometry;
+using exec::PoolGeometry;
+using exec::PoolKind;
+using exec::ShortcutGeometry;
 
 using Matrix = Eigen::MatrixXf;  // column-major
 using Vector = Eigen::VectorXf;
@@ -24,13 +31,6 @@ Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const Matrix& dy)
 void dense_backward_weight(const Matrix& x, const Matrix& dy, Eigen::Ref<Matrix> dw, Vector* db);
 
 // ---- conv2d: im2col + GEMM, groups = 1, zero padding -------------------------------------------
-struct ConvGeometry {
-  std::int64_t in_channels = 0, height = 0, width = 0;
-  std::int64_t out_channels = 0, kernel = 1, stride = 1, padding = 0;
-  std::int64_t out_height() const { return (height + 2 * padding - kernel) / stride + 1; }
-  std::int64_t out_width() const { return (width + 2 * padding - kernel) / stride + 1; }
-  std::int64_t patch() const { return in_channels * kernel * kernel; }  // columns of im2col
-};
 // W [out_channels x C*k*k] (c, kh, kw order), b [out_channels] (may be empty),
 // x [C*H*W x n] -> z [out_channels*Ho*Wo x n].
 Matrix conv2d_forward(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w,
@@ -57,22 +57,11 @@ void relu_forward(Matrix& x);
 Matrix relu_backward(const Matrix& output, const Matrix& dy);
 
 // ---- pooling (no padding) ---------------------------------------------------------------------
-enum class PoolKind { max, avg, global_avg };
-struct PoolGeometry {
-  PoolKind kind = PoolKind::max;
-  std::int64_t channels = 0, height = 0, width = 0, kernel = 2, stride = 2;
-  std::int64_t out_height() const { return kind == PoolKind::global_avg ? 1 : (height - kernel) / stride + 1; }
-  std::int64_t out_width() const { return kind == PoolKind::global_avg ? 1 : (width - kernel) / stride + 1; }
-};
 // x [C*H*W x n] -> [C*Ho*Wo x n]; max pooling records the winning input row per output element.
 Matrix pool_forward(const PoolGeometry& g, const Matrix& x, std::vector<std::int32_t>* argmax);
 Matrix pool_backward(const PoolGeometry& g, const Matrix& dy, const std::vector<std::int32_t>& argmax);
 
 // ---- residual shortcut, option A (He et al. 2016): subsample by the stride, zero-pad channels --
-struct ShortcutGeometry {
-  std::int64_t in_channels = 0, in_height = 0, in_width = 0;
-  std::int64_t out_channels = 0, out_height = 0, out_width = 0;
-};
 Matrix shortcut_forward(const ShortcutGeometry& g, const Matrix& x);
 Matrix shortcut_backward(const ShortcutGeometry& g, const Matrix& dy);
 

@@ -12,7 +12,7 @@
 #include <functional>
 #include <string>
 
-#include "pipetwin/exec/cpu/cpu_executor.hpp"
+#include "pipetwin/exec/training.hpp"
 #include "pipetwin/models/calibration.hpp"
 #include "pipetwin/schedule/registry.hpp"
 
@@ -31,8 +31,8 @@ bool executor_built();
 // Runs `graph` on the GPU(s); `placement` (when not null) gets a line saying what ran where.
 // Throws pipetwin::Error without a CUDA device, for a placement that does not fit, on memory
 // beyond a processor's capacity or the GPU's, and on divergence.
-cpu::TrainingRun run_cuda(const TaskGraph& graph, const Network& network, const BatchSampler& data,
-                          const cpu::TrainingOptions& training, const CudaOptions& options,
+TrainingRun run_cuda(const TaskGraph& graph, const Network& network, const BatchSampler& data,
+                          const TrainingOptions& training, const CudaOptions& options,
                           std::string* placement = nullptr);
 
 // The calibration of `config`'s network on one processor as `options` places it (one SM

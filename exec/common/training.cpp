@@ -1,0 +1,37 @@
+// Initial weights and the input check every executor shares (see training.hpp).
+#include "pipetwin/exec/training.hpp"
+
+#include "pipetwin/exec/layers/layer_spec.hpp"
+#include "pipetwin/models/error.hpp"
+
+namespace pipetwin {
+
+std::vector<HostWeights> initial_weights(const Network& network, std::uint64_t seed) {
+  std::vector<HostWeights> weights;
+  const auto specs = exec::make_layer_specs(network.layers);
+  for (std::size_t l = 0; l < specs.size(); ++l) weights.push_back(specs[l].initial_parameters(seed * 1000003u + l));
+  return weights;
+}
+
+void check_run_inputs(const TaskGraph& graph, const Network& network, const BatchSampler& data) {
+  if (graph.model != network.name) {
+    throw Error("the graph was built for " + graph.model + ", not for " + network.name);
+  }
+  if (data.samples_per_microbatch() != graph.samples_per_microbatch) {
+    throw Error("the data sampler deals " + std::to_string(data.samples_per_microbatch()) +
+                " samples per microbatch, the graph has " + std::to_string(graph.samples_per_microbatch));
+  }
+  const std::int64_t features = shape_elements(network.input_shape);
+  if (data.data().samples.rows() != features) {
+    throw Error("dataset " + data.data().name + " has samples of " + shape_to_string(data.data().sample_shape) +
+                ", but " + network.name + " takes " + shape_to_string(network.input_shape));
+  }
+  exec::make_layer_specs(network.layers);  // throws, naming the layer, for what the executors cannot run
+  const Layer& last = network.layers.back();
+  if (last.dense.out_features < data.data().classes) {
+    throw Error(network.name + " has " + std::to_string(last.dense.out_features) + " outputs, but dataset " +
+                data.data().name + " has " + std::to_string(data.data().classes) + " classes");
+  }
+}
+
+}  // namespace pipetwin

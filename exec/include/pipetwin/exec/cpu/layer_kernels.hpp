@@ -1,0 +1,91 @@
+// The CPU backend's side of the layer composition (pipetwin/exec/layers/layer_composition.hpp):
+// the Eigen kernels of exec/cpu/kernels/ behind the kernel interface, parameters as one flat
+// vector W | bias | gamma | beta.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "pipetwin/exec/cpu/kernels.hpp"
+
+namespace pipetwin::cpu {
+
+struct CpuLayerKernels {
+  using Tensor = Matrix;
+  using Params = Vector;
+  using Index = std::vector<std::int32_t>;
+  using BatchNormStash = cpu::BatchNormStash;
+  using Labels = std::vector<std::int32_t>;
+
+  static std::int64_t rows(const Matrix& t) { return t.rows(); }
+  static std::int64_t cols(const Matrix& t) { return t.cols(); }
+  static bool empty(const Matrix& t) { return t.size() == 0; }
+  static Matrix columns(const Matrix& t, std::int64_t begin, std::int64_t count) { return t.middleCols(begin, count); }
+
+  // A part of the flat parameters (empty when `at` is -1).
+  static Eigen::Map<const Vector> part(const Vector& p, std::int64_t at, std::int64_t n) {
+    return at < 0 ? Eigen::Map<const Vector>(nullptr, 0) : Eigen::Map<const Vector>(p.data() + at, n);
+  }
+  static Eigen::Map<const Matrix> weights(const Vector& p, std::int64_t rows, std::int64_t cols) {
+    return Eigen::Map<const Matrix>(p.data(), rows, cols);
+  }
+
+  Matrix dense(const Vector& p, std::int64_t rows, std::int64_t cols, std::int64_t bias_at, const Matrix& x) {
+    return dense_forward(weights(p, rows, cols), part(p, bias_at, rows), x);
+  }
+  Matrix conv2d(const ConvGeometry& g, const Vector& p, std::int64_t bias_at, const Matrix& x) {
+    return conv2d_forward(g, weights(p, g.out_channels, g.patch()), part(p, bias_at, g.out_channels), x);
+  }
+  Matrix batch_norm(std::int64_t channels, std::int64_t, const Vector& p, std::int64_t gamma_at, std::int64_t beta_at,
+                    const Matrix& z, BatchNormStash& stash) {
+    return batch_norm_forward(channels, part(p, gamma_at, channels), part(p, beta_at, channels), z, stash);
+  }
+  void add_shortcut(const ShortcutGeometry& g, const Matrix& x, Matrix& z) { z += shortcut_forward(g, x); }
+  void relu(Matrix& z) { relu_forward(z); }
+  Matrix pool(const PoolGeometry& g, const Matrix& z, Index* argmax) { return pool_forward(g, z, argmax); }
+  double softmax_cross_entropy(const Matrix& z, const Labels* labels, double loss_scale, Matrix* dlogits) {
+    return cpu::softmax_cross_entropy(z, *labels, loss_scale, dlogits);
+  }
+  Matrix zeros(std::int64_t rows, std::int64_t n) { return Matrix::Zero(rows, n); }
+
+  Matrix pool_backward(const PoolGeometry& g, const Matrix& dy, const Index& argmax) {
+    return cpu::pool_backward(g, dy, argmax);
+  }
+  Matrix relu_backward(const Matrix& out, const Matrix& dy) { return cpu::relu_backward(out, dy); }
+  Matrix shortcut_backward(const ShortcutGeometry& g, const Matrix& dy) { return cpu::shortcut_backward(g, dy); }
+  Matrix batch_norm_backward(std::int64_t channels, std::int64_t, const Vector& p, std::int64_t gamma_at,
+                             const BatchNormStash& stash, const Matrix& dy, Vector* grad, std::int64_t dgamma_at,
+                             std::int64_t dbeta_at) {
+    Vector dgamma, dbeta;
+    Matrix dz = cpu::batch_norm_backward(channels, part(p, gamma_at, channels), stash, dy, grad ? &dgamma : nullptr,
+                                         grad ? &dbeta : nullptr);
+    if (grad != nullptr) {
+      grad->segment(dgamma_at, channels) = dgamma;
+      grad->segment(dbeta_at, channels) = dbeta;
+    }
+    return dz;
+  }
+  Matrix dense_backward_input(const Vector& p, std::int64_t rows, std::int64_t cols, const Matrix& dz) {
+    return cpu::dense_backward_input(weights(p, rows, cols), dz);
+  }
+  Matrix conv2d_backward_input(const ConvGeometry& g, const Vector& p, const Matrix& dz) {
+    return cpu::conv2d_backward_input(g, weights(p, g.out_channels, g.patch()), dz);
+  }
+  void add(Matrix& x, const Matrix& y) { x += y; }
+  Vector param_buffer(std::int64_t count) { return Vector::Zero(count); }
+  void dense_backward_weight(const Matrix& x, const Matrix& dz, std::int64_t rows, std::int64_t cols,
+                             std::int64_t bias_at, Vector& grad) {
+    Eigen::Map<Matrix> dw(grad.data(), rows, cols);
+    Vector db;
+    cpu::dense_backward_weight(x, dz, dw, bias_at >= 0 ? &db : nullptr);
+    if (bias_at >= 0) grad.segment(bias_at, rows) = db;
+  }
+  void conv2d_backward_weight(const ConvGeometry& g, const Matrix& x, const Matrix& dz, std::int64_t bias_at,
+                              Vector& grad) {
+    Eigen::Map<Matrix> dw(grad.data(), g.out_channels, g.patch());
+    Vector db;
+    cpu::conv2d_backward_weight(g, x, dz, dw, bias_at >= 0 ? &db : nullptr);
+    if (bias_at >= 0) grad.segment(bias_at, g.out_channels) = db;
+  }
+};
+
+}  // namespace pipetwin::cpu

@@ -1,0 +1,161 @@
+// A layer's forward and backward, composed once from a backend's kernels: conv2d (+ bias, batch
+// norm, residual add, ReLU, pooling) and dense (+ bias, ReLU or softmax cross-entropy). The
+// backward is split as the task kinds split it: the activation gradient (BA, for a slice of the
+// samples, so that LayerPipe's BA parts each do their share) and the weight gradient (BW); a
+// fused B is BA over all samples plus BW. Each step of the forward has its backward beside it in
+// the reverse order below.
+//
+// The kernel interface K (pipetwin/exec/cpu/layer_kernels.hpp, exec/cuda/layer_kernels.hpp):
+//   types    Tensor [features x n] (a value or a handle; results are always new tensors, so
+//            tensors a task received are never written), Params (a layer's flat parameters,
+//            W | bias | gamma | beta), Index (max-pooling winners), BatchNormStash, Labels
+//   shapes   rows(t), cols(t), empty(t), columns(t, begin, count)
+//   forward  dense(p, rows, cols, bias_at, x), conv2d(g, p, bias_at, x),
+//            batch_norm(channels, positions, p, gamma_at, beta_at, z, stash&) -> y,
+//            add_shortcut(g, x, z&) (z += S(x)), relu(z&), pool(g, z, argmax*),
+//            softmax_cross_entropy(z, labels*, loss_scale, dlogits*) -> summed loss, zeros(rows, n)
+//   backward pool_backward(g, dy, argmax), relu_backward(out, dy), shortcut_backward(g, dy),
+//            batch_norm_backward(channels, positions, p, gamma_at, stash, dy, grad*, gamma_at, beta_at)
+//            (dgamma, dbeta into grad when it is not null), dense_backward_input(p, rows, cols, dz),
+//            conv2d_backward_input(g, p, dz), add(x&, y) (x += y), param_buffer(count) (room for a
+//            parameter gradient; every part of it gets written),
+//            dense_backward_weight(x, dz, rows, cols, bias_at, grad&),
+//            conv2d_backward_weight(g, x, dz, bias_at, grad&) (dW and db into grad)
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "pipetwin/exec/layers/layer_spec.hpp"
+#include "pipetwin/models/error.hpp"
+
+namespace pipetwin::exec {
+
+// What a layer sends on: its output, and the block input when the next layer adds a residual.
+template <typename Tensor>
+struct ActivationOf {
+  Tensor main;      // [out_features x n]
+  Tensor shortcut;  // [block input features x n], or empty
+};
+
+// What a layer's BA sends back: the gradient at its input (the previous layer's output), and at
+// the block input when it adds a residual; columns [first_sample, first_sample + cols) of the
+// microbatch.
+template <typename Tensor>
+struct GradientOf {
+  Tensor main;
+  Tensor shortcut;
+  std::int64_t first_sample = 0;
+};
+
+// Kept from a layer's forward for its backward.
+template <typename K>
+struct LayerStashOf {
+  typename K::Tensor input;               // x [in_features x n]
+  typename K::Tensor activation;          // after ReLU, before pooling [conv/dense out x n]
+  typename K::BatchNormStash batch_norm;  // xhat and 1 / std per channel
+  typename K::Index argmax;               // max pooling
+  typename K::Tensor loss_gradient;       // loss layer: d loss / d logits [classes x n]
+};
+
+template <typename K>
+class LayerComposition {
+ public:
+  using Tensor = typename K::Tensor;
+  using Params = typename K::Params;
+  using Activation = ActivationOf<Tensor>;
+  using Gradient = GradientOf<Tensor>;
+  using LayerStash = LayerStashOf<K>;
+
+  explicit LayerComposition(LayerSpec spec) : s_(std::move(spec)) {}
+  const LayerSpec& spec() const { return s_; }
+
+  // The loss layer also takes the labels, adds the summed loss to *loss and stashes the gradient
+  // of (loss / loss_scale).
+  Activation forward(K& k, const Params& p, const Activation& in, LayerStash& stash, const typename K::Labels* labels,
+                     double loss_scale, double* loss) const {
+    const ParamLayout& at = s_.parameter_layout();
+    stash.input = in.main;
+    Activation out;
+    if (s_.feeds_residual()) out.shortcut = in.main;
+    if (!s_.is_conv()) {
+      Tensor z = k.dense(p, s_.weight_rows(), s_.weight_cols(), at.bias, in.main);
+      if (s_.is_loss()) {
+        if (labels == nullptr) throw Error("internal: loss layer without labels");
+        *loss += k.softmax_cross_entropy(z, labels, loss_scale, &stash.loss_gradient);
+        out.main = k.zeros(1, K::cols(z));  // what it sends on: nothing but the loss
+        return out;
+      }
+      if (s_.has_relu()) k.relu(z);
+      stash.activation = z;
+      out.main = z;
+      return out;
+    }
+    Tensor z = k.conv2d(s_.conv_geometry(), p, at.bias, in.main);
+    if (s_.has_batch_norm()) z = k.batch_norm(s_.channels(), s_.positions(), p, at.gamma, at.beta, z, stash.batch_norm);
+    if (s_.adds_residual()) {
+      if (K::rows(in.shortcut) != s_.block_input_features()) {
+        throw Error("internal: residual layer '" + s_.layer().name + "' without its block input");
+      }
+      k.add_shortcut(s_.shortcut_geometry(), in.shortcut, z);
+    }
+    if (s_.has_relu()) k.relu(z);
+    stash.activation = z;
+    out.main = s_.is_pooled() ? k.pool(s_.pool_geometry(), z, &stash.argmax) : z;
+    return out;
+  }
+
+  // Gradient at the input for samples [begin, end); `out` is the gradient at the output
+  // (assembled over all samples), null for the loss layer.
+  Gradient backward_input(K& k, const Params& p, const LayerStash& stash, const Gradient* out, std::int64_t begin,
+                          std::int64_t end) const {
+    Tensor shortcut_grad;
+    const Tensor dz = output_to_linear(k, p, stash, out, &shortcut_grad, nullptr);
+    const Tensor slice = K::columns(dz, begin, end - begin);
+    Gradient in;
+    in.first_sample = begin;
+    in.main = s_.is_conv() ? k.conv2d_backward_input(s_.conv_geometry(), p, slice)
+                           : k.dense_backward_input(p, s_.weight_rows(), s_.weight_cols(), slice);
+    // This layer's input is a block input: add the gradient the next layer's residual sent back.
+    if (s_.feeds_residual() && out != nullptr && !K::empty(out->shortcut)) {
+      k.add(in.main, K::columns(out->shortcut, begin, end - begin));
+    }
+    if (!K::empty(shortcut_grad)) in.shortcut = K::columns(shortcut_grad, begin, end - begin);
+    return in;
+  }
+
+  // Gradient of every parameter, laid out as the parameters are.
+  Params backward_weight(K& k, const Params& p, const LayerStash& stash, const Gradient* out) const {
+    const ParamLayout& at = s_.parameter_layout();
+    Params grad = k.param_buffer(s_.parameter_count());
+    const Tensor dz = output_to_linear(k, p, stash, out, nullptr, &grad);
+    if (s_.is_conv()) {
+      k.conv2d_backward_weight(s_.conv_geometry(), stash.input, dz, at.bias, grad);
+    } else {
+      k.dense_backward_weight(stash.input, dz, s_.weight_rows(), s_.weight_cols(), at.bias, grad);
+    }
+    return grad;
+  }
+
+ private:
+  // From the gradient at the output back to the conv / dense output (before bias add and batch
+  // norm): pooling, ReLU, the residual's shortcut (its gradient into *shortcut_grad), batch norm
+  // (dgamma and dbeta into *grad).
+  Tensor output_to_linear(K& k, const Params& p, const LayerStash& stash, const Gradient* out, Tensor* shortcut_grad,
+                          Params* grad) const {
+    if (s_.is_loss()) return stash.loss_gradient;
+    if (out == nullptr) throw Error("internal: layer '" + s_.layer().name + "' backward without its output gradient");
+    Tensor dy = out->main;  // at the layer's output
+    if (s_.is_pooled()) dy = k.pool_backward(s_.pool_geometry(), dy, stash.argmax);
+    if (s_.has_relu()) dy = k.relu_backward(stash.activation, dy);
+    if (s_.adds_residual() && shortcut_grad != nullptr) *shortcut_grad = k.shortcut_backward(s_.shortcut_geometry(), dy);
+    if (s_.has_batch_norm()) {
+      const ParamLayout& at = s_.parameter_layout();
+      dy = k.batch_norm_backward(s_.channels(), s_.positions(), p, at.gamma, stash.batch_norm, dy, grad, at.gamma, at.beta);
+    }
+    return dy;
+  }
+
+  LayerSpec s_;
+};
+
+}  // namespace pipetwin::exec

@@ -1,0 +1,62 @@
+// What every executor (the CPU one, the CUDA one) takes and gives back: training options, the
+// measured run (Result, losses, weights), the initial weights every executor and reference
+// starts from, and the check that a graph, a network and data go together. Weights on the host
+// are flat float vectors per layer (W | bias | gamma | beta).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "pipetwin/exec/dataset.hpp"
+#include "pipetwin/models/network.hpp"
+#include "pipetwin/schedule/engine.hpp"
+#include "pipetwin/schedule/result.hpp"
+#include "pipetwin/schedule/task_graph.hpp"
+
+namespace pipetwin {
+
+using HostWeights = Eigen::VectorXf;  // one layer's parameters on the host
+
+struct TrainingOptions {
+  double learning_rate = 0.05;
+  double momentum = 0.0;              // SGD momentum; 0 = plain SGD
+  std::uint64_t seed = 1;             // initial weights
+  bool record_memory_timeline = false;
+  bool record_layer_times = false;    // time every layer's part of every task (for calibration)
+  // Called from worker threads after each minibatch's loss is complete (minibatches done so far).
+  std::function<void(std::int32_t)> on_minibatch;
+  // Told every task's start and end and every allocation and free, as they happen.
+  std::vector<EngineObserver*> observers;
+};
+
+// One layer's part of one task: F, BA or BW work of that layer, or its share of an update.
+struct LayerTime {
+  std::int32_t task = 0;
+  std::int32_t layer = 0;
+  TaskKind kind = TaskKind::F;
+  double seconds = 0;
+};
+
+struct TrainingRun {
+  Result result;                          // measured: task times, utilization, memory, links
+  std::vector<double> minibatch_loss;     // mean loss over each minibatch's samples
+  std::vector<HostWeights> final_weights;    // per layer: the newest version
+  std::vector<HostWeights> initial_weights;  // per layer: version 0
+  std::vector<LayerTime> layer_times;     // when recorded
+};
+
+// Initial parameters of every layer, from `seed` (the same as every executor's version 0).
+std::vector<HostWeights> initial_weights(const Network& network, std::uint64_t seed);
+
+// Throws pipetwin::Error when `graph`, `network` and `data` do not go together (another model,
+// another microbatch size, samples or classes that do not fit) or when a layer is one the
+// executors cannot run. Every executor checks this first.
+void check_run_inputs(const TaskGraph& graph, const Network& network, const BatchSampler& data);
+
+// An executor as profiling, validation and ExecutorEngine take it: run_cpu, or the CUDA executor
+// bound to its placement.
+using Runner = std::function<TrainingRun(const TaskGraph&, const Network&, const BatchSampler&, const TrainingOptions&)>;
+
+}  // namespace pipetwin
