@@ -135,7 +135,7 @@ void run(const TimingOptions& options) {
   std::cout << fmt::format("{} · {} · {} · {} microbatches x {} samples · {} minibatches · {}\n",
                            first.model, first.schedule, first.hardware, first.microbatches,
                            first.samples_per_microbatch, first.minibatches,
-                           options.engine == "analytic" ? "analytic evaluator (no contention)"
+                           options.engine == "analytic" ? "analytic evaluator (no bandwidth sharing)"
                                                         : "SystemC simulator");
   Table table({"P", "total_cycles", "total_s", "iteration_cycles", "iteration_s", "speedup",
                "mean_util", "bubble", "peak_memory", "link_bytes"});
@@ -201,8 +201,8 @@ void add_timing_command(CLI::App& app, const std::string& name, const std::strin
 
 void add_timing_commands(CLI::App& app) {
   add_timing_command(app, "evaluate", "analytic",
-                     "time a schedule with the analytic evaluator (dependencies and processor order, "
-                     "contention-free transfers): cycles, iteration period, utilization, bubbles, memory");
+                     "time a schedule with the analytic evaluator (dependencies, processor and in-order link "
+                     "orders, no bandwidth sharing): cycles, iteration period, utilization, bubbles, memory");
   add_timing_command(app, "simulate", "systemc",
                      "time a schedule with the SystemC simulator (link contention included); same "
                      "options and keys as evaluate");

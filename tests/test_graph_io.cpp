@@ -56,3 +56,37 @@ TEST_CASE("DOT export has a cluster per processor and every dependency edge") {
   for (const auto& task : graph.tasks) deps += task.deps.size();
   CHECK(edges == deps);
 }
+
+TEST_CASE("typed dependencies and link policies in JSON: kept, and bad ones named") {
+  GraphConfig config = test::graph_config("lenet5", "1f1b", "h100", 2, 2, 1);
+  config.params = {"hardware.link_policy=shared"};
+  const TaskGraph graph = make_graph(config);
+  REQUIRE(!graph.links.empty());
+  CHECK(graph.links.front().policy == LinkPolicy::shared);
+  const std::string text = graph_to_json(graph);
+  const TaskGraph back = graph_from_json(text, "g.json");
+  for (std::size_t i = 0; i < graph.tasks.size(); ++i) {
+    const auto& a = graph.tasks[i].deps;
+    const auto& b = back.tasks[i].deps;
+    REQUIRE(a.size() == b.size());
+    for (std::size_t d = 0; d < a.size(); ++d) {
+      CHECK(a[d].task == b[d].task);
+      CHECK(a[d].carries == b[d].carries);
+      CHECK(a[d].bytes == b[d].bytes);
+    }
+  }
+  CHECK(back.links.front().policy == LinkPolicy::shared);
+  auto broken = [&](const std::string& from, const std::string& to) {
+    std::string edited = text;
+    const auto at = edited.find(from);
+    REQUIRE(at != std::string::npos);
+    edited.replace(at, from.size(), to);
+    return edited;
+  };
+  CHECK_THROWS_WITH_AS(graph_from_json(broken("\"carries\":[\"stash\"]", "\"carries\":[\"stashed\"]"), "g.json"),
+                       doctest::Contains("unknown dependency kind 'stashed'"), Error);
+  CHECK_THROWS_WITH_AS(graph_from_json(broken("\"carries\":[\"stash\"]", "\"carries\":[]"), "g.json"),
+                       doctest::Contains("one entry per dependency"), Error);
+  CHECK_THROWS_WITH_AS(graph_from_json(broken("\"policy\":\"shared\"", "\"policy\":\"fifo\""), "g.json"),
+                       doctest::Contains("unknown link policy 'fifo'"), Error);
+}

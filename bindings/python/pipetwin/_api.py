@@ -37,7 +37,7 @@ def simulate(graph=None, *, engine=None, memory_timeline=False, **config):
 
 
 def evaluate(graph=None, *, memory_timeline=False, **config):
-    """The analytic evaluator's Result (no contention): same arguments as simulate()."""
+    """The analytic evaluator's Result (no bandwidth sharing): same arguments as simulate()."""
     return _core.run_engine(_graph(graph, config), "analytic", memory_timeline)
 
 
