@@ -161,6 +161,33 @@ TEST_CASE("recompute=full: the weights of the run without it, less activation me
   CHECK(gpipe_rc.run.result.peak_memory_bytes[0] < gpipe.run.result.peak_memory_bytes[0]);
 }
 
+TEST_CASE("shared links: transfers run as soon as they are ready, several at once, with the same numerics") {
+  const int steps = 4;
+  for (const Case& c : {kMlp, kLenet}) {
+    const Dataset data = data_for(c);
+    struct Run { std::string schedule; int P; int M; std::vector<std::string> params; };
+    for (const Run& r : std::vector<Run>{{"gpipe", 3, 4, {}}, {"1f1b", 3, 4, {"offload=true"}}, {"pipedream", 3, 2, {}},
+                                          {"layerpipe", 3, 2, {}}, {"pipefb", 4, 1, {}}}) {
+      CAPTURE(c.model);
+      CAPTURE(r.schedule);
+      std::vector<std::string> shared = r.params;
+      shared.push_back("hardware.link_policy=shared");
+      shared.push_back("hardware.host_link_policy=shared");
+      const Trained in_order = train(config_for(c, r.schedule, r.P, r.M, steps, r.params), data);
+      const Trained concurrent = train(config_for(c, r.schedule, r.P, r.M, steps, shared), data);
+      for (const auto& link : concurrent.graph.links) CHECK(link.policy == LinkPolicy::shared);
+      CHECK(test::max_relative_difference(concurrent.run.final_weights, in_order.run.final_weights) == 0.0);
+      // Every transfer still starts after its dependencies have ended.
+      for (const auto& t : concurrent.graph.tasks) {
+        for (const auto& d : t.deps) {
+          CHECK(concurrent.run.result.tasks[static_cast<std::size_t>(d.task)].end_cycles <=
+                concurrent.run.result.tasks[static_cast<std::size_t>(t.id)].start_cycles);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("recompute: clear errors for what it does not do") {
   CHECK_THROWS_WITH_AS(make_graph(config_for(kMlp, "1f1b", 2, 2, 1, {"recompute=selective"})),
                        doctest::Contains("recompute=selective is not implemented yet"), Error);
