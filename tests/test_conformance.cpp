@@ -12,7 +12,9 @@
 //     schedules, 1e-5 relative) or a delayed-SGD replay of the declared versions (asynchronous,
 //     bit for bit on the CPU; 1e-4 on a GPU);
 //   - the tasks that declare an allocation on a processor allocate there in the executors too,
-//     in the same order, and every reload allocates at its destination.
+//     in the same order, and every reload allocates at its destination;
+//   - a prediction's memory, rebuilt by a MemoryObserver from the events the engine reported,
+//     equals its Result's (peaks, host peak, out-of-memory events).
 // Not checked (not modelled yet): that the executors' allocations have the declared sizes, and
 // that frees happen at the declared tasks (the executors free a stash after its last reader).
 #include <doctest/doctest.h>
@@ -24,6 +26,7 @@
 #include "pipetwin/exec/executor_engine.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/engine.hpp"
+#include "pipetwin/schedule/memory_observer.hpp"
 #include "pipetwin/schedule/validator.hpp"
 #include "pipetwin/sim/engines.hpp"
 #include "schedule_test_helpers.hpp"
@@ -118,13 +121,22 @@ void check_allocations(const TaskGraph& g, const EventLog& log, const std::strin
 struct Ran {
   Result result;
   std::unique_ptr<EventLog> log;
+  std::unique_ptr<MemoryObserver> memory;
 };
 
 Ran run_with_log(Engine& engine, const TaskGraph& graph) {
-  Ran ran{{}, std::make_unique<EventLog>(graph)};
+  Ran ran{{}, std::make_unique<EventLog>(graph), std::make_unique<MemoryObserver>(graph)};
   EngineOptions options;
-  options.observers = {ran.log.get()};
+  options.observers = {ran.log.get(), ran.memory.get()};
   ran.result = engine.run(graph, options);
+  if (!engine.measures()) {
+    // A prediction's memory, rebuilt by an observer from the events the engine told it, is the
+    // Result's.
+    const MemoryReport rebuilt = ran.memory->report(false);
+    CHECK(rebuilt.peak_bytes == ran.result.peak_memory_bytes);
+    CHECK(rebuilt.host_peak_bytes == ran.result.host_peak_memory_bytes);
+    CHECK(rebuilt.out_of_memory.size() == ran.result.out_of_memory.size());
+  }
   return ran;
 }
 

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "pipetwin/schedule/evaluator.hpp"
+#include "pipetwin/schedule/memory_observer.hpp"
 #include "pipetwin/schedule/summary.hpp"
 #include "pipetwin/schedule/validator.hpp"
 
@@ -22,7 +23,7 @@ void replay_to_observers(const TaskGraph& g, const std::vector<TaskTiming>& time
   // Sorted by (time, group, rank, step): at one time, ends and frees of tasks that took time come
   // first (group 0); then, in a topological order of the graph (rank), each task's start and
   // allocation, and for a task that took no time its end and free right after (group 1).
-  enum What { end, free_bytes, host_free, start, alloc_bytes, host_alloc };
+  enum What { start, end, alloc_bytes, free_bytes };
   struct Event {
     std::int64_t time;
     int group;
@@ -30,41 +31,45 @@ void replay_to_observers(const TaskGraph& g, const std::vector<TaskTiming>& time
     int step;
     std::int32_t task;
     What what;
+    std::int32_t where;
+    std::int64_t bytes;
   };
   std::vector<std::int32_t> rank(g.tasks.size(), 0);
   const auto order = execution_order(g);
   for (std::size_t i = 0; i < order.size(); ++i) rank[static_cast<std::size_t>(order[i])] = static_cast<std::int32_t>(i);
+  auto instant = [&](std::int32_t task) {
+    const TaskTiming& at = times[static_cast<std::size_t>(task)];
+    return at.end_cycles == at.start_cycles;
+  };
   std::vector<Event> events;
   for (const auto& t : g.tasks) {
     const TaskTiming& at = times[static_cast<std::size_t>(t.id)];
     const std::int32_t r = rank[static_cast<std::size_t>(t.id)];
-    const bool instant = at.end_cycles == at.start_cycles;
-    const int end_group = instant ? 1 : 0, end_step = instant ? 3 : 0;
-    events.push_back({at.start_cycles, 1, r, 0, t.id, start});
-    events.push_back({at.end_cycles, end_group, r, end_step, t.id, end});
-    if (memory_owner(g, t) >= 0) {
-      if (t.alloc_bytes > 0) events.push_back({at.start_cycles, 1, r, 1, t.id, alloc_bytes});
-      if (t.free_bytes > 0) events.push_back({at.end_cycles, end_group, r, end_step + 1, t.id, free_bytes});
+    events.push_back({at.start_cycles, 1, r, 0, t.id, start, -1, 0});
+    events.push_back({at.end_cycles, instant(t.id) ? 1 : 0, r, instant(t.id) ? 3 : 0, t.id, end, -1, 0});
+  }
+  for (const auto& e : declared_memory_effects(g, times)) {
+    const std::int32_t r = rank[static_cast<std::size_t>(e.task)];
+    if (e.allocates) {
+      events.push_back({e.time_cycles, 1, r, 1, e.task, alloc_bytes, e.where, e.bytes});
+    } else {
+      events.push_back({e.time_cycles, instant(e.task) ? 1 : 0, r, instant(e.task) ? 4 : 1, e.task, free_bytes, e.where, e.bytes});
     }
-    if (t.kind == TaskKind::OFF) events.push_back({at.start_cycles, 1, r, 2, t.id, host_alloc});
-    if (t.kind == TaskKind::ON) events.push_back({at.end_cycles, end_group, r, end_step + 2, t.id, host_free});
   }
   std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
     return std::tie(a.time, a.group, a.rank, a.step) < std::tie(b.time, b.group, b.rank, b.step);
   });
-  for (std::size_t p = 0; p < g.processors.size(); ++p) {
-    for (auto* o : observers) o->allocated(static_cast<std::int32_t>(p), g.processors[p].static_bytes, -1, 0);
+  for (auto* o : observers) {  // the initial state: static bytes, empty host memory
+    for (std::size_t p = 0; p < g.processors.size(); ++p) o->allocated(static_cast<std::int32_t>(p), g.processors[p].static_bytes, -1, 0);
+    o->allocated(kHost, 0, -1, 0);
   }
   for (const auto& e : events) {
-    const Task& t = g.tasks[static_cast<std::size_t>(e.task)];
     for (auto* o : observers) {
       switch (e.what) {
         case start: o->task_started(e.task, e.time); break;
         case end: o->task_ended(e.task, e.time); break;
-        case alloc_bytes: o->allocated(memory_owner(g, t), t.alloc_bytes, e.task, e.time); break;
-        case free_bytes: o->freed(memory_owner(g, t), t.free_bytes, e.task, e.time); break;
-        case host_alloc: o->allocated(kHost, t.bytes, e.task, e.time); break;
-        case host_free: o->freed(kHost, t.bytes, e.task, e.time); break;
+        case alloc_bytes: o->allocated(e.where, e.bytes, e.task, e.time); break;
+        case free_bytes: o->freed(e.where, e.bytes, e.task, e.time); break;
       }
     }
   }

@@ -1,6 +1,8 @@
 // The engine-independent part of a Result: everything derived from task times.
 #include "pipetwin/schedule/summary.hpp"
 
+#include "pipetwin/schedule/memory_observer.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
@@ -57,73 +59,21 @@ double steady_state_iteration_cycles(const TaskGraph& g, const std::vector<TaskT
   return spacing(ends, from, to) * g.microbatches;
 }
 
-namespace {
-
-struct MemoryEvent {
-  std::int64_t time;
-  std::int64_t delta;
-  std::int32_t task;
-};
-
-// Replays one memory's events in time order (frees first at equal times, then by task id);
-// returns the peak, records the first crossing of `capacity` and, when asked, the timeline.
-std::int64_t replay(std::vector<MemoryEvent>& events, std::int64_t initial, std::int64_t capacity,
-                    std::int32_t owner, std::vector<OutOfMemory>& out_of_memory,
-                    std::vector<MemoryPoint>* timeline) {
-  std::sort(events.begin(), events.end(), [](const MemoryEvent& a, const MemoryEvent& b) {
-    if (a.time != b.time) return a.time < b.time;
-    if ((a.delta < 0) != (b.delta < 0)) return a.delta < 0;
-    return a.task < b.task;
-  });
-  std::int64_t live = initial, peak = live;
-  bool crossed = live > capacity;
-  if (crossed) out_of_memory.push_back({owner, -1, 0, live, capacity});
-  if (timeline != nullptr) timeline->push_back({0, live});
-  for (const auto& event : events) {
-    live += event.delta;
-    peak = std::max(peak, live);
-    if (!crossed && live > capacity) {
-      crossed = true;
-      out_of_memory.push_back({owner, event.task, event.time, live, capacity});
-    }
-    if (timeline != nullptr) {
-      if (timeline->back().time_cycles == event.time) {
-        timeline->back().bytes = live;
-      } else {
-        timeline->push_back({event.time, live});
-      }
-    }
-  }
-  return peak;
-}
-
-}  // namespace
-
 MemoryReport track_memory(const TaskGraph& g, const std::vector<TaskTiming>& times,
                           bool record_timeline) {
-  std::vector<std::vector<MemoryEvent>> events(g.processors.size());
-  std::vector<MemoryEvent> host_events;
-  for (const auto& t : g.tasks) {
-    const std::int32_t owner = memory_owner(g, t);
-    if (owner >= 0) {
-      if (t.alloc_bytes) events[owner].push_back({times[t.id].start_cycles, t.alloc_bytes, t.id});
-      if (t.free_bytes) events[owner].push_back({times[t.id].end_cycles, -t.free_bytes, t.id});
-    }
-    if (t.kind == TaskKind::OFF) host_events.push_back({times[t.id].start_cycles, t.bytes, t.id});
-    if (t.kind == TaskKind::ON) host_events.push_back({times[t.id].end_cycles, -t.bytes, t.id});
-  }
-  MemoryReport report;
-  if (record_timeline) report.timeline.resize(g.processors.size());
+  MemoryObserver memory(g);
   for (std::size_t p = 0; p < g.processors.size(); ++p) {
-    report.peak_bytes.push_back(replay(events[p], g.processors[p].static_bytes,
-                                       g.processors[p].memory_capacity_bytes,
-                                       static_cast<std::int32_t>(p), report.out_of_memory,
-                                       record_timeline ? &report.timeline[p] : nullptr));
+    memory.allocated(static_cast<std::int32_t>(p), g.processors[p].static_bytes, -1, 0);
   }
-  report.host_peak_bytes = replay(host_events, 0, g.host_memory_capacity_bytes, kHost,
-                                  report.out_of_memory,
-                                  record_timeline ? &report.host_timeline : nullptr);
-  return report;
+  memory.allocated(kHost, 0, -1, 0);
+  for (const auto& e : declared_memory_effects(g, times)) {
+    if (e.allocates) {
+      memory.allocated(e.where, e.bytes, e.task, e.time_cycles);
+    } else {
+      memory.freed(e.where, e.bytes, e.task, e.time_cycles);
+    }
+  }
+  return memory.report(record_timeline);
 }
 
 std::string describe_out_of_memory(const TaskGraph& g, const OutOfMemory& e) {

@@ -21,7 +21,8 @@ double steady_state_iteration_cycles(const TaskGraph& graph, const std::vector<T
 
 // Live bytes per processor over time from the tasks' memory effects: allocations at a task's
 // start, frees at its end (frees first at equal times), static bytes from time 0; and host memory
-// (offloads add their bytes at their start, reloads remove them at their end).
+// (offloads add their bytes at their start, reloads remove them at their end). Computed by a
+// MemoryObserver (memory_observer.hpp) fed the graph's declared effects.
 struct MemoryReport {
   std::vector<std::int64_t> peak_bytes;
   std::vector<std::vector<MemoryPoint>> timeline;  // filled when asked
