@@ -8,9 +8,12 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <utility>
 
 #include "pipetwin/models/network_registry.hpp"
 #include "pipetwin/schedule/registry.hpp"
+#include "pipetwin/schedule/result.hpp"
 #include "pipetwin/schedule/torch_csv.hpp"
 
 namespace pipetwin::test {
@@ -73,6 +76,25 @@ inline GraphConfig conformance_config(const std::string& schedule, const std::st
   if (model == "gpt") config.params = {"layers=12", "seq=256", "batch=8"};
   return with_schedule_file(config);
 }
+// True when two transfers that take time were in service at once on one medium (a link, or a
+// shared group of links): where bandwidth was shared, so the analytic evaluator may differ.
+inline bool transfers_overlap_on_a_medium(const TaskGraph& g, const std::vector<TaskTiming>& times) {
+  std::map<std::string, std::vector<std::pair<std::int64_t, std::int64_t>>> by_medium;
+  for (const auto& t : g.tasks) {
+    if (t.placement != Placement::link || t.cost_cycles == 0) continue;
+    const LinkInfo& link = g.links[static_cast<std::size_t>(t.resource)];
+    by_medium[link.shared_group.empty() ? "link:" + link.name : "group:" + link.shared_group].push_back(
+        {times[static_cast<std::size_t>(t.id)].start_cycles, times[static_cast<std::size_t>(t.id)].end_cycles});
+  }
+  for (auto& [medium, spans] : by_medium) {
+    std::sort(spans.begin(), spans.end());
+    for (std::size_t i = 1; i < spans.size(); ++i) {
+      if (spans[i].first < spans[i - 1].second) return true;
+    }
+  }
+  return false;
+}
+
 inline const std::vector<std::string>& conformance_models() {
   static const std::vector<std::string> models = {"resnet56", "gpt", "mlp"};
   return models;

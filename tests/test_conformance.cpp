@@ -73,25 +73,6 @@ void check_resource_order(const std::vector<EventLog::Event>& events, const std:
   CHECK_MESSAGE(seen == order, what << ": tasks started out of the graph's order");
 }
 
-// True when two transfers were in service at once on a medium that shares bandwidth: a shared
-// link, or a group of links.
-bool bandwidth_shared(const TaskGraph& g, const std::vector<TaskTiming>& times) {
-  std::map<std::string, std::vector<std::pair<std::int64_t, std::int64_t>>> by_medium;
-  for (const auto& t : g.tasks) {
-    if (t.placement != Placement::link || t.cost_cycles == 0) continue;
-    const LinkInfo& link = g.links[static_cast<std::size_t>(t.resource)];
-    by_medium[link.shared_group.empty() ? "link:" + link.name : "group:" + link.shared_group].push_back(
-        {times[static_cast<std::size_t>(t.id)].start_cycles, times[static_cast<std::size_t>(t.id)].end_cycles});
-  }
-  for (auto& [medium, spans] : by_medium) {
-    std::sort(spans.begin(), spans.end());
-    for (std::size_t i = 1; i < spans.size(); ++i) {
-      if (spans[i].first < spans[i - 1].second) return true;
-    }
-  }
-  return false;
-}
-
 // The declared allocations, per processor, in the processor's order: each task of that processor
 // that allocates must allocate there in the executor too, in the same order.
 void check_allocations(const TaskGraph& g, const EventLog& log, const std::string& engine) {
@@ -226,7 +207,7 @@ TEST_CASE("conformance: every schedule x P = 1..4 x recompute x {lenet5, resnet8
           }
           if (predicted.count("systemc") == 0) continue;
           const auto& simulated = predicted["systemc"].result.tasks;
-          if (bandwidth_shared(graph, simulated)) {
+          if (test::transfers_overlap_on_a_medium(graph, simulated)) {
             CHECK(hardware != "h100");
             ++bandwidth_shared_runs;
             continue;

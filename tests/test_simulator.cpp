@@ -18,24 +18,6 @@ using namespace pipetwin;
 
 namespace {
 
-// True when two transfers overlap in time on one medium (a link, or a shared group).
-bool transfers_contend(const TaskGraph& g, const std::vector<TaskTiming>& times) {
-  std::map<std::string, std::vector<std::pair<std::int64_t, std::int64_t>>> by_medium;
-  for (const auto& t : g.tasks) {
-    if (t.placement != Placement::link || t.cost_cycles == 0) continue;
-    const auto& link = g.links[t.resource];
-    const std::string medium = link.shared_group.empty() ? "link:" + link.name : "group:" + link.shared_group;
-    by_medium[medium].push_back({times[t.id].start_cycles, times[t.id].end_cycles});
-  }
-  for (auto& [medium, spans] : by_medium) {
-    std::sort(spans.begin(), spans.end());
-    for (std::size_t i = 1; i < spans.size(); ++i) {
-      if (spans[i].first < spans[i - 1].second) return true;
-    }
-  }
-  return false;
-}
-
 TaskGraph two_processor_graph() {
   TaskGraph g;
   g.schedule = "handmade";
@@ -88,7 +70,7 @@ TEST_CASE("the simulator equals the evaluator where nothing contends: schedules 
           const TaskGraph g = make_graph(config);
           const auto expected = evaluate_times(g);
           const auto simulated = simulate_times(g);
-          if (transfers_contend(g, expected)) {
+          if (test::transfers_overlap_on_a_medium(g, expected)) {
             ++contended;
             // Contention can only delay.
             std::int64_t expected_total = 0, simulated_total = 0;

@@ -3,8 +3,9 @@
 // schedule's order once their dependencies have ended; a shared link's transfers run on a few
 // threads each, as soon as their dependencies have ended. Data moves between tasks as payloads,
 // along the graph's typed dependencies: a task's output lives until its last dependent has run;
-// a transfer copies what its dependency carries to the other end. Forward stashes and weight versions live in registries; the tracker accounts every buffer
-// to the processor or host memory that holds it.
+// a transfer copies what its dependency carries to the other end. Forward stashes and weight
+// versions live in registries; the tracker accounts every buffer to the processor or host memory
+// that holds it.
 //
 // What runs the layers and holds the tensors is the Backend (the CPU backend in
 // exec/cpu/cpu_executor.cpp, the CUDA one in exec/cuda/cuda_executor.cpp). It provides:
@@ -465,10 +466,7 @@ void GraphExecution<B>::move(const Task& t, Lane& lane, Payload& out) {
     kept->location = to;
     return;
   }
-  const Dep* moved = nullptr;  // what the transfer carries: its one data dependency
-  for (const auto& d : t.deps) {
-    if (d.carries != Carries::order) moved = &d;
-  }
+  const Dep* moved = data_dependency(t);  // what the transfer carries
   if (moved == nullptr) throw Error("schedule error: " + describe_task(g_, t) + " has nothing to move");
   const Task& source = task(moved->task);
   const Payload& in = payload(moved->task);

@@ -22,9 +22,6 @@ MemoryTracker::MemoryTracker(const TaskGraph& graph, std::chrono::steady_clock::
   capacity_.push_back(graph.host_memory_capacity_bytes);
 }
 
-std::size_t MemoryTracker::slot(std::int32_t where) const {
-  return where == kHost ? graph_.processors.size() : static_cast<std::size_t>(where);
-}
 
 void MemoryTracker::record(std::size_t s) {
   if (!record_timeline_) return;
@@ -35,7 +32,7 @@ void MemoryTracker::record(std::size_t s) {
 void MemoryTracker::allocate(std::int32_t where, std::int64_t bytes, std::int32_t task) {
   if (bytes == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  const std::size_t s = slot(where);
+  const std::size_t s = memory_slot(graph_, where);
   if (capacity_[s] > 0 && live_[s] + bytes > capacity_[s]) {
     const std::string place = where == kHost ? "host memory" : graph_.processors[s].name;
     const std::string who = task < 0 ? std::string("the initial weights") : describe_task(graph_, graph_.tasks[static_cast<std::size_t>(task)]);
@@ -52,7 +49,7 @@ void MemoryTracker::allocate(std::int32_t where, std::int64_t bytes, std::int32_
 void MemoryTracker::release(std::int32_t where, std::int64_t bytes, std::int32_t task) {
   if (bytes == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  const std::size_t s = slot(where);
+  const std::size_t s = memory_slot(graph_, where);
   live_[s] -= bytes;
   record(s);
   observers_.freed(where, bytes, task);

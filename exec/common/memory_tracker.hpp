@@ -29,7 +29,6 @@ class MemoryTracker {
   std::vector<MemoryPoint> host_timeline() const;
 
  private:
-  std::size_t slot(std::int32_t where) const;
   void record(std::size_t slot);
 
   const TaskGraph& graph_;

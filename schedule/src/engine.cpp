@@ -59,10 +59,7 @@ void replay_to_observers(const TaskGraph& g, const std::vector<TaskTiming>& time
   std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
     return std::tie(a.time, a.group, a.rank, a.step) < std::tie(b.time, b.group, b.rank, b.step);
   });
-  for (auto* o : observers) {  // the initial state: static bytes, empty host memory
-    for (std::size_t p = 0; p < g.processors.size(); ++p) o->allocated(static_cast<std::int32_t>(p), g.processors[p].static_bytes, -1, 0);
-    o->allocated(kHost, 0, -1, 0);
-  }
+  for (auto* o : observers) tell_initial_memory(g, *o);
   for (const auto& e : events) {
     for (auto* o : observers) {
       switch (e.what) {
@@ -88,11 +85,11 @@ void EventLog::task_started(std::int32_t task, std::int64_t cycles) { of_task(ta
 void EventLog::task_ended(std::int32_t task, std::int64_t cycles) { of_task(task).push_back({Kind::end, task, 0, cycles}); }
 
 void EventLog::allocated(std::int32_t where, std::int64_t bytes, std::int32_t task, std::int64_t cycles) {
-  processors_[where == kHost ? processors_.size() - 1 : static_cast<std::size_t>(where)].push_back({Kind::alloc, task, bytes, cycles});
+  processors_[memory_slot(graph_, where)].push_back({Kind::alloc, task, bytes, cycles});
 }
 
 void EventLog::freed(std::int32_t where, std::int64_t bytes, std::int32_t task, std::int64_t cycles) {
-  processors_[where == kHost ? processors_.size() - 1 : static_cast<std::size_t>(where)].push_back({Kind::free, task, bytes, cycles});
+  processors_[memory_slot(graph_, where)].push_back({Kind::free, task, bytes, cycles});
 }
 
 }  // namespace pipetwin

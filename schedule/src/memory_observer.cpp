@@ -20,11 +20,16 @@ std::vector<MemoryEffect> declared_memory_effects(const TaskGraph& g, const std:
   return effects;
 }
 
+void tell_initial_memory(const TaskGraph& g, EngineObserver& observer) {
+  for (std::size_t p = 0; p < g.processors.size(); ++p) {
+    observer.allocated(static_cast<std::int32_t>(p), g.processors[p].static_bytes, -1, 0);
+  }
+  observer.allocated(kHost, 0, -1, 0);
+}
+
 MemoryObserver::MemoryObserver(const TaskGraph& graph) : graph_(graph), events_(graph.processors.size() + 1) {}
 
-std::vector<MemoryObserver::Event>& MemoryObserver::of(std::int32_t where) {
-  return events_[where == kHost ? events_.size() - 1 : static_cast<std::size_t>(where)];
-}
+std::vector<MemoryObserver::Event>& MemoryObserver::of(std::int32_t where) { return events_[memory_slot(graph_, where)]; }
 
 void MemoryObserver::allocated(std::int32_t where, std::int64_t bytes, std::int32_t task, std::int64_t cycles) {
   of(where).push_back({cycles, bytes, task});

@@ -171,17 +171,19 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
   if (recomputing && semantics == WeightSemantics::stale) {
     throw Error("recompute=full needs the forward's weights at the backward, which stale weights do not keep");
   }
-  std::vector<std::vector<StageOp>> ops = processor_ops;
+  std::vector<std::vector<StageOp>> with_recompute;  // the sequences with an RC before each B or BA
   if (recomputing) {
-    for (auto& list : ops) {
-      std::vector<StageOp> with_recompute;
+    for (const auto& list : processor_ops) {
+      with_recompute.emplace_back();
       for (const auto& op : list) {
-        if (op.kind == TaskKind::B || op.kind == TaskKind::BA) with_recompute.push_back({TaskKind::RC, op.stage, op.minibatch, op.microbatch});
-        with_recompute.push_back(op);
+        if (op.kind == TaskKind::B || op.kind == TaskKind::BA) {
+          with_recompute.back().push_back({TaskKind::RC, op.stage, op.minibatch, op.microbatch});
+        }
+        with_recompute.back().push_back(op);
       }
-      list = std::move(with_recompute);
     }
   }
+  const auto& ops = recomputing ? with_recompute : processor_ops;
 
   // Compute tasks, in each processor's order. A backward is one B (which frees the stashed
   // activations), or a BA (activation gradient, sent on to the previous stage; frees all but the

@@ -62,10 +62,7 @@ double steady_state_iteration_cycles(const TaskGraph& g, const std::vector<TaskT
 MemoryReport track_memory(const TaskGraph& g, const std::vector<TaskTiming>& times,
                           bool record_timeline) {
   MemoryObserver memory(g);
-  for (std::size_t p = 0; p < g.processors.size(); ++p) {
-    memory.allocated(static_cast<std::int32_t>(p), g.processors[p].static_bytes, -1, 0);
-  }
-  memory.allocated(kHost, 0, -1, 0);
+  tell_initial_memory(g, memory);
   for (const auto& e : declared_memory_effects(g, times)) {
     if (e.allocates) {
       memory.allocated(e.where, e.bytes, e.task, e.time_cycles);

@@ -61,6 +61,13 @@ std::vector<std::int32_t> dep_ids(const Task& task) {
   return ids;
 }
 
+const Dep* data_dependency(const Task& task) {
+  for (const auto& d : task.deps) {
+    if (d.carries != Carries::order) return &d;
+  }
+  return nullptr;
+}
+
 std::string task_label(const Task& task) {
   std::string label = std::string(to_string(task.kind)) + "(";
   std::string sep;

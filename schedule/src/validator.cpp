@@ -112,10 +112,8 @@ void check_data_flow(const TaskGraph& g, std::vector<std::string>& problems) {
   }();
   // What a task makes: compute tasks by kind; a transfer, offload or reload what it moves.
   auto moved = [&](const Task& t) {
-    for (const auto& d : t.deps) {
-      if (d.carries != Carries::order) return d.carries;
-    }
-    return Carries::order;
+    const Dep* d = data_dependency(t);
+    return d == nullptr ? Carries::order : d->carries;
   };
   auto makes = [&](const Task& t, Carries c) {
     switch (c) {
@@ -165,8 +163,7 @@ void check_data_flow(const TaskGraph& g, std::vector<std::string>& problems) {
       }
     }
     const int data_deps = static_cast<int>(t.deps.size()) - count[Carries::order];
-    const auto data_dep = std::find_if(t.deps.begin(), t.deps.end(), [](const Dep& d) { return d.carries != Carries::order; });
-    if (t.kind == TaskKind::X && (data_deps != 1 || data_dep->bytes != t.bytes)) {
+    if (t.kind == TaskKind::X && (data_deps != 1 || data_dependency(t)->bytes != t.bytes)) {
       problems.push_back(who() + ": a transfer moves exactly one thing, of its own bytes (it has " +
                          std::to_string(data_deps) + " data dependencies)");
     }
@@ -189,13 +186,13 @@ void check_data_flow(const TaskGraph& g, std::vector<std::string>& problems) {
       std::sort(slice_parts.begin(), slice_parts.end());
       bool whole = true;
       for (std::size_t k = 0; k < slice_parts.size(); ++k) whole = whole && slice_parts[k] == static_cast<std::int32_t>(k);
-      const std::int32_t parts = g.tasks[t.deps[0].task].parts;
       for (const auto& d : t.deps) {
         if (d.carries == Carries::activation_gradient) whole = whole && g.tasks[d.task].parts == static_cast<std::int32_t>(slice_parts.size());
       }
       if (!whole) {
-        problems.push_back(who() + ": its incoming activation-gradient slices are not parts 0.." +
-                           std::to_string(parts - 1) + " of one split, each once");
+        problems.push_back(who() + ": its " + std::to_string(slice_parts.size()) +
+                           " incoming activation-gradient slices are not parts 0.." +
+                           std::to_string(slice_parts.size() - 1) + " of one split, each once");
       }
     }
   }

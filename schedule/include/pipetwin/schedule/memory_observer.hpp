@@ -27,6 +27,10 @@ struct MemoryEffect {
 // it: it is each memory's allocation by task -1 at time 0.
 std::vector<MemoryEffect> declared_memory_effects(const TaskGraph& graph, const std::vector<TaskTiming>& times);
 
+// The initial state, told as allocations by task -1 at time 0: each processor's static bytes,
+// and empty host memory.
+void tell_initial_memory(const TaskGraph& graph, EngineObserver& observer);
+
 class MemoryObserver final : public EngineObserver {
  public:
   explicit MemoryObserver(const TaskGraph& graph);

@@ -140,6 +140,13 @@ std::int32_t memory_owner(const TaskGraph& graph, const Task& task);
 
 // The ids a task depends on, in its deps' order.
 std::vector<std::int32_t> dep_ids(const Task& task);
+// The first dependency that carries data (not order only), or null: what a transfer moves.
+const Dep* data_dependency(const Task& task);
+// Where memory of processor `where` (or of host memory, kHost) sits in per-memory lists that hold
+// the processors, then host memory.
+inline std::size_t memory_slot(const TaskGraph& graph, std::int32_t where) {
+  return where == kHost ? graph.processors.size() : static_cast<std::size_t>(where);
+}
 
 // Per resource, the task ids in execution order. Throws if orders are not 0..n-1.
 std::vector<std::vector<std::int32_t>> tasks_by_processor(const TaskGraph& graph);
