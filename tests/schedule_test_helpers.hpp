@@ -14,6 +14,7 @@
 #include "pipetwin/models/network_registry.hpp"
 #include "pipetwin/schedule/registry.hpp"
 #include "pipetwin/schedule/result.hpp"
+#include "pipetwin/schedule/task_graph.hpp"
 #include "pipetwin/schedule/torch_csv.hpp"
 
 namespace pipetwin::test {
@@ -98,6 +99,26 @@ inline bool transfers_overlap_on_a_medium(const TaskGraph& g, const std::vector<
 inline const std::vector<std::string>& conformance_models() {
   static const std::vector<std::string> models = {"resnet56", "gpt", "mlp"};
   return models;
+}
+
+// The graph with only its buffers of one kind, and no static bytes: the memory that kind alone
+// takes, for closed forms about it.
+inline TaskGraph only_buffers(TaskGraph g, BufferKind kind) {
+  std::vector<Buffer> kept;
+  for (auto& b : g.buffers) {
+    if (b.name.kind == kind) kept.push_back(std::move(b));
+  }
+  g.buffers = std::move(kept);
+  for (auto& p : g.processors) p.static_bytes = 0;
+  return g;
+}
+
+// The bytes of the first buffer of `kind` owned by task `owner` (0 when there is none).
+inline std::int64_t buffer_bytes(const TaskGraph& g, BufferKind kind, std::int32_t owner) {
+  for (const auto& b : g.buffers) {
+    if (b.name.kind == kind && b.name.owner == owner) return b.bytes;
+  }
+  return 0;
 }
 
 }  // namespace pipetwin::test

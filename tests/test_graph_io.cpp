@@ -36,11 +36,14 @@ TEST_CASE("malformed graph JSON is a clear error") {
   CHECK_THROWS_WITH_AS(graph_from_json("{\"format\": ", "g.json"), doctest::Contains("g.json:1:"), Error);
   CHECK_THROWS_WITH_AS(graph_from_json(R"({"format": "other"})", "g.json"),
                        "g.json: /format: expected \"pipetwin.taskgraph\", got a string 'other'", Error);
-  CHECK_THROWS_WITH_AS(graph_from_json(R"({"format": "pipetwin.taskgraph", "version": 2})", "g.json"),
+  CHECK_THROWS_WITH_AS(graph_from_json(R"({"format": "pipetwin.taskgraph", "version": 3})", "g.json"),
                        "g.json: /: missing required key 'schedule'", Error);
-  // Version 1 graphs had untyped dependencies: rejected, saying what to do.
+  // Version 1 graphs had untyped dependencies, version 2 per-task memory effects: rejected,
+  // saying what to do.
   CHECK_THROWS_WITH_AS(graph_from_json(R"({"format": "pipetwin.taskgraph", "version": 1})", "g.json"),
                        doctest::Contains("a version 1 task graph (untyped dependencies"), Error);
+  CHECK_THROWS_WITH_AS(graph_from_json(R"({"format": "pipetwin.taskgraph", "version": 2})", "g.json"),
+                       doctest::Contains("a version 2 task graph (per-task memory effects"), Error);
   CHECK_THROWS_WITH_AS(load_graph("/nonexistent/graph.json"),
                        "/nonexistent/graph.json: cannot open file", Error);
 }

@@ -1,4 +1,4 @@
-// Memory effects of the schedules against closed forms: activations stashed by GPipe (M
+// Declared memory of the schedules against closed forms: activations stashed by GPipe (M
 // microbatches) and 1F1B (min(M, P)) on the first stage, and PipeDream's weight versions (S - s).
 #include <doctest/doctest.h>
 
@@ -62,10 +62,11 @@ TEST_CASE("the first stage's activation peak: gpipe holds M microbatches, 1f1b m
       for (const std::string schedule : {"gpipe", "1f1b"}) {
         CAPTURE(schedule);
         const TaskGraph g = make_graph(resnet_config(schedule, P, M));
-        const Result r = evaluate(g);
         const int in_flight = schedule == "gpipe" ? M : std::min(M, P);
-        CHECK(r.peak_memory_bytes[0] ==
-              g.processors[0].static_bytes + in_flight * stash_per_microbatch(g, 0));
+        CHECK(evaluate(test::only_buffers(g, BufferKind::stash)).peak_memory_bytes[0] ==
+              in_flight * stash_per_microbatch(g, 0));
+        // Everything else (weights, gradients, data in flight) only adds to it.
+        CHECK(evaluate(g).peak_memory_bytes[0] > in_flight * stash_per_microbatch(g, 0));
       }
     }
   }
@@ -76,20 +77,21 @@ TEST_CASE("pipedream keeps S - s weight versions on stage s, and memory accounts
     // A stream long enough (16 microbatches) for every stage to reach its steady state.
     const TaskGraph g = make_graph(resnet_config("pipedream", P, 4, 4));
     validate_or_throw(g);
-    const auto by_processor = tasks_by_processor(g);
     for (int s = 0; s < P; ++s) {
       const std::size_t most = most_live_versions(g, s);
       CAPTURE(P);
       CAPTURE(s);
       CHECK(most == static_cast<std::size_t>(P - s));
-      // The memory effects add one parameter copy per extra version; its peak is at least that.
-      std::int64_t extra_allocated = 0;
-      for (const auto id : by_processor[s]) {
-        if (g.tasks[id].kind == TaskKind::U) extra_allocated = std::max(extra_allocated, g.tasks[id].alloc_bytes);
+      // Every version is a buffer of the stage's parameters; the weights alone hold P - s of them,
+      // and one more while an update writes a new one beside the one it reads.
+      std::int64_t version_bytes = 0;
+      for (const auto& b : g.buffers) {
+        if (b.name.kind == BufferKind::weights && b.name.stage == s) version_bytes = b.bytes;
       }
-      const Result r = evaluate(g);
-      CHECK(r.peak_memory_bytes[s] >= g.processors[s].static_bytes + (P - s - 1) * extra_allocated);
-      if (P - s > 1) CHECK(extra_allocated > 0);
+      CHECK(version_bytes > 0);
+      const std::int64_t peak = evaluate(test::only_buffers(g, BufferKind::weights)).peak_memory_bytes[s];
+      CHECK(peak >= (P - s) * version_bytes);
+      CHECK(peak <= (P - s + 1) * version_bytes);
     }
   }
 }

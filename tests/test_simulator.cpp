@@ -192,21 +192,21 @@ TEST_CASE("a graph whose processor orders wait on each other in a circle ends in
 
 TEST_CASE("out of memory names the task that crossed the capacity") {
   GraphConfig config = test::graph_config("resnet20", "gpipe", "h100", 2, 8, 1);
-  TaskGraph g = make_graph(config);
-  // Capacity for the static bytes and 2.5 microbatches of stage 0's activations: the third
+  // Stashes alone, with capacity for 2.5 microbatches of stage 0's activations: the third
   // forward of processor 0 crosses it.
+  TaskGraph g = test::only_buffers(make_graph(config), BufferKind::stash);
   std::int64_t stash = 0;
   for (const auto& t : g.tasks) {
-    if (t.kind == TaskKind::F && t.resource == 0) stash = t.alloc_bytes;
+    if (t.kind == TaskKind::F && t.resource == 0) stash = test::buffer_bytes(g, BufferKind::stash, t.id);
   }
-  g.processors[0].memory_capacity_bytes = g.processors[0].static_bytes + 5 * stash / 2;
+  g.processors[0].memory_capacity_bytes = 5 * stash / 2;
   const Result r = simulate(g);
   REQUIRE(r.out_of_memory.size() == 1);
   const Task& culprit = g.tasks[r.out_of_memory[0].task];
   CHECK(culprit.kind == TaskKind::F);
   CHECK(culprit.resource == 0);
   CHECK(culprit.microbatch == 2);
-  CHECK(r.out_of_memory[0].live_bytes == g.processors[0].static_bytes + 3 * stash);
+  CHECK(r.out_of_memory[0].live_bytes == 3 * stash);
   CHECK(describe_out_of_memory(g, r.out_of_memory[0]).find("out of memory on p0") == 0);
 }
 
@@ -270,25 +270,25 @@ TEST_CASE("offload and reload move memory between a processor and host memory") 
   g.host_memory_capacity_bytes = 1000;
   g.links = {{"p0->host", 0, kHost, 10.0, 2, ""}, {"host->p0", kHost, 0, 10.0, 2, ""}};
   Task forward = compute(0, 0, 0, 10, {});
-  forward.alloc_bytes = 300;  // activations kept for the backward
   Task offload = transfer(1, 0, 0, 2 + 30, {0});
   offload.deps[0] = {0, Carries::stash, 300};
   offload.kind = TaskKind::OFF;
   offload.bytes = 300;
-  offload.free_bytes = 300;   // leave the device when the copy is done
   Task other = compute(2, 0, 1, 50, {0});
-  other.alloc_bytes = 400;
-  other.free_bytes = 400;
   Task reload = transfer(3, 1, 0, 2 + 30, {1, 2});
   reload.deps[0] = {1, Carries::stash, 300};
   reload.kind = TaskKind::ON;
   reload.bytes = 300;
-  reload.alloc_bytes = 300;   // back on the device from the start of the copy
   Task backward = compute(4, 0, 2, 20, {3});
   backward.deps[0] = {3, Carries::stash, 300};
   backward.kind = TaskKind::B;
-  backward.free_bytes = 300;
   g.tasks = {forward, offload, other, reload, backward};
+  // The activations the forward keeps: on the device until the offload ends, in host memory from
+  // the offload's start to the reload's end, on the device again from the reload's start until
+  // the backward ends; and 400 bytes the other task holds while it runs.
+  const BufferName stash{BufferKind::stash, 0, -1};
+  g.buffers = {{stash, 0, 300, 0, {1}}, {stash, kHost, 300, 1, {3}}, {stash, 0, 300, 3, {4}},
+               {{BufferKind::output, 2, -1}, 0, 400, 2, {2}}};
   REQUIRE(validate(g).empty());
   const auto simulated = simulate_times(g);
   const auto evaluated = evaluate_times(g);
@@ -317,17 +317,17 @@ TEST_CASE("simulated memory: gpipe's first stage holds M microbatches of activat
       for (const std::string schedule : {"gpipe", "1f1b"}) {
         GraphConfig config = test::graph_config("resnet20", schedule, "h100", P, M, 2);
         config.params = {"batch=" + std::to_string(8 * M)};
-        const TaskGraph g = make_graph(config);
-        // One microbatch's activations on stage 0: what each of its forwards allocates.
+        const TaskGraph g = test::only_buffers(make_graph(config), BufferKind::stash);
+        // One microbatch's activations on stage 0: what each of its forwards stashes.
         std::int64_t stash = 0;
         for (const auto& t : g.tasks) {
-          if (t.kind == TaskKind::F && t.stage == 0) stash = t.alloc_bytes;
+          if (t.kind == TaskKind::F && t.stage == 0) stash = test::buffer_bytes(g, BufferKind::stash, t.id);
         }
         CAPTURE(schedule);
         CAPTURE(P);
         CAPTURE(M);
         const int in_flight = schedule == "gpipe" ? M : std::min(M, P);
-        CHECK(simulate(g).peak_memory_bytes[0] == g.processors[0].static_bytes + in_flight * stash);
+        CHECK(simulate(g).peak_memory_bytes[0] == in_flight * stash);
       }
     }
   }

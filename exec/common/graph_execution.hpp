@@ -2,10 +2,10 @@
 // host thread per processor and per in-order link, each running its resource's tasks in the
 // schedule's order once their dependencies have ended; a shared link's transfers run on a few
 // threads each, as soon as their dependencies have ended. Data moves between tasks as payloads,
-// along the graph's typed dependencies: a task's output lives until its last dependent has run;
-// a transfer copies what its dependency carries to the other end. Forward stashes and weight
-// versions live in registries; the tracker accounts every buffer to the processor or host memory
-// that holds it.
+// along the graph's typed dependencies: a task's output lives until the last task that reads it
+// (reads_output) has run; a transfer copies what its dependency carries to the other end. Forward
+// stashes, weight versions and gradient sums live in registries; the tracker accounts every
+// buffer, by name (docs/design.md, "Memory"), to the processor or host memory that holds it.
 //
 // What runs the layers and holds the tensors is the Backend (the CPU backend in
 // exec/cpu/cpu_executor.cpp, the CUDA one in exec/cuda/cuda_executor.cpp). It provides:
@@ -42,6 +42,7 @@
 #include "memory_tracker.hpp"
 #include "pipetwin/exec/training.hpp"
 #include "pipetwin/models/error.hpp"
+#include "pipetwin/schedule/buffers.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/summary.hpp"
 
@@ -76,15 +77,17 @@ class GraphExecution {
     Activation activation;                  // F: the output of its last layer
     Gradient input_gradient;                // B / BA: at the input of its first layer (its slice)
     std::vector<Gradient> output_gradients; // BA: per layer, the gradient at its output, for the BW
-    std::vector<ParamsPtr> weights;         // U: the versions it wrote, per layer
+    std::vector<ParamsPtr> weights;         // X of weights: the version it copied, per layer
     std::vector<Params> weight_gradients;   // B / BW whose update runs elsewhere: per layer
     Tensor stash_input;                     // X of a forward's stash to a backward elsewhere
     std::int64_t accounted_bytes = 0;
     std::int32_t accounted_on = 0;
+    std::int32_t owner = 0;                 // the task that made it
   };
 
   struct Stash {
     std::vector<LayerStash> layers;  // per layer of the forward
+    std::int32_t owner = 0;          // the forward or recomputation that made it
     std::int32_t location = 0;       // processor or kHost
     std::int64_t bytes = 0;
     std::int32_t readers_left = 0;
@@ -92,6 +95,7 @@ class GraphExecution {
 
   struct KeptInput {  // a recomputed forward's input, until its recomputation
     Activation activation;
+    std::int32_t owner = 0;  // the forward
     std::int32_t location = 0;
     std::int64_t bytes = 0;
   };
@@ -131,7 +135,8 @@ class GraphExecution {
   void fail(std::exception_ptr error);
 
   ParamsPtr weights(std::int32_t layer, std::int32_t version, const Task& reader);
-  void store_weights(std::int32_t layer, std::int32_t version, ParamsPtr value, std::int32_t writer);
+  void store_weights(std::int32_t layer, std::int32_t version, ParamsPtr value);
+  std::int64_t stage_weight_bytes(std::int32_t stage, std::int32_t version);
   std::shared_ptr<Stash> stash(const Task& t);
   const Payload& payload(std::int32_t id) const { return *payloads_[static_cast<std::size_t>(id)]; }
   Gradient output_gradient(const Task& t, Lane& lane, bool* found);
@@ -180,8 +185,8 @@ template <typename B>
 void GraphExecution<B>::keep(const Task& t, std::unique_ptr<Payload> out, std::int32_t where) {
   out->accounted_on = where;
   out->accounted_bytes = payload_bytes(*out);
-  if (t.kind == TaskKind::U) out->accounted_bytes = 0;  // the versions are accounted in the registry
-  memory_.allocate(where, out->accounted_bytes, t.id);
+  out->owner = t.id;
+  memory_.allocate({BufferKind::output, t.id, -1}, where, out->accounted_bytes, t.id);
   payloads_[static_cast<std::size_t>(t.id)] = std::move(out);
 }
 
@@ -213,10 +218,19 @@ typename GraphExecution<B>::ParamsPtr GraphExecution<B>::weights(std::int32_t la
 }
 
 template <typename B>
-void GraphExecution<B>::store_weights(std::int32_t layer, std::int32_t version, ParamsPtr value, std::int32_t writer) {
-  memory_.allocate(home_of_layer(layer), b_.bytes(*value), writer);
+void GraphExecution<B>::store_weights(std::int32_t layer, std::int32_t version, ParamsPtr value) {
   std::lock_guard<std::mutex> lock(registry_mutex_);
   versions_[{layer, version}] = std::move(value);
+}
+
+// The bytes of one stored version of every layer of a stage (accounted as one weights buffer).
+template <typename B>
+std::int64_t GraphExecution<B>::stage_weight_bytes(std::int32_t stage, std::int32_t version) {
+  const StageInfo& s = g_.stages.at(static_cast<std::size_t>(stage));
+  std::int64_t bytes = 0;
+  std::lock_guard<std::mutex> lock(registry_mutex_);
+  for (std::int32_t l = s.first_layer; l <= s.last_layer; ++l) bytes += b_.bytes(*versions_.at({l, version}));
+  return bytes;
 }
 
 template <typename B>
@@ -242,9 +256,10 @@ std::shared_ptr<typename GraphExecution<B>::Stash> GraphExecution<B>::run_forwar
                     static_cast<double>(net_.batch), loss);
     record_layer(t, lane, l, t.kind, begin);
   }
+  kept->owner = t.id;
   kept->location = t.resource;
   kept->bytes = stash_bytes(kept->layers);
-  memory_.allocate(t.resource, kept->bytes, t.id);
+  memory_.allocate({BufferKind::stash, t.id, -1}, t.resource, kept->bytes, t.id);
   return kept;
 }
 
@@ -256,7 +271,7 @@ void GraphExecution<B>::keep_stash(const Task& t, std::shared_ptr<Stash> kept) {
     std::lock_guard<std::mutex> lock(registry_mutex_);
     stashes_[stash_key(t)] = std::move(kept);
   } else {
-    memory_.release(t.resource, kept->bytes, t.id);
+    memory_.release({BufferKind::stash, kept->owner, -1}, t.resource, kept->bytes, t.id);
   }
 }
 
@@ -272,9 +287,9 @@ void GraphExecution<B>::forward(const Task& t, Lane& lane, Payload& out) {
   if (b_.samples_of(in) != n) throw Error("internal: forward input has " + std::to_string(b_.samples_of(in)) + " samples");
   const bool recomputed = flow_.recomputed[static_cast<std::size_t>(t.id)];
   if (recomputed) {  // keep only the stage's input; the recomputation runs the layers again from it
-    auto input = std::make_shared<KeptInput>(KeptInput{b_.copy(lane, in, t.resource), t.resource, 0});
+    auto input = std::make_shared<KeptInput>(KeptInput{b_.copy(lane, in, t.resource), t.id, t.resource, 0});
     input->bytes = b_.bytes(input->activation);
-    memory_.allocate(t.resource, input->bytes, t.id);
+    memory_.allocate({BufferKind::kept_input, t.id, -1}, t.resource, input->bytes, t.id);
     std::lock_guard<std::mutex> lock(registry_mutex_);
     inputs_[stash_key(t)] = std::move(input);
   }
@@ -295,7 +310,7 @@ void GraphExecution<B>::forward(const Task& t, Lane& lane, Payload& out) {
   }
   if (recomputed) {
     b_.finish(lane);
-    memory_.release(t.resource, kept->bytes, t.id);  // dropped: the recomputation makes it again
+    memory_.release({BufferKind::stash, t.id, -1}, t.resource, kept->bytes, t.id);  // the RC makes it again
   } else {
     keep_stash(t, std::move(kept));
   }
@@ -320,7 +335,7 @@ void GraphExecution<B>::recompute(const Task& t, Lane& lane) {
   double loss = 0;
   keep_stash(t, run_forward_layers(t, lane, in, labels, &loss));
   b_.finish(lane);
-  memory_.release(input->location, input->bytes, t.id);
+  memory_.release({BufferKind::kept_input, input->owner, -1}, input->location, input->bytes, t.id);
 }
 
 // The gradient at the output of the task's last layer, assembled from the activation-gradient
@@ -381,7 +396,7 @@ void GraphExecution<B>::backward(const Task& t, Lane& lane, Payload& out) {
       }
     }
   }
-  if (t.kind == TaskKind::BA) out.output_gradients = std::move(at_output);
+  if (flow_.sends_output_gradients[static_cast<std::size_t>(t.id)]) out.output_gradients = std::move(at_output);
   if (!needs_weight_grad) return;
   const std::int32_t u = flow_.accumulate_into[static_cast<std::size_t>(t.id)];
   if (u >= 0) {
@@ -390,7 +405,7 @@ void GraphExecution<B>::backward(const Task& t, Lane& lane, Payload& out) {
     if (sum.empty()) {
       std::int64_t bytes = 0;
       for (const auto& gr : grads) bytes += b_.bytes(gr);
-      memory_.allocate(t.resource, bytes, t.id);
+      memory_.allocate({BufferKind::gradient_sum, u, task(u).stage}, t.resource, bytes, t.id);
       sum = std::move(grads);
     } else {
       for (std::size_t i = 0; i < grads.size(); ++i) b_.accumulate(lane, sum[i], grads[i]);
@@ -434,20 +449,18 @@ void GraphExecution<B>::update(const Task& t, Lane& lane) {
   if (static_cast<std::int32_t>(sum.size()) != layers) {
     throw Error("schedule error: " + describe_task(g_, t) + " has no weight gradient to apply");
   }
-  auto out = std::make_unique<Payload>();
   for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) {
     const auto begin = layer_begin(lane);
     const auto i = static_cast<std::size_t>(l - stage.first_layer);
     const ParamsPtr old = weights(l, t.version_read, t);
     Params* velocity = options_.momentum > 0 ? &momentum_[static_cast<std::size_t>(l)] : nullptr;
-    auto stored = std::make_shared<const Params>(b_.sgd(lane, *old, sum[i], velocity, options_.learning_rate, options_.momentum));
-    store_weights(l, t.version_written, stored, t.id);
-    out->weights.push_back(stored);
+    store_weights(l, t.version_written,
+                  std::make_shared<const Params>(b_.sgd(lane, *old, sum[i], velocity, options_.learning_rate, options_.momentum)));
     record_layer(t, lane, l, TaskKind::U, begin);
   }
+  memory_.allocate({BufferKind::weights, t.id, t.stage}, stage.processor, stage_weight_bytes(t.stage, t.version_written), t.id);
   b_.finish(lane);  // the sums are freed below
-  memory_.release(t.resource, accumulated_bytes, t.id);
-  keep(t, std::move(out), t.resource);
+  memory_.release({BufferKind::gradient_sum, t.id, t.stage}, t.resource, accumulated_bytes, t.id);
 }
 
 // X, OFF, ON: copy the data into a buffer at the other end.
@@ -460,16 +473,18 @@ void GraphExecution<B>::move(const Task& t, Lane& lane, Payload& out) {
     std::vector<LayerStash> copy;  // the copy over the link
     for (const auto& layer : kept->layers) copy.push_back(b_.copy(lane, layer, to));
     b_.finish(lane);
-    memory_.allocate(to, kept->bytes, t.id);
+    memory_.allocate({BufferKind::stash, kept->owner, -1}, to, kept->bytes, t.id);
     kept->layers = std::move(copy);
-    memory_.release(from, kept->bytes, t.id);
+    memory_.release({BufferKind::stash, kept->owner, -1}, from, kept->bytes, t.id);
     kept->location = to;
     return;
   }
   const Dep* moved = data_dependency(t);  // what the transfer carries
   if (moved == nullptr) throw Error("schedule error: " + describe_task(g_, t) + " has nothing to move");
   const Task& source = task(moved->task);
-  const Payload& in = payload(moved->task);
+  static const Payload kNothing;
+  const bool has_output = payloads_[static_cast<std::size_t>(moved->task)] != nullptr;
+  const Payload& in = has_output ? payload(moved->task) : kNothing;
   switch (moved->carries) {
     case Carries::stash:  // the forward's stashed input, for a backward elsewhere
       out.stash_input = b_.copy(lane, is_link_task(source) ? in.stash_input : b_.stash_input(stash(source)->layers.front()), to);
@@ -483,8 +498,15 @@ void GraphExecution<B>::move(const Task& t, Lane& lane, Payload& out) {
     case Carries::weight_gradient:
       for (const auto& g : in.weight_gradients) out.weight_gradients.push_back(b_.copy(lane, g, to));
       break;
-    case Carries::weights:
-      for (const auto& w : in.weights) out.weights.push_back(std::make_shared<const Params>(b_.copy(lane, *w, to)));
+    case Carries::weights:  // from the update's version in the registry, or from the previous hop's copy
+      if (source.kind == TaskKind::U) {
+        const StageInfo& stage = g_.stages.at(static_cast<std::size_t>(source.stage));
+        for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) {
+          out.weights.push_back(std::make_shared<const Params>(b_.copy(lane, *weights(l, source.version_written, t), to)));
+        }
+      } else {
+        for (const auto& w : in.weights) out.weights.push_back(std::make_shared<const Params>(b_.copy(lane, *w, to)));
+      }
       break;
     default:
       throw Error("schedule error: " + describe_task(g_, t) + " cannot move " + to_string(moved->carries));
@@ -503,7 +525,7 @@ void GraphExecution<B>::execute(const Task& t, Lane& lane) {
     case TaskKind::BW:
       backward(t, lane, *out);
       break;
-    case TaskKind::U:
+    case TaskKind::U:  // its version is in the registry: no output
       update(t, lane);
       return;
     case TaskKind::RC:
@@ -532,12 +554,12 @@ void GraphExecution<B>::finished(const Task& t) {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& d : t.deps) {
       const auto source = static_cast<std::size_t>(d.task);
-      if (--dependents_left_[source] == 0) released.push_back(std::move(payloads_[source]));
+      if (reads_output(task(d.task), t, d) && --dependents_left_[source] == 0) released.push_back(std::move(payloads_[source]));
     }
     if (dependents_left_[static_cast<std::size_t>(t.id)] == 0) released.push_back(std::move(payloads_[static_cast<std::size_t>(t.id)]));
   }
   for (const auto& p : released) {
-    if (p) memory_.release(p->accounted_on, p->accounted_bytes, t.id);
+    if (p) memory_.release({BufferKind::output, p->owner, -1}, p->accounted_on, p->accounted_bytes, t.id);
   }
   if (is_link_task(t)) return;
   if (is_backward(t.kind)) {
@@ -550,24 +572,26 @@ void GraphExecution<B>::finished(const Task& t) {
         stashes_.erase(it);
       }
     }
-    if (gone) memory_.release(gone->location, gone->bytes, t.id);
+    if (gone) memory_.release({BufferKind::stash, gone->owner, -1}, gone->location, gone->bytes, t.id);
   }
-  if (t.stage >= 0 && t.version_read >= 0) {
+  if (t.stage >= 0 && t.version_read >= 0) {  // the version it read, when it was the last reader
     const StageInfo& stage = g_.stages.at(static_cast<std::size_t>(t.stage));
-    for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) {
-      std::int64_t freed = 0;
-      {
-        std::lock_guard<std::mutex> lock(registry_mutex_);
+    std::int64_t freed = 0;
+    {
+      std::lock_guard<std::mutex> lock(registry_mutex_);
+      for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) {
         if (--readers_left_[{l, t.version_read}] == 0 && t.version_read != flow_.newest_version[static_cast<std::size_t>(l)]) {
           const auto it = versions_.find({l, t.version_read});
           if (it != versions_.end()) {
-            freed = b_.bytes(*it->second);
+            freed += b_.bytes(*it->second);
             versions_.erase(it);
           }
         }
       }
-      memory_.release(home_of_layer(l), freed, t.id);
     }
+    const auto writer = flow_.version_writer.find({t.stage, t.version_read});
+    const std::int32_t owner = writer == flow_.version_writer.end() ? -1 : writer->second;
+    memory_.release({BufferKind::weights, owner, t.stage}, stage.processor, freed, t.id);
   }
 }
 
@@ -678,7 +702,7 @@ TrainingRun GraphExecution<B>::run() {
   times_.assign(n, {});
   payloads_.resize(n);
   dependents_left_.resize(n);
-  for (std::size_t i = 0; i < n; ++i) dependents_left_[i] = static_cast<std::int32_t>(flow_.dependents[i].size());
+  for (std::size_t i = 0; i < n; ++i) dependents_left_[i] = flow_.output_readers[i];
   readers_left_ = flow_.version_readers;
   loss_sum_.assign(static_cast<std::size_t>(g_.minibatches), 0.0);
   loss_parts_.assign(static_cast<std::size_t>(g_.minibatches), 0);
@@ -686,9 +710,14 @@ TrainingRun GraphExecution<B>::run() {
   run.initial_weights = initial_weights(net_, options_.seed);
   for (std::size_t l = 0; l < net_.size(); ++l) {
     const std::int32_t home = home_of_layer(static_cast<std::int32_t>(l));
-    store_weights(static_cast<std::int32_t>(l), 0, std::make_shared<const Params>(b_.upload(run.initial_weights[l], home)), -1);
+    store_weights(static_cast<std::int32_t>(l), 0, std::make_shared<const Params>(b_.upload(run.initial_weights[l], home)));
     momentum_.push_back(options_.momentum > 0 ? b_.zeros(run.initial_weights[l].size(), home) : Params());
-    if (options_.momentum > 0) memory_.allocate(home, b_.bytes(momentum_.back()), -1);
+    const std::int32_t stage = stage_of_layer_[l];
+    if (options_.momentum > 0) memory_.allocate({BufferKind::optimizer_state, -1, stage}, home, b_.bytes(momentum_.back()), -1);
+  }
+  for (std::size_t s = 0; s < g_.stages.size(); ++s) {
+    const auto stage = static_cast<std::int32_t>(s);
+    memory_.allocate({BufferKind::weights, -1, stage}, g_.stages[s].processor, stage_weight_bytes(stage, 0), -1);
   }
 
   start_ = Clock::now();

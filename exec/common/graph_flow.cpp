@@ -4,15 +4,17 @@
 #include <algorithm>
 
 #include "pipetwin/models/error.hpp"
+#include "pipetwin/schedule/buffers.hpp"
 
 namespace pipetwin::exec {
 
 GraphFlow read_graph_flow(const TaskGraph& graph, std::int32_t layer_count) {
   const auto n = graph.tasks.size();
   GraphFlow flow;
-  flow.dependents.resize(n);
+  flow.output_readers.assign(n, 0);
   flow.accumulate_into.assign(n, -1);
   flow.sends_weight_gradient.assign(n, false);
+  flow.sends_output_gradients.assign(n, false);
   flow.recomputed.assign(n, false);
   flow.newest_version.assign(static_cast<std::size_t>(layer_count), 0);
   for (const auto& t : graph.tasks) {
@@ -20,15 +22,16 @@ GraphFlow read_graph_flow(const TaskGraph& graph, std::int32_t layer_count) {
       throw Error("graph task " + describe_task(graph, t) + " names a layer the network does not have");
     }
     for (const auto& d : t.deps) {
-      flow.dependents[static_cast<std::size_t>(d.task)].push_back(t.id);
-      if (t.kind == TaskKind::RC && d.carries == Carries::stash) flow.recomputed[static_cast<std::size_t>(d.task)] = true;
-      if (d.carries != Carries::weight_gradient) continue;
       const Task& source = graph.tasks[static_cast<std::size_t>(d.task)];
-      if (is_link_task(source)) continue;  // arrives over a link: the U sums it from the payload
-      if (t.kind == TaskKind::U && t.placement == Placement::processor && t.resource == source.resource) {
-        flow.accumulate_into[static_cast<std::size_t>(d.task)] = t.id;
-      } else {
+      const bool reads = reads_output(source, t, d);
+      if (reads) ++flow.output_readers[static_cast<std::size_t>(d.task)];
+      if (t.kind == TaskKind::RC && d.carries == Carries::stash) flow.recomputed[static_cast<std::size_t>(d.task)] = true;
+      if (d.carries == Carries::output_gradients) flow.sends_output_gradients[static_cast<std::size_t>(d.task)] = true;
+      if (d.carries != Carries::weight_gradient || is_link_task(source)) continue;  // over a link: from the payload
+      if (reads) {
         flow.sends_weight_gradient[static_cast<std::size_t>(d.task)] = true;
+      } else {
+        flow.accumulate_into[static_cast<std::size_t>(d.task)] = t.id;
       }
     }
   }
@@ -43,6 +46,7 @@ GraphFlow read_graph_flow(const TaskGraph& graph, std::int32_t layer_count) {
       for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) ++flow.version_readers[{l, t.version_read}];
     }
     if (t.kind == TaskKind::U) {
+      flow.version_writer[{t.stage, t.version_written}] = t.id;
       const StageInfo& stage = graph.stages.at(static_cast<std::size_t>(t.stage));
       for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) {
         auto& newest = flow.newest_version[static_cast<std::size_t>(l)];

@@ -1,7 +1,9 @@
-// What the executor reads off a task graph's declared data flow before a run: who depends on each
-// task, which updates each weight gradient is summed into in place, and how many tasks read each
-// stash and each weight version (so each is freed after its last reader). Nothing is inferred:
-// every relation comes from a typed dependency or a task's declared fields.
+// What the executor reads off a task graph's declared data flow before a run: which tasks read
+// each task's output (reads_output, the IR's rule), which updates each weight gradient is summed
+// into in place, and how many tasks read each stash and each weight version (so each is freed
+// after its last reader). Nothing is inferred: every relation comes from a typed dependency or a
+// task's declared fields. The graph's declared buffers are not read: the executor holds and
+// frees its tensors by these rules, and the conformance test compares the two.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -19,14 +21,16 @@ inline bool is_link_task(const Task& task) { return task.placement == Placement:
 inline StashKey stash_key(const Task& task) { return {task.first_layer, task.minibatch, task.microbatch}; }
 
 struct GraphFlow {
-  std::vector<std::vector<std::int32_t>> dependents;  // per task: one entry per dependency on it
+  std::vector<std::int32_t> output_readers;           // per task: dependencies that read its output
   std::vector<std::int32_t> accumulate_into;          // B / BW: the U on its own processor that takes its
                                                       // weight gradient directly (summed in place), or -1
   std::vector<bool> sends_weight_gradient;            // B / BW: a transfer takes its weight gradient
+  std::vector<bool> sends_output_gradients;           // BA: a BW takes the gradients at its layers' outputs
   std::vector<bool> recomputed;                       // F: an RC takes its stash (it keeps only its input)
   std::map<StashKey, std::int32_t> stash_readers;     // backward tasks of each forward's stash
   std::map<std::pair<std::int32_t, std::int32_t>, std::int32_t> version_readers;  // (layer, version)
   std::vector<std::int32_t> newest_version;           // per layer
+  std::map<std::pair<std::int32_t, std::int32_t>, std::int32_t> version_writer;  // (stage, version) -> U
 };
 
 GraphFlow read_graph_flow(const TaskGraph& graph, std::int32_t layer_count);

@@ -29,7 +29,7 @@ void MemoryTracker::record(std::size_t s) {
   timeline_[s].push_back({static_cast<std::int64_t>(seconds * graph_.clock_hz), live_[s]});
 }
 
-void MemoryTracker::allocate(std::int32_t where, std::int64_t bytes, std::int32_t task) {
+void MemoryTracker::allocate(const BufferName& buffer, std::int32_t where, std::int64_t bytes, std::int32_t task) {
   if (bytes == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
   const std::size_t s = memory_slot(graph_, where);
@@ -43,16 +43,16 @@ void MemoryTracker::allocate(std::int32_t where, std::int64_t bytes, std::int32_
   live_[s] += bytes;
   peak_[s] = std::max(peak_[s], live_[s]);
   record(s);
-  observers_.allocated(where, bytes, task);
+  observers_.allocated(buffer, where, bytes, task);
 }
 
-void MemoryTracker::release(std::int32_t where, std::int64_t bytes, std::int32_t task) {
+void MemoryTracker::release(const BufferName& buffer, std::int32_t where, std::int64_t bytes, std::int32_t task) {
   if (bytes == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
   const std::size_t s = memory_slot(graph_, where);
   live_[s] -= bytes;
   record(s);
-  observers_.freed(where, bytes, task);
+  observers_.freed(buffer, where, bytes, task);
 }
 
 std::vector<std::int64_t> MemoryTracker::peak_bytes() const {

@@ -19,10 +19,11 @@ class MemoryTracker {
   MemoryTracker(const TaskGraph& graph, std::chrono::steady_clock::time_point start, bool record_timeline,
                 ObserverHub& observers);
   void restart(std::chrono::steady_clock::time_point start) { start_ = start; }
-  // `where` is a processor index or kHost; `task` (-1: the initial state, or none) is named in
-  // the error and told to the observers.
-  void allocate(std::int32_t where, std::int64_t bytes, std::int32_t task);
-  void release(std::int32_t where, std::int64_t bytes, std::int32_t task = -1);
+  // `buffer` names what is held (told to the observers, matched against the graph's declared
+  // buffers); `where` is a processor index or kHost; `task` (-1: the initial state) is the task
+  // that allocates or frees it, named in the error. Zero bytes are no event.
+  void allocate(const BufferName& buffer, std::int32_t where, std::int64_t bytes, std::int32_t task);
+  void release(const BufferName& buffer, std::int32_t where, std::int64_t bytes, std::int32_t task);
   std::vector<std::int64_t> peak_bytes() const;
   std::int64_t host_peak_bytes() const;
   std::vector<std::vector<MemoryPoint>> timeline() const;

@@ -17,11 +17,11 @@ class ObserverHub {
   bool empty() const { return observers_.empty(); }
   void started(std::int32_t task) { tell([&](EngineObserver& o, std::int64_t at) { o.task_started(task, at); }); }
   void ended(std::int32_t task) { tell([&](EngineObserver& o, std::int64_t at) { o.task_ended(task, at); }); }
-  void allocated(std::int32_t where, std::int64_t bytes, std::int32_t task) {
-    tell([&](EngineObserver& o, std::int64_t at) { o.allocated(where, bytes, task, at); });
+  void allocated(const BufferName& buffer, std::int32_t where, std::int64_t bytes, std::int32_t task) {
+    tell([&](EngineObserver& o, std::int64_t at) { o.allocated({buffer, where, bytes, task, at}); });
   }
-  void freed(std::int32_t where, std::int64_t bytes, std::int32_t task) {
-    tell([&](EngineObserver& o, std::int64_t at) { o.freed(where, bytes, task, at); });
+  void freed(const BufferName& buffer, std::int32_t where, std::int64_t bytes, std::int32_t task) {
+    tell([&](EngineObserver& o, std::int64_t at) { o.freed({buffer, where, bytes, task, at}); });
   }
 
  private:

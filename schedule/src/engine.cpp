@@ -23,7 +23,7 @@ void replay_to_observers(const TaskGraph& g, const std::vector<TaskTiming>& time
   // Sorted by (time, group, rank, step): at one time, ends and frees of tasks that took time come
   // first (group 0); then, in a topological order of the graph (rank), each task's start and
   // allocation, and for a task that took no time its end and free right after (group 1).
-  enum What { start, end, alloc_bytes, free_bytes };
+  enum What { start, end, alloc, free };
   struct Event {
     std::int64_t time;
     int group;
@@ -31,8 +31,7 @@ void replay_to_observers(const TaskGraph& g, const std::vector<TaskTiming>& time
     int step;
     std::int32_t task;
     What what;
-    std::int32_t where;
-    std::int64_t bytes;
+    MemoryChange change;  // alloc, free
   };
   std::vector<std::int32_t> rank(g.tasks.size(), 0);
   const auto order = execution_order(g);
@@ -45,15 +44,16 @@ void replay_to_observers(const TaskGraph& g, const std::vector<TaskTiming>& time
   for (const auto& t : g.tasks) {
     const TaskTiming& at = times[static_cast<std::size_t>(t.id)];
     const std::int32_t r = rank[static_cast<std::size_t>(t.id)];
-    events.push_back({at.start_cycles, 1, r, 0, t.id, start, -1, 0});
-    events.push_back({at.end_cycles, instant(t.id) ? 1 : 0, r, instant(t.id) ? 3 : 0, t.id, end, -1, 0});
+    events.push_back({at.start_cycles, 1, r, 0, t.id, start, {}});
+    events.push_back({at.end_cycles, instant(t.id) ? 1 : 0, r, instant(t.id) ? 3 : 0, t.id, end, {}});
   }
   for (const auto& e : declared_memory_effects(g, times)) {
-    const std::int32_t r = rank[static_cast<std::size_t>(e.task)];
+    const std::int32_t task = e.change.task;
+    const std::int32_t r = rank[static_cast<std::size_t>(task)];
     if (e.allocates) {
-      events.push_back({e.time_cycles, 1, r, 1, e.task, alloc_bytes, e.where, e.bytes});
+      events.push_back({e.change.cycles, 1, r, 1, task, alloc, e.change});
     } else {
-      events.push_back({e.time_cycles, instant(e.task) ? 1 : 0, r, instant(e.task) ? 4 : 1, e.task, free_bytes, e.where, e.bytes});
+      events.push_back({e.change.cycles, instant(task) ? 1 : 0, r, instant(task) ? 4 : 1, task, free, e.change});
     }
   }
   std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
@@ -65,8 +65,8 @@ void replay_to_observers(const TaskGraph& g, const std::vector<TaskTiming>& time
       switch (e.what) {
         case start: o->task_started(e.task, e.time); break;
         case end: o->task_ended(e.task, e.time); break;
-        case alloc_bytes: o->allocated(e.where, e.bytes, e.task, e.time); break;
-        case free_bytes: o->freed(e.where, e.bytes, e.task, e.time); break;
+        case alloc: o->allocated(e.change); break;
+        case free: o->freed(e.change); break;
       }
     }
   }
@@ -81,15 +81,15 @@ std::vector<EventLog::Event>& EventLog::of_task(std::int32_t task) {
                                              : links_[static_cast<std::size_t>(t.resource)];
 }
 
-void EventLog::task_started(std::int32_t task, std::int64_t cycles) { of_task(task).push_back({Kind::start, task, 0, cycles}); }
-void EventLog::task_ended(std::int32_t task, std::int64_t cycles) { of_task(task).push_back({Kind::end, task, 0, cycles}); }
+void EventLog::task_started(std::int32_t task, std::int64_t cycles) { of_task(task).push_back({Kind::start, task, 0, cycles, {}}); }
+void EventLog::task_ended(std::int32_t task, std::int64_t cycles) { of_task(task).push_back({Kind::end, task, 0, cycles, {}}); }
 
-void EventLog::allocated(std::int32_t where, std::int64_t bytes, std::int32_t task, std::int64_t cycles) {
-  processors_[memory_slot(graph_, where)].push_back({Kind::alloc, task, bytes, cycles});
+void EventLog::allocated(const MemoryChange& c) {
+  processors_[memory_slot(graph_, c.where)].push_back({Kind::alloc, c.task, c.bytes, c.cycles, c.buffer});
 }
 
-void EventLog::freed(std::int32_t where, std::int64_t bytes, std::int32_t task, std::int64_t cycles) {
-  processors_[memory_slot(graph_, where)].push_back({Kind::free, task, bytes, cycles});
+void EventLog::freed(const MemoryChange& c) {
+  processors_[memory_slot(graph_, c.where)].push_back({Kind::free, c.task, c.bytes, c.cycles, c.buffer});
 }
 
 }  // namespace pipetwin

@@ -1,7 +1,8 @@
 // Lossless JSON import/export of task graphs. The writer is deterministic (fixed key order, one
-// task per line), so export(import(text)) reproduces text byte for byte. Version 2 types the
-// dependencies ("carries", "carried_bytes" beside "deps"), splits BA parts ("part", "parts") and
-// gives each link its policy; version 1 files (untyped) are rejected with a clear message.
+// task or buffer per line), so export(import(text)) reproduces text byte for byte. Version 2 typed
+// the dependencies ("carries", "carried_bytes" beside "deps"), split BA parts ("part", "parts") and
+// gave each link its policy; version 3 declares memory buffer by buffer ("buffers") in place of
+// per-task "alloc_bytes" / "free_bytes". Older files are rejected with a clear message.
 #include <sstream>
 
 #include "pipetwin/models/error.hpp"
@@ -14,7 +15,7 @@ namespace {
 using ordered_json = nlohmann::ordered_json;
 
 constexpr const char* kFormat = "pipetwin.taskgraph";
-constexpr int kVersion = 2;
+constexpr int kVersion = 3;
 
 ordered_json task_json(const Task& t) {
   ordered_json j;
@@ -40,13 +41,23 @@ ordered_json task_json(const Task& t) {
   j["deps"] = ids;
   j["carries"] = carries;
   j["carried_bytes"] = bytes;
-  j["alloc_bytes"] = t.alloc_bytes;
-  j["free_bytes"] = t.free_bytes;
   j["version_read"] = t.version_read;
   j["version_written"] = t.version_written;
   j["bytes"] = t.bytes;
   j["part"] = t.part;
   j["parts"] = t.parts;
+  return j;
+}
+
+ordered_json buffer_json(const Buffer& b) {
+  ordered_json j;
+  j["kind"] = to_string(b.name.kind);
+  j["owner"] = b.name.owner;
+  j["stage"] = b.name.stage;
+  j["where"] = b.where;
+  j["bytes"] = b.bytes;
+  j["allocated_by"] = b.allocated_by;
+  j["freed_after"] = b.freed_after;
   return j;
 }
 
@@ -112,7 +123,8 @@ std::string graph_to_json(const TaskGraph& g) {
     j["weight_delay"] = s.weight_delay;
     return j;
   }, false);
-  write_array(out, "tasks", g.tasks, task_json, true);
+  write_array(out, "tasks", g.tasks, task_json, false);
+  write_array(out, "buffers", g.buffers, buffer_json, true);
   out << "}\n";
   return out.str();
 }
@@ -122,14 +134,16 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
   const JsonReader root(document, source);
   root.check_keys({"format", "version", "schedule", "model", "hardware", "parameters", "semantics",
                    "microbatches", "minibatches", "samples_per_microbatch", "clock_hz", "host_memory_capacity_bytes",
-                   "schedule_metrics", "processors", "links", "stages", "tasks"});
+                   "schedule_metrics", "processors", "links", "stages", "tasks", "buffers"});
   if (root.get_string("format") != kFormat) root.at("format").fail(std::string("\"") + kFormat + "\"");
   const std::int64_t version = root.get_int("version");
-  if (version == 1) {
-    throw Error(source + ": a version 1 task graph (untyped dependencies, written by an older pipetwin); "
-                "this pipetwin reads version 2: export the schedule again with `pipetwin schedule ... -o FILE`");
+  if (version == 1 || version == 2) {
+    throw Error(source + ": a version " + std::to_string(version) + " task graph (" +
+                (version == 1 ? "untyped dependencies" : "per-task memory effects") +
+                ", written by an older pipetwin); this pipetwin reads version 3: export the schedule again "
+                "with `pipetwin schedule ... -o FILE`");
   }
-  if (version != kVersion) root.at("version").fail("version 2");
+  if (version != kVersion) root.at("version").fail("version 3");
   TaskGraph g;
   g.schedule = root.get_string("schedule");
   g.model = root.get_string("model");
@@ -196,7 +210,7 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
     const JsonReader t = tasks.at(i);
     t.check_keys({"id", "kind", "layers", "stage", "minibatch", "microbatch", "placement",
                   "resource", "order", "cost_cycles", "memory_cycles", "deps", "carries", "carried_bytes",
-                  "alloc_bytes", "free_bytes", "version_read", "version_written", "bytes", "part", "parts"});
+                  "version_read", "version_written", "bytes", "part", "parts"});
     Task task;
     task.id = as_i32(t.at("id"));
     if (task.id != static_cast<std::int32_t>(i)) t.at("id").fail("the task's index " + std::to_string(i));
@@ -238,14 +252,33 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
       }
       task.deps.push_back(dep);
     }
-    task.alloc_bytes = t.get_int("alloc_bytes");
-    task.free_bytes = t.get_int("free_bytes");
     task.version_read = as_i32(t.at("version_read"));
     task.version_written = as_i32(t.at("version_written"));
     task.bytes = t.get_int("bytes");
     task.part = as_i32(t.at("part"));
     task.parts = as_i32(t.at("parts"));
     g.tasks.push_back(std::move(task));
+  }
+  if (root.has("buffers")) {
+    const JsonReader buffers = root.at("buffers");
+    for (std::size_t i = 0; i < buffers.array_size(); ++i) {
+      const JsonReader b = buffers.at(i);
+      b.check_keys({"kind", "owner", "stage", "where", "bytes", "allocated_by", "freed_after"});
+      Buffer buffer;
+      try {
+        buffer.name.kind = buffer_kind_from_string(b.get_string("kind"));
+      } catch (const Error& error) {
+        throw Error(source + ": " + b.path() + "/kind: " + error.what());
+      }
+      buffer.name.owner = as_i32(b.at("owner"));
+      buffer.name.stage = as_i32(b.at("stage"));
+      buffer.where = as_i32(b.at("where"));
+      buffer.bytes = b.get_int("bytes");
+      buffer.allocated_by = as_i32(b.at("allocated_by"));
+      const JsonReader freed_after = b.at("freed_after");
+      for (std::size_t k = 0; k < freed_after.array_size(); ++k) buffer.freed_after.push_back(as_i32(freed_after.at(k)));
+      g.buffers.push_back(std::move(buffer));
+    }
   }
   return g;
 }

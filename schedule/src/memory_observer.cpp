@@ -3,41 +3,50 @@
 
 #include <algorithm>
 
+#include "pipetwin/models/error.hpp"
+
 namespace pipetwin {
 
 std::vector<MemoryEffect> declared_memory_effects(const TaskGraph& g, const std::vector<TaskTiming>& times) {
   std::vector<MemoryEffect> effects;
-  for (const auto& t : g.tasks) {
-    const TaskTiming& at = times[static_cast<std::size_t>(t.id)];
-    const std::int32_t owner = memory_owner(g, t);
-    if (owner >= 0) {
-      if (t.alloc_bytes > 0) effects.push_back({at.start_cycles, owner, t.alloc_bytes, t.id, true});
-      if (t.free_bytes > 0) effects.push_back({at.end_cycles, owner, t.free_bytes, t.id, false});
+  const auto at = [&](std::int32_t task) -> const TaskTiming& { return times[static_cast<std::size_t>(task)]; };
+  for (const auto& b : g.buffers) {
+    if (b.bytes == 0) continue;
+    const std::int64_t allocated = b.allocated_by < 0 ? 0 : at(b.allocated_by).start_cycles;
+    if (b.allocated_by >= 0) effects.push_back({{b.name, b.where, b.bytes, b.allocated_by, allocated}, true});
+    if (b.freed_after.empty()) continue;
+    std::int32_t last = b.freed_after.front();
+    for (const auto t : b.freed_after) {
+      if (std::make_pair(at(t).end_cycles, t) > std::make_pair(at(last).end_cycles, last)) last = t;
     }
-    if (t.kind == TaskKind::OFF && t.bytes > 0) effects.push_back({at.start_cycles, kHost, t.bytes, t.id, true});
-    if (t.kind == TaskKind::ON && t.bytes > 0) effects.push_back({at.end_cycles, kHost, t.bytes, t.id, false});
+    if (at(last).end_cycles < allocated) {
+      throw Error("graph: a " + std::string(to_string(b.name.kind)) + " buffer allocated by " +
+                  describe_task(g, g.tasks[static_cast<std::size_t>(b.allocated_by)]) + " is freed after " +
+                  describe_task(g, g.tasks[static_cast<std::size_t>(last)]) +
+                  ", which ends before it starts (a reader that does not depend on the allocation)");
+    }
+    effects.push_back({{b.name, b.where, b.bytes, last, at(last).end_cycles}, false});
   }
   return effects;
 }
 
 void tell_initial_memory(const TaskGraph& g, EngineObserver& observer) {
   for (std::size_t p = 0; p < g.processors.size(); ++p) {
-    observer.allocated(static_cast<std::int32_t>(p), g.processors[p].static_bytes, -1, 0);
+    observer.allocated({{BufferKind::resident, -1, -1}, static_cast<std::int32_t>(p), g.processors[p].static_bytes, -1, 0});
   }
-  observer.allocated(kHost, 0, -1, 0);
+  for (const auto& b : g.buffers) {
+    if (b.allocated_by < 0 && b.bytes > 0) observer.allocated({b.name, b.where, b.bytes, -1, 0});
+  }
+  observer.allocated({{BufferKind::resident, -1, -1}, kHost, 0, -1, 0});
 }
 
 MemoryObserver::MemoryObserver(const TaskGraph& graph) : graph_(graph), events_(graph.processors.size() + 1) {}
 
 std::vector<MemoryObserver::Event>& MemoryObserver::of(std::int32_t where) { return events_[memory_slot(graph_, where)]; }
 
-void MemoryObserver::allocated(std::int32_t where, std::int64_t bytes, std::int32_t task, std::int64_t cycles) {
-  of(where).push_back({cycles, bytes, task});
-}
+void MemoryObserver::allocated(const MemoryChange& c) { of(c.where).push_back({c.cycles, c.bytes, c.task}); }
 
-void MemoryObserver::freed(std::int32_t where, std::int64_t bytes, std::int32_t task, std::int64_t cycles) {
-  of(where).push_back({cycles, -bytes, task});
-}
+void MemoryObserver::freed(const MemoryChange& c) { of(c.where).push_back({c.cycles, -c.bytes, c.task}); }
 
 namespace {
 
@@ -85,6 +94,9 @@ MemoryReport MemoryObserver::report(bool record_timeline) const {
   }
   report.host_peak_bytes = replay(events_.back(), graph_.host_memory_capacity_bytes, kHost, report.out_of_memory,
                                   record_timeline ? &report.host_timeline : nullptr);
+  // The first crossing in time first (processors before host memory at equal times).
+  std::stable_sort(report.out_of_memory.begin(), report.out_of_memory.end(),
+                   [](const OutOfMemory& a, const OutOfMemory& b) { return a.time_cycles < b.time_cycles; });
   return report;
 }
 

@@ -1,5 +1,5 @@
 // Stage pipelines from per-processor operation sequences: tasks, transfers, dependencies,
-// weight versions and memory effects.
+// weight versions and buffers.
 #include "pipetwin/schedule/pipeline_builder.hpp"
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include "pipetwin/models/cost_model.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/names.hpp"
+#include "pipetwin/schedule/buffers.hpp"
 #include "pipetwin/schedule/weight_versions.hpp"
 #include "link_tasks.hpp"
 
@@ -20,16 +21,6 @@ using Key = std::tuple<int, int, int>;  // (stage, minibatch, microbatch)
 std::int64_t stage_stash_bytes(const Network& net, const StageInfo& stage) {
   std::int64_t bytes = 0;
   for (int l = stage.first_layer; l <= stage.last_layer; ++l) bytes += net.layers[l].stash_bytes;
-  return bytes;
-}
-
-// Of the stashed bytes, what a split weight gradient (BW) still needs after the activation
-// gradient (BA) has run: the inputs of the stage's layers.
-std::int64_t stage_weight_grad_bytes(const Network& net, const StageInfo& stage) {
-  std::int64_t bytes = 0;
-  for (int l = stage.first_layer; l <= stage.last_layer; ++l) {
-    bytes += std::min(net.layers[l].input_bytes, net.layers[l].stash_bytes);
-  }
   return bytes;
 }
 
@@ -106,28 +97,6 @@ TaskGraph empty_graph(const ScheduleRequest& request, const std::string& schedul
   return g;
 }
 
-void add_extra_weight_versions(TaskGraph& g, const Network& net) {
-  // Versions live at home; forwards away from home read their own copy.
-  std::map<std::pair<int, int>, std::int32_t> last_reader;  // (stage, version) -> task at home
-  for (const auto& t : g.tasks) {
-    if (t.kind == TaskKind::U || t.stage < 0 || t.version_read < 0 ||
-        t.placement != Placement::processor || t.resource != g.stages[t.stage].processor) {
-      continue;
-    }
-    const auto [it, fresh] = last_reader.emplace(std::make_pair(t.stage, t.version_read), t.id);
-    if (!fresh && g.tasks[it->second].order < t.order) it->second = t.id;
-  }
-  for (const auto& t : g.tasks) {
-    if (t.kind != TaskKind::U) continue;
-    const auto reader = last_reader.find({t.stage, t.version_read});
-    if (reader != last_reader.end() && g.tasks[reader->second].order > t.order) {
-      const std::int64_t bytes = stage_param_bytes(net, g.stages[t.stage]);
-      g.tasks[t.id].alloc_bytes += bytes;
-      g.tasks[reader->second].free_bytes += bytes;
-    }
-  }
-}
-
 TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& schedule_name,
                          WeightSemantics semantics, const StagePlan& plan,
                          const std::vector<std::vector<StageOp>>& processor_ops) {
@@ -144,12 +113,6 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
     }
     if (!plan.weight_delay.empty()) stage.weight_delay = plan.weight_delay[s];
     g.stages.push_back(stage);
-    // One weight version and its gradient buffer live for the whole run; forwards away from home
-    // hold the version they use and a buffer the next one arrives in.
-    g.processors[stage.processor].static_bytes += 2 * stage_param_bytes(net, stage);
-    if (stage.forward_processor >= 0) {
-      g.processors[stage.forward_processor].static_bytes += 2 * stage_param_bytes(net, stage);
-    }
   }
   bool split_stages = false;  // some stage's forwards run away from home
   for (const auto& stage : g.stages) split_stages = split_stages || stage.forward_processor >= 0;
@@ -185,9 +148,8 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
   }
   const auto& ops = recomputing ? with_recompute : processor_ops;
 
-  // Compute tasks, in each processor's order. A backward is one B (which frees the stashed
-  // activations), or a BA (activation gradient, sent on to the previous stage; frees all but the
-  // layer inputs) and a BW (weight gradient; frees the layer inputs).
+  // Compute tasks, in each processor's order. A backward is one B, or a BA (activation gradient,
+  // sent on to the previous stage) and a BW (weight gradient).
   std::map<Key, std::int32_t> forward, recomputation, input_grad, weight_grad;
   std::vector<std::int32_t> updates, split_weight_grads;
   for (int p = 0; p < static_cast<int>(ops.size()); ++p) {
@@ -209,19 +171,11 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
       t.cost_cycles = compute_task_cycles(hw, net, op.kind, stage.first_layer, stage.last_layer, samples);
       t.memory_cycles = memory_traffic_cycles(hw, net, op.kind, stage.first_layer, stage.last_layer, samples);
       const Key key{op.stage, op.minibatch, op.microbatch};
-      const std::int64_t stash = stage_stash_bytes(net, stage) * samples;
-      const std::int64_t kept_input = recomputing ? net.layers[stage.first_layer].input_bytes * samples : 0;
       if (op.kind == TaskKind::F) {
-        t.alloc_bytes = recomputing ? kept_input : stash;
         if (!forward.emplace(key, t.id).second) throw Error("internal: forward twice");
       } else if (op.kind == TaskKind::RC) {
-        t.alloc_bytes = stash;
         if (!recomputation.emplace(key, t.id).second) throw Error("internal: recomputation twice");
       } else if (op.kind == TaskKind::B || op.kind == TaskKind::BA || op.kind == TaskKind::BW) {
-        const std::int64_t kept_for_weights = stage_weight_grad_bytes(net, stage) * samples;
-        t.free_bytes = op.kind == TaskKind::B    ? stash + kept_input
-                       : op.kind == TaskKind::BA ? stash - kept_for_weights + kept_input
-                                                 : kept_for_weights;
         if (op.kind != TaskKind::BA && !weight_grad.emplace(key, t.id).second) {
           throw Error("internal: weight gradient twice");
         }
@@ -262,12 +216,14 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
   for (const auto& [key, id] : input_grad) {
     const auto [s, k, m] = key;
     const std::int32_t f = forward.at(key);
+    const std::int64_t stash = stage_stash_bytes(net, g.stages[s]) * samples;
     if (recomputing) {  // F -> RC (the stage's input) -> the backward (the full stash)
       const std::int32_t rc = recomputation.at(key);
-      g.tasks[rc].deps.push_back({f, Carries::stash, g.tasks[f].alloc_bytes});
-      g.tasks[id].deps.push_back({rc, Carries::stash, g.tasks[rc].alloc_bytes});
+      const std::int64_t kept_input = net.layers[g.stages[s].first_layer].input_bytes * samples;
+      g.tasks[rc].deps.push_back({f, Carries::stash, kept_input});
+      g.tasks[id].deps.push_back({rc, Carries::stash, stash});
     } else {
-      g.tasks[id].deps.push_back({f, Carries::stash, g.tasks[f].alloc_bytes});
+      g.tasks[id].deps.push_back({f, Carries::stash, stash});
     }
     if (s + 1 < stage_count) {
       const std::int32_t next = input_grad.at({s + 1, k, m});
@@ -289,19 +245,17 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
       for (std::size_t i = 0; i < list.size(); ++i) position[list[i]] = static_cast<std::int32_t>(i);
     }
     for (const auto& [key, f] : forward) {
-      const std::int64_t stash = g.tasks[f].alloc_bytes;
+      const std::int64_t stash = stage_stash_bytes(net, g.stages[std::get<0>(key)]) * samples;
       if (stash == 0) continue;
       const std::int32_t backward = input_grad.at(key);
       const std::int32_t p = g.tasks[backward].resource;
       const std::int32_t off = links.link_task(f, TaskKind::OFF, links.host_link(g.tasks[f].resource, true), stash,
                                                {{f, Carries::stash, stash}});
-      g.tasks[off].free_bytes = stash;  // leaves the device when the copy ends
       std::vector<Dep> reload_deps{{off, Carries::stash, stash}};
       if (position[backward] >= plan.reload_lookahead) {
         reload_deps.push_back({by_processor[p][position[backward] - plan.reload_lookahead], Carries::order, 0});
       }
       const std::int32_t on = links.link_task(f, TaskKind::ON, links.host_link(p, false), stash, reload_deps);
-      g.tasks[on].alloc_bytes = stash;  // back on the device from the start of the copy
       g.tasks[backward].deps.push_back({on, Carries::stash, stash});
     }
   }
@@ -322,7 +276,7 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
     }
   }
 
-  // Weight versions by the one rule; then the memory of extra versions.
+  // Weight versions by the one rule; then the buffers.
   assign_weight_versions(g);
   std::map<std::pair<int, int>, std::int32_t> writer;  // (stage, version) -> update
   for (const auto id : updates) writer[{g.tasks[id].stage, g.tasks[id].version_written}] = id;
@@ -339,7 +293,7 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
     }
     order_links_by_earliest_start(g);  // weights were added after the activations they overtake
   }
-  add_extra_weight_versions(g, net);
+  declare_buffers(g, net);
   return g;
 }
 

@@ -65,9 +65,9 @@ MemoryReport track_memory(const TaskGraph& g, const std::vector<TaskTiming>& tim
   tell_initial_memory(g, memory);
   for (const auto& e : declared_memory_effects(g, times)) {
     if (e.allocates) {
-      memory.allocated(e.where, e.bytes, e.task, e.time_cycles);
+      memory.allocated(e.change);
     } else {
-      memory.freed(e.where, e.bytes, e.task, e.time_cycles);
+      memory.freed(e.change);
     }
   }
   return memory.report(record_timeline);
@@ -77,7 +77,7 @@ std::string describe_out_of_memory(const TaskGraph& g, const OutOfMemory& e) {
   char numbers[160];
   std::snprintf(numbers, sizeof numbers, "%.3f GB, capacity %.3f GB",
                 static_cast<double>(e.live_bytes) / 1e9, static_cast<double>(e.capacity_bytes) / 1e9);
-  const std::string who = e.task < 0 ? std::string("its static weights and gradients need ")
+  const std::string who = e.task < 0 ? std::string("what it holds from the start (the initial weights) needs ")
                                      : describe_task(g, g.tasks[e.task]) + " raised live memory to ";
   const std::string memory = e.processor == kHost ? "host memory" : g.processors[e.processor].name;
   return "out of memory on " + memory + " at cycle " +

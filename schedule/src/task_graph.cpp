@@ -54,6 +54,34 @@ Carries carries_from_string(const std::string& text) {
                                     "weights", "weight-gradient"}));
 }
 
+namespace {
+constexpr BufferKind kBufferKinds[] = {BufferKind::resident,   BufferKind::weights, BufferKind::gradient_sum,
+                                       BufferKind::stash,      BufferKind::kept_input, BufferKind::output,
+                                       BufferKind::optimizer_state};
+}  // namespace
+
+const char* to_string(BufferKind kind) {
+  switch (kind) {
+    case BufferKind::resident: return "resident";
+    case BufferKind::weights: return "weights";
+    case BufferKind::gradient_sum: return "gradient-sum";
+    case BufferKind::stash: return "stash";
+    case BufferKind::kept_input: return "kept-input";
+    case BufferKind::output: return "output";
+    case BufferKind::optimizer_state: return "optimizer-state";
+  }
+  return "?";
+}
+
+BufferKind buffer_kind_from_string(const std::string& text) {
+  std::vector<std::string> names;
+  for (const BufferKind k : kBufferKinds) {
+    if (text == to_string(k)) return k;
+    names.emplace_back(to_string(k));
+  }
+  throw Error(unknown_name_message("buffer kind", text, names));
+}
+
 std::vector<std::int32_t> dep_ids(const Task& task) {
   std::vector<std::int32_t> ids;
   ids.reserve(task.deps.size());
@@ -95,14 +123,6 @@ std::string describe_task(const TaskGraph& graph, const Task& task) {
                 : "link " + std::to_string(task.resource);
   }
   return "task " + std::to_string(task.id) + " " + task_label(task) + " on " + where;
-}
-
-std::int32_t memory_owner(const TaskGraph& graph, const Task& task) {
-  if (task.placement == Placement::processor) return task.resource;
-  const LinkInfo& link = graph.links[task.resource];
-  if (task.kind == TaskKind::OFF) return link.src;
-  if (task.kind == TaskKind::ON) return link.dst;
-  return -1;
 }
 
 namespace {

@@ -59,7 +59,6 @@ void check_structure(const TaskGraph& g, std::vector<std::string>& problems) {
     if (t.memory_cycles < 0 || t.memory_cycles > t.cost_cycles) {
       problems.push_back(who() + ": memory_cycles must be between 0 and cost_cycles");
     }
-    if (t.alloc_bytes < 0 || t.free_bytes < 0) problems.push_back(who() + ": negative memory effect");
     if (t.placement == Placement::link && t.resource >= 0 &&
         t.resource < static_cast<std::int32_t>(g.links.size())) {
       const LinkInfo& link = g.links[t.resource];
@@ -67,9 +66,6 @@ void check_structure(const TaskGraph& g, std::vector<std::string>& problems) {
       if (t.kind == TaskKind::ON && link.src != kHost) problems.push_back(who() + ": a reload must come over a link from host memory");
       if (t.kind == TaskKind::X && (link.src == kHost || link.dst == kHost)) {
         problems.push_back(who() + ": a transfer between processors cannot use a host link");
-      }
-      if (t.kind == TaskKind::X && (t.alloc_bytes != 0 || t.free_bytes != 0)) {
-        problems.push_back(who() + ": a transfer between processors has no memory effect");
       }
     }
     if (t.stage >= static_cast<std::int32_t>(g.stages.size())) {
@@ -91,6 +87,21 @@ void check_structure(const TaskGraph& g, std::vector<std::string>& problems) {
                          " (parts must be at least 1, and 0 <= part < parts)");
     } else if (t.parts > 1 && t.kind != TaskKind::BA && t.kind != TaskKind::X) {
       problems.push_back(who() + ": only an activation-gradient part (BA) or its transfer is a part of the samples");
+    }
+  }
+  for (std::size_t i = 0; i < g.buffers.size(); ++i) {
+    const Buffer& b = g.buffers[i];
+    const std::string who = "buffer " + std::to_string(i) + " (" + to_string(b.name.kind) + ")";
+    const auto is_task = [&](std::int32_t id) { return id >= 0 && id < task_count; };
+    if (b.bytes < 0) problems.push_back(who + ": negative size");
+    if (b.where != kHost && (b.where < 0 || b.where >= g.processor_count())) {
+      problems.push_back(who + ": held on unknown processor " + std::to_string(b.where));
+    }
+    if (b.allocated_by != -1 && !is_task(b.allocated_by)) {
+      problems.push_back(who + ": allocated by task " + std::to_string(b.allocated_by) + ", which does not exist");
+    }
+    for (const auto t : b.freed_after) {
+      if (!is_task(t)) problems.push_back(who + ": freed after task " + std::to_string(t) + ", which does not exist");
     }
   }
   if (!problems.empty()) return;

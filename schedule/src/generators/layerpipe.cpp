@@ -17,6 +17,7 @@
 
 #include "pipetwin/models/cost_model.hpp"
 #include "pipetwin/models/error.hpp"
+#include "pipetwin/schedule/buffers.hpp"
 #include "pipetwin/schedule/generators.hpp"
 #include "pipetwin/schedule/modulo_scheduler.hpp"
 #include "pipetwin/schedule/weight_versions.hpp"
@@ -147,7 +148,7 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
     }
     for (const auto part : t.input_grad_parts) {
       edge(t.forward, part, 0, 0, Carries::stash);
-      edge(part, t.update, 0, 0, Carries::order);  // the update frees the stash once every part has run
+      edge(part, t.update, 0, 0, Carries::order);  // an iteration's update follows all of its parts
       edge(t.update, part, 1 + delay[l], layers[l].param_bytes / slices, Carries::weights);  // its weight slice
     }
     edge(t.weight_grad, t.update, 0, layers[l].param_bytes, Carries::weight_gradient);
@@ -164,18 +165,6 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
   for (int l = 0; l < L; ++l) {
     const int home = plan.processor[layer[l].forward];
     g.stages.push_back({l, l, home, -1, delay[l]});
-    // Weights and their gradient at home; a weight slice beside each BA part away from home; a
-    // gradient buffer beside a BW away from home.
-    g.processors[home].static_bytes += 2 * layers[l].param_bytes;
-    for (const auto part : layer[l].input_grad_parts) {
-      if (plan.processor[part] != home) {
-        g.processors[plan.processor[part]].static_bytes +=
-            layers[l].param_bytes / static_cast<std::int64_t>(layer[l].input_grad_parts.size());
-      }
-    }
-    if (plan.processor[layer[l].weight_grad] != home) {
-      g.processors[plan.processor[layer[l].weight_grad]].static_bytes += layers[l].param_bytes;
-    }
   }
 
   // Unroll the iterations; each processor runs its tasks in modulo-schedule time order (ties: the
@@ -213,8 +202,6 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
         t.part = role.part;
         t.parts = static_cast<std::int32_t>(layer[role.layer].input_grad_parts.size());
       }
-      if (role.kind == TaskKind::F) t.alloc_bytes = layers[role.layer].stash_bytes * samples;
-      if (role.kind == TaskKind::U) t.free_bytes = layers[role.layer].stash_bytes * samples;
       id_of[static_cast<std::size_t>(slot.iteration) * n_tasks + slot.task] = t.id;
       g.tasks.push_back(std::move(t));
     }
@@ -240,7 +227,7 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
   }
   order_links_by_earliest_start(g);
 
-  add_extra_weight_versions(g, net);
+  declare_buffers(g, net);
   return g;
 }
 

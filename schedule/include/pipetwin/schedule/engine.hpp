@@ -14,14 +14,23 @@
 
 namespace pipetwin {
 
+// One allocation or free an engine reports: which buffer, where, how many bytes, the task that
+// allocates or frees it (-1: the initial state) and when.
+struct MemoryChange {
+  BufferName buffer;
+  std::int32_t where = 0;  // a processor, or kHost
+  std::int64_t bytes = 0;
+  std::int32_t task = -1;
+  std::int64_t cycles = 0;
+};
+
 // Called from the engine's threads, one call at a time (engines serialise the calls).
 class EngineObserver {
  public:
   virtual void task_started(std::int32_t /*task*/, std::int64_t /*cycles*/) {}
   virtual void task_ended(std::int32_t /*task*/, std::int64_t /*cycles*/) {}
-  // `where`: a processor or kHost; `task`: the task it belongs to, or -1 (the initial state).
-  virtual void allocated(std::int32_t /*where*/, std::int64_t /*bytes*/, std::int32_t /*task*/, std::int64_t /*cycles*/) {}
-  virtual void freed(std::int32_t /*where*/, std::int64_t /*bytes*/, std::int32_t /*task*/, std::int64_t /*cycles*/) {}
+  virtual void allocated(const MemoryChange& /*change*/) {}
+  virtual void freed(const MemoryChange& /*change*/) {}
 
  protected:
   ~EngineObserver() = default;
@@ -64,12 +73,13 @@ class EventLog final : public EngineObserver {
     std::int32_t task;
     std::int64_t bytes;
     std::int64_t cycles;
+    BufferName buffer;  // alloc, free: which buffer
   };
   explicit EventLog(const TaskGraph& graph);
   void task_started(std::int32_t task, std::int64_t cycles) override;
   void task_ended(std::int32_t task, std::int64_t cycles) override;
-  void allocated(std::int32_t where, std::int64_t bytes, std::int32_t task, std::int64_t cycles) override;
-  void freed(std::int32_t where, std::int64_t bytes, std::int32_t task, std::int64_t cycles) override;
+  void allocated(const MemoryChange& change) override;
+  void freed(const MemoryChange& change) override;
   const std::vector<Event>& on_processor(std::int32_t p) const { return processors_[static_cast<std::size_t>(p)]; }
   const std::vector<Event>& on_link(std::int32_t k) const { return links_[static_cast<std::size_t>(k)]; }
   const std::vector<Event>& in_host_memory() const { return processors_.back(); }

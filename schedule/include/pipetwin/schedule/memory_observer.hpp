@@ -11,31 +11,27 @@
 
 namespace pipetwin {
 
-// One declared memory effect of a task: `bytes` (> 0) allocated at its start or freed at its end
-// on `where` (a processor, or kHost).
+// One declared memory effect: a buffer allocated when its allocating task starts, or freed when
+// the last of its `freed_after` tasks ends (the change names that task).
 struct MemoryEffect {
-  std::int64_t time_cycles = 0;
-  std::int32_t where = 0;
-  std::int64_t bytes = 0;
-  std::int32_t task = 0;
+  MemoryChange change;
   bool allocates = true;
 };
 
-// The graph's declared effects at the given task times, task by task: a task's allocation at its
-// start and free at its end on the processor it affects; an offload holds its bytes in host memory
-// from its start, a reload releases them at its end. The initial state (static bytes) is not in
-// it: it is each memory's allocation by task -1 at time 0.
+// The graph's declared buffers at the given task times, buffer by buffer (allocation, then free).
+// Buffers held from before the run are the initial state, not in it. Throws when a buffer would
+// be freed before it is allocated (a graph whose declared readers can run before its allocator).
 std::vector<MemoryEffect> declared_memory_effects(const TaskGraph& graph, const std::vector<TaskTiming>& times);
 
 // The initial state, told as allocations by task -1 at time 0: each processor's static bytes,
-// and empty host memory.
+// the buffers held from before the run, and empty host memory.
 void tell_initial_memory(const TaskGraph& graph, EngineObserver& observer);
 
 class MemoryObserver final : public EngineObserver {
  public:
   explicit MemoryObserver(const TaskGraph& graph);
-  void allocated(std::int32_t where, std::int64_t bytes, std::int32_t task, std::int64_t cycles) override;
-  void freed(std::int32_t where, std::int64_t bytes, std::int32_t task, std::int64_t cycles) override;
+  void allocated(const MemoryChange& change) override;
+  void freed(const MemoryChange& change) override;
   // Each memory's events replayed in time order: the initial state (task -1 at time 0) first,
   // then frees before allocations at equal times, then by task id.
   MemoryReport report(bool record_timeline) const;

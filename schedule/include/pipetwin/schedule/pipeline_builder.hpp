@@ -46,11 +46,6 @@ LayerCosts layer_costs(const ScheduleRequest& request);
 TaskGraph empty_graph(const ScheduleRequest& request, const std::string& schedule_name,
                       WeightSemantics semantics);
 
-// Memory of extra weight versions: when a version is still read at its stage's home after the
-// update that replaces it, the update allocates the new one beside it and the old one's last
-// reader at home frees it. Needs final versions and orders.
-void add_extra_weight_versions(TaskGraph& graph, const Network& net);
-
 // The pipeline with the given per-processor sequences; checks every F/B pair appears once.
 TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& schedule_name,
                          WeightSemantics semantics, const StagePlan& plan,

@@ -1,9 +1,10 @@
 // The task-graph IR (docs/design.md): what a schedule is. Every task has a kind, its layers, its
 // microbatch, a placement (processor or link), a cost in cycles, typed dependencies (what each
-// one carries, and how many bytes), an order on its resource, its memory effect and the weight
-// version it reads or writes. Links say how they serve their transfers (in order, or sharing
-// bandwidth). Engines (the analytic evaluator, the SystemC simulator, the executors) run a graph;
-// generators build one.
+// one carries, and how many bytes), an order on its resource and the weight version it reads or
+// writes. Memory is declared buffer by buffer: what each holds, where, how big, which task
+// allocates it and after which tasks it is freed. Links say how they serve their transfers (in
+// order, or sharing bandwidth). Engines (the analytic evaluator, the SystemC simulator, the
+// executors) run a graph; generators build one.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -68,10 +69,6 @@ struct Task {
   std::int64_t cost_cycles = 0;
   std::int64_t memory_cycles = 0;  // of cost_cycles: memory traffic at full bandwidth (0..cost)
   std::vector<Dep> deps;           // tasks that must end before this one starts, and what they bring
-  // Memory effects on its processor (OFF: the link's source; ON: the link's destination).
-  // OFF also puts `bytes` in host memory at its start; ON takes them out at its end.
-  std::int64_t alloc_bytes = 0;    // allocated when it starts
-  std::int64_t free_bytes = 0;     // freed when it ends
   std::int32_t version_read = -1;  // weight version of `stage` it reads; -1 for none
   std::int32_t version_written = -1;  // U: the version it creates
   std::int64_t bytes = 0;          // X, OFF, ON: payload
@@ -79,10 +76,52 @@ struct Task {
   std::int32_t parts = 1;          //     (samples [n part / parts, n (part + 1) / parts)); X: its source's
 };
 
+// What a declared buffer holds (docs/design.md, "Memory").
+enum class BufferKind {
+  resident,      // a processor's static bytes, held for the whole run (owner -1)
+  weights,       // one weight version of a stage, at its home (owner: the U that wrote it; -1: the initial)
+  gradient_sum,  // the weight gradients an update sums in place (owner: that U)
+  stash,         // the activations a forward, or its recomputation, keeps for its backward (owner: that F / RC)
+  kept_input,    // a recomputed forward's input, until its recomputation (owner: that F)
+  output,        // what a task hands its dependents: an activation, gradients, a transfer's copy (owner: the task)
+  optimizer_state,  // an executor's optimizer state (momentum), per stage; not declared by generators
+};
+
+const char* to_string(BufferKind kind);
+BufferKind buffer_kind_from_string(const std::string& text);  // throws on an unknown name
+
+// Which buffer a memory event is about: engines name it when they allocate or free, so that
+// measured and declared events can be matched tensor by tensor.
+struct BufferName {
+  BufferKind kind = BufferKind::output;
+  std::int32_t owner = -1;  // the task whose data it holds
+  std::int32_t stage = -1;  // weights, optimizer state: the stage
+};
+
+inline bool operator<(const BufferName& a, const BufferName& b) {
+  if (a.kind != b.kind) return a.kind < b.kind;
+  if (a.owner != b.owner) return a.owner < b.owner;
+  return a.stage < b.stage;
+}
+inline bool operator==(const BufferName& a, const BufferName& b) {
+  return a.kind == b.kind && a.owner == b.owner && a.stage == b.stage;
+}
+
+// One declared buffer. It is allocated when `allocated_by` starts (before the run for -1) and
+// freed when the last of `freed_after` has ended (never, when empty). A buffer that moves (an
+// offloaded stash) is one buffer per place it is held.
+struct Buffer {
+  BufferName name;
+  std::int32_t where = 0;                 // processor index, or kHost
+  std::int64_t bytes = 0;
+  std::int32_t allocated_by = -1;
+  std::vector<std::int32_t> freed_after;  // task ids
+};
+
 struct ProcessorInfo {
   std::string name;
   std::int64_t memory_capacity_bytes = 0;
-  std::int64_t static_bytes = 0;   // held for the whole run: one weight version, gradients
+  std::int64_t static_bytes = 0;   // held for the whole run, beyond the declared buffers
   std::int32_t memory_system = -1; // processors with the same id >= 0 share memory bandwidth
 };
 
@@ -123,6 +162,7 @@ struct TaskGraph {
   std::vector<LinkInfo> links;
   std::vector<StageInfo> stages;
   std::vector<Task> tasks;
+  std::vector<Buffer> buffers;
   // Figures a generator computed about its own schedule, for the record (layerpipe: the period
   // its modulo scheduler reached and the bounds it is compared with), by name with unit suffix.
   std::map<std::string, double> schedule_metrics;
@@ -134,9 +174,6 @@ struct TaskGraph {
 std::string task_label(const Task& task);
 // "task 12 (B mb3 stage 1 on p2)" for error messages.
 std::string describe_task(const TaskGraph& graph, const Task& task);
-// The processor whose memory a task affects (its own, or for OFF / ON the link's device end),
-// or -1 for none.
-std::int32_t memory_owner(const TaskGraph& graph, const Task& task);
 
 // The ids a task depends on, in its deps' order.
 std::vector<std::int32_t> dep_ids(const Task& task);

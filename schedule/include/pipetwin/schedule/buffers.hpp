@@ -1,0 +1,32 @@
+// The buffers of a generated graph, declared from its typed data flow (docs/design.md, "Memory"),
+// by the same rules the executors follow when they hold real tensors:
+//   weights       every version of a stage at its home: the initial one from before the run, each
+//                 later one from the start of the update that writes it; freed after the last task
+//                 that reads it, except the newest, which is held to the end;
+//   gradient-sum  an update's weight gradients summed in place: from the start of the first
+//                 weight-gradient task on the update's processor, freed after the update;
+//   stash         a forward's activations (or its recomputation's), freed after the last backward
+//                 of the same layers and microbatch; an offload and a reload move it (one buffer
+//                 per place it is held); a recomputed forward drops its stash when it ends;
+//   kept-input    a recomputed forward's input, freed after its recomputation;
+//   output        what a task hands on (reads_output), freed after the last task that reads it.
+#pragma once
+#include <cstdint>
+
+#include "pipetwin/models/network.hpp"
+#include "pipetwin/schedule/task_graph.hpp"
+
+namespace pipetwin {
+
+// Whether dependency `d` of `consumer` reads its producer's output buffer (an activation,
+// gradients, a transfer's copy), rather than a stash, a weight version, a gradient sum or nothing.
+bool reads_output(const Task& producer, const Task& consumer, const Dep& d);
+
+// The graph's buffers from its tasks, dependencies, weight versions and the network's sizes
+// (stash and input bytes per sample, parameter bytes); replaces graph.buffers.
+void declare_buffers(TaskGraph& graph, const Network& network);
+
+// The sum of the bytes allocated by task `task` on `where` (for tests and messages).
+std::int64_t allocated_bytes(const TaskGraph& graph, std::int32_t task, std::int32_t where);
+
+}  // namespace pipetwin

@@ -1,0 +1,171 @@
+// Declares a generated graph's buffers from its data flow (see buffers.hpp).
+#include "pipetwin/schedule/buffers.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "pipetwin/models/error.hpp"
+
+namespace pipetwin {
+
+bool reads_output(const Task& producer, const Task& consumer, const Dep& d) {
+  const bool copy = producer.placement == Placement::link;  // a transfer's output is its copy
+  switch (d.carries) {
+    case Carries::order:
+      return false;
+    case Carries::activation:
+    case Carries::activation_gradient:
+    case Carries::output_gradients:
+      return true;
+    case Carries::stash:    // F / RC / OFF / ON: the stash buffer itself
+    case Carries::weights:  // U: the version it wrote
+      return copy && producer.kind == TaskKind::X;
+    case Carries::weight_gradient:  // summed in place by an update on the same processor
+      return copy || consumer.kind != TaskKind::U || consumer.placement != Placement::processor ||
+             consumer.resource != producer.resource;
+  }
+  return false;
+}
+
+namespace {
+
+using StashKey = std::tuple<std::int32_t, std::int32_t, std::int32_t>;  // (first layer, minibatch, microbatch)
+
+StashKey key_of(const Task& t) { return {t.first_layer, t.minibatch, t.microbatch}; }
+
+std::int64_t stage_param_bytes(const Network& net, const StageInfo& stage) {
+  std::int64_t bytes = 0;
+  for (int l = stage.first_layer; l <= stage.last_layer; ++l) bytes += net.layers[static_cast<std::size_t>(l)].param_bytes;
+  return bytes;
+}
+
+std::int64_t stash_bytes(const Network& net, const Task& t, std::int64_t samples) {
+  std::int64_t bytes = 0;
+  for (int l = t.first_layer; l <= t.last_layer; ++l) bytes += net.layers[static_cast<std::size_t>(l)].stash_bytes;
+  return bytes * samples;
+}
+
+void add_outputs(TaskGraph& g) {
+  struct Readers {
+    std::vector<std::int32_t> tasks;
+    std::map<Carries, std::int64_t> bytes;  // per kind of data: what the readers take
+  };
+  std::map<std::int32_t, Readers> readers;
+  for (const auto& c : g.tasks) {
+    for (const auto& d : c.deps) {
+      const Task& p = g.tasks[static_cast<std::size_t>(d.task)];
+      if (!reads_output(p, c, d)) continue;
+      Readers& r = readers[d.task];
+      if (r.tasks.empty() || r.tasks.back() != c.id) r.tasks.push_back(c.id);
+      r.bytes[d.carries] = std::max(r.bytes[d.carries], d.bytes);
+    }
+  }
+  for (auto& [id, r] : readers) {
+    const Task& p = g.tasks[static_cast<std::size_t>(id)];
+    std::int64_t bytes = p.bytes;  // a transfer holds its copy
+    std::int32_t where = p.resource;
+    if (p.placement == Placement::link) {
+      where = g.links[static_cast<std::size_t>(p.resource)].dst;
+    } else {
+      bytes = 0;
+      for (const auto& [what, b] : r.bytes) bytes += b;
+    }
+    g.buffers.push_back({{BufferKind::output, id, -1}, where, bytes, id, std::move(r.tasks)});
+  }
+}
+
+// Stashes, kept inputs and the stash's moves to host memory and back.
+void add_stashes(TaskGraph& g, const Network& net) {
+  std::map<StashKey, std::vector<std::int32_t>> backwards;  // the backward tasks reading each stash
+  for (const auto& t : g.tasks) {
+    if (t.placement == Placement::processor && is_backward(t.kind)) backwards[key_of(t)].push_back(t.id);
+  }
+  std::map<std::int32_t, std::int32_t> recomputation, move;  // F -> its RC; stash holder -> OFF / ON
+  for (const auto& t : g.tasks) {
+    for (const auto& d : t.deps) {
+      if (d.carries != Carries::stash) continue;
+      if (t.kind == TaskKind::RC) recomputation[d.task] = t.id;
+      if (t.kind == TaskKind::OFF || t.kind == TaskKind::ON) move[d.task] = t.id;
+    }
+  }
+  const std::int64_t samples = g.samples_per_microbatch;
+  for (const auto& t : g.tasks) {
+    if (t.kind != TaskKind::F) continue;
+    const std::int64_t bytes = stash_bytes(net, t, samples);
+    const auto readers = backwards.find(key_of(t));
+    if (readers == backwards.end()) continue;  // nothing reads it: the forward keeps nothing
+    std::int32_t holder = t.id;
+    const auto rc = recomputation.find(t.id);
+    if (rc != recomputation.end()) {  // the forward's stash lives while it runs; its input until the RC
+      g.buffers.push_back({{BufferKind::stash, t.id, -1}, t.resource, bytes, t.id, {t.id}});
+      const std::int64_t input = net.layers[static_cast<std::size_t>(t.first_layer)].input_bytes * samples;
+      g.buffers.push_back({{BufferKind::kept_input, t.id, -1}, t.resource, input, t.id, {rc->second}});
+      holder = rc->second;
+    }
+    const std::int32_t owner = holder;
+    std::int32_t where = g.tasks[static_cast<std::size_t>(holder)].resource;
+    for (auto next = move.find(holder); next != move.end(); next = move.find(holder)) {
+      g.buffers.push_back({{BufferKind::stash, owner, -1}, where, bytes, holder, {next->second}});
+      holder = next->second;
+      where = g.links[static_cast<std::size_t>(g.tasks[static_cast<std::size_t>(holder)].resource)].dst;
+    }
+    g.buffers.push_back({{BufferKind::stash, owner, -1}, where, bytes, holder, readers->second});
+  }
+}
+
+void add_weights(TaskGraph& g, const Network& net) {
+  const std::size_t stages = g.stages.size();
+  std::vector<std::map<std::int32_t, std::vector<std::int32_t>>> readers(stages);  // per stage, per version
+  std::vector<std::map<std::int32_t, std::int32_t>> writer(stages);
+  for (const auto& t : g.tasks) {
+    if (t.placement != Placement::processor || t.stage < 0) continue;
+    const auto s = static_cast<std::size_t>(t.stage);
+    if (t.version_read >= 0) readers[s][t.version_read].push_back(t.id);
+    if (t.kind == TaskKind::U) writer[s][t.version_written] = t.id;
+  }
+  for (std::size_t s = 0; s < stages; ++s) {
+    const StageInfo& stage = g.stages[s];
+    const std::int64_t bytes = stage_param_bytes(net, stage);
+    const std::int32_t newest = writer[s].empty() ? 0 : writer[s].rbegin()->first;
+    std::vector<std::pair<std::int32_t, std::int32_t>> versions{{0, -1}};  // (version, writer)
+    for (const auto& [v, u] : writer[s]) versions.emplace_back(v, u);
+    for (const auto& [v, u] : versions) {
+      std::vector<std::int32_t> freed_after = v == newest ? std::vector<std::int32_t>{} : readers[s][v];
+      g.buffers.push_back({{BufferKind::weights, u, static_cast<std::int32_t>(s)}, stage.processor, bytes, u,
+                           std::move(freed_after)});
+    }
+  }
+  // Gradients an update sums in place, from the first weight-gradient task on its processor.
+  for (const auto& u : g.tasks) {
+    if (u.kind != TaskKind::U) continue;
+    std::int32_t first = -1;
+    std::int64_t bytes = 0;
+    for (const auto& d : u.deps) {
+      const Task& p = g.tasks[static_cast<std::size_t>(d.task)];
+      if (d.carries != Carries::weight_gradient || reads_output(p, u, d)) continue;
+      if (first < 0 || p.order < g.tasks[static_cast<std::size_t>(first)].order) first = p.id;
+      bytes = std::max(bytes, d.bytes);
+    }
+    if (first >= 0) g.buffers.push_back({{BufferKind::gradient_sum, u.id, u.stage}, u.resource, bytes, first, {u.id}});
+  }
+}
+
+}  // namespace
+
+void declare_buffers(TaskGraph& g, const Network& net) {
+  g.buffers.clear();
+  add_weights(g, net);
+  add_stashes(g, net);
+  add_outputs(g);
+}
+
+std::int64_t allocated_bytes(const TaskGraph& g, std::int32_t task, std::int32_t where) {
+  std::int64_t bytes = 0;
+  for (const auto& b : g.buffers) {
+    if (b.allocated_by == task && b.where == where) bytes += b.bytes;
+  }
+  return bytes;
+}
+
+}  // namespace pipetwin
