@@ -18,7 +18,9 @@
 //     declared sizes exactly (the others' totals are printed: the cost model's stash and output
 //     sizes are estimates);
 //   - a prediction's memory, rebuilt by a MemoryObserver from the events the engine reported,
-//     equals its Result's (peaks, host peak, out-of-memory events).
+//     equals its Result's (peaks, host peak, out-of-memory events), and its Result (a
+//     SummaryObserver's, from the events) equals the fast path's (evaluate / simulate, from the
+//     task times), key for key.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -30,9 +32,11 @@
 #include "pipetwin/exec/executor_engine.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/engine.hpp"
+#include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/memory_observer.hpp"
 #include "pipetwin/schedule/validator.hpp"
 #include "pipetwin/sim/engines.hpp"
+#include "pipetwin/sim/simulator.hpp"
 #include "schedule_test_helpers.hpp"
 #include "training_reference.hpp"
 #ifdef PIPETWIN_TEST_CUDA
@@ -179,11 +183,13 @@ Ran run_with_log(Engine& engine, const TaskGraph& graph) {
   ran.result = engine.run(graph, options);
   if (!engine.measures()) {
     // A prediction's memory, rebuilt by an observer from the events the engine told it, is the
-    // Result's.
+    // Result's; and the Result (summarized from the events) is the fast path's (from the times).
     const MemoryReport rebuilt = ran.memory->report(false);
     CHECK(rebuilt.peak_bytes == ran.result.peak_memory_bytes);
     CHECK(rebuilt.host_peak_bytes == ran.result.host_peak_memory_bytes);
     CHECK(rebuilt.out_of_memory.size() == ran.result.out_of_memory.size());
+    const Result direct = engine.name() == "analytic" ? evaluate(graph) : simulate(graph);
+    CHECK(result_to_json(graph, direct, true).dump() == result_to_json(graph, ran.result, true).dump());
   }
   return ran;
 }

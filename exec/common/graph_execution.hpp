@@ -39,12 +39,14 @@
 #include <vector>
 
 #include "graph_flow.hpp"
+#include "layer_time_log.hpp"
 #include "memory_tracker.hpp"
 #include "pipetwin/exec/training.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/buffers.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/summary.hpp"
+#include "pipetwin/schedule/summary_observer.hpp"
 
 namespace pipetwin::exec {
 
@@ -66,8 +68,8 @@ class GraphExecution {
                  std::string name)
       : b_(backend), g_(graph), net_(network), options_(options), name_(std::move(name)),
         flow_(read_graph_flow(graph, static_cast<std::int32_t>(network.size()))),
-        start_(Clock::now()), observers_(options.observers, graph.clock_hz),
-        memory_(graph, start_, options.record_memory_timeline, observers_) {}
+        start_(Clock::now()), summary_(graph), observers_(hub_observers(options), graph.clock_hz),
+        memory_(graph, observers_) {}
 
   TrainingRun run();
 
@@ -151,6 +153,15 @@ class GraphExecution {
   std::string name_;
   GraphFlow flow_;
   Clock::time_point start_;
+  // The run's own observers first (its Result and layer times come from them), then the caller's.
+  std::vector<EngineObserver*> hub_observers(const TrainingOptions& options) {
+    std::vector<EngineObserver*> all{&summary_};
+    if (options.record_layer_times) all.push_back(&layer_log_);
+    all.insert(all.end(), options.observers.begin(), options.observers.end());
+    return all;
+  }
+  SummaryObserver summary_;
+  LayerTimeLog layer_log_;
   ObserverHub observers_;
   MemoryTracker memory_;
   std::vector<std::int32_t> stage_of_layer_;
@@ -163,7 +174,6 @@ class GraphExecution {
   std::vector<std::int32_t> dependents_left_;
   bool failed_ = false;
   std::exception_ptr error_;
-  std::vector<TaskTiming> times_;
 
   // Payloads: written by their task before it is marked done, read by dependents after.
   std::vector<std::unique_ptr<Payload>> payloads_;
@@ -177,7 +187,6 @@ class GraphExecution {
   std::map<std::int32_t, std::vector<Params>> accumulators_;  // per update task
   std::vector<Params> momentum_;                               // per layer (touched by its U only)
   std::vector<double> loss_sum_;
-  std::vector<LayerTime> layer_times_;
   std::vector<std::int32_t> loss_parts_;
 };
 
@@ -201,9 +210,7 @@ template <typename B>
 void GraphExecution<B>::record_layer(const Task& t, Lane& lane, std::int32_t layer, TaskKind kind, Clock::time_point begin) {
   if (!options_.record_layer_times) return;
   b_.finish(lane);
-  const double seconds = std::chrono::duration<double>(Clock::now() - begin).count();
-  std::lock_guard<std::mutex> lock(registry_mutex_);
-  layer_times_.push_back({t.id, layer, kind, seconds});
+  observers_.layer_timed(t.id, layer, kind, std::chrono::duration<double>(Clock::now() - begin).count());
 }
 
 template <typename B>
@@ -612,17 +619,11 @@ bool GraphExecution<B>::ready(const Task& t) const {
 template <typename B>
 void GraphExecution<B>::run_task(std::int32_t id, Lane& lane) {
   const Task& t = task(id);
-  observers_.started(id);
-  const Clock::time_point begin = Clock::now();
+  observers_.started(id, Clock::now());
   execute(t, lane);
   finished(t);
-  const Clock::time_point end = Clock::now();
-  observers_.ended(id);
+  observers_.ended(id, Clock::now());
   std::lock_guard<std::mutex> lock(mutex_);
-  const auto cycles = [&](Clock::time_point at) {
-    return static_cast<std::int64_t>(std::chrono::duration<double>(at - start_).count() * g_.clock_hz);
-  };
-  times_[static_cast<std::size_t>(id)] = {cycles(begin), std::max(cycles(begin), cycles(end))};
   done_[static_cast<std::size_t>(id)] = 1;
   changed_.notify_all();
 }
@@ -699,7 +700,6 @@ TrainingRun GraphExecution<B>::run() {
   }
   done_.assign(n, 0);
   claimed_.assign(n, 0);
-  times_.assign(n, {});
   payloads_.resize(n);
   dependents_left_.resize(n);
   for (std::size_t i = 0; i < n; ++i) dependents_left_[i] = flow_.output_readers[i];
@@ -721,7 +721,6 @@ TrainingRun GraphExecution<B>::run() {
   }
 
   start_ = Clock::now();
-  memory_.restart(start_);
   observers_.restart(start_);
   std::vector<std::thread> threads;
   const auto by_processor = tasks_by_processor(g_);
@@ -746,15 +745,9 @@ TrainingRun GraphExecution<B>::run() {
   for (auto& thread : threads) thread.join();
   if (error_) std::rethrow_exception(error_);
 
-  run.result = summarize(g_, times_, name_, options_.record_memory_timeline);
-  run.result.peak_memory_bytes = memory_.peak_bytes();
-  run.result.host_peak_memory_bytes = memory_.host_peak_bytes();
-  if (options_.record_memory_timeline) {
-    run.result.memory_timeline = memory_.timeline();
-    run.result.host_memory_timeline = memory_.host_timeline();
-  }
+  run.result = summary_.result(name_, options_.record_memory_timeline);
   run.result.out_of_memory.clear();  // the tracker throws instead
-  run.layer_times = std::move(layer_times_);
+  run.layer_times = layer_log_.take();
   for (std::size_t k = 0; k < loss_sum_.size(); ++k) run.minibatch_loss.push_back(loss_sum_[k] / static_cast<double>(net_.batch));
   for (std::size_t l = 0; l < net_.size(); ++l) {
     run.final_weights.push_back(b_.download(*weights(static_cast<std::int32_t>(l), flow_.newest_version[l], g_.tasks.front())));

@@ -1,6 +1,8 @@
 // Hands an executor's events to its engine observers, one call at a time (the executor's threads
-// report concurrently), with times in cycles of the graph's clock since the run's start.
+// report concurrently), with times in cycles of the graph's clock since the run's start (the
+// initial state, task -1, at time 0).
 #pragma once
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -15,23 +17,34 @@ class ObserverHub {
   ObserverHub(std::vector<EngineObserver*> observers, double clock_hz) : observers_(std::move(observers)), clock_hz_(clock_hz) {}
   void restart(std::chrono::steady_clock::time_point start) { start_ = start; }
   bool empty() const { return observers_.empty(); }
-  void started(std::int32_t task) { tell([&](EngineObserver& o, std::int64_t at) { o.task_started(task, at); }); }
-  void ended(std::int32_t task) { tell([&](EngineObserver& o, std::int64_t at) { o.task_ended(task, at); }); }
+  // A task's start and end, measured by the caller at `at`.
+  void started(std::int32_t task, std::chrono::steady_clock::time_point at) {
+    tell(at, [&](EngineObserver& o, std::int64_t cycles) { o.task_started(task, cycles); });
+  }
+  void ended(std::int32_t task, std::chrono::steady_clock::time_point at) {
+    tell(at, [&](EngineObserver& o, std::int64_t cycles) { o.task_ended(task, cycles); });
+  }
   void allocated(const BufferName& buffer, std::int32_t where, std::int64_t bytes, std::int32_t task) {
-    tell([&](EngineObserver& o, std::int64_t at) { o.allocated({buffer, where, bytes, task, at}); });
+    tell(now(task), [&](EngineObserver& o, std::int64_t cycles) { o.allocated({buffer, where, bytes, task, cycles}); });
   }
   void freed(const BufferName& buffer, std::int32_t where, std::int64_t bytes, std::int32_t task) {
-    tell([&](EngineObserver& o, std::int64_t at) { o.freed({buffer, where, bytes, task, at}); });
+    tell(now(task), [&](EngineObserver& o, std::int64_t cycles) { o.freed({buffer, where, bytes, task, cycles}); });
+  }
+  void layer_timed(std::int32_t task, std::int32_t layer, TaskKind kind, double seconds) {
+    tell(start_, [&](EngineObserver& o, std::int64_t) { o.layer_timed(task, layer, kind, seconds); });
   }
 
  private:
+  std::chrono::steady_clock::time_point now(std::int32_t task) const {
+    return task < 0 ? start_ : std::chrono::steady_clock::now();
+  }
   template <typename Call>
-  void tell(Call call) {
+  void tell(std::chrono::steady_clock::time_point at, Call call) {
     if (observers_.empty()) return;
     std::lock_guard<std::mutex> lock(mutex_);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    const auto at = static_cast<std::int64_t>(seconds * clock_hz_);
-    for (auto* o : observers_) call(*o, at);
+    const double seconds = std::max(0.0, std::chrono::duration<double>(at - start_).count());
+    const auto cycles = static_cast<std::int64_t>(seconds * clock_hz_);
+    for (auto* o : observers_) call(*o, cycles);
   }
 
   std::vector<EngineObserver*> observers_;

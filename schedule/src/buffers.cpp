@@ -2,6 +2,7 @@
 #include "pipetwin/schedule/buffers.hpp"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <tuple>
 
@@ -47,31 +48,36 @@ std::int64_t stash_bytes(const Network& net, const Task& t, std::int64_t samples
 }
 
 void add_outputs(TaskGraph& g) {
+  constexpr std::size_t kCarries = static_cast<std::size_t>(Carries::weight_gradient) + 1;
   struct Readers {
     std::vector<std::int32_t> tasks;
-    std::map<Carries, std::int64_t> bytes;  // per kind of data: what the readers take
+    std::array<std::int64_t, kCarries> bytes{};  // per kind of data: what the readers take
   };
-  std::map<std::int32_t, Readers> readers;
+  std::vector<Readers> readers(g.tasks.size());
   for (const auto& c : g.tasks) {
     for (const auto& d : c.deps) {
       const Task& p = g.tasks[static_cast<std::size_t>(d.task)];
       if (!reads_output(p, c, d)) continue;
-      Readers& r = readers[d.task];
+      Readers& r = readers[static_cast<std::size_t>(d.task)];
       if (r.tasks.empty() || r.tasks.back() != c.id) r.tasks.push_back(c.id);
-      r.bytes[d.carries] = std::max(r.bytes[d.carries], d.bytes);
+      auto& bytes = r.bytes[static_cast<std::size_t>(d.carries)];
+      bytes = std::max(bytes, d.bytes);
     }
   }
-  for (auto& [id, r] : readers) {
-    const Task& p = g.tasks[static_cast<std::size_t>(id)];
+  for (std::size_t id = 0; id < readers.size(); ++id) {
+    Readers& r = readers[id];
+    if (r.tasks.empty()) continue;
+    const Task& p = g.tasks[id];
     std::int64_t bytes = p.bytes;  // a transfer holds its copy
     std::int32_t where = p.resource;
     if (p.placement == Placement::link) {
       where = g.links[static_cast<std::size_t>(p.resource)].dst;
     } else {
       bytes = 0;
-      for (const auto& [what, b] : r.bytes) bytes += b;
+      for (const auto b : r.bytes) bytes += b;
     }
-    g.buffers.push_back({{BufferKind::output, id, -1}, where, bytes, id, std::move(r.tasks)});
+    const auto owner = static_cast<std::int32_t>(id);
+    g.buffers.push_back({{BufferKind::output, owner, -1}, where, bytes, owner, std::move(r.tasks)});
   }
 }
 

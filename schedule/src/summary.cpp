@@ -154,6 +154,11 @@ std::vector<std::int64_t> link_busy(const TaskGraph& g, const std::vector<TaskTi
 
 Result summarize(const TaskGraph& g, std::vector<TaskTiming> times, const std::string& engine,
                  bool record_memory_timeline) {
+  MemoryReport memory = track_memory(g, times, record_memory_timeline);
+  return summarize(g, std::move(times), engine, std::move(memory));
+}
+
+Result summarize(const TaskGraph& g, std::vector<TaskTiming> times, const std::string& engine, MemoryReport memory) {
   Result r;
   r.engine = engine;
   r.tasks = std::move(times);
@@ -180,7 +185,6 @@ Result summarize(const TaskGraph& g, std::vector<TaskTiming> times, const std::s
   r.iteration_cycles = steady_state_iteration_cycles(g, r.tasks);
   r.iteration_s = r.iteration_cycles / g.clock_hz;
   attribute_idle(g, r);
-  MemoryReport memory = track_memory(g, r.tasks, record_memory_timeline);
   r.peak_memory_bytes = std::move(memory.peak_bytes);
   r.memory_timeline = std::move(memory.timeline);
   r.out_of_memory = std::move(memory.out_of_memory);

@@ -91,17 +91,17 @@ void check_structure(const TaskGraph& g, std::vector<std::string>& problems) {
   }
   for (std::size_t i = 0; i < g.buffers.size(); ++i) {
     const Buffer& b = g.buffers[i];
-    const std::string who = "buffer " + std::to_string(i) + " (" + to_string(b.name.kind) + ")";
+    const auto who = [&] { return "buffer " + std::to_string(i) + " (" + to_string(b.name.kind) + ")"; };
     const auto is_task = [&](std::int32_t id) { return id >= 0 && id < task_count; };
-    if (b.bytes < 0) problems.push_back(who + ": negative size");
+    if (b.bytes < 0) problems.push_back(who() + ": negative size");
     if (b.where != kHost && (b.where < 0 || b.where >= g.processor_count())) {
-      problems.push_back(who + ": held on unknown processor " + std::to_string(b.where));
+      problems.push_back(who() + ": held on unknown processor " + std::to_string(b.where));
     }
     if (b.allocated_by != -1 && !is_task(b.allocated_by)) {
-      problems.push_back(who + ": allocated by task " + std::to_string(b.allocated_by) + ", which does not exist");
+      problems.push_back(who() + ": allocated by task " + std::to_string(b.allocated_by) + ", which does not exist");
     }
     for (const auto t : b.freed_after) {
-      if (!is_task(t)) problems.push_back(who + ": freed after task " + std::to_string(t) + ", which does not exist");
+      if (!is_task(t)) problems.push_back(who() + ": freed after task " + std::to_string(t) + ", which does not exist");
     }
   }
   if (!problems.empty()) return;

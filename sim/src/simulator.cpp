@@ -96,9 +96,7 @@ Result simulate(const TaskGraph& graph, const SimOptions& options) {
 }
 
 Result SystemcEngine::run(const TaskGraph& graph, const EngineOptions& options) {
-  std::vector<TaskTiming> times = simulate_times(graph);
-  replay_to_observers(graph, times, options.observers);
-  return summarize(graph, std::move(times), name(), options.record_memory_timeline);
+  return summarize_replay(graph, simulate_times(graph), name(), options);
 }
 
 }  // namespace pipetwin

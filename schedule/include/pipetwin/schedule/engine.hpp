@@ -31,6 +31,9 @@ class EngineObserver {
   virtual void task_ended(std::int32_t /*task*/, std::int64_t /*cycles*/) {}
   virtual void allocated(const MemoryChange& /*change*/) {}
   virtual void freed(const MemoryChange& /*change*/) {}
+  // Executors that time layers (TrainingOptions::record_layer_times): one layer's part of a
+  // task (its F, BA or BW work, or its share of an update), timed alone.
+  virtual void layer_timed(std::int32_t /*task*/, std::int32_t /*layer*/, TaskKind /*kind*/, double /*seconds*/) {}
 
  protected:
   ~EngineObserver() = default;
@@ -62,6 +65,12 @@ class AnalyticEngine final : public Engine {
 // took time first, then starts, allocations and instant tasks' ends in a topological order).
 void replay_to_observers(const TaskGraph& graph, const std::vector<TaskTiming>& times,
                          const std::vector<EngineObserver*>& observers);
+
+// A predicting engine's Result: its times replayed to a SummaryObserver and to the options'
+// observers, and the summary of what they were told (with no observers, summarize() of the times:
+// the same Result without the replay).
+Result summarize_replay(const TaskGraph& graph, const std::vector<TaskTiming>& times, const std::string& engine,
+                        const EngineOptions& options);
 
 // An observer that keeps the events per processor (kHost's under processors.size()), in the
 // order they came: for tests and for checking one engine against another.

@@ -9,6 +9,14 @@
 
 namespace pipetwin {
 
+struct MemoryReport;
+
+// Every engine's Result comes from the events it reported (SummaryObserver); these take the task
+// times directly (evaluate() and simulate(), the fast paths with no observers), with the memory
+// report given or tracked from the graph's declared buffers. The conformance test checks both
+// paths give the same Result.
+Result summarize(const TaskGraph& graph, std::vector<TaskTiming> times, const std::string& engine,
+                 MemoryReport memory);
 Result summarize(const TaskGraph& graph, std::vector<TaskTiming> times, const std::string& engine,
                  bool record_memory_timeline = false);
 
@@ -19,10 +27,9 @@ Result summarize(const TaskGraph& graph, std::vector<TaskTiming> times, const st
 // microbatches per minibatch; the whole stream if it is too short for that.
 double steady_state_iteration_cycles(const TaskGraph& graph, const std::vector<TaskTiming>& times);
 
-// Live bytes per processor over time from the tasks' memory effects: allocations at a task's
-// start, frees at its end (frees first at equal times), static bytes from time 0; and host memory
-// (offloads add their bytes at their start, reloads remove them at their end). Computed by a
-// MemoryObserver (memory_observer.hpp) fed the graph's declared effects.
+// Live bytes per processor and in host memory over time, with peaks and out-of-memory events:
+// a MemoryObserver's report (memory_observer.hpp). track_memory() feeds it the graph's declared
+// buffers at the given task times.
 struct MemoryReport {
   std::vector<std::int64_t> peak_bytes;
   std::vector<std::vector<MemoryPoint>> timeline;  // filled when asked
