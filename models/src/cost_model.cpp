@@ -80,6 +80,36 @@ std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, 
   return cycles;
 }
 
+std::int64_t selective_recompute_cycles(const HardwareProfile& hw, const Network& net, int first_layer,
+                                        int last_layer, std::int64_t samples, std::int64_t* memory_cycles) {
+  *memory_cycles = 0;
+  const double n = static_cast<double>(samples);
+  std::int64_t cycles = 0;
+  double bytes = 0;
+  for (int l = first_layer; l <= last_layer; ++l) {
+    const Layer& layer = net.layers[static_cast<std::size_t>(l)];
+    if (layer.selective_stash_bytes == 0) continue;
+    if (hw.cost_model == CostModelKind::unit) {
+      cycles += 1;
+      continue;
+    }
+    // Calibrations time whole layers, not their attention cores: the roofline stands in.
+    const ProcessorSpec& p = hw.processor;
+    const double flops = layer.selective_recompute_flops * n;
+    const double written = static_cast<double>(layer.selective_stash_bytes) * n;
+    bytes += written;
+    const double roofline = std::max(flops / (p.peak_flops_per_s * p.efficiency / p.clock_hz),
+                                     written / (p.memory_bytes_per_s / p.clock_hz));
+    cycles += ceil_cycles(roofline + p.layer_overhead_s * p.clock_hz);
+  }
+  if (hw.cost_model == CostModelKind::roofline && cycles > 0) {
+    const double overhead_s = hw.calibration ? hw.calibration->task_overhead_s : hw.processor.task_overhead_s;
+    cycles += ceil_cycles(overhead_s * hw.processor.clock_hz);
+    *memory_cycles = std::min(cycles, ceil_cycles(bytes / (hw.processor.memory_bytes_per_s / hw.processor.clock_hz)));
+  }
+  return cycles;
+}
+
 std::int64_t memory_traffic_cycles(const HardwareProfile& hw, const Network& net, TaskKind kind,
                                    int first_layer, int last_layer, std::int64_t samples) {
   // Calibrated times were measured with the memory traffic in them.

@@ -143,8 +143,13 @@ Layer transformer_block_layer(const std::string& name, const Shape& input_sh,
   layer.param_bytes = layer.parameters * bytes_per_element;
   layer.input_bytes = s * h * bytes_per_element;
   layer.output_bytes = s * h * bytes_per_element;
-  // Korthikanti et al. 2022: 34 s h + 5 a s^2 bytes per sample at 2-byte activations.
+  // Korthikanti et al. 2022: 34 s h + 5 a s^2 bytes per sample at 2-byte activations. The
+  // 5 a s^2 are the attention core's (scores, softmax, its dropout mask and output): selective
+  // recomputation drops them and runs Q K^T, the softmax, the dropout and A V again (the two
+  // products' 4 s^2 h FLOPs and the 5 a s^2 element-wise ones counted above).
   layer.stash_bytes = (34 * s * h + 5 * a * s * s) * bytes_per_element / 2;
+  layer.selective_stash_bytes = 5 * a * s * s * bytes_per_element / 2;
+  layer.selective_recompute_flops = 2 * attention_macs + d(5 * a * s * s);
   return layer;
 }
 

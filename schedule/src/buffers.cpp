@@ -82,7 +82,7 @@ void add_outputs(TaskGraph& g) {
 }
 
 // Stashes, kept inputs and the stash's moves to host memory and back.
-void add_stashes(TaskGraph& g, const Network& net) {
+void add_stashes(TaskGraph& g, const Network& net, RecomputeMode recompute) {
   std::map<StashKey, std::vector<std::int32_t>> backwards;  // the backward tasks reading each stash
   for (const auto& t : g.tasks) {
     if (t.placement == Placement::processor && is_backward(t.kind)) backwards[key_of(t)].push_back(t.id);
@@ -103,6 +103,15 @@ void add_stashes(TaskGraph& g, const Network& net) {
     if (readers == backwards.end()) continue;  // nothing reads it: the forward keeps nothing
     std::int32_t holder = t.id;
     const auto rc = recomputation.find(t.id);
+    if (rc != recomputation.end() && recompute == RecomputeMode::selective) {
+      // The forward keeps all but the selective part; its RC makes that part again.
+      std::int64_t part = 0;
+      for (int l = t.first_layer; l <= t.last_layer; ++l) part += net.layers[static_cast<std::size_t>(l)].selective_stash_bytes;
+      part *= samples;
+      g.buffers.push_back({{BufferKind::stash, t.id, -1}, t.resource, bytes - part, t.id, readers->second});
+      g.buffers.push_back({{BufferKind::stash, rc->second, -1}, t.resource, part, rc->second, readers->second});
+      continue;
+    }
     if (rc != recomputation.end()) {  // the forward's stash lives while it runs; its input until the RC
       g.buffers.push_back({{BufferKind::stash, t.id, -1}, t.resource, bytes, t.id, {t.id}});
       const std::int64_t input = net.layers[static_cast<std::size_t>(t.first_layer)].input_bytes * samples;
@@ -159,10 +168,10 @@ void add_weights(TaskGraph& g, const Network& net) {
 
 }  // namespace
 
-void declare_buffers(TaskGraph& g, const Network& net) {
+void declare_buffers(TaskGraph& g, const Network& net, RecomputeMode recompute) {
   g.buffers.clear();
   add_weights(g, net);
-  add_stashes(g, net);
+  add_stashes(g, net, recompute);
   add_outputs(g);
 }
 

@@ -118,28 +118,39 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
   for (const auto& stage : g.stages) split_stages = split_stages || stage.forward_processor >= 0;
   const bool offload = split_stages || request.params.get_bool("offload", false);
 
-  // Activation recomputation (recompute=full): a forward keeps only its stage's input; an RC
-  // right before the stage's backward (its B, or its BA) runs the forward again from that input,
-  // with the forward's weight version, and holds the full stash, which the backward frees.
+  // Activation recomputation. recompute=full: a forward keeps only its stage's input; an RC right
+  // before the stage's backward (its B, or its BA) runs the forward again from that input, with
+  // the forward's weight version, and holds the full stash. recompute=selective (Korthikanti et
+  // al. 2022): a forward drops only its layers' selective part (attention cores); the RC makes
+  // that part again from the rest of the stash. Stages with no selective part get no RC.
   const std::string recompute = request.params.get_string("recompute", "none");
-  if (recompute == "selective") {
-    throw Error("recompute=selective is not implemented yet (recomputing only a layer's cheap internals); "
-                "use recompute=full or none");
-  }
-  if (recompute != "none" && recompute != "full") {
+  if (recompute != "none" && recompute != "full" && recompute != "selective") {
     throw Error(unknown_name_message("recompute mode", recompute, {"none", "full", "selective"}));
   }
-  const bool recomputing = recompute == "full";
-  if (recomputing && offload) throw Error("recompute=full and offload=true do not combine: choose one");
-  if (recomputing && semantics == WeightSemantics::stale) {
-    throw Error("recompute=full needs the forward's weights at the backward, which stale weights do not keep");
+  const RecomputeMode mode = recompute == "full"        ? RecomputeMode::full
+                             : recompute == "selective" ? RecomputeMode::selective
+                                                        : RecomputeMode::none;
+  if (mode != RecomputeMode::none && offload) {
+    throw Error("recompute=" + recompute + " and offload=true do not combine: choose one");
   }
+  if (mode != RecomputeMode::none && semantics == WeightSemantics::stale) {
+    throw Error("recompute=" + recompute + " runs at the forward's weight version, which stale weights do not keep");
+  }
+  const auto selective_bytes = [&](const StageInfo& stage) {
+    std::int64_t bytes = 0;
+    for (int l = stage.first_layer; l <= stage.last_layer; ++l) bytes += net.layers[l].selective_stash_bytes;
+    return bytes * samples;
+  };
+  const auto recomputes = [&](int stage) {
+    return mode == RecomputeMode::full || (mode == RecomputeMode::selective && selective_bytes(g.stages.at(stage)) > 0);
+  };
   std::vector<std::vector<StageOp>> with_recompute;  // the sequences with an RC before each B or BA
+  const bool recomputing = mode != RecomputeMode::none;
   if (recomputing) {
     for (const auto& list : processor_ops) {
       with_recompute.emplace_back();
       for (const auto& op : list) {
-        if (op.kind == TaskKind::B || op.kind == TaskKind::BA) {
+        if ((op.kind == TaskKind::B || op.kind == TaskKind::BA) && recomputes(op.stage)) {
           with_recompute.back().push_back({TaskKind::RC, op.stage, op.minibatch, op.microbatch});
         }
         with_recompute.back().push_back(op);
@@ -168,8 +179,12 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
       t.microbatch = op.microbatch;
       t.resource = p;
       t.order = order++;
-      t.cost_cycles = compute_task_cycles(hw, net, op.kind, stage.first_layer, stage.last_layer, samples);
-      t.memory_cycles = memory_traffic_cycles(hw, net, op.kind, stage.first_layer, stage.last_layer, samples);
+      if (op.kind == TaskKind::RC && mode == RecomputeMode::selective) {
+        t.cost_cycles = selective_recompute_cycles(hw, net, stage.first_layer, stage.last_layer, samples, &t.memory_cycles);
+      } else {
+        t.cost_cycles = compute_task_cycles(hw, net, op.kind, stage.first_layer, stage.last_layer, samples);
+        t.memory_cycles = memory_traffic_cycles(hw, net, op.kind, stage.first_layer, stage.last_layer, samples);
+      }
       const Key key{op.stage, op.minibatch, op.microbatch};
       if (op.kind == TaskKind::F) {
         if (!forward.emplace(key, t.id).second) throw Error("internal: forward twice");
@@ -217,11 +232,16 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
     const auto [s, k, m] = key;
     const std::int32_t f = forward.at(key);
     const std::int64_t stash = stage_stash_bytes(net, g.stages[s]) * samples;
-    if (recomputing) {  // F -> RC (the stage's input) -> the backward (the full stash)
-      const std::int32_t rc = recomputation.at(key);
+    const auto rc = recomputation.find(key);
+    if (rc != recomputation.end() && mode == RecomputeMode::full) {  // F -> RC (the stage's input) -> the backward
       const std::int64_t kept_input = net.layers[g.stages[s].first_layer].input_bytes * samples;
-      g.tasks[rc].deps.push_back({f, Carries::stash, kept_input});
-      g.tasks[id].deps.push_back({rc, Carries::stash, stash});
+      g.tasks[rc->second].deps.push_back({f, Carries::stash, kept_input});
+      g.tasks[id].deps.push_back({rc->second, Carries::stash, stash});
+    } else if (rc != recomputation.end()) {  // F's stash -> RC (the selective part) -> the backward, which reads both
+      const std::int64_t part = selective_bytes(g.stages[s]);
+      g.tasks[rc->second].deps.push_back({f, Carries::stash, stash - part});
+      g.tasks[id].deps.push_back({f, Carries::stash, stash - part});
+      g.tasks[id].deps.push_back({rc->second, Carries::stash, part});
     } else {
       g.tasks[id].deps.push_back({f, Carries::stash, stash});
     }
@@ -293,7 +313,7 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
     }
     order_links_by_earliest_start(g);  // weights were added after the activations they overtake
   }
-  declare_buffers(g, net);
+  declare_buffers(g, net, mode);
   return g;
 }
 

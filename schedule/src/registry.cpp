@@ -26,8 +26,9 @@ const ParamSpec kOffloadParam{"offload", "false",
                               "forward and reload them before its backward"};
 
 const ParamSpec kRecomputeParam{"recompute", "none",
-                                "activation recomputation: none, or full (a forward keeps only its stage's "
-                                "input; the forward runs again right before the backward)"};
+                                "activation recomputation: none; full (a forward keeps only its stage's "
+                                "input; the forward runs again right before the backward); or selective "
+                                "(only transformer blocks' attention cores are dropped and made again)"};
 
 bool declares(const std::vector<ParamSpec>& specs, const std::string& key) {
   return std::any_of(specs.begin(), specs.end(), [&](const ParamSpec& s) { return s.name == key; });

@@ -15,6 +15,13 @@ namespace pipetwin {
 std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, TaskKind kind,
                                  int first_layer, int last_layer, std::int64_t samples);
 
+// Cycles of a selective recomputation (recompute=selective) of layers [first, last] for `samples`
+// samples: each layer's selective_recompute_flops (roofline, writing its selective stash bytes)
+// plus the per-task overhead; 0 when no layer has a part to recompute. Its memory traffic in
+// cycles at full bandwidth goes to *memory_cycles.
+std::int64_t selective_recompute_cycles(const HardwareProfile& hw, const Network& net, int first_layer,
+                                        int last_layer, std::int64_t samples, std::int64_t* memory_cycles);
+
 // Cycles of one layer's part of a task, without the per-task overhead.
 std::int64_t layer_work_cycles(const HardwareProfile& hw, const Layer& layer, TaskKind kind,
                                std::int64_t samples);

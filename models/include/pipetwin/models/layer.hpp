@@ -51,6 +51,11 @@ struct Layer {
   std::int64_t input_bytes = 0;         // per sample: what the layer reads from the previous one
   std::int64_t output_bytes = 0;        // per sample: what it sends to the next layer
   std::int64_t stash_bytes = 0;         // per sample: kept from forward until backward
+  // Selective recomputation (recompute=selective; Korthikanti et al. 2022): the part of the stash
+  // that is cheap to make again and is dropped after the forward, and the work of making it again
+  // right before the backward. 0 for layers with no such part (only attention cores have one).
+  std::int64_t selective_stash_bytes = 0;  // per sample, of stash_bytes
+  double selective_recompute_flops = 0;    // per sample
   bool cut_allowed_after = true;        // false inside a residual block
   // What the executors run: the spec the layer was built from (the one matching `type`).
   Conv2dSpec conv2d;

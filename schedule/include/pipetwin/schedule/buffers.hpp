@@ -7,8 +7,10 @@
 //                 weight-gradient task on the update's processor, freed after the update;
 //   stash         a forward's activations (or its recomputation's), freed after the last backward
 //                 of the same layers and microbatch; an offload and a reload move it (one buffer
-//                 per place it is held); a recomputed forward drops its stash when it ends;
-//   kept-input    a recomputed forward's input, freed after its recomputation;
+//                 per place it is held). Under full recomputation a forward drops its stash when
+//                 it ends and its RC makes all of it again; under selective recomputation the
+//                 forward keeps all but its layers' selective part, which its RC makes again;
+//   kept-input    a fully recomputed forward's input, freed after its recomputation;
 //   output        what a task hands on (reads_output), freed after the last task that reads it.
 #pragma once
 #include <cstdint>
@@ -22,9 +24,12 @@ namespace pipetwin {
 // gradients, a transfer's copy), rather than a stash, a weight version, a gradient sum or nothing.
 bool reads_output(const Task& producer, const Task& consumer, const Dep& d);
 
+enum class RecomputeMode { none, full, selective };
+
 // The graph's buffers from its tasks, dependencies, weight versions and the network's sizes
-// (stash and input bytes per sample, parameter bytes); replaces graph.buffers.
-void declare_buffers(TaskGraph& graph, const Network& network);
+// (stash, selective and input bytes per sample, parameter bytes) under the graph's recomputation
+// mode; replaces graph.buffers.
+void declare_buffers(TaskGraph& graph, const Network& network, RecomputeMode recompute = RecomputeMode::none);
 
 // The sum of the bytes allocated by task `task` on `where` (for tests and messages).
 std::int64_t allocated_bytes(const TaskGraph& graph, std::int32_t task, std::int32_t where);
