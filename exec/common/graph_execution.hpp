@@ -489,12 +489,24 @@ void GraphExecution<B>::move(const Task& t, Lane& lane, Payload& out) {
   const Dep* moved = data_dependency(t);  // what the transfer carries
   if (moved == nullptr) throw Error("schedule error: " + describe_task(g_, t) + " has nothing to move");
   const Task& source = task(moved->task);
-  static const Payload kNothing;
-  const bool has_output = payloads_[static_cast<std::size_t>(moved->task)] != nullptr;
-  const Payload& in = has_output ? payload(moved->task) : kNothing;
+  if (!reads_output(source, t, *moved)) {  // from a registry: a forward's stash, an update's version
+    if (moved->carries == Carries::stash) {  // the forward's stashed input, for a backward elsewhere
+      out.stash_input = b_.copy(lane, b_.stash_input(stash(source)->layers.front()), to);
+    } else if (moved->carries == Carries::weights) {
+      const StageInfo& stage = g_.stages.at(static_cast<std::size_t>(source.stage));
+      for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) {
+        out.weights.push_back(std::make_shared<const Params>(b_.copy(lane, *weights(l, source.version_written, t), to)));
+      }
+    } else {
+      throw Error("schedule error: " + describe_task(g_, t) + " cannot move " + to_string(moved->carries) +
+                  " from " + describe_task(g_, source));
+    }
+    return;
+  }
+  const Payload& in = payload(moved->task);  // the previous hop's copy, or the source's output
   switch (moved->carries) {
-    case Carries::stash:  // the forward's stashed input, for a backward elsewhere
-      out.stash_input = b_.copy(lane, is_link_task(source) ? in.stash_input : b_.stash_input(stash(source)->layers.front()), to);
+    case Carries::stash:
+      out.stash_input = b_.copy(lane, in.stash_input, to);
       break;
     case Carries::activation:
       out.activation = b_.copy(lane, in.activation, to);
@@ -505,15 +517,8 @@ void GraphExecution<B>::move(const Task& t, Lane& lane, Payload& out) {
     case Carries::weight_gradient:
       for (const auto& g : in.weight_gradients) out.weight_gradients.push_back(b_.copy(lane, g, to));
       break;
-    case Carries::weights:  // from the update's version in the registry, or from the previous hop's copy
-      if (source.kind == TaskKind::U) {
-        const StageInfo& stage = g_.stages.at(static_cast<std::size_t>(source.stage));
-        for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) {
-          out.weights.push_back(std::make_shared<const Params>(b_.copy(lane, *weights(l, source.version_written, t), to)));
-        }
-      } else {
-        for (const auto& w : in.weights) out.weights.push_back(std::make_shared<const Params>(b_.copy(lane, *w, to)));
-      }
+    case Carries::weights:
+      for (const auto& w : in.weights) out.weights.push_back(std::make_shared<const Params>(b_.copy(lane, *w, to)));
       break;
     default:
       throw Error("schedule error: " + describe_task(g_, t) + " cannot move " + to_string(moved->carries));
