@@ -8,7 +8,7 @@
 
 #include "commands.hpp"
 #include "pipetwin/sim/engines.hpp"
-#include "output_file.hpp"
+#include "pipetwin/models/output_file.hpp"
 #include "pipetwin/models/json_read.hpp"
 #include "pipetwin/schedule/graph_io.hpp"
 #include "pipetwin/schedule/torch_csv.hpp"

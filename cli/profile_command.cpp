@@ -8,7 +8,7 @@
 
 #include "commands.hpp"
 #include "executor_setup.hpp"
-#include "output_file.hpp"
+#include "pipetwin/models/output_file.hpp"
 #include "profile_calibration.hpp"
 #include "pipetwin/models/error.hpp"
 #include "table.hpp"

@@ -8,7 +8,7 @@
 #include "commands.hpp"
 #include "executor_setup.hpp"
 #include "graph_options.hpp"
-#include "output_file.hpp"
+#include "pipetwin/models/output_file.hpp"
 #include "pipetwin/exec/cpu/profiler.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/summary.hpp"

@@ -10,7 +10,7 @@
 #include "commands.hpp"
 #include "pipetwin/sim/engines.hpp"
 #include "graph_options.hpp"
-#include "output_file.hpp"
+#include "pipetwin/models/output_file.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/graph_io.hpp"
 #include "pipetwin/schedule/summary.hpp"

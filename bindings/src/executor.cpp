@@ -8,6 +8,7 @@
 #include "pipetwin/exec/cpu/profiler.hpp"
 #include "pipetwin/exec/cpu/validation.hpp"
 #include "pipetwin/models/error.hpp"
+#include "pipetwin/models/output_file.hpp"
 #include "pipetwin/models/network_registry.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
 #ifdef PIPETWIN_HAVE_SYSTEMC
@@ -87,6 +88,9 @@ void bind_executor(py::module_& m) {
      "Trains the graph's network under its schedule on CPU threads (one per processor and link): real "
      "layers, real data (Fashion-MNIST for 28x28 networks, else synthetic), SGD. Returns a TrainingResult.");
 
+  m.def("write_output_file", &write_output_file, py::arg("path"), py::arg("text"),
+        "Writes text to path whole or not at all: through symbolic links; a device or FIFO is written, never "
+        "replaced; a directory is an error.");
   m.def("profile", [](const std::string& model, int microbatches, const py::object& params, const std::string& data,
                       const std::string& data_dir, int repeats, std::uint64_t seed) {
     const GraphConfig config = graph_config(model, "sequential", "cpu-core", 1, microbatches, 1, params, "");

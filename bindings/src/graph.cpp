@@ -1,11 +1,11 @@
 // Task graphs from Python: build one by name, read and write its JSON, look at its tasks.
-#include <fstream>
 
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
 #include "bindings.hpp"
 #include "pipetwin/models/error.hpp"
+#include "pipetwin/models/output_file.hpp"
 #include "pipetwin/schedule/graph_io.hpp"
 #include "pipetwin/schedule/validator.hpp"
 
@@ -78,12 +78,10 @@ void bind_graph(py::module_& m) {
            "The task table as a dict of columns (numpy arrays; kind and placement as lists of str).")
       .def("to_json", [](const Graph& g) { return graph_to_json(*g.graph); }, "The graph's JSON (lossless).")
       .def("to_dot", [](const Graph& g) { return graph_to_dot(*g.graph); }, "Graphviz DOT.")
-      .def("save", [](const Graph& g, const std::string& path) {
-        std::ofstream out(path);
-        if (!out) throw Error("cannot write " + path);
-        out << graph_to_json(*g.graph);
-        if (!out) throw Error("error while writing " + path);
-      }, py::arg("path"), "Writes the graph's JSON to `path`.")
+      .def("save", [](const Graph& g, const std::string& path) { write_output_file(path, graph_to_json(*g.graph)); },
+           py::arg("path"),
+           "Writes the graph's JSON to `path`, whole or not at all (through symbolic links; devices are written, "
+           "never replaced).")
       .def("problems", [](const Graph& g) { return validate(*g.graph); },
            "What the validator finds wrong (an empty list for a sound graph).")
       .def_static("from_json", [](const std::string& text) {

@@ -10,7 +10,14 @@
 namespace pipetwin {
 namespace {
 
+// Whole cycles, rounded up; a cost no 64-bit count holds (or not a number) is an error, not a
+// wrapped integer.
 std::int64_t ceil_cycles(double cycles) {
+  constexpr double kLimit = 4611686018427387904.0;  // 2^62
+  if (!(cycles > -1.0 && cycles < kLimit)) {
+    throw Error("a cost of " + short_number(cycles) + " cycles is beyond what pipetwin counts (2^62); check the "
+                "hardware's clock, peak, efficiency and overheads, and the calibration's times");
+  }
   return static_cast<std::int64_t>(std::ceil(cycles - 1e-9));
 }
 

@@ -17,9 +17,27 @@ void require(bool condition, const std::string& layer, const std::string& messag
   if (!condition) throw Error("layer '" + layer + "': " + message);
 }
 
+// Sizes a layer computes in 64-bit integers (elements, parameters, bytes, summed over layers and
+// samples) stay exact and far from overflow: each product, estimated in double before the integer
+// arithmetic, must stay below 2^50 (a petabyte of fp32).
+constexpr double kMaxSize = 1125899906842624.0;  // 2^50
+void require_sizes(const std::string& layer, std::initializer_list<double> sizes) {
+  for (const double size : sizes) {
+    require(size >= 0 && size < kMaxSize, layer,
+            "its sizes reach " + short_number(size) + " (elements, parameters or bytes), beyond the 2^50 that "
+            "pipetwin counts; check the layer's dimensions");
+  }
+}
+
 }  // namespace
 
 std::int64_t shape_elements(const Shape& shape) {
+  double estimate = 1;
+  for (const auto extent : shape) estimate *= static_cast<double>(extent);
+  if (!(estimate >= 0 && estimate < kMaxSize)) {
+    throw Error("a shape of " + shape_to_string(shape) + " has " + short_number(estimate) +
+                " elements, beyond the 2^50 that pipetwin counts");
+  }
   std::int64_t elements = 1;
   for (const auto extent : shape) elements *= extent;
   return elements;
@@ -39,6 +57,11 @@ Layer conv2d_layer(const std::string& name, const Shape& input_chw, const Conv2d
   require(spec.out_channels > 0 && spec.kernel > 0 && spec.stride > 0 && spec.padding >= 0 &&
               spec.groups > 0,
           name, "out_channels, kernel, stride and groups must be positive, padding >= 0");
+  const double bytes = d(bytes_per_element);
+  const double padded = (d(height) + 2 * d(spec.padding)) * (d(width) + 2 * d(spec.padding));
+  const double pairs = spec.connections > 0 ? d(spec.connections) : d(spec.out_channels) * d(in_channels);
+  require_sizes(name, {d(shape_elements(input_chw)) * bytes, d(spec.out_channels) * padded * bytes,
+                       d(spec.kernel) * d(spec.kernel) * pairs * bytes, padded});
   require(in_channels % spec.groups == 0 && spec.out_channels % spec.groups == 0, name,
           "groups must divide the input and output channels");
   const std::int64_t out_h = (height + 2 * spec.padding - spec.kernel) / spec.stride + 1;
@@ -96,6 +119,7 @@ Layer dense_layer(const std::string& name, const Shape& input_shape, const Dense
   require(spec.out_features > 0, name, "out_features must be positive");
   const std::int64_t in = shape_elements(input_shape), out = spec.out_features;
   require(in > 0, name, "empty input");
+  require_sizes(name, {d(in) * d(out) * d(bytes_per_element), (d(in) + d(out)) * d(bytes_per_element)});
   Layer layer;
   layer.name = name;
   layer.type = "dense";
@@ -124,6 +148,8 @@ Layer transformer_block_layer(const std::string& name, const Shape& input_sh,
   require(a > 0 && h % a == 0, name, "heads (" + std::to_string(a) +
                                           ") must divide the hidden size (" + std::to_string(h) + ")");
   require(f > 0, name, "ffn_multiplier must be positive");
+  require_sizes(name, {d(34) * d(s) * d(h) * d(bytes_per_element), d(5) * d(a) * d(s) * d(s) * d(bytes_per_element),
+                       d(2 * f + 4) * d(h) * d(h) * d(bytes_per_element)});
   // Weight GEMMs: QKV (3h^2), output projection (h^2), MLP (2 f h^2) per token.
   const double weight_macs = d(s * (4 * h * h + 2 * f * h * h));
   // Attention: scores Q K^T and context A V, s^2 h each.
@@ -158,6 +184,7 @@ Layer embedding_layer(const std::string& name, const Shape& input_s, const Embed
   require(input_s.size() == 1, name, "embedding needs a sequence of token ids as input");
   require(spec.vocab > 0 && spec.hidden > 0, name, "vocab and hidden must be positive");
   const std::int64_t s = input_s[0], h = spec.hidden;
+  require_sizes(name, {(d(spec.vocab) + d(s)) * d(h) * d(bytes_per_element)});
   Layer layer;
   layer.name = name;
   layer.type = "embedding";
@@ -179,6 +206,7 @@ Layer lm_head_layer(const std::string& name, const Shape& input_sh, const LmHead
   require(input_sh.size() == 2, name, "lm_head needs a sequence x hidden input");
   require(spec.vocab > 0, name, "vocab must be positive");
   const std::int64_t s = input_sh[0], h = input_sh[1], v = spec.vocab;
+  require_sizes(name, {(d(h) + 2) * d(v) * d(bytes_per_element), d(s) * (d(h) + d(v)) * d(bytes_per_element)});
   Layer layer;
   layer.name = name;
   layer.type = "lm_head";

@@ -30,7 +30,9 @@ NetworkBuilder::NetworkBuilder(std::string name, std::vector<std::int64_t> input
     : shape_(std::move(input_shape)) {
   if (batch < 1) throw Error("network " + name + ": batch must be at least 1, got " +
                              std::to_string(batch));
-  if (bytes_per_element < 1) throw Error("network " + name + ": dtype_bytes must be positive");
+  if (bytes_per_element < 1 || bytes_per_element > 64) {
+    throw Error("network " + name + ": dtype_bytes must be between 1 and 64, got " + std::to_string(bytes_per_element));
+  }
   network_.name = std::move(name);
   network_.batch = batch;
   network_.bytes_per_element = bytes_per_element;
@@ -71,6 +73,19 @@ void NetworkBuilder::forbid_cut_after_last() {
 
 Network NetworkBuilder::build() {
   if (network_.layers.empty()) throw Error("network " + network_.name + " has no layers");
+  // A minibatch's bytes of every layer stay below 2^50, so that sums over layers, microbatches
+  // and minibatches stay far from 64-bit overflow (the engines' bound is 2^60).
+  const double batch = static_cast<double>(network_.batch);
+  double total = 0;
+  for (const auto& layer : network_.layers) {
+    const double per_sample = static_cast<double>(layer.stash_bytes + layer.input_bytes + layer.output_bytes);
+    total += per_sample * batch + static_cast<double>(layer.param_bytes);
+  }
+  if (!(total < 1125899906842624.0)) {  // 2^50
+    throw Error("network " + network_.name + ": a minibatch of " + std::to_string(network_.batch) +
+                " samples needs " + short_number(total) + " bytes of activations and parameters, beyond the 2^50 that "
+                "pipetwin counts; check the batch and the layers' sizes");
+  }
   network_.layers.back().cut_allowed_after = false;
   return network_;
 }

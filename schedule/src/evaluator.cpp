@@ -5,11 +5,14 @@
 
 #include <algorithm>
 
+#include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/validator.hpp"
 
 namespace pipetwin {
 
 std::vector<TaskTiming> evaluate_times(const TaskGraph& g) {
+  const std::string bounds = bounds_problem(g);
+  if (!bounds.empty()) throw Error("cannot evaluate: " + bounds);
   const auto order = execution_order(g);  // throws on a deadlock
   std::vector<std::int32_t> previous_on_resource(g.tasks.size(), -1);
   for (const auto& list : tasks_by_processor(g)) {

@@ -403,9 +403,43 @@ std::vector<std::int32_t> execution_order(const TaskGraph& g, LinkOrders link_or
   throw Error(message);
 }
 
+std::string bounds_problem(const TaskGraph& g) {
+  std::int64_t cycles = 0, bytes = 0;
+  const auto add = [](std::int64_t& sum, std::int64_t value, std::int64_t limit) {
+    if (value < 0 || value > limit || sum > limit - value) return false;
+    sum += value;
+    return true;
+  };
+  for (const auto& t : g.tasks) {
+    if (!add(cycles, t.cost_cycles, kMaxTotalCycles)) {
+      return describe_task(g, t) + ": the tasks' costs add up to more than 2^50 cycles (" +
+             std::to_string(kMaxTotalCycles) + "), more than the engines represent exactly; check the "
+             "hardware's clock and the calibration's times";
+    }
+    std::int64_t task_bytes = 0;
+    bool fits = add(task_bytes, t.bytes, kMaxBytes);
+    for (const auto& d : t.deps) fits = fits && add(task_bytes, d.bytes, kMaxBytes);
+    if (!fits) return describe_task(g, t) + ": moves or takes more than 2^60 bytes; check the network's sizes";
+  }
+  for (const auto& b : g.buffers) {
+    if (!add(bytes, b.bytes, kMaxBytes)) {
+      return std::string("the graph's ") + to_string(b.name.kind) + " buffers and the others add up to more than "
+             "2^60 bytes; check the network's sizes";
+    }
+  }
+  for (const auto& p : g.processors) {
+    if (!add(bytes, p.static_bytes, kMaxBytes)) return p.name + ": static bytes beyond 2^60 with the buffers";
+  }
+  return "";
+}
+
 std::vector<std::string> structural_problems(const TaskGraph& g) {
   std::vector<std::string> problems;
   check_structure(g, problems);
+  if (problems.empty()) {
+    const std::string bounds = bounds_problem(g);
+    if (!bounds.empty()) problems.push_back(bounds);
+  }
   return problems;
 }
 

@@ -48,6 +48,16 @@ std::string deadlock_message(const TaskGraph& g, const sim::RunState& run,
 std::vector<TaskTiming> simulate_times(const TaskGraph& g) {
   const auto problems = structural_problems(g);  // a deadlock is ours to find, not the validator's
   if (!problems.empty()) throw Error("cannot simulate: " + problems.front());
+  // SystemC's clock never goes back within a process: this run starts where the last one ended,
+  // and can last at most the sum of its tasks' costs (below kMaxTotalCycles).
+  std::int64_t longest = 0;
+  for (const auto& t : g.tasks) longest += t.cost_cycles;
+  const sc_dt::uint64 now = sc_core::sc_time_stamp().value();
+  if (now > ~sc_dt::uint64{0} - static_cast<sc_dt::uint64>(longest)) {
+    throw Error("cannot simulate: SystemC's clock in this process has run " + std::to_string(now) +
+                " cycles over earlier runs and would overflow in this one (up to " + std::to_string(longest) +
+                " cycles); run it in a new process, or use the analytic engine");
+  }
   const auto queues = tasks_by_processor(g);
   sim::RunState run(g);
   sim::WorkerLease lease;  // declared before the models: they detach before it ends

@@ -79,3 +79,17 @@ def test_keyword_misuse_is_a_type_error():
     g = pipetwin.build_graph(model="lenet5")
     with pytest.raises(TypeError, match="not both"):
         pipetwin.simulate(g, model="lenet5")
+
+
+def test_saving_writes_through_links_and_never_replaces_a_directory(tmp_path):
+    g = pipetwin.build_graph(model="lenet5", schedule="gpipe", hardware="unit", processors=2, microbatches=2)
+    target = tmp_path / "graph.json"
+    target.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    g.save(str(link))
+    assert link.is_symlink()
+    assert json.loads(target.read_text())["schedule"] == "gpipe"
+    with pytest.raises(pipetwin.PipetwinError, match="is a directory"):
+        pipetwin._core.write_output_file(str(tmp_path), "x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["graph.json", "link.json"]

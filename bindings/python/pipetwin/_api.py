@@ -68,10 +68,7 @@ def profile(model, *, device="cpu", microbatches=4, params=None, data="auto",
     text = _core.profile(model, microbatches=microbatches, params=params, data=data, data_dir=data_dir,
                          repeats=repeats, seed=seed)
     if output is not None:
-        partial = str(output) + ".partial"
-        with open(partial, "w") as f:
-            f.write(text)
-        os.replace(partial, output)
+        _core.write_output_file(os.fspath(output), text)
     return json.loads(text)
 
 

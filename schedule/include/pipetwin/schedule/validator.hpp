@@ -14,6 +14,16 @@ namespace pipetwin {
 // deadlock). Engines check these before running a graph.
 std::vector<std::string> structural_problems(const TaskGraph& graph);
 
+// What every engine can represent exactly. Cycles: the sum of all task costs (a bound on any
+// run's length) stays below 2^50, so that times summed in 64-bit integers never overflow, the
+// simulator's bandwidth sharing (double precision, exact to 2^53) stays exact to the cycle, and
+// SystemC's 64-bit clock, which never goes back within a process, lasts thousands of the longest
+// runs. Bytes: every dependency, transfer and buffer, and their sum, below 2^60 (one exbibyte).
+constexpr std::int64_t kMaxTotalCycles = std::int64_t{1} << 50;
+constexpr std::int64_t kMaxBytes = std::int64_t{1} << 60;
+// The first such problem, or "" (part of structural_problems; evaluators call it on their own).
+std::string bounds_problem(const TaskGraph& graph);
+
 // Every problem found, one message each (empty when the graph is valid).
 std::vector<std::string> validate(const TaskGraph& graph);
 // Throws Error with the first problems (and how many there are) when the graph is invalid.
