@@ -69,12 +69,11 @@ std::unique_ptr<Dataset> load_data(const ExecutorOptions& options, const Network
 }
 
 TrainingOptions training_options(const ExecutorOptions& options) {
-  if (!(options.learning_rate > 0)) throw Error("--lr must be positive");
-  if (options.momentum < 0 || options.momentum >= 1) throw Error("--momentum must be in [0, 1)");
   TrainingOptions training;
   training.learning_rate = options.learning_rate;
   training.momentum = options.momentum;
   training.seed = options.seed;
+  check_training_options(training);  // before any data is loaded
   return training;
 }
 

@@ -27,9 +27,9 @@ int main(int argc, char** argv) {
   pipetwin::cli::add_run_command(app);
   pipetwin::cli::add_profile_command(app);
   pipetwin::cli::add_validate_command(app);
-  if (argc < 2) {
+  if (argc < 2) {  // no command: what there is to do (not an error)
     std::cout << app.help();
-    return 1;
+    return 0;
   }
   // Name an unknown command (CLI11 would only say that a subcommand is required).
   const std::string first = argv[1];

@@ -23,6 +23,7 @@ struct RunOptions {
   GraphOptions graph;
   ExecutorOptions executor;
   double epochs = 0;
+  const CLI::Option* epochs_given = nullptr;
   bool test = false;
   bool json = false;
   bool quiet = false;
@@ -38,8 +39,15 @@ void run(RunOptions& options) {
   config.processors = counts.front();
   const ScheduleRequest request = make_request(config);
   const auto data = load_data(options.executor, request.network, "train");
-  if (options.epochs > 0) {
+  if (options.epochs_given->count() > 0) {
+    if (!(options.epochs > 0) || !std::isfinite(options.epochs)) {
+      throw Error("--epochs must be a positive number of passes over the data, got " + short_number(options.epochs));
+    }
     const double steps = options.epochs * static_cast<double>(data->size()) / static_cast<double>(request.network.batch);
+    if (!(steps < 1e6)) {
+      throw Error("--epochs " + short_number(options.epochs) + " is " + short_number(steps) +
+                  " minibatches of " + std::to_string(request.network.batch) + " samples; at most 1e6");
+    }
     config.minibatches = std::max(1, static_cast<int>(steps));
   }
   const TaskGraph graph = make_graph(config);
@@ -115,7 +123,8 @@ void add_run_command(CLI::App& app) {
   add_graph_options(*command, options->graph, "2");
   add_executor_options(*command, options->executor, true);
   command->add_option("--steps", options->graph.config.minibatches, "minibatches to train (same as --minibatches)");
-  command->add_option("--epochs", options->epochs, "train this many passes over the data (sets --minibatches)");
+  options->epochs_given =
+      command->add_option("--epochs", options->epochs, "train this many passes over the data (sets --minibatches)");
   command->add_flag("--test", options->test, "measure accuracy on the test split after training (Fashion-MNIST)");
   command->add_flag("--json", options->json, "print the measured result as JSON (the simulate --json schema)");
   command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");

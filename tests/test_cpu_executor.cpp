@@ -5,6 +5,8 @@
 // Also: measured results have the simulator's schema, and bad input gives clear errors.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include <atomic>
 #include <unistd.h>
 
@@ -301,3 +303,13 @@ TEST_CASE("Fashion-MNIST from Debian's dataset-fashion-mnist, when installed") {
 }
 
 }  // namespace pipetwin
+
+TEST_CASE("kendall tau-b: ties count for neither ordering; all ties are undefined") {
+  CHECK(pipetwin::kendall_tau({1, 2, 3}, {10, 20, 30}) == doctest::Approx(1.0));
+  CHECK(pipetwin::kendall_tau({1, 2, 3}, {30, 20, 10}) == doctest::Approx(-1.0));
+  // One tie in the first: C = 2, D = 0 over sqrt((3 - 1) (3 - 0)) pairs (tau-a said 2/3).
+  CHECK(pipetwin::kendall_tau({1, 1, 2}, {1, 2, 3}) == doctest::Approx(2.0 / std::sqrt(6.0)));
+  // Every schedule equal at P = 1: no ordering (tau-a said 0 or, with ties in both, -0.5).
+  CHECK(std::isnan(pipetwin::kendall_tau({1, 1, 1}, {3, 1, 2})));
+  CHECK(std::isnan(pipetwin::kendall_tau({5}, {7})));
+}

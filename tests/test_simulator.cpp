@@ -113,11 +113,11 @@ TEST_CASE("the simulator equals the evaluator on 200 random contention-free task
         if (std::uniform_int_distribution<int>(0, 9)(rng) == 0) deps.push_back(d);
       }
       const std::int64_t cost = std::uniform_int_distribution<int>(0, 20)(rng);
-      if (i > 0 && std::uniform_int_distribution<int>(0, 3)(rng) == 0) {
+      if (processors > 1 && i > 0 && std::uniform_int_distribution<int>(0, 3)(rng) == 0) {
         // A transfer on a link of its own, with a latency: no contention by construction.
         const auto link = static_cast<std::int32_t>(g.links.size());
         const std::int64_t latency = std::uniform_int_distribution<int>(0, 3)(rng);
-        g.links.push_back({"l" + std::to_string(link), 0, 0, 1.0, latency, ""});
+        g.links.push_back({"l" + std::to_string(link), 0, processors - 1, 1.0, latency, ""});
         g.tasks.push_back(transfer(i, link, 0, cost + latency, deps));
       } else {
         const int p = std::uniform_int_distribution<int>(0, processors - 1)(rng);

@@ -2,6 +2,8 @@
 // wrong and where.
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/registry.hpp"
@@ -178,4 +180,27 @@ TEST_CASE("in-order links take part in deadlock detection") {
   CHECK_THROWS_WITH_AS(evaluate(g), doctest::Contains("in-order link"), Error);
   g.links[0].policy = LinkPolicy::shared;  // a shared link serves whichever is ready
   CHECK_NOTHROW(evaluate(g));
+}
+
+TEST_CASE("links that loop, lag backwards or carry nothing are named") {
+  TaskGraph g = small_graph();
+  REQUIRE(!g.links.empty());
+  g.links[0].dst = g.links[0].src;
+  CHECK(first_problem(g).find("with itself") != std::string::npos);
+  g = small_graph();
+  g.links[0].latency_cycles = -3;
+  CHECK(first_problem(g).find("negative latency_cycles") != std::string::npos);
+  g = small_graph();
+  g.links[0].bytes_per_cycle = std::numeric_limits<double>::quiet_NaN();
+  CHECK(first_problem(g).find("bytes_per_cycle must be a positive number") != std::string::npos);
+}
+
+TEST_CASE("buffers that name what does not exist are named") {
+  TaskGraph g = small_graph();
+  REQUIRE(!g.buffers.empty());
+  g.buffers[0].freed_after.push_back(9999);
+  CHECK(first_problem(g).find("freed after task 9999, which does not exist") != std::string::npos);
+  g = small_graph();
+  g.buffers[0].where = 5;
+  CHECK(first_problem(g).find("held on unknown processor 5") != std::string::npos);
 }

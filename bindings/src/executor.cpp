@@ -57,8 +57,10 @@ void bind_executor(py::module_& m) {
 
   m.def("train", [](const Graph& graph, const std::string& data, const std::string& data_dir, double learning_rate,
                     double momentum, std::uint64_t seed, bool test, bool memory_timeline) {
-    if (!(learning_rate > 0)) throw Error("learning_rate must be positive");
-    if (momentum < 0 || momentum >= 1) throw Error("momentum must be in [0, 1)");
+    TrainingOptions checked;
+    checked.learning_rate = learning_rate;
+    checked.momentum = momentum;
+    check_training_options(checked);  // before the data is loaded
     const Network network = network_of(*graph.graph);
     const Dataset train_data = load_dataset_for(data, data_dir, network, "train");
     const TaskGraph& g = *graph.graph;

@@ -1,6 +1,8 @@
 // Initial weights and the input check every executor shares (see training.hpp).
 #include "pipetwin/exec/training.hpp"
 
+#include <cmath>
+
 #include "pipetwin/exec/layers/layer_spec.hpp"
 #include "pipetwin/models/error.hpp"
 
@@ -11,6 +13,15 @@ std::vector<HostWeights> initial_weights(const Network& network, std::uint64_t s
   const auto specs = exec::make_layer_specs(network.layers);
   for (std::size_t l = 0; l < specs.size(); ++l) weights.push_back(specs[l].initial_parameters(seed * 1000003u + l));
   return weights;
+}
+
+void check_training_options(const TrainingOptions& options) {
+  if (!(options.learning_rate > 0) || !std::isfinite(options.learning_rate)) {
+    throw Error("the learning rate must be a positive number, got " + short_number(options.learning_rate));
+  }
+  if (!(options.momentum >= 0 && options.momentum < 1)) {
+    throw Error("momentum must be in [0, 1), got " + short_number(options.momentum));
+  }
 }
 
 void check_run_inputs(const TaskGraph& graph, const Network& network, const BatchSampler& data) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "pipetwin/exec/profiling.hpp"
 #include "pipetwin/models/error.hpp"
@@ -38,16 +39,20 @@ nlohmann::ordered_json validation_rows_json(const ValidationReport& report) {
 }
 
 double kendall_tau(const std::vector<double>& a, const std::vector<double>& b) {
-  int concordant = 0, discordant = 0, pairs = 0;
+  std::int64_t concordant = 0, discordant = 0, pairs = 0, tied_a = 0, tied_b = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
     for (std::size_t j = i + 1; j < a.size(); ++j) {
       const double product = (a[i] - a[j]) * (b[i] - b[j]);
       ++pairs;
+      tied_a += a[i] == a[j];
+      tied_b += b[i] == b[j];
       if (product > 0) ++concordant;
       if (product < 0) ++discordant;
     }
   }
-  return pairs == 0 ? 1.0 : static_cast<double>(concordant - discordant) / pairs;
+  const double denominator = std::sqrt(static_cast<double>(pairs - tied_a) * static_cast<double>(pairs - tied_b));
+  if (denominator == 0) return std::numeric_limits<double>::quiet_NaN();  // one ordering is all ties
+  return static_cast<double>(concordant - discordant) / denominator;
 }
 
 ValidationReport validate(const GraphConfig& config, const Dataset& data, const ValidationOptions& options,

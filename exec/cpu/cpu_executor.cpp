@@ -88,6 +88,7 @@ class CpuBackend {
 TrainingRun run_cpu(const TaskGraph& graph, const Network& network, const BatchSampler& data,
                     const TrainingOptions& options) {
   check_run_inputs(graph, network, data);
+  check_training_options(options);
   CpuBackend backend(network, data);
   exec::GraphExecution<CpuBackend> execution(backend, graph, network, options, "cpu");
   return execution.run();

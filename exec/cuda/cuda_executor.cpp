@@ -187,6 +187,7 @@ bool executor_built() { return true; }
 TrainingRun run_cuda(const TaskGraph& graph, const Network& network, const BatchSampler& data,
                           const TrainingOptions& training, const CudaOptions& options, std::string* placement) {
   check_run_inputs(graph, network, data);
+  check_training_options(training);
   CudaBackend backend(graph, network, data, options);
   if (placement != nullptr) *placement = backend.description();
   exec::GraphExecution<CudaBackend> execution(backend, graph, network, training, "cuda");

@@ -53,7 +53,7 @@ std::vector<ParamSpec> common_hardware_params() {
 
 void check_positive(double value, const std::string& what, const std::string& source) {
   if (!(value > 0) || !std::isfinite(value)) {
-    throw Error(source + ": " + what + " must be a positive number, got " + std::to_string(value));
+    throw Error(source + ": " + what + " must be a positive number, got " + short_number(value));
   }
 }
 
@@ -79,8 +79,8 @@ LinkSpec link_from_json_text(const std::string& text, const std::string& source)
   } catch (const Error& error) {
     throw Error(source + ": /policy: " + error.what());
   }
-  if (!(link.bytes_per_s > 0)) root.at("bytes_per_s").fail("a positive number");
-  if (link.latency_s < 0) root.at("latency_s").fail("a number >= 0");
+  if (!(link.bytes_per_s > 0) || !std::isfinite(link.bytes_per_s)) root.at("bytes_per_s").fail("a positive number");
+  if (!(link.latency_s >= 0) || !std::isfinite(link.latency_s)) root.at("latency_s").fail("a number >= 0");
   return link;
 }
 
@@ -148,8 +148,11 @@ HardwareProfile hardware_from_json_text(const std::string& text, const std::stri
   check_positive(p.peak_flops_per_s, "peak_flops_per_s", source);
   check_positive(static_cast<double>(p.memory_bytes), "memory_bytes", source);
   check_positive(p.memory_bytes_per_s, "memory_bytes_per_s", source);
-  if (p.task_overhead_s < 0 || p.layer_overhead_s < 0) {
-    throw Error("hardware " + hw.name + ": overheads must be >= 0");
+  for (const double overhead : {p.task_overhead_s, p.layer_overhead_s}) {
+    if (!(overhead >= 0) || !std::isfinite(overhead)) {  // NaN is not >= 0
+      throw Error("hardware " + hw.name + ": task_overhead_s and layer_overhead_s must be numbers >= 0, got " +
+                  short_number(overhead));
+    }
   }
   if (partitionable) {
     // An SM partition of one GPU: compute scales with its SMs; memory is one shared system.

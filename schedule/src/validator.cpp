@@ -2,6 +2,7 @@
 #include "pipetwin/schedule/validator.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <queue>
 #include <set>
@@ -24,8 +25,13 @@ void check_structure(const TaskGraph& g, std::vector<std::string>& problems) {
     auto known = [&](std::int32_t end) { return end == kHost || (end >= 0 && end < g.processor_count()); };
     if (!known(link.src) || !known(link.dst) || (link.src == kHost && link.dst == kHost)) {
       problems.push_back("link " + link.name + " connects an unknown processor");
+    } else if (link.src == link.dst) {
+      problems.push_back("link " + link.name + " connects processor " + std::to_string(link.src) + " with itself");
     }
-    if (!(link.bytes_per_cycle > 0)) problems.push_back("link " + link.name + ": bytes_per_cycle must be positive");
+    if (!(link.bytes_per_cycle > 0) || !std::isfinite(link.bytes_per_cycle)) {
+      problems.push_back("link " + link.name + ": bytes_per_cycle must be a positive number");
+    }
+    if (link.latency_cycles < 0) problems.push_back("link " + link.name + ": negative latency_cycles");
   }
   for (std::size_t s = 0; s < g.stages.size(); ++s) {
     const StageInfo& stage = g.stages[s];

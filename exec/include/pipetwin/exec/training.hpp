@@ -54,6 +54,8 @@ std::vector<HostWeights> initial_weights(const Network& network, std::uint64_t s
 // another microbatch size, samples or classes that do not fit) or when a layer is one the
 // executors cannot run. Every executor checks this first.
 void check_run_inputs(const TaskGraph& graph, const Network& network, const BatchSampler& data);
+// A learning rate that is a positive finite number, momentum in [0, 1) (NaN is neither).
+void check_training_options(const TrainingOptions& options);
 
 // An executor as profiling, validation and ExecutorEngine take it: run_cpu, or the CUDA executor
 // bound to its placement.

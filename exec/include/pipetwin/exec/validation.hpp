@@ -52,7 +52,9 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
 // speedups and peak memory.
 nlohmann::ordered_json validation_rows_json(const ValidationReport& report);
 
-// (concordant - discordant) / pairs of two orderings of the same items.
+// Kendall's tau-b of two orderings of the same items: (concordant - discordant) /
+// sqrt((pairs - pairs tied in a) (pairs - pairs tied in b)); NaN when either is all ties (say, one
+// schedule, or every schedule equal at P = 1), where no ordering can agree or disagree.
 double kendall_tau(const std::vector<double>& a, const std::vector<double>& b);
 
 }  // namespace pipetwin
