@@ -31,6 +31,8 @@ void run(const ImportOptions& options) {
   config.processors = static_cast<int>(torch.rank_ops.size());
   config.microbatches = torch.microbatches;
   config.params.push_back("schedule.file=" + options.torch_csv);
+  const std::string notes = describe_import_notes(torch);
+  if (!notes.empty()) std::cerr << "note: " << options.torch_csv << ": " << notes << "\n";
   const Evaluated e = build_and_run(options.engine, config, true);
   std::cout << fmt::format(
       "{}: {} ranks, {} stages, {} microbatches x {} samples, {} minibatches -> {} tasks\n"

@@ -81,9 +81,11 @@ TEST_CASE("an interleaved (looped) PyTorch schedule: two stages per rank") {
 
 TEST_CASE("bad PyTorch CSVs get errors naming the row and cell") {
   CHECK_THROWS_WITH_AS(parse_torch_csv("0F0,0X0\n", "s.csv"),
-                       doctest::Contains("s.csv: row 1, cell 2 '0X0': the action must be F, I, W or B"), Error);
-  CHECK_THROWS_WITH_AS(parse_torch_csv("0F0,1SEND_F0\n", "s.csv"),
-                       doctest::Contains("compute-only schedules have no communication"), Error);
+                       doctest::Contains("s.csv: row 1, cell 2 '0X0': unknown action 'X0'"), Error);
+  CHECK_THROWS_WITH_AS(parse_torch_csv("0F99999999999,0B0\n", "s.csv"), doctest::Contains("an index above"), Error);
+  CHECK_THROWS_WITH_AS(parse_torch_csv("0F,0B0\n", "s.csv"), doctest::Contains("needs its microbatch"), Error);
+  CHECK_THROWS_WITH_AS(parse_torch_csv("(0F0;0UNSHARD)OVERLAP_F_B\n", "s.csv"),
+                       doctest::Contains("OVERLAP_F_B overlaps two compute actions"), Error);
   CHECK_THROWS_WITH_AS(parse_torch_csv("0F0,0B0\n0F1,0B1\n", "s.csv"),
                        doctest::Contains("row 2, cell 1 '0F1': stage 0 is already on rank 0"), Error);
   CHECK_THROWS_WITH_AS(parse_torch_csv("0F0,0I0\n", "s.csv"),
@@ -96,4 +98,34 @@ TEST_CASE("bad PyTorch CSVs get errors naming the row and cell") {
   CHECK_THROWS_WITH_AS(make_graph(config), doctest::Contains("give the schedule file with file="), Error);
   CHECK_THROWS_WITH_AS(graph_to_torch_csv(make_graph(config_for("pipedream", 2, 2))),
                        doctest::Contains("one synchronous step"), Error);
+}
+
+TEST_CASE("torch's bookkeeping actions are skipped and counted; OVERLAP_F_B runs its pair in order") {
+  // GPipe as torch 2.x writes it with FSDP: unshard, compute, reduce, reshard; and sends/receives.
+  const std::string csv =
+      "0UNSHARD,0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1,0REDUCE_GRAD,0RESHARD\n"
+      "1UNSHARD,1RECV_F0,1F0,1RECV_F1,(1F1;1B0)OVERLAP_F_B,1SEND_B0,1B1,1SEND_B1,1REDUCE_GRAD,1RESHARD\n";
+  const TorchSchedule s = parse_torch_csv(csv, "gpipe.csv");
+  REQUIRE(s.rank_ops.size() == 2);
+  CHECK(s.microbatches == 2);
+  CHECK(s.rank_ops[0].size() == 4);
+  REQUIRE(s.rank_ops[1].size() == 4);
+  // The overlapped pair in the cell's order: F of microbatch 1, then B of microbatch 0.
+  CHECK(s.rank_ops[1][1].kind == TaskKind::F);
+  CHECK(s.rank_ops[1][1].microbatch == 1);
+  CHECK(s.rank_ops[1][2].kind == TaskKind::B);
+  CHECK(s.rank_ops[1][2].microbatch == 0);
+  CHECK(s.overlapped_pairs == 1);
+  CHECK(s.skipped_actions.at("UNSHARD") == 2);
+  CHECK(s.skipped_actions.at("REDUCE_GRAD") == 2);
+  CHECK(s.skipped_actions.at("SEND_F") == 2);
+  CHECK(s.skipped_actions.at("RECV_B") == 2);
+  CHECK(describe_import_notes(s).find("skipped 2 RECV_B, 2 RECV_F, 2 REDUCE_GRAD, 2 RESHARD, 2 SEND_B, 2 SEND_F, 2 UNSHARD") == 0);
+  CHECK(describe_import_notes(s).find("1 OVERLAP_F_B pairs run one action after the other") != std::string::npos);
+  // The compute-only file of the same schedule gives the same graph.
+  GraphConfig with_bookkeeping = config_for("torch-csv", 2, 2);
+  with_bookkeeping.params = {"file=" + write("bookkeeping.csv", csv)};
+  GraphConfig compute_only = config_for("torch-csv", 2, 2);
+  compute_only.params = {"file=" + write("compute.csv", "0F0,0F1,0B0,0B1\n1F0,1F1,1B0,1B1\n")};
+  CHECK(evaluate(make_graph(with_bookkeeping)).total_cycles == evaluate(make_graph(compute_only)).total_cycles);
 }

@@ -67,6 +67,56 @@ std::string graph_to_torch_csv(const TaskGraph& g) {
   return out.str();
 }
 
+namespace {
+
+// One action of a cell: "<stage><kind>[<microbatch>]" as torch.distributed.pipelining writes it.
+struct TorchAction {
+  int stage = 0;
+  std::string kind;     // F, I, W, B, or a bookkeeping action (UNSHARD, SEND_F, ...)
+  int microbatch = -1;  // -1 where the action has none
+};
+
+constexpr int kMaxTorchIndex = 1 << 20;  // stages and microbatches: far beyond any schedule
+
+// The leading decimal digits of `text` from `at` (advanced past them), at most kMaxTorchIndex;
+// -1 when there are none.
+int read_index(const std::string& text, std::size_t& at, const std::string& where) {
+  const std::size_t begin = at;
+  long long value = 0;
+  while (at < text.size() && std::isdigit(static_cast<unsigned char>(text[at]))) {
+    value = value * 10 + (text[at++] - '0');
+    if (value > kMaxTorchIndex) throw Error(where + ": an index above " + std::to_string(kMaxTorchIndex));
+  }
+  return at == begin ? -1 : static_cast<int>(value);
+}
+
+TorchAction parse_action(const std::string& text, const std::string& where) {
+  static const char* const kKinds[] = {"UNSHARD", "RESHARD", "REDUCE_GRAD", "SEND_F", "RECV_F", "SEND_B", "RECV_B",
+                                       "F", "I", "W", "B"};
+  TorchAction action;
+  std::size_t at = 0;
+  action.stage = read_index(text, at, where);
+  if (action.stage < 0) throw Error(where + ": expected <stage><F|I|W|B><microbatch>, e.g. 0F1");
+  for (const char* kind : kKinds) {
+    if (text.compare(at, std::string(kind).size(), kind) == 0) {
+      action.kind = kind;
+      break;
+    }
+  }
+  if (action.kind.empty()) {
+    throw Error(where + ": unknown action '" + text.substr(at) + "' (known: F, I, W, B, UNSHARD, RESHARD, "
+                "REDUCE_GRAD, SEND_F, RECV_F, SEND_B, RECV_B, and (A;B)OVERLAP_F_B)");
+  }
+  at += action.kind.size();
+  action.microbatch = read_index(text, at, where);
+  if (at != text.size()) throw Error(where + ": unexpected '" + text.substr(at) + "' after the action");
+  const bool compute = action.kind.size() == 1;
+  if (compute && action.microbatch < 0) throw Error(where + ": a compute action needs its microbatch, e.g. 0F1");
+  return action;
+}
+
+}  // namespace
+
 TorchSchedule parse_torch_csv(const std::string& text, const std::string& source) {
   TorchSchedule schedule;
   std::map<int, int> stage_rank;
@@ -83,37 +133,43 @@ TorchSchedule parse_torch_csv(const std::string& text, const std::string& source
       if (cell.empty()) continue;  // an idle step
       const std::string where = source + ": row " + std::to_string(rank + 1) + ", cell " +
                                 std::to_string(c + 1) + " '" + cell + "'";
-      std::size_t at = 0;
-      while (at < cell.size() && std::isdigit(static_cast<unsigned char>(cell[at]))) ++at;
-      const std::size_t letter_at = at;
-      if (at == 0 || at >= cell.size()) throw Error(where + ": expected <stage><F|I|W|B><microbatch>, e.g. 0F1");
-      ++at;
-      const std::size_t digits_at = at;
-      while (at < cell.size() && std::isdigit(static_cast<unsigned char>(cell[at]))) ++at;
-      if (at != cell.size() || digits_at == cell.size()) {
-        throw Error(where + ": expected <stage><F|I|W|B><microbatch>; compute-only schedules have no "
-                            "communication or resharding actions");
+      // "(0F3;1B0)OVERLAP_F_B": a forward and a backward the rank overlaps; here they run one after
+      // the other, in the cell's order.
+      std::vector<TorchAction> actions;
+      const std::string overlap = ")OVERLAP_F_B";
+      if (!cell.empty() && cell.front() == '(') {
+        if (cell.size() <= overlap.size() || cell.compare(cell.size() - overlap.size(), overlap.size(), overlap) != 0) {
+          throw Error(where + ": a parenthesised cell must be (<action>;<action>)OVERLAP_F_B");
+        }
+        std::istringstream parts(cell.substr(1, cell.size() - 1 - overlap.size()));
+        std::string part;
+        while (std::getline(parts, part, ';')) actions.push_back(parse_action(trim(part), where));
+        if (actions.size() != 2 || actions[0].kind.size() != 1 || actions[1].kind.size() != 1) {
+          throw Error(where + ": OVERLAP_F_B overlaps two compute actions (F, I, W or B)");
+        }
+        ++schedule.overlapped_pairs;
+      } else {
+        actions.push_back(parse_action(cell, where));
       }
-      const int stage = std::stoi(cell.substr(0, letter_at));
-      const int microbatch = std::stoi(cell.substr(digits_at));
-      TaskKind kind;
-      switch (cell[letter_at]) {
-        case 'F': kind = TaskKind::F; break;
-        case 'B': kind = TaskKind::B; break;
-        case 'I': kind = TaskKind::BA; break;
-        case 'W': kind = TaskKind::BW; break;
-        default: throw Error(where + ": the action must be F, I, W or B");
+      for (const auto& action : actions) {
+        if (action.kind.size() != 1) {  // communication and resharding: pipetwin makes its own transfers
+          ++schedule.skipped_actions[action.kind];
+          continue;
+        }
+        const char letter = action.kind[0];
+        const TaskKind kind = letter == 'F' ? TaskKind::F : letter == 'B' ? TaskKind::B : letter == 'I' ? TaskKind::BA : TaskKind::BW;
+        const int stage = action.stage, microbatch = action.microbatch;
+        const auto placed = stage_rank.emplace(stage, rank);
+        if (placed.first->second != rank) {
+          throw Error(where + ": stage " + std::to_string(stage) + " is already on rank " +
+                      std::to_string(placed.first->second) + "; a stage runs on one rank");
+        }
+        std::string& letters = seen[{stage, microbatch}];
+        if (letters.find(letter) != std::string::npos) throw Error(where + ": the same action appears twice");
+        letters += letter;
+        ops.push_back({kind, stage, 0, microbatch});
+        schedule.microbatches = std::max(schedule.microbatches, microbatch + 1);
       }
-      const auto placed = stage_rank.emplace(stage, rank);
-      if (placed.first->second != rank) {
-        throw Error(where + ": stage " + std::to_string(stage) + " is already on rank " +
-                    std::to_string(placed.first->second) + "; a stage runs on one rank");
-      }
-      std::string& letters = seen[{stage, microbatch}];
-      if (letters.find(cell[letter_at]) != std::string::npos) throw Error(where + ": the same action appears twice");
-      letters += cell[letter_at];
-      ops.push_back({kind, stage, 0, microbatch});
-      schedule.microbatches = std::max(schedule.microbatches, microbatch + 1);
     }
     schedule.rank_ops.push_back(std::move(ops));
     ++rank;
@@ -136,6 +192,19 @@ TorchSchedule parse_torch_csv(const std::string& text, const std::string& source
     }
   }
   return schedule;
+}
+
+std::string describe_import_notes(const TorchSchedule& schedule) {
+  std::string note;
+  for (const auto& [kind, count] : schedule.skipped_actions) {
+    note += (note.empty() ? "skipped " : ", ") + std::to_string(count) + " " + kind;
+  }
+  if (!note.empty()) note += " (pipetwin makes its own transfers and holds whole weights)";
+  if (schedule.overlapped_pairs > 0) {
+    note += (note.empty() ? "" : "; ") + std::to_string(schedule.overlapped_pairs) +
+            " OVERLAP_F_B pairs run one action after the other";
+  }
+  return note;
 }
 
 TaskGraph generate_torch_csv(const ScheduleRequest& request) {
