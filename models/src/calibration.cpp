@@ -6,45 +6,53 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 #include "pipetwin/models/error.hpp"
+#include "pipetwin/models/json_read.hpp"
 
 namespace pipetwin {
 
 Calibration calibration_from_json_text(const std::string& text, const std::string& source) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error("calibration " + source + ": not JSON: " + e.what());
+  const nlohmann::json document = JsonReader::parse(text, source);
+  const JsonReader root(document, source);
+  root.check_keys({"format", "device", "device_name", "network", "samples", "task_overhead_s", "copy_bytes_per_s",
+                   "copy_latency_s", "layers"});
+  if (root.get_string("format", "") != "pipetwin-calibration-1") {
+    throw Error("calibration " + source + ": not a pipetwin calibration table (format pipetwin-calibration-1)");
   }
+  // A time: a finite number >= 0 (NaN is not), or -1 where the table allows "not measured".
+  const auto seconds = [&](const JsonReader& at, const std::string& key, double fallback, bool may_be_unknown) {
+    const double value = at.get_double(key, fallback);
+    if (!(std::isfinite(value) && (value >= 0 || (may_be_unknown && value == -1)))) {
+      at.at(key).fail(may_be_unknown ? "seconds >= 0, or -1 for not measured" : "seconds >= 0");
+    }
+    return value;
+  };
   Calibration c;
   c.source = source;
-  try {
-    if (j.value("format", std::string()) != "pipetwin-calibration-1") {
-      throw Error("calibration " + source + ": not a pipetwin calibration table (format pipetwin-calibration-1)");
-    }
-    c.device = j.at("device").get<std::string>();
-    c.device_name = j.value("device_name", std::string());
-    c.network = j.at("network").get<std::string>();
-    c.samples = j.at("samples").get<std::int64_t>();
-    c.task_overhead_s = j.value("task_overhead_s", 0.0);
-    c.copy_bytes_per_s = j.value("copy_bytes_per_s", 0.0);
-    c.copy_latency_s = j.value("copy_latency_s", -1.0);
-    for (const auto& layer : j.at("layers")) {
-      LayerTimes t;
-      t.forward_s = layer.at("F_s").get<double>();
-      t.activation_grad_s = layer.at("BA_s").get<double>();
-      t.weight_grad_s = layer.at("BW_s").get<double>();
-      t.update_s = layer.at("U_s").get<double>();
-      if (t.forward_s < 0 || t.activation_grad_s < 0 || t.weight_grad_s < 0 || t.update_s < 0) {
-        throw Error("calibration " + source + ": negative time for layer " + layer.at("name").get<std::string>());
-      }
-      c.layers[layer.at("name").get<std::string>()] = t;
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw Error("calibration " + source + ": " + e.what());
+  c.device = root.get_string("device");
+  c.device_name = root.get_string("device_name", "");
+  c.network = root.get_string("network");
+  c.samples = root.get_int("samples");
+  if (c.samples < 1) root.at("samples").fail("a positive number of samples");
+  c.task_overhead_s = seconds(root, "task_overhead_s", 0.0, false);
+  c.copy_bytes_per_s = root.get_double("copy_bytes_per_s", 0.0);
+  if (!(std::isfinite(c.copy_bytes_per_s) && c.copy_bytes_per_s >= 0)) root.at("copy_bytes_per_s").fail("bytes per second >= 0");
+  c.copy_latency_s = seconds(root, "copy_latency_s", -1.0, true);
+  const JsonReader layers = root.at("layers");
+  for (std::size_t i = 0; i < layers.array_size(); ++i) {
+    const JsonReader layer = layers.at(i);
+    layer.check_keys({"name", "F_s", "BA_s", "BW_s", "U_s"});
+    LayerTimes t;
+    t.forward_s = seconds(layer, "F_s", 0, false);
+    t.activation_grad_s = seconds(layer, "BA_s", 0, false);
+    t.weight_grad_s = seconds(layer, "BW_s", 0, false);
+    t.update_s = seconds(layer, "U_s", 0, false);
+    for (const char* key : {"F_s", "BA_s", "BW_s", "U_s"}) layer.at(key);  // each is required
+    const std::string name = layer.get_string("name");
+    if (!c.layers.emplace(name, t).second) layer.at("name").fail("a layer not named before");
   }
-  if (c.samples < 1) throw Error("calibration " + source + ": samples must be positive");
   return c;
 }
 

@@ -213,9 +213,9 @@ std::vector<ParamSpec> hardware_params(const std::string& name) {
     text = file->text;
   }
   const nlohmann::json document = JsonReader::parse(text, name);
-  if (document.contains("processor") && document["processor"].value("partitionable", false)) {
-    params.push_back({"sms", std::to_string(document["processor"].value("default_sms", 0)),
-                      "SMs in each partition"});
+  const JsonReader root(document, name);
+  if (root.has("processor") && root.at("processor").get_bool("partitionable", false)) {
+    params.push_back({"sms", std::to_string(root.at("processor").get_int("default_sms", 0)), "SMs in each partition"});
   }
   return params;
 }

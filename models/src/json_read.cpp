@@ -41,6 +41,11 @@ nlohmann::json JsonReader::parse(const std::string& text, const std::string& sou
     if (colon != std::string::npos) what = what.substr(colon + 2);
     throw Error(source + ":" + std::to_string(line) + ":" + std::to_string(column) +
                 ": malformed JSON: " + what);
+  } catch (const nlohmann::json::exception& error) {  // a number no double holds (1e400), ...
+    std::string what = error.what();
+    const std::size_t bracket = what.find("] ");
+    if (bracket != std::string::npos) what = what.substr(bracket + 2);
+    throw Error(source + ": malformed JSON: " + what);
   }
 }
 

@@ -1,0 +1,63 @@
+// The loaders' errors for malformed input: what is wrong and where, never a raw library message
+// (hardware JSON, calibration tables).
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "pipetwin/models/calibration.hpp"
+#include "pipetwin/models/error.hpp"
+#include "pipetwin/models/hardware.hpp"
+#include "pipetwin/models/params.hpp"
+
+using namespace pipetwin;
+
+namespace {
+
+const std::string kProcessor =
+    R"({"clock_hz": 1e9, "peak_flops_per_s": {"fp32": 1e12}, "precision": "fp32", "memory_bytes": 1000000,
+        "memory_bytes_per_s": 1e9)";
+
+std::string hardware(const std::string& processor_extra, const std::string& top_extra = "") {
+  return R"({"name": "x", "cost_model": "roofline", "processor": )" + kProcessor + processor_extra +
+         R"(}, "link": "nvlink", "host_link": "pcie4", "topology": "chain")" + top_extra + "}";
+}
+
+std::string calibration(const std::string& extra, const std::string& layers) {
+  return R"({"format": "pipetwin-calibration-1", "device": "cpu", "network": "mlp", "samples": 4)" + extra +
+         R"(, "layers": [)" + layers + "]}";
+}
+
+}  // namespace
+
+TEST_CASE("hardware JSON: wrong types, impossible numbers and NaN overheads are clear errors") {
+  const Params none;
+  CHECK(hardware_from_json_text(hardware(""), "h.json", none).processor.clock_hz == 1e9);
+  CHECK_THROWS_WITH_AS(hardware_from_json_text(hardware(R"(, "partitionable": 1)"), "h.json", none),
+                       "h.json: /processor/partitionable: expected true or false, got an integer", Error);
+  CHECK_THROWS_WITH_AS(hardware_from_json_text(R"({"name": "x", "processor": -1})", "h.json", none),
+                       doctest::Contains("h.json: /processor: expected an object, got an integer"), Error);
+  CHECK_THROWS_WITH_AS(hardware_from_json_text(hardware(R"(, "task_overhead_s": 1e400)"), "h.json", none),
+                       "h.json: malformed JSON: number overflow parsing '1e400'", Error);
+  CHECK_THROWS_WITH_AS(hardware_from_json_text(hardware(""), "h.json", Params::parse({"task_overhead_s=nan"})),
+                       doctest::Contains("must be numbers >= 0, got nan"), Error);
+}
+
+TEST_CASE("calibration tables: unknown keys, repeated layers and impossible times are clear errors") {
+  const std::string layer = R"({"name": "fc1", "F_s": 1e-6, "BA_s": 1e-6, "BW_s": 1e-6, "U_s": 1e-7})";
+  const Calibration ok = calibration_from_json_text(calibration("", layer), "c.json");
+  CHECK(ok.layers.at("fc1").forward_s == 1e-6);
+  CHECK(ok.copy_latency_s == -1);  // not measured
+  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "speed": 3)", layer), "c.json"),
+                       doctest::Contains("c.json: /speed: unknown key 'speed'"), Error);
+  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration("", layer + "," + layer), "c.json"),
+                       "c.json: /layers/1/name: expected a layer not named before, got a string 'fc1'", Error);
+  CHECK_THROWS_WITH_AS(
+      calibration_from_json_text(calibration("", R"({"name": "fc1", "F_s": -1, "BA_s": 0, "BW_s": 0, "U_s": 0})"), "c.json"),
+      "c.json: /layers/0/F_s: expected seconds >= 0, got an integer", Error);
+  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration("", R"({"name": "fc1", "F_s": 1})"), "c.json"),
+                       doctest::Contains("missing required key 'BA_s'"), Error);
+  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "samples": 0)", layer), "c.json"),
+                       "c.json: /samples: expected a positive number of samples, got an integer", Error);
+  CHECK_THROWS_WITH_AS(calibration_from_json_text("{\"format\": 1}", "c.json"),
+                       doctest::Contains("expected a string, got an integer"), Error);
+}
