@@ -3,9 +3,11 @@
 
 #include <poll.h>
 #include <sys/wait.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 
 #include "pipetwin/models/error.hpp"
@@ -46,9 +48,13 @@ std::vector<std::string> run_in_processes(std::size_t jobs, int workers,
   for (int w = 0; w < workers; ++w) {
     int fds[2];
     if (::pipe(fds) != 0) throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
+    const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
     if (pid < 0) throw Error(std::string("cannot start a worker process: ") + std::strerror(errno));
     if (pid == 0) {
+      // Die with the parent (killed, or gone for any reason) instead of working on unread.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) _exit(1);  // it went before the line above took effect
       ::close(fds[0]);
       for (const auto& other : children) ::close(other.fd);
       for (std::size_t i = static_cast<std::size_t>(w); i < jobs; i += static_cast<std::size_t>(workers)) {
