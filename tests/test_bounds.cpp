@@ -69,3 +69,12 @@ TEST_CASE("graphs whose costs add up beyond 2^50 cycles are refused by every eng
   TaskGraph negative = two_tasks(5, -1);
   CHECK_FALSE(structural_problems(negative).empty());
 }
+
+TEST_CASE("runs are bounded in microbatches, processors and layers, with errors that say so") {
+  GraphConfig many = test::graph_config("mlp", "gpipe", "unit", 2, 1000000, 2);
+  many.params = {"batch=1000000"};
+  CHECK_THROWS_WITH_AS(make_graph(many), doctest::Contains("more than the 1048576 microbatches a run may stream"), Error);
+  GraphConfig wide = test::graph_config("mlp", "gpipe", "unit", 5000, 1, 1);
+  CHECK_THROWS_WITH_AS(make_graph(wide), doctest::Contains("at most 4096 processors"), Error);
+  CHECK_THROWS_WITH_AS(make_network("gpt", Params::parse({"layers=20000"})), doctest::Contains("at most 10000"), Error);
+}

@@ -73,6 +73,10 @@ void NetworkBuilder::forbid_cut_after_last() {
 
 Network NetworkBuilder::build() {
   if (network_.layers.empty()) throw Error("network " + network_.name + " has no layers");
+  // Partitioning is quadratic in the layers; real networks have at most a few thousand.
+  if (network_.layers.size() > 10000) {
+    throw Error("network " + network_.name + " has " + std::to_string(network_.layers.size()) + " layers; at most 10000");
+  }
   // A minibatch's bytes of every layer stay below 2^50, so that sums over layers, microbatches
   // and minibatches stay far from 64-bit overflow (the engines' bound is 2^60).
   const double batch = static_cast<double>(network_.batch);

@@ -169,6 +169,14 @@ ScheduleRequest make_request(const GraphConfig& config) {
   if (config.processors < 1) throw Error("processors must be at least 1, got " + std::to_string(config.processors));
   if (config.microbatches < 1) throw Error("microbatches must be at least 1, got " + std::to_string(config.microbatches));
   if (config.minibatches < 1) throw Error("minibatches must be at least 1, got " + std::to_string(config.minibatches));
+  // Every task is held in memory (a few hundred bytes each, with its dependencies and buffers):
+  // a bound on the stream keeps a run within memory and seconds, far beyond any schedule studied.
+  constexpr std::int64_t kMaxStream = 1 << 20;
+  if (static_cast<std::int64_t>(config.microbatches) * config.minibatches > kMaxStream) {
+    throw Error(std::to_string(config.microbatches) + " microbatches x " + std::to_string(config.minibatches) +
+                " minibatches is more than the " + std::to_string(kMaxStream) + " microbatches a run may stream");
+  }
+  if (config.processors > 4096) throw Error("at most 4096 processors, got " + std::to_string(config.processors));
 
   // Route each key=value to the model, the hardware or the schedule.
   Params model_params, hardware_params_, schedule_params;
