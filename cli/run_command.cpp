@@ -1,6 +1,6 @@
 // `pipetwin run --device cpu|cuda`: trains a network under a schedule on CPU threads or GPUs and
 // reports the measured result in the simulator's schema (table or --json), the loss per minibatch, test
-// accuracy on request, and a Chrome trace of the measured run.
+// accuracy on request, and a Chrome trace of the measured run beside its prediction.
 #include <iostream>
 
 #include <fmt/format.h>
@@ -8,12 +8,13 @@
 #include "commands.hpp"
 #include "executor_setup.hpp"
 #include "graph_options.hpp"
-#include "pipetwin/models/output_file.hpp"
 #include "pipetwin/exec/cpu/profiler.hpp"
 #include "pipetwin/models/error.hpp"
+#include "pipetwin/models/output_file.hpp"
 #include "pipetwin/schedule/summary.hpp"
 #include "pipetwin/schedule/validator.hpp"
 #include "pipetwin/schedule/views.hpp"
+#include "pipetwin/sim/engines.hpp"
 #include "table.hpp"
 
 namespace pipetwin::cli {
@@ -73,9 +74,13 @@ void run(RunOptions& options) {
   cpu::Accuracy accuracy;
   if (test_data) accuracy = cpu::evaluate_accuracy(request.network, trained.final_weights, *test_data);
 
-  if (!options.trace_file.empty()) {
-    write_output_file(options.trace_file, chrome_trace_json(graph, trained.result));
-    std::cerr << "wrote Chrome trace of the measured run to " << options.trace_file << "\n";
+  if (!options.trace_file.empty()) {  // the measured run over the prediction of the same graph
+    EngineOptions predicting;
+    predicting.record_memory_timeline = true;
+    const Result predicted = run_engine(default_engine(), graph, predicting);
+    write_output_file(options.trace_file, chrome_trace_json(graph, {&trained.result, &predicted}));
+    std::cerr << "wrote a Chrome trace of the measured run and the " << predicted.engine << " prediction to "
+              << options.trace_file << "\n";
   }
   const Result& r = trained.result;
   if (options.json) {
@@ -128,7 +133,9 @@ void add_run_command(CLI::App& app) {
   command->add_flag("--test", options->test, "measure accuracy on the test split after training (Fashion-MNIST)");
   command->add_flag("--json", options->json, "print the measured result as JSON (the simulate --json schema)");
   command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");
-  command->add_option("--trace", options->trace_file, "write a Chrome trace (Perfetto) of the measured run");
+  command->add_option("--trace", options->trace_file,
+                      "write a Chrome trace (Perfetto) of the measured run, with the prediction of the same graph as "
+                      "processes of their own, to compare them on one timeline");
   command->callback([options] { run(*options); });
 }
 

@@ -1,10 +1,15 @@
 // JSON round trips (byte for byte) for every registered schedule, and DOT export.
 #include <doctest/doctest.h>
 
+#include <set>
+
+#include <nlohmann/json.hpp>
+
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/graph_io.hpp"
 #include "pipetwin/schedule/registry.hpp"
+#include "pipetwin/schedule/views.hpp"
 #include "schedule_test_helpers.hpp"
 
 using namespace pipetwin;
@@ -92,4 +97,32 @@ TEST_CASE("typed dependencies and link policies in JSON: kept, and bad ones name
                        doctest::Contains("one entry per dependency"), Error);
   CHECK_THROWS_WITH_AS(graph_from_json(broken("\"policy\":\"shared\"", "\"policy\":\"fifo\""), "g.json"),
                        doctest::Contains("unknown link policy 'fifo'"), Error);
+}
+
+TEST_CASE("Chrome traces: one result in processes 1 and 2; several overlaid in processes of their own") {
+  const GraphConfig config = test::graph_config("lenet5", "gpipe", "unit", 2, 2, 1);
+  const TaskGraph graph = make_graph(config);
+  Result first = evaluate(graph, true);
+  Result second = first;
+  second.engine = "measured";
+  const auto one = nlohmann::json::parse(chrome_trace_json(graph, first));
+  const auto both = nlohmann::json::parse(chrome_trace_json(graph, {&first, &second}));
+  std::set<int> pids_one, pids_both;
+  std::size_t tasks_one = 0, tasks_both = 0;
+  for (const auto& e : one["traceEvents"]) {
+    pids_one.insert(e["pid"].get<int>());
+    tasks_one += e["ph"] == "X" && e["cat"] != "bubble";
+  }
+  std::set<std::string> names;
+  for (const auto& e : both["traceEvents"]) {
+    pids_both.insert(e["pid"].get<int>());
+    tasks_both += e["ph"] == "X" && e["cat"] != "bubble";
+    if (e["name"] == "process_name") names.insert(e["args"]["name"].get<std::string>());
+  }
+  CHECK(pids_one == std::set<int>{1, 2});
+  CHECK(pids_both == std::set<int>{1, 2, 3, 4});
+  CHECK(tasks_one == graph.tasks.size());
+  CHECK(tasks_both == 2 * graph.tasks.size());
+  CHECK(names == std::set<std::string>{"processors (analytic)", "processors (measured)", "links (analytic)", "links (measured)"});
+  CHECK(both["otherData"]["engine"] == nlohmann::json::array({"analytic", "measured"}));
 }

@@ -13,7 +13,12 @@ void bind_errors(py::module_& m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const Error& e) {
-      py::set_error(error, e.what());
+      // Messages quote what they read (a file's bytes may not be UTF-8): undecodable bytes become
+      // U+FFFD instead of a UnicodeDecodeError in place of the message.
+      const std::string message = e.what();
+      py::object text = py::reinterpret_steal<py::object>(
+          PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()), "replace"));
+      PyErr_SetObject(error.ptr(), text.ptr());
     }
   });
 }

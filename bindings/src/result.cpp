@@ -4,6 +4,8 @@
 #include <pybind11/stl.h>
 
 #include "bindings.hpp"
+#include "pipetwin/models/error.hpp"
+#include "pipetwin/schedule/graph_io.hpp"
 #include "pipetwin/schedule/summary.hpp"
 #include "pipetwin/schedule/views.hpp"
 
@@ -30,6 +32,19 @@ py::dict timeline(const std::vector<MemoryPoint>& points) {
 }  // namespace
 
 void bind_result(py::module_& m) {
+  m.def("chrome_trace", [](const std::vector<PyResult>& results) {
+    if (results.empty()) throw Error("chrome_trace: give at least one result");
+    std::vector<const Result*> all;
+    for (const auto& r : results) {
+      if (graph_to_json(*r.graph) != graph_to_json(*results.front().graph)) {
+        throw Error("chrome_trace: the results are of different graphs; overlay results of one graph");
+      }
+      all.push_back(&r.result);
+    }
+    return chrome_trace_json(*results.front().graph, all);
+  }, py::arg("results"),
+        "One Chrome trace of several results of one graph (a prediction and a measurement), each in processes "
+        "of its own, to overlay in Perfetto.");
   py::class_<PyResult>(m, "Result", "What an engine reports for a graph, predicted (analytic, systemc) or measured "
                                      "(cpu): one schema for all.")
       .def_property_readonly("engine", [](const PyResult& r) { return r.result.engine; })

@@ -93,3 +93,20 @@ def test_saving_writes_through_links_and_never_replaces_a_directory(tmp_path):
     with pytest.raises(pipetwin.PipetwinError, match="is a directory"):
         pipetwin._core.write_output_file(str(tmp_path), "x")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["graph.json", "link.json"]
+
+
+def test_a_binary_model_file_is_a_clear_error(tmp_path):
+    model = tmp_path / "model.json"
+    model.write_bytes(b"\xff\xfe\x00binary\x89PNG")
+    with pytest.raises(pipetwin.PipetwinError, match="malformed JSON"):
+        pipetwin.evaluate(model=str(model), schedule="gpipe", processors=2)
+
+
+def test_a_prediction_and_a_measurement_overlay_in_one_trace():
+    g = pipetwin.build_graph(model="mlp", schedule="1f1b", hardware="cpu-core", processors=2, microbatches=2,
+                             minibatches=2, params={"widths": "24,16,10", "batch": 8})
+    predicted = pipetwin.evaluate(g)
+    measured = pipetwin.run(g, data="synthetic").result
+    trace = json.loads(pipetwin._core.chrome_trace([predicted, measured]))
+    assert {e["pid"] for e in trace["traceEvents"]} == {1, 2, 3, 4}
+    assert trace["otherData"]["engine"] == ["analytic", "cpu"]

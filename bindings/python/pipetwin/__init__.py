@@ -15,10 +15,11 @@ Errors from the core arrive as pipetwin.PipetwinError (a ValueError) with the CL
 from ._core import (HAVE_SYSTEMC, Graph, PipetwinError, Result, TrainingResult, build_graph, hardware,
                     network_layers, networks, schedules)
 from . import _core
+from . import plotting  # matplotlib itself is imported only when a figure is drawn
 from ._api import evaluate, profile, run, simulate, task_frame, validate
 from ._sweep import sweep
 
 __all__ = ["Graph", "PipetwinError", "Result", "TrainingResult", "build_graph", "evaluate", "hardware",
            "network_layers", "networks", "profile", "run", "schedules", "simulate", "sweep", "task_frame",
-           "validate", "HAVE_SYSTEMC"]
+           "validate", "plotting", "HAVE_SYSTEMC"]
 __version__ = "0.1.0"

@@ -2,6 +2,7 @@
 // like the seed papers' figures. Both work for every engine's results.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "pipetwin/schedule/result.hpp"
 #include "pipetwin/schedule/task_graph.hpp"
@@ -12,6 +13,9 @@ namespace pipetwin {
 // and per link (transfers), memory as a counter track per processor (from
 // Result::memory_timeline when recorded). Times in microseconds of the graph's clock.
 std::string chrome_trace_json(const TaskGraph& graph, const Result& result);
+// Several results of one graph in one trace (say, a prediction and a measurement), overlaid in
+// Perfetto: result i gets its own two processes (pids 2i + 1 and 2i + 2), named by its engine.
+std::string chrome_trace_json(const TaskGraph& graph, const std::vector<const Result*>& results);
 
 // One row per processor, time across; each task shows as its kind and global microbatch number
 // (F3, B2, W1 for a weight gradient, A1 for an activation gradient, U for an update), idle time
