@@ -110,3 +110,18 @@ def test_a_prediction_and_a_measurement_overlay_in_one_trace():
     trace = json.loads(pipetwin._core.chrome_trace([predicted, measured]))
     assert {e["pid"] for e in trace["traceEvents"]} == {1, 2, 3, 4}
     assert trace["otherData"]["engine"] == ["analytic", "cpu"]
+
+
+def test_figures_scale_with_rows_draw_few_artists_and_say_what_they_show():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    r = pipetwin.simulate(model="resnet56", schedule="1f1b", processors=8, microbatches=16)
+    ax = pipetwin.plotting.space_time(r)
+    rows = len(ax.get_yticks())
+    assert rows >= 8
+    assert ax.figure.get_size_inches()[1] >= 0.33 * rows  # room for every row label
+    assert len(ax.collections) <= rows * 8  # one artist per row and kind, not one per task
+    assert ax.get_xlabel() in ("s", "ms", "µs", "ns")
+    frame = pipetwin.sweep("lenet5", ["gpipe"], [1, 2], hardware="h100")
+    ax = pipetwin.plotting.speedup(frame)
+    assert ax.get_title(loc="left") == "lenet5 · h100"
