@@ -66,8 +66,9 @@ TEST_CASE("graphs whose costs add up beyond 2^50 cycles are refused by every eng
   CHECK(structural_problems(too_long).front().find("add up to more than 2^50 cycles") != std::string::npos);
   CHECK_THROWS_WITH_AS(evaluate_times(too_long), doctest::Contains("cannot evaluate"), Error);
   CHECK_THROWS_WITH_AS(simulate_times(too_long), doctest::Contains("cannot simulate"), Error);
-  TaskGraph negative = two_tasks(5, -1);
+  const TaskGraph negative = two_tasks(5, -1);
   CHECK_FALSE(structural_problems(negative).empty());
+  CHECK(bounds_problem(negative).find("negative cost") != std::string::npos);
 }
 
 TEST_CASE("runs are bounded in microbatches, processors and layers, with errors that say so") {

@@ -417,6 +417,7 @@ std::string bounds_problem(const TaskGraph& g) {
     return true;
   };
   for (const auto& t : g.tasks) {
+    if (t.cost_cycles < 0) return describe_task(g, t) + ": negative cost";
     if (!add(cycles, t.cost_cycles, kMaxTotalCycles)) {
       return describe_task(g, t) + ": the tasks' costs add up to more than 2^50 cycles (" +
              std::to_string(kMaxTotalCycles) + "), more than the engines represent exactly; check the "

@@ -107,7 +107,7 @@ def test_a_prediction_and_a_measurement_overlay_in_one_trace():
                              minibatches=2, params={"widths": "24,16,10", "batch": 8})
     predicted = pipetwin.evaluate(g)
     measured = pipetwin.run(g, data="synthetic").result
-    trace = json.loads(pipetwin._core.chrome_trace([predicted, measured]))
+    trace = json.loads(pipetwin.chrome_trace([predicted, measured]))
     assert {e["pid"] for e in trace["traceEvents"]} == {1, 2, 3, 4}
     assert trace["otherData"]["engine"] == ["analytic", "cpu"]
 

@@ -12,14 +12,14 @@ the CPU executor measures, all reporting one Result schema.
 
 Errors from the core arrive as pipetwin.PipetwinError (a ValueError) with the CLI's messages.
 """
-from ._core import (HAVE_SYSTEMC, Graph, PipetwinError, Result, TrainingResult, build_graph, hardware,
+from ._core import (HAVE_SYSTEMC, Graph, PipetwinError, Result, TrainingResult, build_graph, chrome_trace, hardware,
                     network_layers, networks, schedules)
 from . import _core
 from . import plotting  # matplotlib itself is imported only when a figure is drawn
 from ._api import evaluate, profile, run, simulate, task_frame, validate
 from ._sweep import sweep
 
-__all__ = ["Graph", "PipetwinError", "Result", "TrainingResult", "build_graph", "evaluate", "hardware",
+__all__ = ["Graph", "PipetwinError", "Result", "TrainingResult", "build_graph", "chrome_trace", "evaluate", "hardware",
            "network_layers", "networks", "profile", "run", "schedules", "simulate", "sweep", "task_frame",
            "validate", "plotting", "HAVE_SYSTEMC"]
 __version__ = "0.1.0"
