@@ -34,14 +34,19 @@ py::dict timeline(const std::vector<MemoryPoint>& points) {
 void bind_result(py::module_& m) {
   m.def("chrome_trace", [](const std::vector<PyResult>& results) {
     if (results.empty()) throw Error("chrome_trace: give at least one result");
+    const TaskGraph& graph = *results.front().graph;
+    std::string graph_text;  // serialized only when a result holds another copy of a graph
     std::vector<const Result*> all;
     for (const auto& r : results) {
-      if (graph_to_json(*r.graph) != graph_to_json(*results.front().graph)) {
-        throw Error("chrome_trace: the results are of different graphs; overlay results of one graph");
+      if (r.graph.get() != &graph) {
+        if (graph_text.empty()) graph_text = graph_to_json(graph);
+        if (graph_to_json(*r.graph) != graph_text) {
+          throw Error("chrome_trace: the results are of different graphs; overlay results of one graph");
+        }
       }
       all.push_back(&r.result);
     }
-    return chrome_trace_json(*results.front().graph, all);
+    return chrome_trace_json(graph, all);
   }, py::arg("results"),
         "One Chrome trace of several results of one graph (a prediction and a measurement), each in processes "
         "of its own, to overlay in Perfetto.");

@@ -35,18 +35,6 @@ using StashKey = std::tuple<std::int32_t, std::int32_t, std::int32_t>;  // (firs
 
 StashKey key_of(const Task& t) { return {t.first_layer, t.minibatch, t.microbatch}; }
 
-std::int64_t stage_param_bytes(const Network& net, const StageInfo& stage) {
-  std::int64_t bytes = 0;
-  for (int l = stage.first_layer; l <= stage.last_layer; ++l) bytes += net.layers[static_cast<std::size_t>(l)].param_bytes;
-  return bytes;
-}
-
-std::int64_t stash_bytes(const Network& net, const Task& t, std::int64_t samples) {
-  std::int64_t bytes = 0;
-  for (int l = t.first_layer; l <= t.last_layer; ++l) bytes += net.layers[static_cast<std::size_t>(l)].stash_bytes;
-  return bytes * samples;
-}
-
 void add_outputs(TaskGraph& g) {
   constexpr std::size_t kCarries = static_cast<std::size_t>(Carries::weight_gradient) + 1;
   struct Readers {
@@ -98,16 +86,14 @@ void add_stashes(TaskGraph& g, const Network& net, RecomputeMode recompute) {
   const std::int64_t samples = g.samples_per_microbatch;
   for (const auto& t : g.tasks) {
     if (t.kind != TaskKind::F) continue;
-    const std::int64_t bytes = stash_bytes(net, t, samples);
+    const std::int64_t bytes = net.layer_sum(t.first_layer, t.last_layer, &Layer::stash_bytes) * samples;
     const auto readers = backwards.find(key_of(t));
     if (readers == backwards.end()) continue;  // nothing reads it: the forward keeps nothing
     std::int32_t holder = t.id;
     const auto rc = recomputation.find(t.id);
     if (rc != recomputation.end() && recompute == RecomputeMode::selective) {
       // The forward keeps all but the selective part; its RC makes that part again.
-      std::int64_t part = 0;
-      for (int l = t.first_layer; l <= t.last_layer; ++l) part += net.layers[static_cast<std::size_t>(l)].selective_stash_bytes;
-      part *= samples;
+      const std::int64_t part = net.layer_sum(t.first_layer, t.last_layer, &Layer::selective_stash_bytes) * samples;
       g.buffers.push_back({{BufferKind::stash, t.id, -1}, t.resource, bytes - part, t.id, readers->second});
       g.buffers.push_back({{BufferKind::stash, rc->second, -1}, t.resource, part, rc->second, readers->second});
       continue;
@@ -141,7 +127,7 @@ void add_weights(TaskGraph& g, const Network& net) {
   }
   for (std::size_t s = 0; s < stages; ++s) {
     const StageInfo& stage = g.stages[s];
-    const std::int64_t bytes = stage_param_bytes(net, stage);
+    const std::int64_t bytes = net.layer_sum(stage.first_layer, stage.last_layer, &Layer::param_bytes);
     const std::int32_t newest = writer[s].empty() ? 0 : writer[s].rbegin()->first;
     std::vector<std::pair<std::int32_t, std::int32_t>> versions{{0, -1}};  // (version, writer)
     for (const auto& [v, u] : writer[s]) versions.emplace_back(v, u);
@@ -173,14 +159,6 @@ void declare_buffers(TaskGraph& g, const Network& net, RecomputeMode recompute) 
   add_weights(g, net);
   add_stashes(g, net, recompute);
   add_outputs(g);
-}
-
-std::int64_t allocated_bytes(const TaskGraph& g, std::int32_t task, std::int32_t where) {
-  std::int64_t bytes = 0;
-  for (const auto& b : g.buffers) {
-    if (b.allocated_by == task && b.where == where) bytes += b.bytes;
-  }
-  return bytes;
 }
 
 }  // namespace pipetwin

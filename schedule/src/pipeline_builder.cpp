@@ -18,23 +18,9 @@ namespace {
 
 using Key = std::tuple<int, int, int>;  // (stage, minibatch, microbatch)
 
-std::int64_t stage_stash_bytes(const Network& net, const StageInfo& stage) {
-  std::int64_t bytes = 0;
-  for (int l = stage.first_layer; l <= stage.last_layer; ++l) bytes += net.layers[l].stash_bytes;
-  return bytes;
-}
-
-// What a BA hands its BW: the gradient at each of the stage's layers' outputs, per sample.
-std::int64_t stage_output_gradient_bytes(const Network& net, const StageInfo& stage) {
-  std::int64_t bytes = 0;
-  for (int l = stage.first_layer; l <= stage.last_layer; ++l) bytes += net.layers[l].output_bytes;
-  return bytes;
-}
-
-std::int64_t stage_param_bytes(const Network& net, const StageInfo& stage) {
-  std::int64_t bytes = 0;
-  for (int l = stage.first_layer; l <= stage.last_layer; ++l) bytes += net.layers[l].param_bytes;
-  return bytes;
+// The sum of one per-layer size (per sample, or per stage for parameters) over a stage's layers.
+std::int64_t stage_sum(const Network& net, const StageInfo& stage, std::int64_t Layer::*size) {
+  return net.layer_sum(stage.first_layer, stage.last_layer, size);
 }
 
 }  // namespace
@@ -137,9 +123,7 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
     throw Error("recompute=" + recompute + " runs at the forward's weight version, which stale weights do not keep");
   }
   const auto selective_bytes = [&](const StageInfo& stage) {
-    std::int64_t bytes = 0;
-    for (int l = stage.first_layer; l <= stage.last_layer; ++l) bytes += net.layers[l].selective_stash_bytes;
-    return bytes * samples;
+    return stage_sum(net, stage, &Layer::selective_stash_bytes) * samples;
   };
   const auto recomputes = [&](int stage) {
     return mode == RecomputeMode::full || (mode == RecomputeMode::selective && selective_bytes(g.stages.at(stage)) > 0);
@@ -231,7 +215,7 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
   for (const auto& [key, id] : input_grad) {
     const auto [s, k, m] = key;
     const std::int32_t f = forward.at(key);
-    const std::int64_t stash = stage_stash_bytes(net, g.stages[s]) * samples;
+    const std::int64_t stash = stage_sum(net, g.stages[s], &Layer::stash_bytes) * samples;
     const auto rc = recomputation.find(key);
     if (rc != recomputation.end() && mode == RecomputeMode::full) {  // F -> RC (the stage's input) -> the backward
       const std::int64_t kept_input = net.layers[g.stages[s].first_layer].input_bytes * samples;
@@ -265,7 +249,7 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
       for (std::size_t i = 0; i < list.size(); ++i) position[list[i]] = static_cast<std::int32_t>(i);
     }
     for (const auto& [key, f] : forward) {
-      const std::int64_t stash = stage_stash_bytes(net, g.stages[std::get<0>(key)]) * samples;
+      const std::int64_t stash = stage_sum(net, g.stages[std::get<0>(key)], &Layer::stash_bytes) * samples;
       if (stash == 0) continue;
       const std::int32_t backward = input_grad.at(key);
       const std::int32_t p = g.tasks[backward].resource;
@@ -279,14 +263,16 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
       g.tasks[backward].deps.push_back({on, Carries::stash, stash});
     }
   }
-  for (const auto id : split_weight_grads) {  // the weight gradient needs the incoming gradient
+  // The weight gradient needs the incoming gradient: what its BA hands it, the gradient at each of
+  // the stage's layers' outputs.
+  for (const auto id : split_weight_grads) {
     const Task& w = g.tasks[id];
     g.tasks[id].deps.push_back({input_grad.at({w.stage, w.minibatch, w.microbatch}), Carries::output_gradients,
-                                stage_output_gradient_bytes(net, g.stages[w.stage]) * samples});
+                                stage_sum(net, g.stages[w.stage], &Layer::output_bytes) * samples});
   }
   for (const auto id : updates) {
     Task& u = g.tasks[id];
-    const std::int64_t gradient_bytes = stage_param_bytes(net, g.stages[u.stage]);
+    const std::int64_t gradient_bytes = stage_sum(net, g.stages[u.stage], &Layer::param_bytes);
     if (u.microbatch >= 0) {
       u.deps.push_back({weight_grad.at({u.stage, u.minibatch, u.microbatch}), Carries::weight_gradient, gradient_bytes});
     } else {
@@ -307,7 +293,7 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
       if (g.tasks[id].kind != TaskKind::F || g.tasks[id].version_read == 0) continue;
       const Task& f = g.tasks[id];
       const std::int32_t update = writer.at({f.stage, f.version_read});
-      const std::int64_t bytes = stage_param_bytes(net, g.stages[f.stage]);
+      const std::int64_t bytes = stage_sum(net, g.stages[f.stage], &Layer::param_bytes);
       const Dep arrival = links.transfer(update, f.resource, Carries::weights, bytes, f.first_layer);
       g.tasks[id].deps.push_back(arrival);
     }

@@ -19,6 +19,12 @@ struct Network {
   std::size_t size() const { return layers.size(); }
   double forward_macs_per_sample() const;
   std::int64_t parameters() const;
+  // The sum of one per-layer size over layers [first, last], e.g. layer_sum(f, l, &Layer::param_bytes).
+  std::int64_t layer_sum(int first, int last, std::int64_t Layer::*size) const {
+    std::int64_t sum = 0;
+    for (int l = first; l <= last; ++l) sum += layers[static_cast<std::size_t>(l)].*size;
+    return sum;
+  }
   // Layer indices after which a pipeline cut may fall (never inside a residual block, never
   // after the last layer).
   std::vector<int> allowed_cuts() const;

@@ -31,7 +31,4 @@ enum class RecomputeMode { none, full, selective };
 // mode; replaces graph.buffers.
 void declare_buffers(TaskGraph& graph, const Network& network, RecomputeMode recompute = RecomputeMode::none);
 
-// The sum of the bytes allocated by task `task` on `where` (for tests and messages).
-std::int64_t allocated_bytes(const TaskGraph& graph, std::int32_t task, std::int32_t where);
-
 }  // namespace pipetwin
