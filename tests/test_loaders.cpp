@@ -7,6 +7,7 @@
 #include "pipetwin/models/calibration.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/hardware.hpp"
+#include "pipetwin/models/json_read.hpp"
 #include "pipetwin/models/params.hpp"
 
 using namespace pipetwin;
@@ -22,8 +23,9 @@ std::string hardware(const std::string& processor_extra, const std::string& top_
          R"(}, "link": "nvlink", "host_link": "pcie4", "topology": "chain")" + top_extra + "}";
 }
 
-std::string calibration(const std::string& extra, const std::string& layers) {
-  return R"({"format": "pipetwin-calibration-1", "device": "cpu", "network": "mlp", "samples": 4)" + extra +
+std::string calibration(const std::string& extra, const std::string& layers, int samples = 4) {
+  return R"({"format": "pipetwin-calibration-1", "device": "cpu", "network": "mlp", "samples": )" +
+         std::to_string(samples) + extra +
          R"(, "layers": [)" + layers + "]}";
 }
 
@@ -56,8 +58,23 @@ TEST_CASE("calibration tables: unknown keys, repeated layers and impossible time
       "c.json: /layers/0/F_s: expected seconds >= 0, got an integer", Error);
   CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration("", R"({"name": "fc1", "F_s": 1})"), "c.json"),
                        doctest::Contains("missing required key 'BA_s'"), Error);
-  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "samples": 0)", layer), "c.json"),
+  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration("", layer, 0), "c.json"),
                        "c.json: /samples: expected a positive number of samples, got an integer", Error);
   CHECK_THROWS_WITH_AS(calibration_from_json_text("{\"format\": 1}", "c.json"),
                        doctest::Contains("expected a string, got an integer"), Error);
+}
+
+TEST_CASE("JSON: a key given twice in one object is an error that names the object") {
+  const Params none;
+  // nlohmann alone would keep the last value silently.
+  CHECK_THROWS_WITH_AS(hardware_from_json_text(hardware(R"(, "clock_hz": 2e9)"), "h.json", none),
+                       "h.json: /processor: the key 'clock_hz' is given twice", Error);
+  const std::string layer = R"({"name": "fc1", "F_s": 1e-6, "BA_s": 1e-6, "BW_s": 1e-6, "U_s": 1e-7, "F_s": 2})";
+  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration("", R"({"name": "fc0", "F_s": 0, "BA_s": 0, "BW_s": 0, "U_s": 0},)" + layer), "c.json"),
+                       "c.json: /layers/1: the key 'F_s' is given twice", Error);
+  // The same key in two different objects, and nested arrays, are fine.
+  CHECK(JsonReader::parse(R"({"a": {"x": 1}, "b": {"x": [[1, {"x": 2}], {"x": 3}]}})", "t").at("b").at("x").size() == 2);
+  CHECK_THROWS_WITH_AS(JsonReader::parse(R"({"b": [[0], [{"x": 1, "x": 1}]]})", "t"),
+                       "t: /b/1/0: the key 'x' is given twice", Error);
+  CHECK_THROWS_WITH_AS(JsonReader::parse(R"({"x": 1, "x": 1})", "t"), "t: /: the key 'x' is given twice", Error);
 }

@@ -2,6 +2,7 @@
 #include "pipetwin/models/json_read.hpp"
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "pipetwin/models/error.hpp"
@@ -20,11 +21,67 @@ std::string type_name(const nlohmann::json& value) {
   return "an object";
 }
 
+// Tracks the open objects and arrays while nlohmann parses, to refuse a key given twice in one
+// object (nlohmann would silently keep the last value) and to name where it happened.
+class DuplicateKeyCheck {
+ public:
+  explicit DuplicateKeyCheck(const std::string& source) : source_(source) {}
+
+  bool operator()(int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    switch (event) {
+      case Event::object_start:
+      case Event::array_start:
+        frames_.push_back(Frame{event == Event::object_start, child_path(), {}, "", 0});
+        break;
+      case Event::key: {
+        Frame& object = frames_.back();
+        object.key = parsed.get<std::string>();
+        if (!object.keys.insert(object.key).second) {
+          throw Error(source_ + ": " + (object.path.empty() ? "/" : object.path) +
+                      ": the key '" + object.key + "' is given twice");
+        }
+        break;
+      }
+      case Event::object_end:
+      case Event::array_end:
+        frames_.pop_back();
+        element_done();
+        break;
+      case Event::value:
+        element_done();
+        break;
+    }
+    return true;
+  }
+
+ private:
+  struct Frame {
+    bool is_object;
+    std::string path;            // JSON pointer of this object or array
+    std::set<std::string> keys;  // keys seen so far (objects)
+    std::string key;             // the key whose value is being read (objects)
+    std::size_t index;           // the element being read (arrays)
+  };
+
+  std::string child_path() const {
+    if (frames_.empty()) return "";
+    const Frame& parent = frames_.back();
+    return parent.path + "/" + (parent.is_object ? parent.key : std::to_string(parent.index));
+  }
+  void element_done() {
+    if (!frames_.empty() && !frames_.back().is_object) ++frames_.back().index;
+  }
+
+  const std::string& source_;
+  std::vector<Frame> frames_;
+};
+
 }  // namespace
 
 nlohmann::json JsonReader::parse(const std::string& text, const std::string& source) {
   try {
-    return nlohmann::json::parse(text);
+    return nlohmann::json::parse(text, DuplicateKeyCheck(source));
   } catch (const nlohmann::json::parse_error& error) {
     // Turn the byte offset into line:column for the message.
     std::size_t line = 1, column = 1;
