@@ -10,5 +10,5 @@ if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv >&2
 fi
 .venv/bin/python -m pip install -q --upgrade pip >&2
-.venv/bin/python -m pip install -q ".[test]" >&2
+.venv/bin/python -m pip install -q -C "build-dir=build/pip-{wheel_tag}" ".[test]" >&2
 echo "$(pwd)/.venv/bin/python"

@@ -8,8 +8,8 @@
 namespace pipetwin::python {
 namespace {
 
-py::list param_list(const std::vector<ParamSpec>& specs) {
-  py::list out;
+JsonDictList param_list(const std::vector<ParamSpec>& specs) {
+  JsonDictList out;
   for (const auto& s : specs) {
     py::dict d;
     d["name"] = s.name;
@@ -22,8 +22,8 @@ py::list param_list(const std::vector<ParamSpec>& specs) {
 
 // Name, description and parameters of each registry entry (networks, hardware).
 template <typename Entry>
-py::list entry_list(const std::vector<Entry>& entries) {
-  py::list out;
+JsonDictList entry_list(const std::vector<Entry>& entries) {
+  JsonDictList out;
   for (const auto& e : entries) {
     py::dict d;
     d["name"] = e.name;
@@ -40,7 +40,7 @@ void bind_catalog(py::module_& m) {
   m.def("networks", [] { return entry_list(network_entries()); },
         "The built-in networks: name, description and parameters of each.");
   m.def("schedules", [] {
-    py::list out;
+    JsonDictList out;
     for (const auto& e : schedule_entries()) {
       py::dict d;
       d["name"] = e.name;
@@ -54,10 +54,10 @@ void bind_catalog(py::module_& m) {
   }, "The registered schedules: name, description, weight semantics and parameters of each.");
   m.def("hardware", [] { return entry_list(hardware_entries()); },
         "The built-in hardware profiles: name, description and parameters of each.");
-  m.def("network_layers", [](const std::string& model, const py::object& params) {
+  m.def("network_layers", [](const std::string& model, const ParamsArg& params) {
     GraphConfig config = graph_config(model, "sequential", "unit", 1, 1, 1, params, "");
     const Network net = make_request(config).network;
-    py::list out;
+    JsonDictList out;
     for (const auto& l : net.layers) {
       py::dict d;
       d["name"] = l.name;

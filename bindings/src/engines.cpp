@@ -34,7 +34,7 @@ void bind_engines(py::module_& m) {
      "The (schedule, processors) pairs a sweep runs, in order: the baseline at P=1 last.");
   m.def("sweep_row",
         [](const std::string& engine, const std::string& model, const std::string& schedule, const std::string& hardware,
-           int processors, int microbatches, int minibatches, const py::object& params, const std::string& calibration) {
+           int processors, int microbatches, int minibatches, const ParamsArg& params, const std::string& calibration) {
           const GraphConfig config = without_other_schedules_params(
               graph_config(model, schedule, hardware, processors, microbatches, minibatches, params, calibration));
           return sweep_row(engine, config).dump();

@@ -1,5 +1,7 @@
 // The CPU executor from Python: train a graph for real, profile a network into a calibration
 // table, validate predictions against measurements. Long runs release the GIL.
+#include <optional>
+
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
@@ -30,8 +32,8 @@ Network network_of(const TaskGraph& graph) {
 struct TrainingResult {
   PyResult result;
   std::vector<double> minibatch_loss;
-  py::object test_accuracy = py::none();
-  py::object test_loss = py::none();
+  std::optional<double> test_accuracy;
+  std::optional<double> test_loss;
   std::vector<cpu::Vector> weights;
 };
 
@@ -45,7 +47,7 @@ void bind_executor(py::module_& m) {
       .def_readonly("test_accuracy", &TrainingResult::test_accuracy)
       .def_readonly("test_loss", &TrainingResult::test_loss)
       .def("weights", [](const TrainingResult& t) {
-        py::list out;
+        py::typing::List<py::array_t<float>> out;
         for (const auto& w : t.weights) out.append(py::array_t<float>(w.size(), w.data()));
         return out;
       }, "Per layer, the newest weight version as a flat float32 array (W, bias, gamma, beta).")
@@ -75,13 +77,13 @@ void bind_executor(py::module_& m) {
       py::gil_scoped_release release;
       run = cpu::run_cpu(g, network, sampler, options);
     }
-    TrainingResult out{PyResult{graph.graph, std::move(run.result)}, run.minibatch_loss, py::none(), py::none(),
+    TrainingResult out{PyResult{graph.graph, std::move(run.result)}, run.minibatch_loss, std::nullopt, std::nullopt,
                        std::move(run.final_weights)};
     if (test) {
       const Dataset test_data = load_dataset_for(data, data_dir, network, "test");
       const cpu::Accuracy accuracy = cpu::evaluate_accuracy(network, out.weights, test_data);
-      out.test_accuracy = py::float_(accuracy.accuracy);
-      out.test_loss = py::float_(accuracy.loss);
+      out.test_accuracy = accuracy.accuracy;
+      out.test_loss = accuracy.loss;
     }
     return out;
   }, py::arg("graph"), py::arg("data") = "auto", py::arg("data_dir") = kFashionMnistDir,
@@ -93,7 +95,7 @@ void bind_executor(py::module_& m) {
   m.def("write_output_file", &write_output_file, py::arg("path"), py::arg("text"),
         "Writes text to path whole or not at all: through symbolic links; a device or FIFO is written, never "
         "replaced; a directory is an error.");
-  m.def("profile", [](const std::string& model, int microbatches, const py::object& params, const std::string& data,
+  m.def("profile", [](const std::string& model, int microbatches, const ParamsArg& params, const std::string& data,
                       const std::string& data_dir, int repeats, std::uint64_t seed) {
     const GraphConfig config = graph_config(model, "sequential", "cpu-core", 1, microbatches, 1, params, "");
     const Network network = make_request(config).network;
@@ -109,7 +111,7 @@ void bind_executor(py::module_& m) {
      "Times every task kind of every layer on one CPU thread; returns the calibration table as JSON text.");
 
   m.def("validate", [](const std::string& model, const std::vector<std::string>& schedules,
-                       const std::vector<int>& processors, int microbatches, int minibatches, const py::object& params,
+                       const std::vector<int>& processors, int microbatches, int minibatches, const ParamsArg& params,
                        const std::string& calibration, const std::string& engine, int runs, const std::string& data,
                        const std::string& data_dir, double learning_rate, std::uint64_t seed) {
     GraphConfig config = graph_config(model, schedules.empty() ? "sequential" : schedules.front(), "cpu-core", 1,
@@ -139,7 +141,7 @@ void bind_executor(py::module_& m) {
         return evaluate(g);
       });
     }
-    py::dict out;
+    JsonDict out;
     out["rows"] = to_python(validation_rows_json(report));
     out["mean_abs_step_error"] = report.mean_abs_step_error;
     out["max_abs_step_error"] = report.max_abs_step_error;

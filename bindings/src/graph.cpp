@@ -22,8 +22,8 @@ py::array_t<T> column(const TaskGraph& g, Field field) {
 
 }  // namespace
 
-py::dict task_table(const TaskGraph& g) {
-  py::dict d;
+ColumnTable task_table(const TaskGraph& g) {
+  ColumnTable d;
   d["id"] = column<std::int32_t>(g, [](const Task& t) { return t.id; });
   py::list kinds, placements;
   for (const auto& t : g.tasks) {
@@ -61,7 +61,7 @@ void bind_graph(py::module_& m) {
       .def_property_readonly("parameters", [](const Graph& g) { return g.graph->parameters; })
       .def_property_readonly("schedule_metrics", [](const Graph& g) { return g.graph->schedule_metrics; })
       .def_property_readonly("stages", [](const Graph& g) {
-        py::list out;
+        py::typing::List<py::typing::Dict<py::str, py::int_>> out;
         for (const auto& s : g.graph->stages) {
           py::dict d;
           d["first_layer"] = s.first_layer;
@@ -96,7 +96,7 @@ void bind_graph(py::module_& m) {
 
   m.def("build_graph",
         [](const std::string& model, const std::string& schedule, const std::string& hardware, int processors,
-           int microbatches, int minibatches, const py::object& params, const std::string& calibration,
+           int microbatches, int minibatches, const ParamsArg& params, const std::string& calibration,
            bool drop_other_schedules_params) {
           GraphConfig config =
               graph_config(model, schedule, hardware, processors, microbatches, minibatches, params, calibration);

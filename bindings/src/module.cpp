@@ -23,7 +23,7 @@ void bind_errors(py::module_& m) {
   });
 }
 
-std::vector<std::string> params_from_python(const py::object& params) {
+std::vector<std::string> params_from_python(const ParamsArg& params) {
   std::vector<std::string> items;
   if (params.is_none()) return items;
   auto text = [](const py::handle& value) -> std::string {
@@ -49,7 +49,7 @@ py::object to_python(const nlohmann::ordered_json& value) {
 }
 
 GraphConfig graph_config(const std::string& model, const std::string& schedule, const std::string& hardware,
-                         int processors, int microbatches, int minibatches, const py::object& params,
+                         int processors, int microbatches, int minibatches, const ParamsArg& params,
                          const std::string& calibration) {
   GraphConfig config = pipetwin::graph_config(model, schedule, hardware, processors, microbatches, minibatches);
   config.params = params_from_python(params);

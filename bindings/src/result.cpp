@@ -11,11 +11,13 @@
 
 namespace pipetwin::python {
 
-py::dict task_table(const TaskGraph& g);  // graph.cpp
+ColumnTable task_table(const TaskGraph& g);  // graph.cpp
 
 namespace {
 
-py::dict timeline(const std::vector<MemoryPoint>& points) {
+using Timeline = py::typing::Dict<py::str, py::array_t<std::int64_t>>;  // time_cycles, bytes
+
+Timeline timeline(const std::vector<MemoryPoint>& points) {
   py::array_t<std::int64_t> time(static_cast<py::ssize_t>(points.size())), bytes(static_cast<py::ssize_t>(points.size()));
   auto t = time.mutable_unchecked<1>();
   auto b = bytes.mutable_unchecked<1>();
@@ -23,7 +25,7 @@ py::dict timeline(const std::vector<MemoryPoint>& points) {
     t(static_cast<py::ssize_t>(i)) = points[i].time_cycles;
     b(static_cast<py::ssize_t>(i)) = points[i].bytes;
   }
-  py::dict d;
+  Timeline d;
   d["time_cycles"] = time;
   d["bytes"] = bytes;
   return d;
@@ -32,24 +34,6 @@ py::dict timeline(const std::vector<MemoryPoint>& points) {
 }  // namespace
 
 void bind_result(py::module_& m) {
-  m.def("chrome_trace", [](const std::vector<PyResult>& results) {
-    if (results.empty()) throw Error("chrome_trace: give at least one result");
-    const TaskGraph& graph = *results.front().graph;
-    std::string graph_text;  // serialized only when a result holds another copy of a graph
-    std::vector<const Result*> all;
-    for (const auto& r : results) {
-      if (r.graph.get() != &graph) {
-        if (graph_text.empty()) graph_text = graph_to_json(graph);
-        if (graph_to_json(*r.graph) != graph_text) {
-          throw Error("chrome_trace: the results are of different graphs; overlay results of one graph");
-        }
-      }
-      all.push_back(&r.result);
-    }
-    return chrome_trace_json(graph, all);
-  }, py::arg("results"),
-        "One Chrome trace of several results of one graph (a prediction and a measurement), each in processes "
-        "of its own, to overlay in Perfetto.");
   py::class_<PyResult>(m, "Result", "What an engine reports for a graph, predicted (analytic, systemc) or measured "
                                      "(cpu): one schema for all.")
       .def_property_readonly("engine", [](const PyResult& r) { return r.result.engine; })
@@ -74,10 +58,10 @@ void bind_result(py::module_& m) {
         return events;
       }, "One line per processor (and host) whose live memory crossed its capacity.")
       .def("to_dict", [](const PyResult& r, bool task_times) {
-        return to_python(result_to_json(*r.graph, r.result, task_times));
+        return JsonDict(to_python(result_to_json(*r.graph, r.result, task_times)));
       }, py::arg("task_times") = false, "The summary as `pipetwin simulate --json` prints it.")
       .def("task_times", [](const PyResult& r) {
-        py::dict d = task_table(*r.graph);
+        ColumnTable d = task_table(*r.graph);
         const auto n = static_cast<py::ssize_t>(r.result.tasks.size());
         py::array_t<std::int64_t> start(n), end(n);
         auto s = start.mutable_unchecked<1>();
@@ -91,7 +75,7 @@ void bind_result(py::module_& m) {
         return d;
       }, "The task table with start_cycles and end_cycles: a dict of columns (numpy arrays).")
       .def("memory_timeline", [](const PyResult& r) {
-        py::list out;
+        py::typing::List<Timeline> out;
         for (const auto& points : r.result.memory_timeline) out.append(timeline(points));
         return out;
       }, "Per processor, live bytes over time (recorded when the run asked for it).")
@@ -103,6 +87,25 @@ void bind_result(py::module_& m) {
         return "<pipetwin.Result " + r.result.engine + " · " + r.graph->schedule + " · P=" +
                std::to_string(r.graph->processor_count()) + " · step " + std::to_string(r.result.iteration_s) + " s>";
       });
+  // After the class, so that the signature names pipetwin._core.Result.
+  m.def("chrome_trace", [](const std::vector<PyResult>& results) {
+    if (results.empty()) throw Error("chrome_trace: give at least one result");
+    const TaskGraph& graph = *results.front().graph;
+    std::string graph_text;  // serialized only when a result holds another copy of a graph
+    std::vector<const Result*> all;
+    for (const auto& r : results) {
+      if (r.graph.get() != &graph) {
+        if (graph_text.empty()) graph_text = graph_to_json(graph);
+        if (graph_to_json(*r.graph) != graph_text) {
+          throw Error("chrome_trace: the results are of different graphs; overlay results of one graph");
+        }
+      }
+      all.push_back(&r.result);
+    }
+    return chrome_trace_json(graph, all);
+  }, py::arg("results"),
+        "One Chrome trace of several results of one graph (a prediction and a measurement), each in processes "
+        "of its own, to overlay in Perfetto.");
 }
 
 }  // namespace pipetwin::python

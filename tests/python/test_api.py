@@ -74,7 +74,7 @@ def test_bad_arguments_raise_clear_errors(call, message):
 
 
 def test_keyword_misuse_is_a_type_error():
-    with pytest.raises(TypeError, match="unknown keyword"):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'modle'; did you mean model[?] It takes: graph, model"):
         pipetwin.simulate(modle="lenet5")
     g = pipetwin.build_graph(model="lenet5")
     with pytest.raises(TypeError, match="not both"):

@@ -1,47 +1,103 @@
 """The notebook-facing API around the C++ core: simulate / evaluate / run a graph or a configuration
 given by keywords, profile and validate on the CPU executor, tables as pandas DataFrames when
-pandas is installed."""
+pandas is installed. Every public function checks its arguments' types (_checks.py)."""
 import json
 import os
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _core
-from ._core import Graph, PipetwinError
+from ._checks import checked
+from ._core import Graph, PipetwinError, Result, TrainingResult
 
-_CONFIG_KEYS = ("model", "schedule", "hardware", "processors", "microbatches", "minibatches", "params", "calibration")
+if TYPE_CHECKING:
+    import pandas
+
+PathArg = Union[str, os.PathLike[str]]
+"""A file name: str or pathlib.Path."""
+Params = Optional[Union[Mapping[str, Any], Sequence[str]]]
+"""Model, hardware and schedule parameters: {"batch": 64, "cuts": [3, 7]} or ["batch=64"]."""
+Table = Union["pandas.DataFrame", List[Dict[str, Any]]]
+"""A DataFrame when pandas is installed, else a list of rows (dicts)."""
+
+_DATA_DIR = "/usr/share/datasets/fashion-mnist"
 
 
-def default_engine():
+def default_engine() -> str:
     """systemc when the simulator was built, else analytic."""
     return "systemc" if _core.HAVE_SYSTEMC else "analytic"
 
 
-def _graph(graph, config, defaults=None):
-    if graph is not None and config:
+def _path(value: PathArg) -> str:
+    return os.fspath(value)
+
+
+def _params(params: Params) -> Union[Dict[str, Any], Sequence[str], None]:
+    """A Mapping as the dict the core takes (it reads any other iterable as 'key=value' strings)."""
+    return dict(params) if isinstance(params, Mapping) else params
+
+
+@checked
+def build_graph(model: PathArg = "resnet56", schedule: str = "1f1b", hardware: PathArg = "h100",
+                processors: int = 1, microbatches: int = 8, minibatches: int = 2, params: Params = None,
+                calibration: PathArg = "", drop_other_schedules_params: bool = False) -> Graph:
+    """Builds and validates a schedule's task graph. model and hardware: a built-in name or a JSON
+    file; params: {key: value} for the model, hardware or schedule (as --param on the CLI);
+    calibration: a table from profile(); drop_other_schedules_params: ignore parameters that only
+    other schedules take (as sweeps do)."""
+    return _core.build_graph(_path(model), schedule, _path(hardware), processors, microbatches, minibatches,
+                             _params(params), _path(calibration), drop_other_schedules_params)
+
+
+@checked
+def network_layers(model: PathArg, params: Params = None) -> List[Dict[str, Any]]:
+    """The layers of a network (model parameters such as batch may be given): name, type, shapes,
+    forward FLOPs, parameters and output bytes of each."""
+    return _core.network_layers(_path(model), _params(params))
+
+
+@checked
+def chrome_trace(results: Sequence[Result]) -> str:
+    """One Chrome trace (JSON text) of several results of one graph, a prediction and a
+    measurement, each in processes of its own, to overlay in Perfetto."""
+    return _core.chrome_trace(list(results))
+
+
+def _graph(graph: Optional[Graph], config: Dict[str, Any], defaults: Optional[Dict[str, Any]] = None) -> Graph:
+    """graph, or the graph the configuration keywords given (those not None) describe."""
+    given = {key: value for key, value in config.items() if value is not None}
+    if graph is not None and given:
         raise TypeError("give a Graph or configuration keywords (model=..., schedule=...), not both")
     if graph is None:
-        unknown = sorted(set(config) - set(_CONFIG_KEYS))
-        if unknown:
-            raise TypeError(f"unknown keyword(s) {', '.join(unknown)}; configuration keywords are "
-                            f"{', '.join(_CONFIG_KEYS)}")
-        return _core.build_graph(**{**(defaults or {}), **config})
-    if not isinstance(graph, Graph):
-        raise TypeError(f"expected a pipetwin.Graph, got {type(graph).__name__}")
+        return build_graph(**{**(defaults or {}), **given})
     return graph
 
 
-def simulate(graph=None, *, engine=None, memory_timeline=False, **config):
+@checked
+def simulate(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, schedule: Optional[str] = None,
+             hardware: Optional[PathArg] = None, processors: Optional[int] = None, microbatches: Optional[int] = None,
+             minibatches: Optional[int] = None, params: Params = None, calibration: Optional[PathArg] = None,
+             engine: Optional[str] = None, memory_timeline: bool = False) -> Result:
     """Predicts a Result: simulate(graph), or simulate(model=..., schedule=..., hardware=...,
-    processors=..., microbatches=..., minibatches=..., params={...}, calibration=path).
-    engine: 'systemc' (default when built) or 'analytic'."""
-    return _core.run_engine(_graph(graph, config), engine or default_engine(), memory_timeline)
+    processors=..., microbatches=..., minibatches=..., params={...}, calibration=path), where a
+    keyword left out takes build_graph()'s default. engine: 'systemc' (default when built) or
+    'analytic'."""
+    g = _graph(graph, dict(model=model, schedule=schedule, hardware=hardware, processors=processors,
+                           microbatches=microbatches, minibatches=minibatches, params=params, calibration=calibration))
+    return _core.run_engine(g, engine or default_engine(), memory_timeline)
 
 
-def evaluate(graph=None, *, memory_timeline=False, **config):
+@checked
+def evaluate(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, schedule: Optional[str] = None,
+             hardware: Optional[PathArg] = None, processors: Optional[int] = None, microbatches: Optional[int] = None,
+             minibatches: Optional[int] = None, params: Params = None, calibration: Optional[PathArg] = None,
+             memory_timeline: bool = False) -> Result:
     """The analytic evaluator's Result (no bandwidth sharing): same arguments as simulate()."""
-    return _core.run_engine(_graph(graph, config), "analytic", memory_timeline)
+    g = _graph(graph, dict(model=model, schedule=schedule, hardware=hardware, processors=processors,
+                           microbatches=microbatches, minibatches=minibatches, params=params, calibration=calibration))
+    return _core.run_engine(g, "analytic", memory_timeline)
 
 
-def _check_device(device):
+def _check_device(device: str) -> None:
     if device == "cpu":
         return
     if device == "cuda":
@@ -49,54 +105,69 @@ def _check_device(device):
     raise PipetwinError(f"device must be 'cpu' or 'cuda', got {device!r}")
 
 
-def run(graph=None, *, device="cpu", data="auto", data_dir="/usr/share/datasets/fashion-mnist",
-        learning_rate=0.05, momentum=0.0, seed=1, test=False, memory_timeline=False, **config):
+@checked
+def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, schedule: Optional[str] = None,
+        hardware: Optional[PathArg] = None, processors: Optional[int] = None, microbatches: Optional[int] = None,
+        minibatches: Optional[int] = None, params: Params = None, calibration: Optional[PathArg] = None,
+        device: str = "cpu", data: str = "auto", data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
+        momentum: float = 0.0, seed: int = 1, test: bool = False, memory_timeline: bool = False) -> TrainingResult:
     """Trains for real under the schedule (CPU threads as processors) and returns a TrainingResult:
     .result (measured, the simulator's schema), .minibatch_loss, .test_accuracy (test=True).
-    Configuration keywords as simulate(); hardware defaults to cpu-core."""
+    Configuration keywords as simulate(), but model defaults to lenet5, hardware to cpu-core and
+    microbatches to 4."""
     _check_device(device)
-    g = _graph(graph, config, {"hardware": "cpu-core", "model": "lenet5", "microbatches": 4})
-    return _core.train(g, data=data, data_dir=data_dir, learning_rate=learning_rate, momentum=momentum, seed=seed,
-                       test=test, memory_timeline=memory_timeline)
+    g = _graph(graph, dict(model=model, schedule=schedule, hardware=hardware, processors=processors,
+                           microbatches=microbatches, minibatches=minibatches, params=params, calibration=calibration),
+               {"hardware": "cpu-core", "model": "lenet5", "microbatches": 4})
+    return _core.train(g, data=data, data_dir=_path(data_dir), learning_rate=learning_rate, momentum=momentum,
+                       seed=seed, test=test, memory_timeline=memory_timeline)
 
 
-def profile(model, *, device="cpu", microbatches=4, params=None, data="auto",
-            data_dir="/usr/share/datasets/fashion-mnist", repeats=16, seed=1, output=None):
+@checked
+def profile(model: PathArg, *, device: str = "cpu", microbatches: int = 4, params: Params = None, data: str = "auto",
+            data_dir: PathArg = _DATA_DIR, repeats: int = 16, seed: int = 1,
+            output: Optional[PathArg] = None) -> Dict[str, Any]:
     """Times F, BA, BW and U of every layer on one processor; returns the calibration table (a dict)
     and writes it to `output` when given (use it as calibration=path)."""
     _check_device(device)
-    text = _core.profile(model, microbatches=microbatches, params=params, data=data, data_dir=data_dir,
+    text = _core.profile(_path(model), microbatches=microbatches, params=_params(params), data=data, data_dir=_path(data_dir),
                          repeats=repeats, seed=seed)
     if output is not None:
-        _core.write_output_file(os.fspath(output), text)
-    return json.loads(text)
+        _core.write_output_file(_path(output), text)
+    table: Dict[str, Any] = json.loads(text)
+    return table
 
 
-def validate(model, schedules, processors=(1, 2), *, device="cpu", microbatches=4, minibatches=16, params=None,
-             calibration="", engine=None, runs=5, data="auto", data_dir="/usr/share/datasets/fashion-mnist",
-             learning_rate=0.05, seed=1):
+@checked
+def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: Sequence[int] = (1, 2), *,
+             device: str = "cpu", microbatches: int = 4, minibatches: int = 16, params: Params = None,
+             calibration: PathArg = "", engine: Optional[str] = None, runs: int = 5, data: str = "auto",
+             data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
+             seed: int = 1) -> Tuple[Table, Dict[str, Any]]:
     """Predicted (from a calibration table; profiled first without one) against measured step time,
     speedup and peak memory per schedule and processor count. Returns (table, summary): the table a
     DataFrame when pandas is installed (else a list of dicts), the summary a dict with
     mean_abs_step_error, max_abs_step_error and kendall_tau per processor count."""
     _check_device(device)
-    if isinstance(schedules, str):
-        schedules = [schedules]
-    report = _core.validate(model, list(schedules), [int(p) for p in processors], microbatches=microbatches,
-                            minibatches=minibatches, params=params, calibration=str(calibration),
-                            engine=engine or default_engine(), runs=runs, data=data, data_dir=data_dir,
+    names = [schedules] if isinstance(schedules, str) else list(schedules)
+    report = _core.validate(_path(model), names, [int(p) for p in processors], microbatches=microbatches,
+                            minibatches=minibatches, params=_params(params), calibration=_path(calibration),
+                            engine=engine or default_engine(), runs=runs, data=data, data_dir=_path(data_dir),
                             learning_rate=learning_rate, seed=seed)
     summary = {k: report[k] for k in ("mean_abs_step_error", "max_abs_step_error", "kendall_tau")}
-    return _frame(report["rows"]), summary
+    return frame(report["rows"]), summary
 
 
-def task_frame(result):
+@checked
+def task_frame(result: Result) -> Union["pandas.DataFrame", Dict[str, Any]]:
     """The per-task table of a Result (kinds, layers, placement, start and end cycles) as a DataFrame,
     or as a dict of numpy columns without pandas."""
-    return _frame(result.task_times())
+    table: Union["pandas.DataFrame", Dict[str, Any]] = frame(result.task_times())
+    return table
 
 
-def _frame(table):
+def frame(table: Any) -> Any:
+    """table (rows, or a dict of columns) as a pandas DataFrame, or as it is without pandas."""
     try:
         import pandas
     except ImportError:

@@ -7,19 +7,26 @@ import json
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from . import _core
-from ._api import _frame, default_engine
+from ._api import Params, PathArg, Table, _params, default_engine, frame
+from ._checks import checked
+
+_Job = Tuple[str, str, str, str, int, int, int, Any, str]
 
 
-def _one(job):
+def _one(job: _Job) -> str:
     engine, model, schedule, hardware, processors, microbatches, minibatches, params, calibration = job
     return _core.sweep_row(engine, model, schedule, hardware, processors, microbatches, minibatches, params,
                            calibration)
 
 
-def sweep(model="resnet56", schedules="all", processors=(1, 2, 4, 8), *, hardware="h100", microbatches=8,
-          minibatches=2, params=None, calibration="", engine=None, baseline="sequential", jobs=None):
+@checked
+def sweep(model: PathArg = "resnet56", schedules: Union[str, Sequence[str]] = "all",
+          processors: Sequence[int] = (1, 2, 4, 8), *, hardware: PathArg = "h100", microbatches: int = 8,
+          minibatches: int = 2, params: Params = None, calibration: PathArg = "", engine: Optional[str] = None,
+          baseline: Optional[str] = "sequential", jobs: Optional[int] = None) -> Table:
     """Predicts every schedule at every processor count, in `jobs` worker processes (default: all
     cores; 1 runs here), and returns a DataFrame (a list of dicts without pandas) with one row per
     configuration and the columns of `pipetwin sweep --csv`: iteration_s, speedup over `baseline`
@@ -27,14 +34,13 @@ def sweep(model="resnet56", schedules="all", processors=(1, 2, 4, 8), *, hardwar
     cannot be built say why in `error`. Schedule parameters that only some schedules take go only
     to those."""
     if schedules == "all":
-        schedules = [s["name"] for s in _core.schedules() if s["standalone"]]
-    elif isinstance(schedules, str):
-        schedules = [schedules]
+        names = [s["name"] for s in _core.schedules() if s["standalone"]]
+    else:
+        names = [schedules] if isinstance(schedules, str) else list(schedules)
     engine = engine or default_engine()
-    params = dict(params or {})
-    points = _core.sweep_points(list(schedules), [int(p) for p in processors], baseline or "")
-    jobs_list = [(engine, model, s, hardware, p, microbatches, minibatches, params, str(calibration))
-                 for s, p in points]
+    points = _core.sweep_points(names, [int(p) for p in processors], baseline or "")
+    jobs_list: List[_Job] = [(engine, os.fspath(model), s, os.fspath(hardware), p, microbatches, minibatches, _params(params),
+                              os.fspath(calibration)) for s, p in points]
     workers = jobs or os.cpu_count() or 1
     if workers <= 1 or len(jobs_list) <= 1:
         rows = [_one(j) for j in jobs_list]
@@ -46,4 +52,5 @@ def sweep(model="resnet56", schedules="all", processors=(1, 2, 4, 8), *, hardwar
     for row in table:
         if row["speedup"] is None:
             row["speedup"] = float("nan")
-    return _frame(table)
+    out: Table = frame(table)
+    return out

@@ -1,21 +1,30 @@
 """Figures for notebooks (matplotlib): the space-time diagram of a Result, speedup against P from a
-sweep, memory over time, and predicted against measured from validate()."""
+sweep, memory over time, and predicted against measured from validate(). Each returns the
+matplotlib Axes it drew on (new ones unless `ax` is given)."""
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+
+from ._checks import checked
+from ._core import Result
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 _COLORS = {"F": "#4c72b0", "B": "#dd8452", "BA": "#c44e52", "BW": "#8172b3", "U": "#55a868", "X": "#937860",
            "OFF": "#8c8c8c", "ON": "#b5b5b5", "RC": "#ccb974"}
 
 
-def _axes(ax, rows=None):
+def _axes(ax: Optional["Axes"], rows: Optional[int] = None) -> "Axes":
     """The given axes, or new ones: taller with more rows (a third of an inch each), so that row
     labels never overlap."""
     if ax is not None:
         return ax
     import matplotlib.pyplot as plt
     height = 3.0 if rows is None else max(2.0, 0.33 * rows + 1.2)
-    return plt.subplots(figsize=(10, height))[1]
+    axes: "Axes" = plt.subplots(figsize=(10, height))[1]
+    return axes
 
 
-def _time_unit(seconds):
+def _time_unit(seconds: float) -> Tuple[float, str]:
     """(divisor, label) for an axis that spans `seconds`."""
     for divisor, label in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
         if seconds >= 10 * divisor:
@@ -23,7 +32,8 @@ def _time_unit(seconds):
     return 1e-9, "ns"
 
 
-def space_time(result, ax=None, links=True):
+@checked
+def space_time(result: Result, ax: Optional["Axes"] = None, links: bool = True) -> "Axes":
     """Each processor (and link) a row, each task a bar from its start to its end, coloured by kind;
     time in seconds of the graph's clock. One artist per row and kind, so thousands of tasks draw fast."""
     t = result.task_times()
@@ -31,7 +41,8 @@ def space_time(result, ax=None, links=True):
     seconds_per_cycle = result.total_s / result.total_cycles if result.total_cycles > 0 else 0.0
     divisor, unit = _time_unit(result.total_s)
     scale = seconds_per_cycle / divisor
-    rows, spans = {}, {}
+    rows: Dict[str, int] = {}
+    spans: Dict[Tuple[int, str], List[Tuple[float, float]]] = {}
     for i, kind in enumerate(t["kind"]):
         on_link = t["placement"][i] == "link"
         if on_link and not links:
@@ -57,7 +68,8 @@ def space_time(result, ax=None, links=True):
     return ax
 
 
-def speedup(frame, ax=None, y="speedup"):
+@checked
+def speedup(frame: Any, ax: Optional["Axes"] = None, y: str = "speedup") -> "Axes":
     """Speedup (or any column) against processor count, one line per schedule, from sweep()'s table,
     titled with the model and hardware."""
     ax = _axes(ax)
@@ -77,7 +89,8 @@ def speedup(frame, ax=None, y="speedup"):
     return ax
 
 
-def memory(result, ax=None):
+@checked
+def memory(result: Result, ax: Optional["Axes"] = None) -> "Axes":
     """Live bytes per processor over time (simulate(..., memory_timeline=True))."""
     ax = _axes(ax)
     timelines = result.memory_timeline()
@@ -94,7 +107,8 @@ def memory(result, ax=None):
     return ax
 
 
-def predicted_vs_measured(table, ax=None):
+@checked
+def predicted_vs_measured(table: Any, ax: Optional["Axes"] = None) -> "Axes":
     """Measured against predicted step time, one point per schedule and P (each labelled with its P),
     with the y = x line."""
     ax = _axes(ax)
