@@ -1,6 +1,7 @@
 // Device check, training options and data for the executor commands.
 #include "executor_setup.hpp"
 
+#include "pipetwin/exec/cuda/cuda_plugin.hpp"
 #include "pipetwin/exec/cuda_probe.hpp"
 #include "pipetwin/models/error.hpp"
 
@@ -37,9 +38,12 @@ void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with
 void check_device(const std::string& device) {
   if (device == "cpu") return;
   if (device != "cuda") throw Error("--device must be cpu or cuda, got '" + device + "'");
+  try {
+    cuda::load_cuda_plugin();  // the build's problem first: is there a CUDA executor at all?
+  } catch (const Error& e) {
+    throw Error(std::string("--device cuda: ") + e.what());
+  }
   const CudaProbe probe = probe_cuda();
-  if (!probe.built_with_cuda) throw Error("--device cuda: this pipetwin was built without CUDA");
-  if (!cuda::executor_built()) throw Error("--device cuda: this pipetwin was built without the CUDA executor");
   if (probe.devices.empty()) throw Error("--device cuda: no CUDA device: " + probe.reason);
 }
 
@@ -49,9 +53,10 @@ Runner executor_runner(const ExecutorOptions& options, std::string* placement) {
     return cpu::run_cpu;
   }
   const cuda::CudaOptions cuda_options = options.cuda;
-  return [cuda_options, placement](const TaskGraph& graph, const Network& network, const BatchSampler& data,
-                                   const TrainingOptions& training) {
-    return cuda::run_cuda(graph, network, data, training, cuda_options, placement);
+  const cuda::PluginEntryPoints* plugin = cuda::load_cuda_plugin().entry_points;
+  return [plugin, cuda_options, placement](const TaskGraph& graph, const Network& network, const BatchSampler& data,
+                                           const TrainingOptions& training) {
+    return plugin->run(graph, network, data, training, cuda_options, placement);
   };
 }
 

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "pipetwin/exec/cpu/profiler.hpp"
+#include "pipetwin/exec/cuda/cuda_plugin.hpp"
 
 namespace pipetwin::cli {
 
@@ -13,7 +14,9 @@ Calibration profile_device_calibration(const GraphConfig& config, const Executor
   const auto data = load_data(executor, request.network, "train");
   std::function<void(const std::string&)> report;
   if (progress) report = [](const std::string& line) { std::cerr << line << "\n"; };
-  if (executor.device == "cuda") return cuda::profile_cuda(config, *data, repeats, executor.seed, executor.cuda, report);
+  if (executor.device == "cuda") {
+    return cuda::load_cuda_plugin().entry_points->profile(config, *data, repeats, executor.seed, executor.cuda, report);
+  }
   return cpu::profile_cpu(config, *data, repeats, executor.seed, report);
 }
 

@@ -10,6 +10,7 @@
 
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
 #include "pipetwin/exec/cuda/cuda_executor.hpp"
+#include "pipetwin/exec/cuda/cuda_plugin.hpp"
 #include "cuda_available.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/registry.hpp"
@@ -125,6 +126,13 @@ TEST_CASE("without a CUDA device the CUDA executor says so") {
   const BatchSampler sampler(data, request.network.batch, config.microbatches, config.minibatches, 1);
   CHECK_THROWS_WITH_AS(cuda::run_cuda(make_graph(config), request.network, sampler, {}, {}),
                        doctest::Contains("no CUDA device"), Error);
+  // The same through the plug-in the CLI loads (build/lib/libpipetwin_cuda.so): its error arrives
+  // as the program's pipetwin::Error, across the library boundary.
+  const cuda::LoadedPlugin plugin = cuda::load_cuda_plugin();
+  CHECK(plugin.path.find("libpipetwin_cuda.so") != std::string::npos);
+  CHECK_THROWS_WITH_AS(plugin.entry_points->run(make_graph(config), request.network, sampler, {}, {}, nullptr),
+                       doctest::Contains("no CUDA device"), Error);
+  CHECK(cuda::load_cuda_plugin().entry_points == plugin.entry_points);  // loaded once
 }
 
 }  // namespace pipetwin

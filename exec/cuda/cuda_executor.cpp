@@ -182,8 +182,6 @@ void measure_copies(const CudaOptions& options, int repeats, double* bytes_per_s
 
 }  // namespace
 
-bool executor_built() { return true; }
-
 TrainingRun run_cuda(const TaskGraph& graph, const Network& network, const BatchSampler& data,
                           const TrainingOptions& training, const CudaOptions& options, std::string* placement) {
   check_run_inputs(graph, network, data);

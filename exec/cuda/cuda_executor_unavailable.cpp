@@ -9,8 +9,6 @@ Error not_built() {
 }
 }  // namespace
 
-bool executor_built() { return false; }
-
 TrainingRun run_cuda(const TaskGraph&, const Network&, const BatchSampler&, const TrainingOptions&,
                           const CudaOptions&, std::string*) {
   throw not_built();

@@ -25,9 +25,6 @@ struct CudaOptions {
   bool tf32 = false;                     // TF32 tensor-core GEMMs (labelled; fp32 otherwise)
 };
 
-// Whether this build has the CUDA executor (not whether a GPU is present: see cuda_probe.hpp).
-bool executor_built();
-
 // Runs `graph` on the GPU(s); `placement` (when not null) gets a line saying what ran where.
 // Throws pipetwin::Error without a CUDA device, for a placement that does not fit, on memory
 // beyond a processor's capacity or the GPU's, and on divergence.
