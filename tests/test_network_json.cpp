@@ -70,3 +70,25 @@ TEST_CASE("network file errors name the file, the JSON path and what was expecte
   CHECK(error_of(R"({"input": [1, 4, 4], "layers": [{"type": "conv2d", "out_channels": 2, "kernel": 7}]})")
             .find("net.json: /layers/0: layer 'conv2d1': kernel larger than the padded input") == 0);
 }
+
+TEST_CASE("activation memory per sample is what the executors keep: x-hat, argmax, the residual shortcut") {
+  // Worked by hand from the layer shapes (fp32): a conv stashes its input and its output after
+  // the ReLU; with batch norm also x-hat (another output) and 1 / std per channel per microbatch;
+  // with max pooling a 32-bit argmax per pooled element.
+  const Network lenet = make_network("lenet5", Params::parse({}));
+  const Layer& c1 = lenet.layers[0];  // 1x28x28 -> conv 6x28x28 (padding 2) -> max pool 6x14x14
+  CHECK(c1.stash_bytes == (1 * 28 * 28 + 6 * 28 * 28) * 4 + 6 * 14 * 14 * 4);
+  CHECK(c1.stash_fixed_bytes == 0);
+  const Network resnet = make_network("resnet20", Params::parse({}));
+  const Layer& conv = resnet.layers[0];  // 3x32x32 -> 16x32x32, batch norm, ReLU
+  CHECK(conv.stash_bytes == (3 * 32 * 32 + 2 * 16 * 32 * 32) * 4);
+  CHECK(conv.stash_fixed_bytes == 16 * 4);
+  // The first block's first conv sends its input (the block input) beside its output to the
+  // second conv, which adds it; the gradient comes back as large.
+  CHECK(resnet.layers[1].shortcut_bytes == 16 * 32 * 32 * 4);
+  CHECK(resnet.activation_bytes_after(1) == 2 * 16 * 32 * 32 * 4);
+  CHECK(resnet.layers[2].shortcut_bytes == 0);
+  CHECK(resnet.activation_bytes_after(2) == 16 * 32 * 32 * 4);
+  // The loss layer holds no gradient at its output (its stash has d loss / d logits).
+  CHECK(resnet.output_gradient_bytes(static_cast<int>(resnet.size()) - 1) == 0);
+}

@@ -25,11 +25,12 @@ GraphConfig resnet_config(const std::string& schedule, int P, int M, int K = 2) 
 // Activation bytes one microbatch leaves on stage s, computed from the network's layers.
 std::int64_t stash_per_microbatch(const TaskGraph& g, int stage) {
   const Network net = make_network("resnet20", Params::parse({"batch=" + std::to_string(8 * g.microbatches)}));
-  std::int64_t bytes = 0;
+  std::int64_t bytes = 0, fixed_bytes = 0;  // per sample; per microbatch (batch norm's 1 / std)
   for (int l = g.stages[stage].first_layer; l <= g.stages[stage].last_layer; ++l) {
     bytes += net.layers[l].stash_bytes;
+    fixed_bytes += net.layers[l].stash_fixed_bytes;
   }
-  return bytes * g.samples_per_microbatch;
+  return bytes * g.samples_per_microbatch + fixed_bytes;
 }
 
 // The most weight versions stage s ever needs at once, walking its processor's order: the newest

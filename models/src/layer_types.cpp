@@ -109,8 +109,13 @@ Layer conv2d_layer(const std::string& name, const Shape& input_chw, const Conv2d
   layer.param_bytes = layer.parameters * bytes_per_element;
   layer.input_bytes = shape_elements(input_chw) * bytes_per_element;
   layer.output_bytes = shape_elements(output) * bytes_per_element;
-  // Kept for backward: the input (weight gradient) and the conv output (ReLU / BN / pooling).
-  layer.stash_bytes = (shape_elements(input_chw) + conv_out) * bytes_per_element;
+  // Kept for backward, as the executors keep it (layer_composition.hpp) and as frameworks do: the
+  // input (weight gradient), the conv output after the ReLU (ReLU / pooling), the normalized
+  // conv output (batch norm: x-hat, and 1 / std per channel, per microbatch), the argmax of max
+  // pooling (one 32-bit index per pooled element).
+  layer.stash_bytes = (shape_elements(input_chw) + conv_out * (spec.batch_norm ? 2 : 1)) * bytes_per_element +
+                      (pool.kind == "max" ? shape_elements(output) * 4 : 0);
+  layer.stash_fixed_bytes = spec.batch_norm ? spec.out_channels * bytes_per_element : 0;
   return layer;
 }
 

@@ -79,11 +79,19 @@ Network NetworkBuilder::build() {
   }
   // A minibatch's bytes of every layer stay below 2^50, so that sums over layers, microbatches
   // and minibatches stay far from 64-bit overflow (the engines' bound is 2^60).
+  // Inside a residual block, the block's input travels beside each output to the layer that adds
+  // it (the rule the executors follow: exec/layers/layer_spec.cpp).
+  auto& layers = network_.layers;
+  for (std::size_t l = 0; l + 1 < layers.size(); ++l) {
+    const Layer& next = layers[l + 1];
+    if (next.type == "conv2d" && next.conv2d.residual_add) layers[l].shortcut_bytes = layers[l].input_bytes;
+  }
   const double batch = static_cast<double>(network_.batch);
   double total = 0;
   for (const auto& layer : network_.layers) {
-    const double per_sample = static_cast<double>(layer.stash_bytes + layer.input_bytes + layer.output_bytes);
-    total += per_sample * batch + static_cast<double>(layer.param_bytes);
+    const double per_sample =
+        static_cast<double>(layer.stash_bytes + layer.input_bytes + layer.output_bytes + layer.shortcut_bytes);
+    total += per_sample * batch + static_cast<double>(layer.param_bytes + layer.stash_fixed_bytes);
   }
   if (!(total < 1125899906842624.0)) {  // 2^50
     throw Error("network " + network_.name + ": a minibatch of " + std::to_string(network_.batch) +

@@ -86,7 +86,7 @@ void add_stashes(TaskGraph& g, const Network& net, RecomputeMode recompute) {
   const std::int64_t samples = g.samples_per_microbatch;
   for (const auto& t : g.tasks) {
     if (t.kind != TaskKind::F) continue;
-    const std::int64_t bytes = net.layer_sum(t.first_layer, t.last_layer, &Layer::stash_bytes) * samples;
+    const std::int64_t bytes = net.stash_bytes(t.first_layer, t.last_layer, samples);
     const auto readers = backwards.find(key_of(t));
     if (readers == backwards.end()) continue;  // nothing reads it: the forward keeps nothing
     std::int32_t holder = t.id;

@@ -207,7 +207,7 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
     const auto [s, k, m] = key;
     if (s > 0) {
       const std::int32_t previous = forward.at({s - 1, k, m});
-      const std::int64_t bytes = net.layers[g.stages[s - 1].last_layer].output_bytes * samples;
+      const std::int64_t bytes = net.activation_bytes_after(g.stages[s - 1].last_layer) * samples;
       const Dep arrival = transfer(previous, id, Carries::activation, bytes);  // may grow g.tasks
       g.tasks[id].deps.push_back(arrival);
     }
@@ -215,7 +215,7 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
   for (const auto& [key, id] : input_grad) {
     const auto [s, k, m] = key;
     const std::int32_t f = forward.at(key);
-    const std::int64_t stash = stage_sum(net, g.stages[s], &Layer::stash_bytes) * samples;
+    const std::int64_t stash = net.stash_bytes(g.stages[s].first_layer, g.stages[s].last_layer, samples);
     const auto rc = recomputation.find(key);
     if (rc != recomputation.end() && mode == RecomputeMode::full) {  // F -> RC (the stage's input) -> the backward
       const std::int64_t kept_input = net.layers[g.stages[s].first_layer].input_bytes * samples;
@@ -231,7 +231,7 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
     }
     if (s + 1 < stage_count) {
       const std::int32_t next = input_grad.at({s + 1, k, m});
-      const std::int64_t bytes = net.layers[g.stages[s + 1].first_layer].input_bytes * samples;
+      const std::int64_t bytes = net.activation_bytes_after(g.stages[s + 1].first_layer - 1) * samples;
       const Dep arrival = transfer(next, id, Carries::activation_gradient, bytes);  // may grow g.tasks
       g.tasks[id].deps.push_back(arrival);
     }
@@ -249,7 +249,8 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
       for (std::size_t i = 0; i < list.size(); ++i) position[list[i]] = static_cast<std::int32_t>(i);
     }
     for (const auto& [key, f] : forward) {
-      const std::int64_t stash = stage_sum(net, g.stages[std::get<0>(key)], &Layer::stash_bytes) * samples;
+      const StageInfo& stage = g.stages[std::get<0>(key)];
+      const std::int64_t stash = net.stash_bytes(stage.first_layer, stage.last_layer, samples);
       if (stash == 0) continue;
       const std::int32_t backward = input_grad.at(key);
       const std::int32_t p = g.tasks[backward].resource;
@@ -267,8 +268,10 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
   // the stage's layers' outputs.
   for (const auto id : split_weight_grads) {
     const Task& w = g.tasks[id];
+    std::int64_t bytes = 0;
+    for (int l = g.stages[w.stage].first_layer; l <= g.stages[w.stage].last_layer; ++l) bytes += net.output_gradient_bytes(l);
     g.tasks[id].deps.push_back({input_grad.at({w.stage, w.minibatch, w.microbatch}), Carries::output_gradients,
-                                stage_sum(net, g.stages[w.stage], &Layer::output_bytes) * samples});
+                                bytes * samples});
   }
   for (const auto id : updates) {
     Task& u = g.tasks[id];

@@ -10,8 +10,8 @@
 // retiming rule), so its weight loop U_l -> F_l carries 1 + 2 S(l) iterations. A modulo scheduler
 // places one iteration's tasks on the P processors with one period T for all; iteration n runs
 // at the same offsets plus n T. Data moves when producer and consumer differ: activations,
-// gradient slices, a layer's weight gradient to the processor of its update, weight slices to
-// BA parts away from home.
+// gradient slices, a layer's weight gradient to the processor of its update, the weights to BA
+// parts away from home (a part is a slice of the samples, so it needs all of them).
 #include <algorithm>
 #include <tuple>
 
@@ -127,18 +127,18 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
   const auto& layers = net.layers;
   for (int l = 0; l < L; ++l) {
     const LayerTasks& t = layer[l];
-    const auto slices = static_cast<std::int64_t>(t.input_grad_parts.size());
-    if (l > 0) edge(layer[l - 1].forward, t.forward, 0, layers[l - 1].output_bytes * samples, Carries::activation);
+    if (l > 0) edge(layer[l - 1].forward, t.forward, 0, net.activation_bytes_after(l - 1) * samples, Carries::activation);
     edge(t.forward, t.weight_grad, 0, layers[l].input_bytes * samples, Carries::stash);  // x_l, stashed by F_l
     // The gradient at the layer's output: the loss's (from the last forward's stash), or the
     // slices the next layer's BA parts produce.
     std::vector<std::tuple<int, std::int64_t, Carries>> gradient_sources;
-    if (l == L - 1) {
-      gradient_sources.emplace_back(t.forward, layers[l].output_bytes * samples, Carries::stash);
+    if (l == L - 1) {  // d loss / d logits, one per class and sample
+      const std::int64_t classes = layers[l].type == "dense" ? layers[l].dense.out_features : 1;
+      gradient_sources.emplace_back(t.forward, classes * net.bytes_per_element * samples, Carries::stash);
     } else {
       const auto& next = layer[l + 1].input_grad_parts;
       for (const auto part : next) {
-        gradient_sources.emplace_back(part, layers[l].output_bytes * samples / static_cast<std::int64_t>(next.size()),
+        gradient_sources.emplace_back(part, net.activation_bytes_after(l) * samples / static_cast<std::int64_t>(next.size()),
                                       Carries::activation_gradient);
       }
     }
@@ -149,7 +149,8 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
     for (const auto part : t.input_grad_parts) {
       edge(t.forward, part, 0, 0, Carries::stash);
       edge(part, t.update, 0, 0, Carries::order);  // an iteration's update follows all of its parts
-      edge(t.update, part, 1 + delay[l], layers[l].param_bytes / slices, Carries::weights);  // its weight slice
+      // A part computes the gradient of a slice of the samples: it needs all of the layer's weights.
+      edge(t.update, part, 1 + delay[l], layers[l].param_bytes, Carries::weights);
     }
     edge(t.weight_grad, t.update, 0, layers[l].param_bytes, Carries::weight_gradient);
     edge(t.update, t.forward, 1 + delay[l], 0, Carries::weights);  // Delay(l) = 2 S(l)

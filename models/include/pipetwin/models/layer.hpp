@@ -51,6 +51,10 @@ struct Layer {
   std::int64_t input_bytes = 0;         // per sample: what the layer reads from the previous one
   std::int64_t output_bytes = 0;        // per sample: what it sends to the next layer
   std::int64_t stash_bytes = 0;         // per sample: kept from forward until backward
+  std::int64_t stash_fixed_bytes = 0;   // per microbatch, whatever its samples (batch norm's 1 / std)
+  // Per sample: the residual block's input, which travels beside this layer's output to the next
+  // layer, which adds it (and its gradient beside the gradient at this output). Set by the network.
+  std::int64_t shortcut_bytes = 0;
   // Selective recomputation (recompute=selective; Korthikanti et al. 2022): the part of the stash
   // that is cheap to make again and is dropped after the forward, and the work of making it again
   // right before the backward. 0 for layers with no such part (only attention cores have one).

@@ -25,6 +25,23 @@ struct Network {
     for (int l = first; l <= last; ++l) sum += layers[static_cast<std::size_t>(l)].*size;
     return sum;
   }
+  // Per sample, what goes from layer l to layer l + 1 in the forward: its output and, inside a
+  // residual block, the block's input beside it (Layer::shortcut_bytes). The gradient that comes
+  // back from l + 1 is as large.
+  std::int64_t activation_bytes_after(int l) const {
+    const Layer& layer = layers[static_cast<std::size_t>(l)];
+    return layer.output_bytes + layer.shortcut_bytes;
+  }
+  // Per sample, the gradient at layer l's output that its backward holds: as above, and nothing
+  // for the loss layer (its gradient is part of its stash).
+  std::int64_t output_gradient_bytes(int l) const {
+    const Layer& layer = layers[static_cast<std::size_t>(l)];
+    return layer.type == "dense" && layer.dense.loss ? 0 : activation_bytes_after(l);
+  }
+  // Bytes of the stashes of layers [first, last] for a microbatch of `samples`.
+  std::int64_t stash_bytes(int first, int last, std::int64_t samples) const {
+    return layer_sum(first, last, &Layer::stash_bytes) * samples + layer_sum(first, last, &Layer::stash_fixed_bytes);
+  }
   // Layer indices after which a pipeline cut may fall (never inside a residual block, never
   // after the last layer).
   std::vector<int> allowed_cuts() const;
