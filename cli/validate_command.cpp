@@ -31,7 +31,15 @@ struct ValidateOptions {
   int runs = 5;
   bool json = false;
   bool quiet = false;
+  double target = 0.05;  // the step-time error a verdict is asked for
 };
+
+// One calibration's time for a minibatch's work on one processor: what a drift changes.
+double calibrated_step_s(const Calibration& c) {
+  double total = 0;
+  for (const auto& [name, t] : c.layers) total += t.forward_s + t.activation_grad_s + t.weight_grad_s + t.update_s;
+  return total;
+}
 
 // Every configuration, and the calibration, must see processors of one size: SM partitions
 // default to the largest equal share for the largest P (in multiples of 8 SMs).
@@ -54,7 +62,8 @@ void run(ValidateOptions& options) {
   GraphConfig config = options.config;
   default_hardware_for_device(options.executor, config.hardware);
   const ScheduleRequest request = make_request(config);
-  if (config.calibration_file.empty()) {
+  const bool profiled_here = config.calibration_file.empty();
+  if (profiled_here) {
     config.calibration = std::make_shared<const Calibration>(
         profile_device_calibration(config, options.executor, options.repeats, !options.quiet));
   }
@@ -70,6 +79,23 @@ void run(ValidateOptions& options) {
       validate(config, *data, validation, [&](const TaskGraph& graph) { return run_engine(engine, graph); },
                     executor_runner(options.executor, &placement));
   const auto& rows = report.rows;
+  // Calibrated before and measured after: a machine whose speed drifted in between is named
+  // (calibration, measurement, calibration again: the A/B/A check).
+  double drift = 0;
+  if (profiled_here) {
+    const Calibration after = profile_device_calibration(config, options.executor, options.repeats, false);
+    drift = calibrated_step_s(after) / calibrated_step_s(*config.calibration) - 1;
+  }
+  std::vector<std::string> verdict;  // why the errors cannot be trusted, if they cannot
+  if (report.noise_floor > options.target) {
+    verdict.push_back(fmt::format("identical runs spread by {:.1f}% (the noise floor), more than the {:.0f}% target",
+                                  100 * report.noise_floor, 100 * options.target));
+  }
+  if (std::abs(drift) > options.target) {
+    verdict.push_back(fmt::format("the layers' calibrated times changed by {:+.1f}% between the calibrations before "
+                                  "and after measuring",
+                                  100 * drift));
+  }
 
   if (options.json) {
     nlohmann::ordered_json j;
@@ -85,6 +111,9 @@ void run(ValidateOptions& options) {
     j["max_abs_step_error"] = report.max_abs_step_error;
     j["kendall_tau"] = nlohmann::ordered_json::object();
     for (const auto& [p, t] : report.kendall_tau) j["kendall_tau"][std::to_string(p)] = t;
+    j["noise_floor"] = report.noise_floor;
+    if (profiled_here) j["calibration_drift"] = drift;
+    j["too_noisy"] = verdict;
     std::cout << j.dump(2) << "\n";
     return;
   }
@@ -93,21 +122,29 @@ void run(ValidateOptions& options) {
                            request.network.name, config.microbatches, request.network.batch / config.microbatches,
                            config.minibatches, engine, options.executor.device);
   std::cout << "measured on " << placement << " (placement of the largest P)\n";
-  Table table({"schedule", "P", "predicted_step_ms", "measured_step_ms", "error", "predicted_speedup",
+  Table table({"schedule", "P", "predicted_step_ms", "measured_step_ms", "error", "noise", "predicted_speedup",
                "measured_speedup", "predicted_peak", "measured_peak"});
   for (const auto& row : rows) {
     table.add_row({row.schedule, std::to_string(row.processors), fmt::format("{:.3f}", row.predicted_step_s * 1e3),
                    fmt::format("{:.3f}", row.measured_step_s * 1e3), fmt::format("{:+.1f}%", 100 * row.step_error()),
+                   fmt::format("±{:.1f}%", 100 * row.measured_spread),
                    fmt::format("{:.2f}x", row.predicted_speedup), fmt::format("{:.2f}x", row.measured_speedup),
                    human_bytes(row.predicted_peak_bytes), human_bytes(row.measured_peak_bytes)});
   }
   table.print(std::cout);
-  std::cout << fmt::format("step-time error: mean {:.1f}%, largest {:.1f}%\n", 100 * report.mean_abs_step_error,
-                           100 * report.max_abs_step_error);
+  std::cout << fmt::format("step-time error: mean {:.1f}%, largest {:.1f}%; noise floor {:.1f}% (identical runs' "
+                           "half-range over their median, the median over rows)",
+                           100 * report.mean_abs_step_error, 100 * report.max_abs_step_error, 100 * report.noise_floor);
+  if (profiled_here) std::cout << fmt::format("; calibration drift {:+.1f}%", 100 * drift);
+  std::cout << "\n";
   if (schedules.size() > 1) {
     std::string line = "ranking of schedules (Kendall tau, 1 = same order):";
     for (const auto& [p, t] : report.kendall_tau) line += fmt::format(" P={} {:.2f}", p, t);
     std::cout << line << "\n";
+  }
+  for (const auto& reason : verdict) {
+    std::cout << "too noisy to judge a " << fmt::format("{:.0f}%", 100 * options.target) << " error: " << reason
+              << "; run it on a quieter machine, or with more --runs\n";
   }
 }
 
@@ -135,7 +172,14 @@ void add_validate_command(CLI::App& app) {
   command->add_option("--engine", options->engine, "predicting engine: systemc (default when built) or analytic");
   add_executor_options(*command, options->executor, true);
   command->add_option("--repeats", options->repeats, "profiling: timings per task kind and layer")->capture_default_str();
-  command->add_option("--runs", options->runs, "measured runs per configuration (the median step time is kept)")
+  command->add_option("--target", options->target,
+                      "the step-time error to judge (a fraction): when identical runs spread more, or the machine's "
+                      "speed drifts more between calibrating and measuring, the output says the errors cannot be trusted")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  command->add_option("--runs", options->runs,
+                      "measured runs per configuration, taken in turns over the configurations (the median step time is "
+                      "kept; its spread is the noise column)")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
   command->add_flag("--json", options->json, "print the table as JSON");

@@ -287,6 +287,57 @@ TEST_CASE("validation falls back to sequential only where a schedule cannot be b
   }
 }
 
+TEST_CASE("validation takes its runs in turns over the configurations and reports their spread") {
+  const Dataset data = data_for(kMlp);
+  ValidationOptions options;
+  options.schedules = {"gpipe", "1f1b"};
+  options.processors = {1, 2};
+  options.runs = 3;
+  // A scripted machine: step times by call, and the order in which configurations ran.
+  std::vector<std::pair<std::string, int>> order;
+  const std::vector<double> script_s = {1.0, 0.6, 1.0, 0.5, /* run 2 */ 1.2, 0.5, 1.1, 0.6, /* run 3 */ 0.8, 0.7, 0.9, 0.4};
+  std::size_t call = 0;
+  const Runner scripted = [&](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
+    order.emplace_back(g.schedule, g.processor_count());
+    TrainingRun run;
+    run.result.iteration_s = script_s.at(call++);
+    return run;
+  };
+  const ValidationReport report =
+      validate(config_for(kMlp, "gpipe", 1, 2, 2), data, options, [](const TaskGraph& g) { return evaluate(g); }, scripted);
+  // Four configurations (gpipe and 1f1b at P = 1 and 2), each run once before any runs again.
+  const std::vector<std::pair<std::string, int>> one_round = {{"gpipe", 1}, {"gpipe", 2}, {"1f1b", 1}, {"1f1b", 2}};
+  REQUIRE(order.size() == 12);
+  for (std::size_t r = 0; r < 3; ++r) {
+    CHECK(std::vector<std::pair<std::string, int>>(order.begin() + 4 * r, order.begin() + 4 * r + 4) == one_round);
+  }
+  // gpipe at P = 2 ran 0.6, 0.5, 0.7: median 0.6, half-range 0.1; speedup over its P = 1 (1.0,
+  // 1.2, 0.8: median 1.0) 1.0 / 0.6.
+  REQUIRE(report.rows.size() == 4);
+  const ValidationRow& gpipe2 = report.rows[1];
+  CHECK(gpipe2.measured_step_s == doctest::Approx(0.6));
+  CHECK(gpipe2.measured_spread == doctest::Approx(0.1 / 0.6));
+  CHECK(gpipe2.measured_speedup == doctest::Approx(1.0 / 0.6));
+  // Spreads: gpipe 1 0.2/1.0, gpipe 2 0.1/0.6, 1f1b 1 (1.0, 1.1, 0.9) 0.1/1.0, 1f1b 2 (0.5, 0.6, 0.4)
+  // 0.1/0.5; their median (the upper of the two middle ones, as median_of takes) is 0.2.
+  CHECK(report.noise_floor == doctest::Approx(0.2));
+}
+
+TEST_CASE("validation: predicted peak memory is the measured one (the executor holds what the graph declares)") {
+  const Dataset data = data_for(kLenet);
+  ValidationOptions options;
+  options.schedules = {"gpipe", "1f1b", "pipedream"};
+  options.processors = {1, 2};
+  options.runs = 1;
+  const ValidationReport report = cpu::validate_cpu(config_for(kLenet, "gpipe", 1, 2, 2), data, options,
+                                                    [](const TaskGraph& g) { return evaluate(g); });
+  for (const auto& row : report.rows) {
+    CAPTURE(row.schedule);
+    CAPTURE(row.processors);
+    CHECK(static_cast<double>(row.predicted_peak_bytes) == doctest::Approx(static_cast<double>(row.measured_peak_bytes)).epsilon(0.02));
+  }
+}
+
 TEST_CASE("Fashion-MNIST from Debian's dataset-fashion-mnist, when installed") {
   if (!std::filesystem::exists(kFashionMnistDir)) {
     MESSAGE("skipped: " << kFashionMnistDir << " not present (apt-get install dataset-fashion-mnist)");

@@ -146,6 +146,7 @@ void bind_executor(py::module_& m) {
     out["mean_abs_step_error"] = report.mean_abs_step_error;
     out["max_abs_step_error"] = report.max_abs_step_error;
     out["kendall_tau"] = report.kendall_tau;
+    out["noise_floor"] = report.noise_floor;
     return out;
   }, py::arg("model"), py::arg("schedules"), py::arg("processors"), py::arg("microbatches") = 4,
      py::arg("minibatches") = 16, py::arg("params") = py::none(), py::arg("calibration") = "",

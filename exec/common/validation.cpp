@@ -18,9 +18,19 @@ std::int64_t max_peak(const Result& r) {
   return peak;
 }
 
-struct Measured {
-  double predicted_s = 0, measured_s = 0;
-  std::int64_t predicted_peak = 0, measured_peak = 0;
+// One configuration: its graph, its prediction and its runs.
+struct Configuration {
+  std::string schedule;
+  TaskGraph graph;
+  double predicted_s = 0;
+  std::int64_t predicted_peak = 0;
+  std::vector<double> steps_s;
+  std::int64_t measured_peak = 0;
+  double measured_s() const { return median_of(steps_s); }
+  double spread() const {
+    const auto [low, high] = std::minmax_element(steps_s.begin(), steps_s.end());
+    return (*high - *low) / 2 / measured_s();
+  }
 };
 
 }  // namespace
@@ -30,7 +40,8 @@ nlohmann::ordered_json validation_rows_json(const ValidationReport& report) {
   for (const auto& row : report.rows) {
     rows.push_back({{"schedule", row.schedule}, {"processors", row.processors}, {"baseline", row.baseline},
                     {"predicted_step_s", row.predicted_step_s}, {"measured_step_s", row.measured_step_s},
-                    {"step_error", row.step_error()}, {"predicted_speedup", row.predicted_speedup},
+                    {"step_error", row.step_error()}, {"measured_spread", row.measured_spread},
+                    {"predicted_speedup", row.predicted_speedup},
                     {"measured_speedup", row.measured_speedup},
                     {"predicted_peak_memory_bytes", row.predicted_peak_bytes},
                     {"measured_peak_memory_bytes", row.measured_peak_bytes}});
@@ -71,26 +82,17 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     validate_or_throw(graph);
     return graph;
   };
-  auto measure = [&](const std::string& schedule, const TaskGraph& graph) {
-    const int processors = graph.processor_count();
-    const Result predicted = predict(graph);
-    if (options.progress) {
-      options.progress(schedule + " on " + std::to_string(processors) + " processor(s): " + std::to_string(options.runs) + " runs");
-    }
-    std::vector<double> steps_s;
-    std::int64_t peak = 0;
-    for (int r = 0; r < options.runs; ++r) {
-      const TrainingRun measured = run(graph, request.network, sampler, options.training);
-      steps_s.push_back(measured.result.iteration_s);
-      peak = std::max(peak, max_peak(measured.result));
-    }
-    return Measured{predicted.iteration_s, median_of(std::move(steps_s)), max_peak(predicted), peak};
+  // Every configuration: per schedule its one-processor baseline (this schedule, or sequential
+  // where it cannot be built on one processor: only building falls back; an error while running,
+  // out of memory or divergence, is the user's to see), then each processor count.
+  std::vector<Configuration> configurations;
+  struct RowPlan {
+    std::string schedule, baseline;
+    int processors;
+    std::size_t one, at;  // indices of the baseline's and the row's configurations
   };
-  ValidationReport report;
+  std::vector<RowPlan> plans;
   for (const auto& schedule : options.schedules) {
-    // The one-processor baseline: this schedule, or sequential where it cannot be built on one
-    // processor. Only building falls back: an error while running (out of memory, divergence)
-    // is the user's to see.
     std::string baseline = schedule;
     TaskGraph one_graph;
     try {
@@ -99,13 +101,44 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       baseline = "sequential";
       one_graph = build("sequential", 1);
     }
-    const Measured one = measure(baseline, one_graph);
+    const std::size_t one = configurations.size();
+    configurations.push_back({baseline, std::move(one_graph), 0, 0, {}, 0});
     for (const int p : options.processors) {
-      const Measured m = (p == 1 && baseline == schedule) ? one : measure(schedule, build(schedule, p));
-      report.rows.push_back({schedule, p, baseline, m.predicted_s, m.measured_s, one.predicted_s / m.predicted_s,
-                             one.measured_s / m.measured_s, m.predicted_peak, m.measured_peak});
+      std::size_t at = one;
+      if (p != 1 || baseline != schedule) {
+        at = configurations.size();
+        configurations.push_back({schedule, build(schedule, p), 0, 0, {}, 0});
+      }
+      plans.push_back({schedule, baseline, p, one, at});
     }
   }
+  for (auto& c : configurations) {
+    const Result predicted = predict(c.graph);
+    c.predicted_s = predicted.iteration_s;
+    c.predicted_peak = max_peak(predicted);
+  }
+  for (int r = 0; r < options.runs; ++r) {
+    for (auto& c : configurations) {
+      if (options.progress) {
+        options.progress("run " + std::to_string(r + 1) + "/" + std::to_string(options.runs) + ": " + c.schedule + " on " +
+                         std::to_string(c.graph.processor_count()) + " processor(s)");
+      }
+      const TrainingRun measured = run(c.graph, request.network, sampler, options.training);
+      c.steps_s.push_back(measured.result.iteration_s);
+      c.measured_peak = std::max(c.measured_peak, max_peak(measured.result));
+    }
+  }
+  ValidationReport report;
+  std::vector<double> spreads;
+  for (const auto& plan : plans) {
+    const Configuration& one = configurations[plan.one];
+    const Configuration& m = configurations[plan.at];
+    report.rows.push_back({plan.schedule, plan.processors, plan.baseline, m.predicted_s, m.measured_s(),
+                           one.predicted_s / m.predicted_s, one.measured_s() / m.measured_s(), m.predicted_peak,
+                           m.measured_peak, m.spread()});
+    spreads.push_back(m.spread());
+  }
+  report.noise_floor = median_of(spreads);
   double total = 0;
   for (const auto& row : report.rows) {
     total += std::abs(row.step_error());

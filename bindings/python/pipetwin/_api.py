@@ -146,15 +146,16 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
              seed: int = 1) -> Tuple[Table, Dict[str, Any]]:
     """Predicted (from a calibration table; profiled first without one) against measured step time,
     speedup and peak memory per schedule and processor count. Returns (table, summary): the table a
-    DataFrame when pandas is installed (else a list of dicts), the summary a dict with
-    mean_abs_step_error, max_abs_step_error and kendall_tau per processor count."""
+    DataFrame when pandas is installed (else a list of dicts; each row's measured_spread is the
+    half-range of its runs over their median), the summary a dict with mean_abs_step_error,
+    max_abs_step_error, kendall_tau per processor count and noise_floor (the median spread)."""
     _check_device(device)
     names = [schedules] if isinstance(schedules, str) else list(schedules)
     report = _core.validate(_path(model), names, [int(p) for p in processors], microbatches=microbatches,
                             minibatches=minibatches, params=_params(params), calibration=_path(calibration),
                             engine=engine or default_engine(), runs=runs, data=data, data_dir=_path(data_dir),
                             learning_rate=learning_rate, seed=seed)
-    summary = {k: report[k] for k in ("mean_abs_step_error", "max_abs_step_error", "kendall_tau")}
+    summary = {k: report[k] for k in ("mean_abs_step_error", "max_abs_step_error", "kendall_tau", "noise_floor")}
     return frame(report["rows"]), summary
 
 

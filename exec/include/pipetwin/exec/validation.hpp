@@ -23,6 +23,9 @@ struct ValidationRow {
   double predicted_step_s = 0, measured_step_s = 0;
   double predicted_speedup = 0, measured_speedup = 0;
   std::int64_t predicted_peak_bytes = 0, measured_peak_bytes = 0;
+  // The noise of the measurement: half the range of the runs' step times over their median. An
+  // error within it cannot be told from noise.
+  double measured_spread = 0;
   double step_error() const { return (predicted_step_s - measured_step_s) / measured_step_s; }
 };
 
@@ -30,12 +33,16 @@ struct ValidationReport {
   std::vector<ValidationRow> rows;
   double mean_abs_step_error = 0, max_abs_step_error = 0;
   std::map<int, double> kendall_tau;  // per processor count, over the schedules
+  double noise_floor = 0;  // the median of the rows' measured_spread
 };
 
 struct ValidationOptions {
   std::vector<std::string> schedules;
   std::vector<int> processors;
-  int runs = 5;                     // measured runs per configuration; the median step is kept
+  // Measured runs per configuration; the median step is kept. The runs go round the
+  // configurations (run 1 of each, then run 2 of each, ...), so that a machine whose speed drifts
+  // slows every configuration alike.
+  int runs = 5;
   TrainingOptions training;
   std::function<void(const std::string&)> progress;  // a line per configuration, or empty
 };
@@ -49,7 +56,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
                           const Predictor& predict, const Runner& run);
 // The rows as JSON objects, one per configuration (`pipetwin validate --json` and Python's
 // pipetwin.validate): schedule, processors, baseline, predicted/measured step time, step error,
-// speedups and peak memory.
+// the measurement's spread, speedups and peak memory.
 nlohmann::ordered_json validation_rows_json(const ValidationReport& report);
 
 // Kendall's tau-b of two orderings of the same items: (concordant - discordant) /
