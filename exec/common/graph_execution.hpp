@@ -124,6 +124,7 @@ class GraphExecution {
   void worker(const std::vector<std::int32_t>& order, Lane& lane);
   void shared_link_worker(const std::vector<std::int32_t>& tasks, Lane& lane);
   bool ready(const Task& t) const;  // under mutex_
+  std::int32_t resource_of(const Task& t) const;  // its condition variable in wake_
   void run_task(std::int32_t id, Lane& lane);  // runs, times and marks done one task
   void execute(const Task& t, Lane& lane);
   void forward(const Task& t, Lane& lane, Payload& out);
@@ -167,8 +168,12 @@ class GraphExecution {
   std::vector<std::int32_t> stage_of_layer_;
 
   // Scheduling state, under `mutex_`.
+  // Each processor and each link has its own condition variable: a task's end wakes only the
+  // threads whose tasks depend on it (`wakes_`: per task, the resources of its dependents), not
+  // every thread of the run.
   std::mutex mutex_;
-  std::condition_variable changed_;
+  std::unique_ptr<std::condition_variable[]> wake_;  // processors, then links
+  std::vector<std::vector<std::int32_t>> wakes_;
   std::vector<char> done_;
   std::vector<char> claimed_;  // a shared link's task some thread has taken
   std::vector<std::int32_t> dependents_left_;
@@ -613,7 +618,13 @@ void GraphExecution<B>::fail(std::exception_ptr error) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!failed_) error_ = std::move(error);
   failed_ = true;
-  changed_.notify_all();
+  for (std::size_t r = 0; r < g_.processors.size() + g_.links.size(); ++r) wake_[r].notify_all();
+}
+
+// Processors are resources 0..P-1, links P.. (one condition variable each).
+template <typename B>
+std::int32_t GraphExecution<B>::resource_of(const Task& t) const {
+  return t.placement == Placement::link ? static_cast<std::int32_t>(g_.processors.size()) + t.resource : t.resource;
 }
 
 template <typename B>
@@ -630,7 +641,7 @@ void GraphExecution<B>::run_task(std::int32_t id, Lane& lane) {
   observers_.ended(id, Clock::now());
   std::lock_guard<std::mutex> lock(mutex_);
   done_[static_cast<std::size_t>(id)] = 1;
-  changed_.notify_all();
+  for (const auto r : wakes_[static_cast<std::size_t>(id)]) wake_[r].notify_all();
 }
 
 // A processor or an in-order link: its tasks one at a time, in order.
@@ -641,7 +652,7 @@ void GraphExecution<B>::worker(const std::vector<std::int32_t>& order, Lane& lan
     for (const auto id : order) {
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        changed_.wait(lock, [&] { return failed_ || ready(task(id)); });
+        wake_[resource_of(task(id))].wait(lock, [&] { return failed_ || ready(task(id)); });
         if (failed_) return;
       }
       run_task(id, lane);
@@ -662,7 +673,7 @@ void GraphExecution<B>::shared_link_worker(const std::vector<std::int32_t>& task
       {
         std::unique_lock<std::mutex> lock(mutex_);
         bool all_taken = false;
-        changed_.wait(lock, [&] {
+        wake_[resource_of(task(tasks.front()))].wait(lock, [&] {
           if (failed_) return true;
           all_taken = true;
           for (const auto candidate : tasks) {
@@ -677,6 +688,8 @@ void GraphExecution<B>::shared_link_worker(const std::vector<std::int32_t>& task
         });
         if (failed_ || id < 0) return;
         claimed_[static_cast<std::size_t>(id)] = 1;
+        // The link's other threads look again: another task may be ready, or none left to take.
+        wake_[resource_of(task(id))].notify_all();
       }
       run_task(id, lane);
     }
@@ -705,6 +718,14 @@ TrainingRun GraphExecution<B>::run() {
   }
   done_.assign(n, 0);
   claimed_.assign(n, 0);
+  wake_ = std::make_unique<std::condition_variable[]>(g_.processors.size() + g_.links.size());
+  wakes_.assign(n, {});
+  for (const auto& t : g_.tasks) {
+    for (const auto& d : t.deps) {
+      auto& resources = wakes_[static_cast<std::size_t>(d.task)];
+      if (std::find(resources.begin(), resources.end(), resource_of(t)) == resources.end()) resources.push_back(resource_of(t));
+    }
+  }
   payloads_.resize(n);
   dependents_left_.resize(n);
   for (std::size_t i = 0; i < n; ++i) dependents_left_[i] = flow_.output_readers[i];
