@@ -100,3 +100,12 @@ def test_paths_numpy_integers_and_mappings_are_accepted(tmp_path):
     table = pipetwin.profile("mlp", params=["widths=16,16,10", "batch=8"], data="synthetic", repeats=1,
                              output=tmp_path / "cal.json")
     assert (tmp_path / "cal.json").exists() and table["network"] == "mlp"
+
+
+def test_pip_install_builds_outside_the_source_tree():
+    # A plain `pip install .` must not write a build folder into the checkout; only
+    # scripts/install-python.sh asks for one (build/pip-*), on the command line.
+    tomllib = pytest.importorskip("tomllib")
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "build-dir" not in config["tool"]["scikit-build"]
+    assert "build-dir=build/pip-" in (ROOT / "scripts" / "install-python.sh").read_text()
