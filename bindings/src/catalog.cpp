@@ -65,13 +65,38 @@ void bind_catalog(py::module_& m) {
       d["input_shape"] = l.input_shape;
       d["output_shape"] = l.output_shape;
       d["forward_flops"] = l.forward_flops;
+      d["activation_grad_flops"] = l.activation_grad_flops;
+      d["weight_grad_flops"] = l.weight_grad_flops;
       d["parameters"] = l.parameters;
       d["output_bytes"] = l.output_bytes;
+      d["stash_bytes"] = l.stash_bytes;
+      // What the layer computes, for building the same network elsewhere (a PyTorch baseline).
+      if (l.type == "conv2d") {
+        const Conv2dSpec& c = l.conv2d;
+        py::dict spec;
+        spec["out_channels"] = c.out_channels;
+        spec["kernel"] = c.kernel;
+        spec["stride"] = c.stride;
+        spec["padding"] = c.padding;
+        spec["groups"] = c.groups;
+        spec["connections"] = c.connections;
+        spec["bias"] = c.bias;
+        spec["batch_norm"] = c.batch_norm;
+        spec["relu"] = c.relu;
+        spec["residual_add"] = c.residual_add;
+        spec["pool"] = py::dict(py::arg("kind") = c.pool.kind, py::arg("kernel") = c.pool.kernel,
+                                py::arg("stride") = c.pool.stride);
+        d["conv2d"] = spec;
+      } else if (l.type == "dense") {
+        d["dense"] = py::dict(py::arg("out_features") = l.dense.out_features, py::arg("bias") = l.dense.bias,
+                              py::arg("relu") = l.dense.relu, py::arg("loss") = l.dense.loss);
+      }
       out.append(d);
     }
     return out;
   }, py::arg("model"), py::arg("params") = py::none(),
-     "The layers of a network (model parameters such as batch may be given): shapes, FLOPs, parameters.");
+     "The layers of a network (model parameters such as batch may be given): shapes, FLOPs per sample (forward, "
+     "activation gradient, weight gradient), parameters, bytes, and what a conv2d or dense layer computes.");
 }
 
 }  // namespace pipetwin::python

@@ -51,7 +51,8 @@ def build_graph(model: PathArg = "resnet56", schedule: str = "1f1b", hardware: P
 @checked
 def network_layers(model: PathArg, params: Params = None) -> List[Dict[str, Any]]:
     """The layers of a network (model parameters such as batch may be given): name, type, shapes,
-    forward FLOPs, parameters and output bytes of each."""
+    FLOPs per sample (forward, activation gradient, weight gradient), parameters, output and stash
+    bytes of each, and what a conv2d or dense layer computes (its "conv2d" or "dense" spec)."""
     return _core.network_layers(_path(model), _params(params))
 
 

@@ -206,7 +206,7 @@ def hardware() -> list[dict[str, typing.Any]]:
     """
 def network_layers(model: str, params: dict[str, typing.Any] | collections.abc.Iterable[str] | None = None) -> list[dict[str, typing.Any]]:
     """
-    The layers of a network (model parameters such as batch may be given): shapes, FLOPs, parameters.
+    The layers of a network (model parameters such as batch may be given): shapes, FLOPs per sample (forward, activation gradient, weight gradient), parameters, bytes, and what a conv2d or dense layer computes.
     """
 def networks() -> list[dict[str, typing.Any]]:
     """
