@@ -85,6 +85,44 @@ TEST_CASE("conv2d forward equals a direct convolution") {
   }
 }
 
+TEST_CASE("conv2d forward and its input gradient equal direct loops for strides, paddings and kernels") {
+  // A direct convolution, and its adjoint (each output's gradient spread over the inputs it read),
+  // against im2col + GEMM, on shapes where the padding, the stride and the image's edge meet.
+  const std::vector<ConvGeometry> shapes = {
+      {2, 5, 7, 3, 3, 1, 1}, {1, 6, 5, 2, 3, 2, 1}, {3, 7, 7, 2, 5, 1, 2}, {2, 5, 6, 2, 1, 2, 0},
+      {1, 4, 4, 1, 3, 3, 2}, {2, 8, 3, 2, 3, 2, 0}, {1, 3, 3, 2, 5, 1, 1}};
+  for (const auto& g : shapes) {
+    CAPTURE(g.height);
+    CAPTURE(g.width);
+    CAPTURE(g.kernel);
+    CAPTURE(g.stride);
+    CAPTURE(g.padding);
+    const std::int64_t oh = g.out_height(), ow = g.out_width(), n = 2;
+    const std::int64_t inputs = g.in_channels * g.height * g.width, outputs = g.out_channels * oh * ow;
+    const Matrix w = random_matrix(g.out_channels, g.patch(), 21), x = random_matrix(inputs, n, 22);
+    const Matrix dz = random_matrix(outputs, n, 23);
+    const Matrix y = conv2d_forward(g, w, Vector(), x);
+    const Matrix dx = conv2d_backward_input(g, w, dz);
+    Matrix expected_y = Matrix::Zero(outputs, n), expected_dx = Matrix::Zero(inputs, n);
+    for (std::int64_t s = 0; s < n; ++s)
+      for (std::int64_t o = 0; o < g.out_channels; ++o)
+        for (std::int64_t i = 0; i < oh; ++i)
+          for (std::int64_t j = 0; j < ow; ++j)
+            for (std::int64_t c = 0; c < g.in_channels; ++c)
+              for (std::int64_t a = 0; a < g.kernel; ++a)
+                for (std::int64_t bb = 0; bb < g.kernel; ++bb) {
+                  const std::int64_t yy = i * g.stride - g.padding + a, xx = j * g.stride - g.padding + bb;
+                  if (yy < 0 || yy >= g.height || xx < 0 || xx >= g.width) continue;
+                  const float weight = w(o, (c * g.kernel + a) * g.kernel + bb);
+                  const std::int64_t in = (c * g.height + yy) * g.width + xx, out = (o * oh + i) * ow + j;
+                  expected_y(out, s) += weight * x(in, s);
+                  expected_dx(in, s) += weight * dz(out, s);
+                }
+    CHECK(relative_error(y, expected_y) < 1e-5);
+    CHECK(relative_error(dx, expected_dx) < 1e-5);
+  }
+}
+
 TEST_CASE("batch norm backward matches finite differences") {
   const std::int64_t channels = 3;
   const Matrix z = random_matrix(channels * 4, 5, 11), r = random_matrix(channels * 4, 5, 12);

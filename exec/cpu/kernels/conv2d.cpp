@@ -3,27 +3,53 @@
 // the C x H x W layout of the sample's output column: the product is written there directly.
 #include "pipetwin/exec/cpu/kernels.hpp"
 
+#include <algorithm>
+
 namespace pipetwin::cpu {
 namespace {
 
+// The output columns x in [first, last) whose input column x * stride - padding + kw lies inside
+// the image (the others read the zero padding).
+struct ValidRange {
+  std::int64_t first, last;
+};
+ValidRange valid_columns(const ConvGeometry& g, std::int64_t kw) {
+  const std::int64_t ow = g.out_width(), offset = kw - g.padding;  // input column = x * stride + offset
+  std::int64_t first = offset >= 0 ? 0 : (-offset + g.stride - 1) / g.stride;
+  std::int64_t last = g.width - 1 - offset < 0 ? 0 : (g.width - 1 - offset) / g.stride + 1;
+  first = std::min(first, ow);
+  last = std::max(first, std::min(last, ow));
+  return {first, last};
+}
+
 // One sample's patches, [Ho*Wo x C*k*k]: column (c, kh, kw) is channel c shifted by (kh, kw), so
 // that patches * W^T is [Ho*Wo x Cout], the sample's output in C x H x W order. `cols` is reused
-// from sample to sample (it fits in cache where the whole microbatch's would not).
+// from sample to sample (it fits in cache where the whole microbatch's would not). Rows are copied
+// whole where the stride is 1; only the padding is written as zeros.
 void im2col_sample(const ConvGeometry& g, const float* image, Matrix& cols) {
   const std::int64_t oh = g.out_height(), ow = g.out_width(), k = g.kernel;
-  cols.setZero(oh * ow, g.patch());
+  cols.resize(oh * ow, g.patch());
   for (std::int64_t c = 0; c < g.in_channels; ++c) {
     for (std::int64_t kh = 0; kh < k; ++kh) {
       for (std::int64_t kw = 0; kw < k; ++kw) {
         float* out = cols.col((c * k + kh) * k + kw).data();
+        const ValidRange x = valid_columns(g, kw);
+        const std::int64_t offset = kw - g.padding;
         for (std::int64_t y = 0; y < oh; ++y) {
+          float* out_row = out + y * ow;
           const std::int64_t iy = y * g.stride - g.padding + kh;
-          if (iy < 0 || iy >= g.height) continue;
-          const float* row = image + (c * g.height + iy) * g.width;
-          for (std::int64_t x_ = 0; x_ < ow; ++x_) {
-            const std::int64_t ix = x_ * g.stride - g.padding + kw;
-            if (ix >= 0 && ix < g.width) out[y * ow + x_] = row[ix];
+          if (iy < 0 || iy >= g.height) {
+            std::fill(out_row, out_row + ow, 0.0f);
+            continue;
           }
+          const float* row = image + (c * g.height + iy) * g.width;
+          std::fill(out_row, out_row + x.first, 0.0f);
+          if (g.stride == 1) {
+            std::copy(row + x.first + offset, row + x.last + offset, out_row + x.first);
+          } else {
+            for (std::int64_t x_ = x.first; x_ < x.last; ++x_) out_row[x_] = row[x_ * g.stride + offset];
+          }
+          std::fill(out_row + x.last, out_row + ow, 0.0f);
         }
       }
     }
@@ -37,14 +63,14 @@ void col2im_sample(const ConvGeometry& g, const Matrix& cols, float* image) {
     for (std::int64_t kh = 0; kh < k; ++kh) {
       for (std::int64_t kw = 0; kw < k; ++kw) {
         const float* in = cols.col((c * k + kh) * k + kw).data();
+        const ValidRange x = valid_columns(g, kw);
+        const std::int64_t offset = kw - g.padding;
         for (std::int64_t y = 0; y < oh; ++y) {
           const std::int64_t iy = y * g.stride - g.padding + kh;
           if (iy < 0 || iy >= g.height) continue;
           float* row = image + (c * g.height + iy) * g.width;
-          for (std::int64_t x_ = 0; x_ < ow; ++x_) {
-            const std::int64_t ix = x_ * g.stride - g.padding + kw;
-            if (ix >= 0 && ix < g.width) row[ix] += in[y * ow + x_];
-          }
+          const float* in_row = in + y * ow;
+          for (std::int64_t x_ = x.first; x_ < x.last; ++x_) row[x_ * g.stride + offset] += in_row[x_];
         }
       }
     }
