@@ -5,6 +5,7 @@
 #include <random>
 
 #include "pipetwin/models/error.hpp"
+#include "pipetwin/models/network.hpp"
 
 namespace pipetwin::exec {
 namespace {
@@ -76,7 +77,7 @@ LayerSpec::LayerSpec(const Layer& layer, bool feeds_residual, const std::vector<
 std::vector<LayerSpec> make_layer_specs(const std::vector<Layer>& layers) {
   std::vector<LayerSpec> specs;
   for (std::size_t l = 0; l < layers.size(); ++l) {
-    const bool next_adds = l + 1 < layers.size() && layers[l + 1].type == "conv2d" && layers[l + 1].conv2d.residual_add;
+    const bool next_adds = feeds_residual(layers, l);
     const bool adds = layers[l].type == "conv2d" && layers[l].conv2d.residual_add;
     if (adds && l == 0) throw Error("layer '" + layers[l].name + "' adds a residual but has no block before it");
     specs.emplace_back(layers[l], next_adds, adds ? layers[l - 1].input_shape : std::vector<std::int64_t>{});

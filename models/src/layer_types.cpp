@@ -17,13 +17,11 @@ void require(bool condition, const std::string& layer, const std::string& messag
   if (!condition) throw Error("layer '" + layer + "': " + message);
 }
 
-// Sizes a layer computes in 64-bit integers (elements, parameters, bytes, summed over layers and
-// samples) stay exact and far from overflow: each product, estimated in double before the integer
-// arithmetic, must stay below 2^50 (a petabyte of fp32).
-constexpr double kMaxSize = 1125899906842624.0;  // 2^50
+// Each product of a layer's sizes, estimated in double before the integer arithmetic, must stay
+// below kMaxCountedSize (2^50: a petabyte of fp32).
 void require_sizes(const std::string& layer, std::initializer_list<double> sizes) {
   for (const double size : sizes) {
-    require(size >= 0 && size < kMaxSize, layer,
+    require(size >= 0 && size < kMaxCountedSize, layer,
             "its sizes reach " + short_number(size) + " (elements, parameters or bytes), beyond the 2^50 that "
             "pipetwin counts; check the layer's dimensions");
   }
@@ -34,7 +32,7 @@ void require_sizes(const std::string& layer, std::initializer_list<double> sizes
 std::int64_t shape_elements(const Shape& shape) {
   double estimate = 1;
   for (const auto extent : shape) estimate *= static_cast<double>(extent);
-  if (!(estimate >= 0 && estimate < kMaxSize)) {
+  if (!(estimate >= 0 && estimate < kMaxCountedSize)) {
     throw Error("a shape of " + shape_to_string(shape) + " has " + short_number(estimate) +
                 " elements, beyond the 2^50 that pipetwin counts");
   }

@@ -77,15 +77,13 @@ Network NetworkBuilder::build() {
   if (network_.layers.size() > 10000) {
     throw Error("network " + network_.name + " has " + std::to_string(network_.layers.size()) + " layers; at most 10000");
   }
-  // A minibatch's bytes of every layer stay below 2^50, so that sums over layers, microbatches
-  // and minibatches stay far from 64-bit overflow (the engines' bound is 2^60).
-  // Inside a residual block, the block's input travels beside each output to the layer that adds
-  // it (the rule the executors follow: exec/layers/layer_spec.cpp).
+  // Inside a residual block, the block's input travels beside each output to the layer that adds it.
   auto& layers = network_.layers;
-  for (std::size_t l = 0; l + 1 < layers.size(); ++l) {
-    const Layer& next = layers[l + 1];
-    if (next.type == "conv2d" && next.conv2d.residual_add) layers[l].shortcut_bytes = layers[l].input_bytes;
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    if (feeds_residual(layers, l)) layers[l].shortcut_bytes = layers[l].input_bytes;
   }
+  // A minibatch's bytes of every layer stay below 2^50 (kMaxCountedSize; the engines' bound on
+  // sums is 2^60).
   const double batch = static_cast<double>(network_.batch);
   double total = 0;
   for (const auto& layer : network_.layers) {
@@ -93,7 +91,7 @@ Network NetworkBuilder::build() {
         static_cast<double>(layer.stash_bytes + layer.input_bytes + layer.output_bytes + layer.shortcut_bytes);
     total += per_sample * batch + static_cast<double>(layer.param_bytes + layer.stash_fixed_bytes);
   }
-  if (!(total < 1125899906842624.0)) {  // 2^50
+  if (!(total < kMaxCountedSize)) {
     throw Error("network " + network_.name + ": a minibatch of " + std::to_string(network_.batch) +
                 " samples needs " + short_number(total) + " bytes of activations and parameters, beyond the 2^50 that "
                 "pipetwin counts; check the batch and the layers' sizes");

@@ -37,6 +37,11 @@ struct DenseSpec {
   bool loss = false;  // softmax cross-entropy on the output (the network's last layer)
 };
 
+// Sizes pipetwin counts in 64-bit integers (a layer's elements, parameters and bytes; a minibatch's
+// bytes over all layers) stay below 2^50, so that sums over layers, samples, microbatches and
+// minibatches stay exact and far from overflow.
+constexpr double kMaxCountedSize = 1125899906842624.0;  // 2^50
+
 struct Layer {
   std::string name;                     // e.g. "conv1", "stage2.block3.conv2"
   std::string type;                     // "conv2d", "dense", "transformer_block", ...

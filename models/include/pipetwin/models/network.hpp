@@ -9,6 +9,12 @@
 
 namespace pipetwin {
 
+// Whether layers[l]'s input is a residual block's input that the next layer adds to its output
+// (so it travels beside layers[l]'s output). The one rule of the cost model and the executors.
+inline bool feeds_residual(const std::vector<Layer>& layers, std::size_t l) {
+  return l + 1 < layers.size() && layers[l + 1].type == "conv2d" && layers[l + 1].conv2d.residual_add;
+}
+
 struct Network {
   std::string name;
   std::int64_t batch = 1;               // samples per minibatch (one optimizer step)
