@@ -20,6 +20,7 @@ Table = Union["pandas.DataFrame", List[Dict[str, Any]]]
 """A DataFrame when pandas is installed, else a list of rows (dicts)."""
 
 _DATA_DIR = "/usr/share/datasets/fashion-mnist"
+_CONFIG_KEYS = ("model", "schedule", "hardware", "processors", "microbatches", "minibatches", "params", "calibration")
 
 
 def default_engine() -> str:
@@ -63,9 +64,10 @@ def chrome_trace(results: Sequence[Result]) -> str:
     return _core.chrome_trace(list(results))
 
 
-def _graph(graph: Optional[Graph], config: Dict[str, Any], defaults: Optional[Dict[str, Any]] = None) -> Graph:
-    """graph, or the graph the configuration keywords given (those not None) describe."""
-    given = {key: value for key, value in config.items() if value is not None}
+def _graph(graph: Optional[Graph], arguments: Dict[str, Any], defaults: Optional[Dict[str, Any]] = None) -> Graph:
+    """graph, or the graph that the configuration keywords among `arguments` (a caller's locals()),
+    those given (not None), describe."""
+    given = {key: arguments[key] for key in _CONFIG_KEYS if arguments[key] is not None}
     if graph is not None and given:
         raise TypeError("give a Graph or configuration keywords (model=..., schedule=...), not both")
     if graph is None:
@@ -82,8 +84,7 @@ def simulate(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, 
     processors=..., microbatches=..., minibatches=..., params={...}, calibration=path), where a
     keyword left out takes build_graph()'s default. engine: 'systemc' (default when built) or
     'analytic'."""
-    g = _graph(graph, dict(model=model, schedule=schedule, hardware=hardware, processors=processors,
-                           microbatches=microbatches, minibatches=minibatches, params=params, calibration=calibration))
+    g = _graph(graph, locals())
     return _core.run_engine(g, engine or default_engine(), memory_timeline)
 
 
@@ -93,8 +94,7 @@ def evaluate(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, 
              minibatches: Optional[int] = None, params: Params = None, calibration: Optional[PathArg] = None,
              memory_timeline: bool = False) -> Result:
     """The analytic evaluator's Result (no bandwidth sharing): same arguments as simulate()."""
-    g = _graph(graph, dict(model=model, schedule=schedule, hardware=hardware, processors=processors,
-                           microbatches=microbatches, minibatches=minibatches, params=params, calibration=calibration))
+    g = _graph(graph, locals())
     return _core.run_engine(g, "analytic", memory_timeline)
 
 
@@ -117,9 +117,7 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
     Configuration keywords as simulate(), but model defaults to lenet5, hardware to cpu-core and
     microbatches to 4."""
     _check_device(device)
-    g = _graph(graph, dict(model=model, schedule=schedule, hardware=hardware, processors=processors,
-                           microbatches=microbatches, minibatches=minibatches, params=params, calibration=calibration),
-               {"hardware": "cpu-core", "model": "lenet5", "microbatches": 4})
+    g = _graph(graph, locals(), {"hardware": "cpu-core", "model": "lenet5", "microbatches": 4})
     return _core.train(g, data=data, data_dir=_path(data_dir), learning_rate=learning_rate, momentum=momentum,
                        seed=seed, test=test, memory_timeline=memory_timeline)
 
