@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <optional>
 
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/json_read.hpp"
@@ -21,9 +22,11 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   if (root.get_string("format", "") != "pipetwin-calibration-1") {
     throw Error("calibration " + source + ": not a pipetwin calibration table (format pipetwin-calibration-1)");
   }
-  // A time: a finite number >= 0 (NaN is not), or -1 where the table allows "not measured".
-  const auto seconds = [&](const JsonReader& at, const std::string& key, double fallback, bool may_be_unknown) {
-    const double value = at.get_double(key, fallback);
+  // A time: a finite number >= 0 (NaN is not), or -1 where the table allows "not measured";
+  // required where there is no fallback.
+  const auto seconds = [&](const JsonReader& at, const std::string& key, std::optional<double> fallback,
+                           bool may_be_unknown) {
+    const double value = fallback ? at.get_double(key, *fallback) : at.get_double(key);
     if (!(std::isfinite(value) && (value >= 0 || (may_be_unknown && value == -1)))) {
       at.at(key).fail(may_be_unknown ? "seconds >= 0, or -1 for not measured" : "seconds >= 0");
     }
@@ -45,11 +48,10 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
     const JsonReader layer = layers.at(i);
     layer.check_keys({"name", "F_s", "BA_s", "BW_s", "U_s"});
     LayerTimes t;
-    t.forward_s = seconds(layer, "F_s", 0, false);
-    t.activation_grad_s = seconds(layer, "BA_s", 0, false);
-    t.weight_grad_s = seconds(layer, "BW_s", 0, false);
-    t.update_s = seconds(layer, "U_s", 0, false);
-    for (const char* key : {"F_s", "BA_s", "BW_s", "U_s"}) layer.at(key);  // each is required
+    t.forward_s = seconds(layer, "F_s", std::nullopt, false);
+    t.activation_grad_s = seconds(layer, "BA_s", std::nullopt, false);
+    t.weight_grad_s = seconds(layer, "BW_s", std::nullopt, false);
+    t.update_s = seconds(layer, "U_s", std::nullopt, false);
     const std::string name = layer.get_string("name");
     if (!c.layers.emplace(name, t).second) layer.at("name").fail("a layer not named before");
   }
