@@ -2,9 +2,12 @@
 // forward, in double-checked float: the scalar probed is sum(forward(x) .* r) for a fixed random r.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <functional>
+#include <vector>
 
 #include "pipetwin/exec/cpu/kernels.hpp"
+#include "pipetwin/exec/cpu/onednn_kernels.hpp"
 #include "random_matrix.hpp"
 #include "pipetwin/exec/cpu/layer_op.hpp"
 #include "pipetwin/models/layer.hpp"
@@ -85,41 +88,108 @@ TEST_CASE("conv2d forward equals a direct convolution") {
   }
 }
 
-TEST_CASE("conv2d forward and its input gradient equal direct loops for strides, paddings and kernels") {
-  // A direct convolution, and its adjoint (each output's gradient spread over the inputs it read),
-  // against im2col + GEMM, on shapes where the padding, the stride and the image's edge meet.
-  const std::vector<ConvGeometry> shapes = {
-      {2, 5, 7, 3, 3, 1, 1}, {1, 6, 5, 2, 3, 2, 1}, {3, 7, 7, 2, 5, 1, 2}, {2, 5, 6, 2, 1, 2, 0},
-      {1, 4, 4, 1, 3, 3, 2}, {2, 8, 3, 2, 3, 2, 0}, {1, 3, 3, 2, 5, 1, 1}};
-  for (const auto& g : shapes) {
-    CAPTURE(g.height);
-    CAPTURE(g.width);
-    CAPTURE(g.kernel);
-    CAPTURE(g.stride);
-    CAPTURE(g.padding);
-    const std::int64_t oh = g.out_height(), ow = g.out_width(), n = 2;
-    const std::int64_t inputs = g.in_channels * g.height * g.width, outputs = g.out_channels * oh * ow;
-    const Matrix w = random_matrix(g.out_channels, g.patch(), 21), x = random_matrix(inputs, n, 22);
-    const Matrix dz = random_matrix(outputs, n, 23);
-    const Matrix y = conv2d_forward(g, w, Vector(), x);
-    const Matrix dx = conv2d_backward_input(g, w, dz);
-    Matrix expected_y = Matrix::Zero(outputs, n), expected_dx = Matrix::Zero(inputs, n);
+namespace {
+
+// A direct convolution and its adjoints, loop by loop: the reference for both implementations
+// (Eigen's im2col + GEMM, oneDNN's), on shapes where the padding, the stride and the image's edge
+// meet.
+struct DirectConv {
+  Matrix y, y_with_bias, dx, dw;  // forward, forward + bias, input gradient, weight gradient
+  Vector db;
+  DirectConv(const ConvGeometry& g, const Matrix& w, const Vector& b, const Matrix& x, const Matrix& dz) {
+    const std::int64_t oh = g.out_height(), ow = g.out_width(), n = x.cols();
+    y = Matrix::Zero(g.out_channels * oh * ow, n);
+    dx = Matrix::Zero(x.rows(), n);
+    dw = Matrix::Zero(w.rows(), w.cols());
+    db = Vector::Zero(g.out_channels);
     for (std::int64_t s = 0; s < n; ++s)
       for (std::int64_t o = 0; o < g.out_channels; ++o)
         for (std::int64_t i = 0; i < oh; ++i)
-          for (std::int64_t j = 0; j < ow; ++j)
+          for (std::int64_t j = 0; j < ow; ++j) {
+            const std::int64_t out = (o * oh + i) * ow + j;
+            db[o] += dz(out, s);
             for (std::int64_t c = 0; c < g.in_channels; ++c)
               for (std::int64_t a = 0; a < g.kernel; ++a)
                 for (std::int64_t bb = 0; bb < g.kernel; ++bb) {
                   const std::int64_t yy = i * g.stride - g.padding + a, xx = j * g.stride - g.padding + bb;
                   if (yy < 0 || yy >= g.height || xx < 0 || xx >= g.width) continue;
-                  const float weight = w(o, (c * g.kernel + a) * g.kernel + bb);
-                  const std::int64_t in = (c * g.height + yy) * g.width + xx, out = (o * oh + i) * ow + j;
-                  expected_y(out, s) += weight * x(in, s);
-                  expected_dx(in, s) += weight * dz(out, s);
+                  const std::int64_t in = (c * g.height + yy) * g.width + xx, k = (c * g.kernel + a) * g.kernel + bb;
+                  y(out, s) += w(o, k) * x(in, s);
+                  dx(in, s) += w(o, k) * dz(out, s);
+                  dw(o, k) += x(in, s) * dz(out, s);
                 }
-    CHECK(relative_error(y, expected_y) < 1e-5);
-    CHECK(relative_error(dx, expected_dx) < 1e-5);
+          }
+    y_with_bias = y;
+    for (std::int64_t o = 0; o < g.out_channels; ++o) y_with_bias.middleRows(o * oh * ow, oh * ow).array() += b[o];
+  }
+};
+
+const std::vector<ConvGeometry> kConvShapes = {
+    {2, 5, 7, 3, 3, 1, 1}, {1, 6, 5, 2, 3, 2, 1}, {3, 7, 7, 2, 5, 1, 2}, {2, 5, 6, 2, 1, 2, 0},
+    {1, 4, 4, 1, 3, 3, 2}, {2, 8, 3, 2, 3, 2, 0}, {1, 3, 3, 2, 5, 1, 1}, {16, 8, 8, 32, 3, 2, 1}};
+
+// Every convolution of one implementation against DirectConv, on every shape.
+template <typename Forward, typename InputGradient, typename WeightGradient>
+void check_conv_against_direct_loops(Forward forward, InputGradient input_gradient, WeightGradient weight_gradient) {
+  for (const auto& g : kConvShapes) {
+    CAPTURE(g.in_channels);
+    CAPTURE(g.height);
+    CAPTURE(g.width);
+    CAPTURE(g.kernel);
+    CAPTURE(g.stride);
+    CAPTURE(g.padding);
+    const std::int64_t n = 3, outputs = g.out_channels * g.out_height() * g.out_width();
+    const Matrix w = random_matrix(g.out_channels, g.patch(), 21);
+    const Matrix x = random_matrix(g.in_channels * g.height * g.width, n, 22), dz = random_matrix(outputs, n, 23);
+    const Vector b = random_matrix(g.out_channels, 1, 24);
+    const DirectConv expected(g, w, b, x, dz);
+    CHECK(relative_error(forward(g, w, b, x), expected.y_with_bias) < 1e-5);
+    CHECK(relative_error(forward(g, w, Vector(), x), expected.y) < 1e-5);
+    CHECK(relative_error(input_gradient(g, w, dz), expected.dx) < 1e-5);
+    Matrix dw(g.out_channels, g.patch());
+    Vector db;
+    weight_gradient(g, x, dz, dw, &db);
+    CHECK(relative_error(dw, expected.dw) < 1e-5);
+    CHECK(relative_error(db, expected.db) < 1e-5);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("conv2d (Eigen) forward and gradients equal direct loops for strides, paddings and kernels") {
+  check_conv_against_direct_loops(
+      [](auto&&... a) { return conv2d_forward(a...); }, [](auto&&... a) { return conv2d_backward_input(a...); },
+      [](auto&&... a) { conv2d_backward_weight(a...); });
+}
+
+TEST_CASE("conv2d (oneDNN) forward and gradients equal direct loops for strides, paddings and kernels") {
+  if (!onednn::available()) {
+    MESSAGE("skipped: this build has no oneDNN");
+    return;
+  }
+  check_conv_against_direct_loops(
+      [](auto&&... a) { return onednn::conv2d_forward(a...); },
+      [](auto&&... a) { return onednn::conv2d_backward_input(a...); },
+      [](auto&&... a) { onednn::conv2d_backward_weight(a...); });
+}
+
+TEST_CASE("dense (oneDNN) forward and gradients equal the Eigen products") {
+  if (!onednn::available()) {
+    MESSAGE("skipped: this build has no oneDNN");
+    return;
+  }
+  for (const auto& [out, in, n] : std::vector<std::array<Eigen::Index, 3>>{{5, 7, 3}, {10, 84, 32}, {1, 1, 1}, {120, 400, 5}}) {
+    const Matrix w = random_matrix(out, in, 31), x = random_matrix(in, n, 32), dy = random_matrix(out, n, 33);
+    const Vector b = random_matrix(out, 1, 34);
+    const Eigen::MatrixXd expected = (w.cast<double>() * x.cast<double>()).colwise() + b.cast<double>();
+    CHECK(relative_error(onednn::dense_forward(w, b, x), expected.cast<float>()) < 1e-5);
+    CHECK(relative_error(onednn::dense_forward(w, Vector(), x), (w.cast<double>() * x.cast<double>()).cast<float>()) < 1e-5);
+    CHECK(relative_error(onednn::dense_backward_input(w, dy), (w.cast<double>().transpose() * dy.cast<double>()).cast<float>()) < 1e-5);
+    Matrix dw(out, in);
+    Vector db;
+    onednn::dense_backward_weight(x, dy, dw, &db);
+    CHECK(relative_error(dw, (dy.cast<double>() * x.cast<double>().transpose()).cast<float>()) < 1e-5);
+    CHECK(relative_error(db, dy.rowwise().sum()) < 1e-5);
   }
 }
 

@@ -1,11 +1,13 @@
 // The CPU backend's side of the layer composition (pipetwin/exec/layers/layer_composition.hpp):
-// the Eigen kernels of exec/cpu/kernels/ behind the kernel interface, parameters as one flat
-// vector W | bias | gamma | beta.
+// the kernels behind the kernel interface, parameters as one flat vector W | bias | gamma | beta.
+// Convolutions and dense layers run on oneDNN when the build has it (onednn_kernels.hpp), else on
+// Eigen; every other kernel is Eigen's (exec/cpu/kernels/).
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "pipetwin/exec/cpu/kernels.hpp"
+#include "pipetwin/exec/cpu/onednn_kernels.hpp"
 
 namespace pipetwin::cpu {
 
@@ -15,6 +17,8 @@ struct CpuLayerKernels {
   using Index = std::vector<std::int32_t>;
   using BatchNormStash = cpu::BatchNormStash;
   using Labels = std::vector<std::int32_t>;
+
+  bool use_onednn = onednn::available();  // false: the Eigen convolutions and dense layers
 
   static std::int64_t rows(const Matrix& t) { return t.rows(); }
   static std::int64_t cols(const Matrix& t) { return t.cols(); }
@@ -30,10 +34,13 @@ struct CpuLayerKernels {
   }
 
   Matrix dense(const Vector& p, std::int64_t rows, std::int64_t cols, std::int64_t bias_at, const Matrix& x) {
-    return dense_forward(weights(p, rows, cols), part(p, bias_at, rows), x);
+    return use_onednn ? onednn::dense_forward(weights(p, rows, cols), part(p, bias_at, rows), x)
+                      : dense_forward(weights(p, rows, cols), part(p, bias_at, rows), x);
   }
   Matrix conv2d(const ConvGeometry& g, const Vector& p, std::int64_t bias_at, const Matrix& x) {
-    return conv2d_forward(g, weights(p, g.out_channels, g.patch()), part(p, bias_at, g.out_channels), x);
+    const auto w = weights(p, g.out_channels, g.patch());
+    const auto b = part(p, bias_at, g.out_channels);
+    return use_onednn ? onednn::conv2d_forward(g, w, b, x) : conv2d_forward(g, w, b, x);
   }
   Matrix batch_norm(std::int64_t channels, std::int64_t, const Vector& p, std::int64_t gamma_at, std::int64_t beta_at,
                     const Matrix& z, BatchNormStash& stash) {
@@ -65,10 +72,12 @@ struct CpuLayerKernels {
     return dz;
   }
   Matrix dense_backward_input(const Vector& p, std::int64_t rows, std::int64_t cols, const Matrix& dz) {
-    return cpu::dense_backward_input(weights(p, rows, cols), dz);
+    return use_onednn ? onednn::dense_backward_input(weights(p, rows, cols), dz)
+                      : cpu::dense_backward_input(weights(p, rows, cols), dz);
   }
   Matrix conv2d_backward_input(const ConvGeometry& g, const Vector& p, const Matrix& dz) {
-    return cpu::conv2d_backward_input(g, weights(p, g.out_channels, g.patch()), dz);
+    const auto w = weights(p, g.out_channels, g.patch());
+    return use_onednn ? onednn::conv2d_backward_input(g, w, dz) : cpu::conv2d_backward_input(g, w, dz);
   }
   void add(Matrix& x, const Matrix& y) { x += y; }
   Vector param_buffer(std::int64_t count) { return Vector::Zero(count); }
@@ -76,14 +85,22 @@ struct CpuLayerKernels {
                              std::int64_t bias_at, Vector& grad) {
     Eigen::Map<Matrix> dw(grad.data(), rows, cols);
     Vector db;
-    cpu::dense_backward_weight(x, dz, dw, bias_at >= 0 ? &db : nullptr);
+    if (use_onednn) {
+      onednn::dense_backward_weight(x, dz, dw, bias_at >= 0 ? &db : nullptr);
+    } else {
+      cpu::dense_backward_weight(x, dz, dw, bias_at >= 0 ? &db : nullptr);
+    }
     if (bias_at >= 0) grad.segment(bias_at, rows) = db;
   }
   void conv2d_backward_weight(const ConvGeometry& g, const Matrix& x, const Matrix& dz, std::int64_t bias_at,
                               Vector& grad) {
     Eigen::Map<Matrix> dw(grad.data(), g.out_channels, g.patch());
     Vector db;
-    cpu::conv2d_backward_weight(g, x, dz, dw, bias_at >= 0 ? &db : nullptr);
+    if (use_onednn) {
+      onednn::conv2d_backward_weight(g, x, dz, dw, bias_at >= 0 ? &db : nullptr);
+    } else {
+      cpu::conv2d_backward_weight(g, x, dz, dw, bias_at >= 0 ? &db : nullptr);
+    }
     if (bias_at >= 0) grad.segment(bias_at, g.out_channels) = db;
   }
 };

@@ -26,7 +26,9 @@ std::int64_t bytes_of(const LayerStash& s);
 
 class LayerOp {
  public:
-  explicit LayerOp(exec::LayerSpec spec);
+  // `use_onednn`: convolutions and dense layers on oneDNN (the default where the build has it) or
+  // on Eigen.
+  explicit LayerOp(exec::LayerSpec spec, bool use_onednn = onednn::available());
 
   const Layer& layer() const;
   const exec::LayerSpec& spec() const;
@@ -47,10 +49,13 @@ class LayerOp {
   Vector backward_weight(const Vector& params, const LayerStash& stash, const Gradient* out) const;
 
  private:
+  CpuLayerKernels kernels() const;
+
   std::shared_ptr<const exec::LayerComposition<CpuLayerKernels>> composition_;
+  bool use_onednn_;
 };
 
 // The ops of a whole network, in order (throws, naming the layer, for what the executors do not run).
-std::vector<LayerOp> make_layer_ops(const std::vector<Layer>& layers);
+std::vector<LayerOp> make_layer_ops(const std::vector<Layer>& layers, bool use_onednn = onednn::available());
 
 }  // namespace pipetwin::cpu

@@ -1,0 +1,32 @@
+// The CPU executor's convolution and dense kernels on oneDNN (Debian's libdnnl), when the build
+// found it: the same signatures and layouts as the Eigen kernels in kernels.hpp, which stay the
+// fallback and the reference the tests compare against. oneDNN picks its vector ISA (SSE4.1,
+// AVX2, AVX-512) at run time and JIT-compiles for it, so one binary uses whatever core it runs
+// on. Every call runs on the calling thread alone (one OpenMP thread): a processor of the CPU
+// executor is one thread.
+#pragma once
+#include <string>
+
+#include "pipetwin/exec/cpu/kernels.hpp"
+
+namespace pipetwin::cpu::onednn {
+
+// Whether this build has oneDNN (when not, every kernel below throws pipetwin::Error).
+bool available();
+// oneDNN's version and the vector ISA it dispatches to here, e.g. "oneDNN 2.6.3 (avx2)"; "" without it.
+std::string description();
+
+// dense: y = W x + b; W [out x in], b [out] (may be empty), x [in x n] -> y [out x n].
+Matrix dense_forward(const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const Vector>& b, const Matrix& x);
+Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const Matrix& dy);  // dx [in x n]
+void dense_backward_weight(const Matrix& x, const Matrix& dy, Eigen::Ref<Matrix> dw, Vector* db);
+
+// conv2d, groups = 1, zero padding: W [out_channels x C*k*k] (c, kh, kw order), b [out_channels]
+// (may be empty), x [C*H*W x n] (NCHW) -> z [out_channels*Ho*Wo x n] (NCHW).
+Matrix conv2d_forward(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const Vector>& b,
+                      const Matrix& x);
+Matrix conv2d_backward_input(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const Matrix& dz);
+void conv2d_backward_weight(const ConvGeometry& g, const Matrix& x, const Matrix& dz, Eigen::Ref<Matrix> dw,
+                            Vector* db);
+
+}  // namespace pipetwin::cpu::onednn
