@@ -1,6 +1,7 @@
 // Device check, training options and data for the executor commands.
 #include "executor_setup.hpp"
 
+#include "pipetwin/exec/cpu/layer_op.hpp"
 #include "pipetwin/exec/cuda/cuda_plugin.hpp"
 #include "pipetwin/exec/cuda_probe.hpp"
 #include "pipetwin/models/error.hpp"
@@ -8,7 +9,7 @@
 namespace pipetwin::cli {
 
 void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with_training) {
-  command.add_option("--device", options.device, "executor: cpu (threads as processors, Eigen) or cuda (GPUs)")
+  command.add_option("--device", options.device, "executor: cpu (threads as processors; oneDNN and Eigen kernels) or cuda (GPUs)")
       ->capture_default_str();
   command.add_option("--placement", options.cuda.placement,
                      "cuda: processors as SM partitions of one GPU (partitions, CUDA green contexts), one GPU each "
@@ -49,7 +50,9 @@ void check_device(const std::string& device) {
 
 Runner executor_runner(const ExecutorOptions& options, std::string* placement) {
   if (options.device == "cpu") {
-    if (placement != nullptr) *placement = "CPU threads (Eigen, fp32), one per processor and per link";
+    if (placement != nullptr) {
+      *placement = "CPU threads (" + cpu::kernel_libraries() + ", fp32), one per processor and per link";
+    }
     return cpu::run_cpu;
   }
   const cuda::CudaOptions cuda_options = options.cuda;

@@ -6,10 +6,12 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.hpp"
+#include "pipetwin/exec/host_allocator.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/names.hpp"
 
 int main(int argc, char** argv) {
+  pipetwin::keep_freed_host_memory();  // the executors' buffers reused, not unmapped and faulted in again
   CLI::App app{
       "pipetwin: build pipelined-backpropagation schedules (GPipe, 1F1B, PipeDream, ...) as task "
       "graphs and predict their cycles, utilization, bubbles and memory.\n"

@@ -4,7 +4,7 @@
 # is found (on PATH or in /usr/local/cuda/bin).
 set -euo pipefail
 packages=(build-essential cmake pkg-config libsystemc-dev libeigen3-dev doctest-dev
-          nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev dataset-fashion-mnist
+          nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev libdnnl-dev dataset-fashion-mnist
           python3-dev python3-venv)
 missing=()
 for package in "${packages[@]}"; do

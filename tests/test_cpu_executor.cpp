@@ -12,9 +12,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cstdlib>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
 #include "pipetwin/exec/cpu/validation.hpp"
+#include "pipetwin/exec/host_allocator.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/registry.hpp"
@@ -364,3 +369,16 @@ TEST_CASE("kendall tau-b: ties count for neither ordering; all ties are undefine
   CHECK(std::isnan(pipetwin::kendall_tau({1, 1, 1}, {3, 1, 2})));
   CHECK(std::isnan(pipetwin::kendall_tau({5}, {7})));
 }
+
+#if defined(__GLIBC__)
+TEST_CASE("keep_freed_host_memory: a 4 MiB buffer comes from the heap, not from its own mmap") {
+  // mallinfo2's hblkhd counts the bytes of live mmap'd blocks: glibc's default threshold (128 KiB,
+  // raised as the process frees) would mmap a fresh 4 MiB buffer; after the call it must not.
+  REQUIRE(pipetwin::keep_freed_host_memory());
+  const std::size_t mapped_before = mallinfo2().hblkhd;
+  void* buffer = std::malloc(std::size_t{4} << 20);
+  REQUIRE(buffer != nullptr);
+  CHECK(mallinfo2().hblkhd == mapped_before);
+  std::free(buffer);
+}
+#endif

@@ -9,6 +9,7 @@
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
 #include "pipetwin/exec/cpu/profiler.hpp"
 #include "pipetwin/exec/cpu/validation.hpp"
+#include "pipetwin/exec/host_allocator.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/output_file.hpp"
 #include "pipetwin/models/network_registry.hpp"
@@ -75,6 +76,7 @@ void bind_executor(py::module_& m) {
     TrainingRun run;
     {
       py::gil_scoped_release release;
+      keep_freed_host_memory();
       run = cpu::run_cpu(g, network, sampler, options);
     }
     TrainingResult out{PyResult{graph.graph, std::move(run.result)}, run.minibatch_loss, std::nullopt, std::nullopt,
@@ -103,6 +105,7 @@ void bind_executor(py::module_& m) {
     Calibration calibration;
     {
       py::gil_scoped_release release;
+      keep_freed_host_memory();
       calibration = cpu::profile_cpu(config, dataset, repeats, seed, {});
     }
     return calibration_to_json_text(calibration);
@@ -131,6 +134,7 @@ void bind_executor(py::module_& m) {
     ValidationReport report;
     {
       py::gil_scoped_release release;
+      keep_freed_host_memory();
       if (calibration.empty()) {
         config.calibration = std::make_shared<const Calibration>(cpu::profile_cpu(config, dataset, 16, seed, {}));
       }

@@ -27,6 +27,8 @@ CpuLayerKernels LayerOp::kernels() const {
 const Layer& LayerOp::layer() const { return composition_->spec().layer(); }
 const exec::LayerSpec& LayerOp::spec() const { return composition_->spec(); }
 
+std::string kernel_libraries() { return onednn::available() ? onednn::description() + " + Eigen" : "Eigen"; }
+
 std::vector<LayerOp> make_layer_ops(const std::vector<Layer>& layers, bool use_onednn) {
   std::vector<LayerOp> ops;
   for (auto& spec : exec::make_layer_specs(layers)) ops.emplace_back(std::move(spec), use_onednn);

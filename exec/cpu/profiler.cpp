@@ -39,7 +39,7 @@ Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repe
                         const std::function<void(const std::string&)>& progress) {
   Calibration calibration = profile_layers(config, data, repeats, seed, run_cpu, progress);
   calibration.device = "cpu";
-  calibration.device_name = onednn::available() ? "one CPU thread (" + onednn::description() + " + Eigen, fp32)" : "one CPU thread (Eigen, fp32)";
+  calibration.device_name = "one CPU thread (" + kernel_libraries() + ", fp32)";
   if (progress) progress("measuring copy bandwidth and thread handoff latency");
   calibration.copy_bytes_per_s = measure_copy_bytes_per_s(repeats);
   calibration.copy_latency_s = 2 * measure_handoff_s(repeats);  // producer -> link thread -> consumer

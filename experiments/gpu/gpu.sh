@@ -2,7 +2,7 @@
 # GPU runs on a machine that reaches no package registry (docs/design.md, "GPU runs"), in two steps:
 #
 #   experiments/gpu/gpu.sh prepare    here: download the Debian .debs pipetwin builds with (SystemC,
-#                                     Eigen, doctest, nlohmann-json, CLI11, fmt, zlib) and the
+#                                     Eigen, oneDNN, doctest, nlohmann-json, CLI11, fmt, zlib) and the
 #                                     Fashion-MNIST dataset into .gpu/ (ignored by git, < 64 MiB)
 #   experiments/gpu/gpu.sh device     there (device tool: carry [".gpu"]): unpack them into a private
 #                                     prefix, then build, test, validate and baseline below in turn
@@ -22,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 carry=.gpu
 packages=(libsystemc libsystemc-dev libeigen3-dev doctest-dev nlohmann-json3-dev libcli11-dev libfmt-dev
-          libfmt9 zlib1g-dev dataset-fashion-mnist)
+          libfmt9 zlib1g-dev libdnnl2 libdnnl-dev ocl-icd-libopencl1 dataset-fashion-mnist)
 
 prepare() {
   mkdir -p "$carry"

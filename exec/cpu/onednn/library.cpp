@@ -25,8 +25,8 @@ bool available() { return true; }
 
 std::string description() {
   const dnnl::version_t* v = dnnl::version();
-  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) + " (" +
-         isa_name(dnnl::get_effective_cpu_isa()) + ")";
+  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) + "/" +
+         isa_name(dnnl::get_effective_cpu_isa());
 }
 
 }  // namespace pipetwin::cpu::onednn

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "pipetwin/exec/cpu/kernels.hpp"
@@ -54,6 +55,9 @@ class LayerOp {
   std::shared_ptr<const exec::LayerComposition<CpuLayerKernels>> composition_;
   bool use_onednn_;
 };
+
+// What the CPU kernels run on, for the record: "oneDNN 2.6.3/avx2 + Eigen", or "Eigen".
+std::string kernel_libraries();
 
 // The ops of a whole network, in order (throws, naming the layer, for what the executors do not run).
 std::vector<LayerOp> make_layer_ops(const std::vector<Layer>& layers, bool use_onednn = onednn::available());

@@ -13,7 +13,7 @@ namespace pipetwin::cpu::onednn {
 
 // Whether this build has oneDNN (when not, every kernel below throws pipetwin::Error).
 bool available();
-// oneDNN's version and the vector ISA it dispatches to here, e.g. "oneDNN 2.6.3 (avx2)"; "" without it.
+// oneDNN's version and the vector ISA it dispatches to here, e.g. "oneDNN 2.6.3/avx2"; "" without it.
 std::string description();
 
 // dense: y = W x + b; W [out x in], b [out] (may be empty), x [in x n] -> y [out x n].
