@@ -1,4 +1,4 @@
-// `pipetwin profile --device cpu|cuda`: times F, BA, BW and U of every layer on one processor (a
+// `pipetwin profile --device cpu|cuda`: times F, BA, BW, B and U of every layer on one processor (a
 // CPU thread, or one SM partition / GPU / stream as --placement says), the executor's cost per
 // task and its copy bandwidth, and writes the calibration table that
 // `--calibration` feeds to evaluate / simulate / sweep / validate.
@@ -33,11 +33,13 @@ void run(const ProfileCommandOptions& options) {
   const std::string output = options.output.empty() ? "calibration-" + request.network.name + "-" + options.executor.device + ".json" : options.output;
   const Calibration calibration = profile_device_calibration(config, options.executor, options.repeats, !options.quiet);
   const double us = 1e6;
-  Table table({"layer", "F_us", "BA_us", "BW_us", "U_us"});
+  Table table({"layer", "F_us", "BA_us", "BW_us", "B_us", "U_us"});
   for (const auto& layer : request.network.layers) {
     const LayerTimes& t = calibration.layers.at(layer.name);
     table.add_row({layer.name, fmt::format("{:.1f}", t.forward_s * us), fmt::format("{:.1f}", t.activation_grad_s * us),
-                   fmt::format("{:.1f}", t.weight_grad_s * us), fmt::format("{:.1f}", t.update_s * us)});
+                   fmt::format("{:.1f}", t.weight_grad_s * us),
+                   t.backward_s >= 0 ? fmt::format("{:.1f}", t.backward_s * us) : std::string("-"),
+                   fmt::format("{:.1f}", t.update_s * us)});
   }
   std::cout << fmt::format("{} · {} samples per task · {}\n", request.network.name, calibration.samples, calibration.device_name);
   table.print(std::cout);

@@ -5,14 +5,14 @@
 // Also: measured results have the simulator's schema, and bad input gives clear errors.
 #include <doctest/doctest.h>
 
-#include <cmath>
-
-#include <atomic>
 #include <unistd.h>
 
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <cstdlib>
+#include <map>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -20,6 +20,7 @@
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
 #include "pipetwin/exec/cpu/validation.hpp"
 #include "pipetwin/exec/host_allocator.hpp"
+#include "pipetwin/exec/profiling.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/registry.hpp"
@@ -358,8 +359,6 @@ TEST_CASE("Fashion-MNIST from Debian's dataset-fashion-mnist, when installed") {
   for (const auto count : counts) CHECK(count == 1000);
 }
 
-}  // namespace pipetwin
-
 TEST_CASE("kendall tau-b: ties count for neither ordering; all ties are undefined") {
   CHECK(pipetwin::kendall_tau({1, 2, 3}, {10, 20, 30}) == doctest::Approx(1.0));
   CHECK(pipetwin::kendall_tau({1, 2, 3}, {30, 20, 10}) == doctest::Approx(-1.0));
@@ -374,7 +373,7 @@ TEST_CASE("kendall tau-b: ties count for neither ordering; all ties are undefine
 TEST_CASE("keep_freed_host_memory: a 4 MiB buffer comes from the heap, not from its own mmap") {
   // mallinfo2's hblkhd counts the bytes of live mmap'd blocks: glibc's default threshold (128 KiB,
   // raised as the process frees) would mmap a fresh 4 MiB buffer; after the call it must not.
-  REQUIRE(pipetwin::keep_freed_host_memory());
+  REQUIRE(keep_freed_host_memory());
   const std::size_t mapped_before = mallinfo2().hblkhd;
   void* buffer = std::malloc(std::size_t{4} << 20);
   REQUIRE(buffer != nullptr);
@@ -382,3 +381,49 @@ TEST_CASE("keep_freed_host_memory: a 4 MiB buffer comes from the heap, not from 
   std::free(buffer);
 }
 #endif
+
+TEST_CASE("layer times: a fused B goes back to the linear output once, and records what a split BA and BW would cost") {
+  // B = to_linear + dW + dx, BA = to_linear + dx, BW = to_linear + dW, all from one measurement:
+  // so max(BA, BW) <= B <= BA + BW for every layer of every B task (layer 0 has no BA: B = BW).
+  const Dataset data = data_for(kResnet);
+  for (const std::string schedule : {"sequential", "zb-h1"}) {
+    CAPTURE(schedule);
+    const GraphConfig config = config_for(kResnet, schedule, schedule == "sequential" ? 1 : 2, 2, 2);
+    const ScheduleRequest request = make_request(config);
+    const TaskGraph graph = make_graph(config);
+    const BatchSampler sampler(data, request.network.batch, config.microbatches, config.minibatches, 7);
+    TrainingOptions options;
+    options.record_layer_times = true;
+    const TrainingRun run = cpu::run_cpu(graph, request.network, sampler, options);
+    std::map<std::pair<std::int32_t, std::int32_t>, std::map<TaskKind, double>> by_task_layer;
+    for (const LayerTime& time : run.layer_times) {
+      auto& kinds = by_task_layer[{time.task, time.layer}];
+      CHECK(kinds.count(time.kind) == 0);  // one record per kind
+      kinds[time.kind] = time.seconds;
+    }
+    int fused = 0;
+    for (const auto& [key, kinds] : by_task_layer) {
+      const Task& task = graph.tasks[static_cast<std::size_t>(key.first)];
+      CAPTURE(key.second);
+      if (task.kind == TaskKind::B) {
+        ++fused;
+        REQUIRE(kinds.count(TaskKind::B) == 1);
+        REQUIRE(kinds.count(TaskKind::BW) == 1);
+        const double ba = key.second > 0 ? kinds.at(TaskKind::BA) : 0.0, bw = kinds.at(TaskKind::BW);
+        CHECK(kinds.at(TaskKind::B) >= std::max(ba, bw) - 1e-12);
+        CHECK(kinds.at(TaskKind::B) <= ba + bw + 1e-12);
+      } else {
+        CHECK(kinds.count(TaskKind::B) == 0);
+      }
+    }
+    CHECK((fused > 0) == (schedule == "sequential"));
+    // The calibration takes B from the fused tasks, and only where there are some.
+    const Calibration calibration = calibration_from_run(graph, request.network, run, 1);
+    for (const auto& layer : request.network.layers) {
+      CAPTURE(layer.name);
+      CHECK((calibration.layers.at(layer.name).backward_s >= 0) == (schedule == "sequential"));
+    }
+  }
+}
+
+}  // namespace pipetwin

@@ -78,3 +78,22 @@ TEST_CASE("JSON: a key given twice in one object is an error that names the obje
                        "t: /b/1/0: the key 'x' is given twice", Error);
   CHECK_THROWS_WITH_AS(JsonReader::parse(R"({"x": 1, "x": 1})", "t"), "t: /: the key 'x' is given twice", Error);
 }
+
+TEST_CASE("calibration tables: a B costs the measured fused backward, or BA + BW where the table has none") {
+  const std::string split = R"({"name": "fc1", "F_s": 1e-6, "BA_s": 3e-6, "BW_s": 5e-6, "U_s": 1e-7})";
+  const std::string fused = R"({"name": "fc1", "F_s": 1e-6, "BA_s": 3e-6, "BW_s": 5e-6, "B_s": 6e-6, "U_s": 1e-7})";
+  Layer layer;
+  layer.name = "fc1";
+  const Calibration without_b = calibration_from_json_text(calibration("", split), "c.json");  // samples: 4
+  const Calibration with_b = calibration_from_json_text(calibration("", fused), "c.json");
+  CHECK(calibrated_seconds(without_b, layer, TaskKind::B, 4) == doctest::Approx(8e-6));
+  CHECK(calibrated_seconds(with_b, layer, TaskKind::B, 4) == doctest::Approx(6e-6));
+  CHECK(calibrated_seconds(with_b, layer, TaskKind::B, 8) == doctest::Approx(12e-6));  // linear in samples
+  CHECK(calibrated_seconds(with_b, layer, TaskKind::BA, 4) == doctest::Approx(3e-6));
+  // Written and read back, the fused time stays; -1 (not measured) is allowed, other negatives are not.
+  CHECK(calibration_from_json_text(calibration_to_json_text(with_b), "c.json").layers.at("fc1").backward_s == 6e-6);
+  CHECK(calibration_from_json_text(calibration_to_json_text(without_b), "c.json").layers.at("fc1").backward_s == -1);
+  CHECK_THROWS_WITH_AS(
+      calibration_from_json_text(calibration("", R"({"name": "fc1", "F_s": 0, "BA_s": 0, "BW_s": 0, "B_s": -2, "U_s": 0})"), "c.json"),
+      doctest::Contains("/layers/0/B_s: expected seconds >= 0, or -1 for not measured"), Error);
+}

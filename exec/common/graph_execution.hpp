@@ -17,8 +17,11 @@
 //           null when the task does not need it
 //           samples_of(const Activation&) -> columns
 //   layers  forward(lane, l, params, in, stash, labels*, loss_scale, double* loss) -> Activation
-//           backward_input(lane, l, params, stash, out_grad*, begin, end) -> Gradient
-//           backward_weight(lane, l, params, stash, out_grad*) -> Params
+//           the backward in the layer composition's three steps (layer_composition.hpp), so that a
+//           fused B goes back through pooling, ReLU and batch norm once:
+//           to_linear(lane, l, params, stash, out_grad*, want_shortcut, grad*) -> Linear,
+//           input_gradient(lane, l, params, linear, out_grad*, begin, end) -> Gradient,
+//           gradient_buffer(lane, l) -> Params, weight_gradient(lane, l, stash, linear, grad&)
 //           assemble(lane, slices, n) -> Gradient (the slices placed at their columns)
 //           accumulate(lane, sum, g); sgd(lane, w, g, velocity*, lr, momentum) -> Params
 //   memory  upload(const HostWeights&, p) / zeros(count, p) -> Params; download(Params) -> HostWeights;
@@ -145,7 +148,9 @@ class GraphExecution {
   Gradient output_gradient(const Task& t, Lane& lane, bool* found);
   void keep(const Task& t, std::unique_ptr<Payload> out, std::int32_t where);
   Clock::time_point layer_begin(Lane& lane);
+  double layer_seconds(Lane& lane, Clock::time_point begin);  // since begin, once the lane's work has ended (0 when not recording)
   void record_layer(const Task& t, Lane& lane, std::int32_t layer, TaskKind kind, Clock::time_point begin);
+  void record_layer_seconds(const Task& t, std::int32_t layer, TaskKind kind, double seconds);
 
   Backend& b_;
   const TaskGraph& g_;
@@ -212,10 +217,20 @@ typename GraphExecution<B>::Clock::time_point GraphExecution<B>::layer_begin(Lan
 }
 
 template <typename B>
-void GraphExecution<B>::record_layer(const Task& t, Lane& lane, std::int32_t layer, TaskKind kind, Clock::time_point begin) {
-  if (!options_.record_layer_times) return;
+double GraphExecution<B>::layer_seconds(Lane& lane, Clock::time_point begin) {
+  if (!options_.record_layer_times) return 0;
   b_.finish(lane);
-  observers_.layer_timed(t.id, layer, kind, std::chrono::duration<double>(Clock::now() - begin).count());
+  return std::chrono::duration<double>(Clock::now() - begin).count();
+}
+
+template <typename B>
+void GraphExecution<B>::record_layer(const Task& t, Lane& lane, std::int32_t layer, TaskKind kind, Clock::time_point begin) {
+  if (options_.record_layer_times) record_layer_seconds(t, layer, kind, layer_seconds(lane, begin));
+}
+
+template <typename B>
+void GraphExecution<B>::record_layer_seconds(const Task& t, std::int32_t layer, TaskKind kind, double seconds) {
+  if (options_.record_layer_times) observers_.layer_timed(t.id, layer, kind, seconds);
 }
 
 template <typename B>
@@ -385,28 +400,42 @@ void GraphExecution<B>::backward(const Task& t, Lane& lane, Payload& out) {
   const bool needs_weight_grad = t.kind != TaskKind::BA;
   for (std::int32_t l = t.last_layer; l >= t.first_layer; --l) {
     const auto i = static_cast<std::size_t>(l - t.first_layer);
+    const bool input_grad = needs_input_grad && l > 0;  // nothing needs the gradient of the network's input
+    if (!input_grad && !needs_weight_grad) continue;
     const ParamsPtr w = weights(l, t.version_read, t);
     const Gradient* og = (l + 1 == static_cast<std::int32_t>(net_.size())) ? nullptr : &at_output[i];
+    // Back to the linear output once, then the weight and the input gradients from it. The layer
+    // times record what a split BA and BW would each cost (both go back to the linear output)
+    // and, for a fused B, what it cost.
+    auto begin = layer_begin(lane);
+    Params grad = needs_weight_grad ? b_.gradient_buffer(lane, l) : Params();
+    const auto linear = b_.to_linear(lane, l, *w, kept->layers[i], og, input_grad, needs_weight_grad ? &grad : nullptr);
+    const double to_linear_s = layer_seconds(lane, begin);
+    double weight_s = 0, input_s = 0;
     if (needs_weight_grad) {
-      const auto begin = layer_begin(lane);
-      grads[i] = b_.backward_weight(lane, l, *w, kept->layers[i], og);
-      record_layer(t, lane, l, TaskKind::BW, begin);
+      begin = layer_begin(lane);
+      b_.weight_gradient(lane, l, kept->layers[i], linear, grad);
+      weight_s = layer_seconds(lane, begin);
+      record_layer_seconds(t, l, TaskKind::BW, to_linear_s + weight_s);
+      grads[i] = std::move(grad);
     }
-    if (needs_input_grad && l > 0) {  // nothing needs the gradient of the network's input
-      const auto begin = layer_begin(lane);
+    if (input_grad) {
       std::int64_t sample_begin = 0, sample_end = n;  // the samples of this BA part
       if (l == t.first_layer) {
         sample_begin = n * t.part / t.parts;
         sample_end = n * (t.part + 1) / t.parts;
       }
-      Gradient in = b_.backward_input(lane, l, *w, kept->layers[i], og, sample_begin, sample_end);
-      record_layer(t, lane, l, TaskKind::BA, begin);
+      begin = layer_begin(lane);
+      Gradient in = b_.input_gradient(lane, l, *w, linear, og, sample_begin, sample_end);
+      input_s = layer_seconds(lane, begin);
+      record_layer_seconds(t, l, TaskKind::BA, to_linear_s + input_s);
       if (l > t.first_layer) {
         at_output[i - 1] = std::move(in);
       } else {
         out.input_gradient = std::move(in);
       }
     }
+    if (t.kind == TaskKind::B) record_layer_seconds(t, l, TaskKind::B, to_linear_s + weight_s + input_s);
   }
   if (flow_.sends_output_gradients[static_cast<std::size_t>(t.id)]) out.output_gradients = std::move(at_output);
   if (!needs_weight_grad) return;

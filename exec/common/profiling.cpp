@@ -29,15 +29,20 @@ Calibration calibration_from_run(const TaskGraph& graph, const Network& network,
     const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
     if (t.minibatch < skip_minibatches) continue;  // warm-up: cold caches, first allocations
     seconds[static_cast<std::size_t>(time.layer)][time.kind].push_back(time.seconds);
-    layer_sum_s[time.task] += time.seconds;
+    // A fused B also records what a split BA and BW would cost: its own work is its B records.
+    if (time.kind == t.kind) layer_sum_s[time.task] += time.seconds;
   }
   Calibration c;
-    c.network = network.name;
+  c.network = network.name;
   c.samples = graph.samples_per_microbatch;
   for (std::size_t l = 0; l < L; ++l) {
     auto& s = seconds[l];
-    c.layers[network.layers[l].name] = {median_of(s[TaskKind::F]), median_of(s[TaskKind::BA]),
-                                        median_of(s[TaskKind::BW]), median_of(s[TaskKind::U])};
+    LayerTimes& t = c.layers[network.layers[l].name];
+    t.forward_s = median_of(s[TaskKind::F]);
+    t.activation_grad_s = median_of(s[TaskKind::BA]);
+    t.weight_grad_s = median_of(s[TaskKind::BW]);
+    if (!s[TaskKind::B].empty()) t.backward_s = median_of(s[TaskKind::B]);
+    t.update_s = median_of(s[TaskKind::U]);
   }
   // What a task costs beyond its layers: waiting for nothing, payload bookkeeping, copies.
   std::vector<double> overhead_s;

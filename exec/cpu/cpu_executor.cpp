@@ -18,6 +18,7 @@ class CpuBackend {
   using Activation = cpu::Activation;
   using Gradient = cpu::Gradient;
   using LayerStash = cpu::LayerStash;
+  using Linear = cpu::Linear;
   using Labels = std::vector<std::int32_t>;
   struct Lane {};
 
@@ -41,12 +42,17 @@ class CpuBackend {
                      const Labels* labels, double loss_scale, double* loss) const {
     return op(l).forward(w, in, stash, labels, loss_scale, loss);
   }
-  Gradient backward_input(Lane&, std::int32_t l, const Params& w, const LayerStash& stash, const Gradient* out,
-                          std::int64_t begin, std::int64_t end) const {
-    return op(l).backward_input(w, stash, out, begin, end);
+  Linear to_linear(Lane&, std::int32_t l, const Params& w, const LayerStash& stash, const Gradient* out,
+                   bool want_shortcut, Params* grad) const {
+    return op(l).to_linear(w, stash, out, want_shortcut, grad);
   }
-  Params backward_weight(Lane&, std::int32_t l, const Params& w, const LayerStash& stash, const Gradient* out) const {
-    return op(l).backward_weight(w, stash, out);
+  Gradient input_gradient(Lane&, std::int32_t l, const Params& w, const Linear& linear, const Gradient* out,
+                          std::int64_t begin, std::int64_t end) const {
+    return op(l).input_gradient(w, linear, out, begin, end);
+  }
+  Params gradient_buffer(Lane&, std::int32_t l) const { return op(l).gradient_buffer(); }
+  void weight_gradient(Lane&, std::int32_t l, const LayerStash& stash, const Linear& linear, Params& grad) const {
+    op(l).weight_gradient(stash, linear, grad);
   }
   static Gradient assemble(Lane&, const std::vector<const Gradient*>& slices, std::int64_t n) {
     Gradient whole;

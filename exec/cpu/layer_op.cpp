@@ -27,6 +27,28 @@ CpuLayerKernels LayerOp::kernels() const {
 const Layer& LayerOp::layer() const { return composition_->spec().layer(); }
 const exec::LayerSpec& LayerOp::spec() const { return composition_->spec(); }
 
+Linear LayerOp::to_linear(const Vector& params, const LayerStash& stash, const Gradient* out, bool want_shortcut,
+                          Vector* grad) const {
+  CpuLayerKernels kernels = this->kernels();
+  return composition_->to_linear(kernels, params, stash, out, want_shortcut, grad);
+}
+
+Gradient LayerOp::input_gradient(const Vector& params, const Linear& linear, const Gradient* out, std::int64_t begin,
+                                 std::int64_t end) const {
+  CpuLayerKernels kernels = this->kernels();
+  return composition_->input_gradient(kernels, params, linear, out, begin, end);
+}
+
+Vector LayerOp::gradient_buffer() const {
+  CpuLayerKernels kernels = this->kernels();
+  return composition_->gradient_buffer(kernels);
+}
+
+void LayerOp::weight_gradient(const LayerStash& stash, const Linear& linear, Vector& grad) const {
+  CpuLayerKernels kernels = this->kernels();
+  composition_->weight_gradient(kernels, stash, linear, grad);
+}
+
 std::string kernel_libraries() { return onednn::available() ? onednn::description() + " + Eigen" : "Eigen"; }
 
 std::vector<LayerOp> make_layer_ops(const std::vector<Layer>& layers, bool use_onednn) {

@@ -26,6 +26,7 @@ class CudaBackend {
   using Activation = cuda::Activation;
   using Gradient = cuda::Gradient;
   using LayerStash = cuda::LayerStash;
+  using Linear = LayerComposition::Linear;
   using Labels = cuda::Tensor;  // ints [n]
   using Lane = cuda::Lane;
 
@@ -66,14 +67,23 @@ class CudaBackend {
     CudaLayerKernels kernels{lane};
     return op(l).forward(kernels, w, in, stash, labels, loss_scale, loss);
   }
-  Gradient backward_input(Lane& lane, std::int32_t l, const Params& w, const LayerStash& stash, const Gradient* out,
+  Linear to_linear(Lane& lane, std::int32_t l, const Params& w, const LayerStash& stash, const Gradient* out,
+                   bool want_shortcut, Params* grad) const {
+    CudaLayerKernels kernels{lane};
+    return op(l).to_linear(kernels, w, stash, out, want_shortcut, grad);
+  }
+  Gradient input_gradient(Lane& lane, std::int32_t l, const Params& w, const Linear& linear, const Gradient* out,
                           std::int64_t begin, std::int64_t end) const {
     CudaLayerKernels kernels{lane};
-    return op(l).backward_input(kernels, w, stash, out, begin, end);
+    return op(l).input_gradient(kernels, w, linear, out, begin, end);
   }
-  Params backward_weight(Lane& lane, std::int32_t l, const Params& w, const LayerStash& stash, const Gradient* out) const {
+  Params gradient_buffer(Lane& lane, std::int32_t l) const {
     CudaLayerKernels kernels{lane};
-    return op(l).backward_weight(kernels, w, stash, out);
+    return op(l).gradient_buffer(kernels);
+  }
+  void weight_gradient(Lane& lane, std::int32_t l, const LayerStash& stash, const Linear& linear, Params& grad) const {
+    CudaLayerKernels kernels{lane};
+    op(l).weight_gradient(kernels, stash, linear, grad);
   }
   static Gradient assemble(Lane& lane, const std::vector<const Gradient*>& slices, std::int64_t n) {
     if (slices.size() == 1 && slices.front()->first_sample == 0 && slices.front()->main.cols == n) return *slices.front();

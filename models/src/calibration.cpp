@@ -46,11 +46,12 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   const JsonReader layers = root.at("layers");
   for (std::size_t i = 0; i < layers.array_size(); ++i) {
     const JsonReader layer = layers.at(i);
-    layer.check_keys({"name", "F_s", "BA_s", "BW_s", "U_s"});
+    layer.check_keys({"name", "F_s", "BA_s", "BW_s", "B_s", "U_s"});
     LayerTimes t;
     t.forward_s = seconds(layer, "F_s", std::nullopt, false);
     t.activation_grad_s = seconds(layer, "BA_s", std::nullopt, false);
     t.weight_grad_s = seconds(layer, "BW_s", std::nullopt, false);
+    t.backward_s = seconds(layer, "B_s", -1.0, true);  // tables from before it: not measured
     t.update_s = seconds(layer, "U_s", std::nullopt, false);
     const std::string name = layer.get_string("name");
     if (!c.layers.emplace(name, t).second) layer.at("name").fail("a layer not named before");
@@ -79,7 +80,7 @@ std::string calibration_to_json_text(const Calibration& c) {
   j["layers"] = nlohmann::ordered_json::array();
   for (const auto& [name, t] : c.layers) {
     j["layers"].push_back({{"name", name}, {"F_s", t.forward_s}, {"BA_s", t.activation_grad_s},
-                           {"BW_s", t.weight_grad_s}, {"U_s", t.update_s}});
+                           {"BW_s", t.weight_grad_s}, {"B_s", t.backward_s}, {"U_s", t.update_s}});
   }
   return j.dump(2) + "\n";
 }
@@ -100,7 +101,7 @@ double calibrated_seconds(const Calibration& c, const Layer& layer, TaskKind kin
     case TaskKind::BW:
       return t.weight_grad_s * scale;
     case TaskKind::B:
-      return (t.activation_grad_s + t.weight_grad_s) * scale;
+      return (t.backward_s >= 0 ? t.backward_s : t.activation_grad_s + t.weight_grad_s) * scale;
     case TaskKind::U:
       return t.update_s;
     default:

@@ -11,7 +11,7 @@ std::int64_t stride_of(const ShortcutGeometry& g) { return g.in_height / g.out_h
 }  // namespace
 
 Matrix shortcut_forward(const ShortcutGeometry& g, const Matrix& x) {
-  if (g.in_channels == g.out_channels && g.in_height == g.out_height) return x;
+  if (g.identity()) return x;
   const std::int64_t stride = stride_of(g), offset = channel_offset(g);
   Matrix y = Matrix::Zero(g.out_channels * g.out_height * g.out_width, x.cols());
   for (std::int64_t s = 0; s < x.cols(); ++s) {
@@ -28,7 +28,7 @@ Matrix shortcut_forward(const ShortcutGeometry& g, const Matrix& x) {
 }
 
 Matrix shortcut_backward(const ShortcutGeometry& g, const Matrix& dy) {
-  if (g.in_channels == g.out_channels && g.in_height == g.out_height) return dy;
+  if (g.identity()) return dy;
   const std::int64_t stride = stride_of(g), offset = channel_offset(g);
   Matrix dx = Matrix::Zero(g.in_channels * g.in_height * g.in_width, dy.cols());
   for (std::int64_t s = 0; s < dy.cols(); ++s) {

@@ -1,6 +1,6 @@
 // A calibration table (docs/design.md, "Executors"): what an executor measured for every task kind of every layer
 // on one processor, plus its per-task overhead and its copy bandwidth. Attached to a hardware
-// profile, it replaces the roofline: a layer's F / BA / BW take the measured seconds (scaled
+// profile, it replaces the roofline: a layer's F / BA / BW / B take the measured seconds (scaled
 // linearly in samples when a task has a different microbatch), a U the measured seconds, and
 // transfers the measured bandwidth. Written by `pipetwin profile`, read by `--calibration`.
 #pragma once
@@ -16,8 +16,9 @@ namespace pipetwin {
 
 struct LayerTimes {
   double forward_s = 0;
-  double activation_grad_s = 0;
-  double weight_grad_s = 0;
+  double activation_grad_s = 0;  // a BA on its own (back through pooling, ReLU, batch norm, then dx)
+  double weight_grad_s = 0;      // a BW on its own (back through the same, then dW)
+  double backward_s = -1;        // a fused B, which goes back through them once; -1: not measured (BA + BW)
   double update_s = 0;
 };
 
@@ -37,8 +38,8 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
 Calibration load_calibration(const std::string& path);
 std::string calibration_to_json_text(const Calibration& calibration);
 
-// Seconds of `kind` (F, BA, BW, B = BA + BW, U) for `layer` over `samples` samples; throws naming
-// the layer when the table lacks it.
+// Seconds of `kind` (F, BA, BW, B, U) for `layer` over `samples` samples (B: the measured fused
+// backward, or BA + BW where the table has none); throws naming the layer when the table lacks it.
 double calibrated_seconds(const Calibration& calibration, const Layer& layer, TaskKind kind, std::int64_t samples);
 
 // Throws unless every layer of `network` is in the table.

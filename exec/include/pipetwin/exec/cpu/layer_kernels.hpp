@@ -46,7 +46,13 @@ struct CpuLayerKernels {
                     const Matrix& z, BatchNormStash& stash) {
     return batch_norm_forward(channels, part(p, gamma_at, channels), part(p, beta_at, channels), z, stash);
   }
-  void add_shortcut(const ShortcutGeometry& g, const Matrix& x, Matrix& z) { z += shortcut_forward(g, x); }
+  void add_shortcut(const ShortcutGeometry& g, const Matrix& x, Matrix& z) {
+    if (g.identity()) {
+      z += x;  // no copy of the block input
+    } else {
+      z += shortcut_forward(g, x);
+    }
+  }
   void relu(Matrix& z) { relu_forward(z); }
   Matrix pool(const PoolGeometry& g, const Matrix& z, Index* argmax) { return pool_forward(g, z, argmax); }
   double softmax_cross_entropy(const Matrix& z, const Labels* labels, double loss_scale, Matrix* dlogits) {

@@ -20,6 +20,7 @@ namespace pipetwin::cpu {
 using Activation = exec::ActivationOf<Matrix>;   // main [out_features x n], shortcut (block input) or empty
 using Gradient = exec::GradientOf<Matrix>;       // at the input, columns [first_sample, first_sample + cols)
 using LayerStash = exec::LayerStashOf<CpuLayerKernels>;
+using Linear = exec::LayerComposition<CpuLayerKernels>::Linear;  // the gradient at the conv / dense output
 
 std::int64_t bytes_of(const Activation& a);
 std::int64_t bytes_of(const Gradient& g);
@@ -48,6 +49,15 @@ class LayerOp {
                           std::int64_t begin, std::int64_t end) const;
   // Gradient of every parameter, laid out as the parameters are.
   Vector backward_weight(const Vector& params, const LayerStash& stash, const Gradient* out) const;
+
+  // The backward in the composition's three steps (layer_composition.hpp), for a fused B that
+  // goes back to the linear output once: to_linear, then input_gradient and weight_gradient.
+  Linear to_linear(const Vector& params, const LayerStash& stash, const Gradient* out, bool want_shortcut,
+                   Vector* grad) const;
+  Gradient input_gradient(const Vector& params, const Linear& linear, const Gradient* out, std::int64_t begin,
+                          std::int64_t end) const;
+  Vector gradient_buffer() const;
+  void weight_gradient(const LayerStash& stash, const Linear& linear, Vector& grad) const;
 
  private:
   CpuLayerKernels kernels() const;

@@ -27,6 +27,7 @@ struct PoolGeometry {
 struct ShortcutGeometry {
   std::int64_t in_channels = 0, in_height = 0, in_width = 0;
   std::int64_t out_channels = 0, out_height = 0, out_width = 0;
+  bool identity() const { return in_channels == out_channels && in_height == out_height; }  // S(x) = x
 };
 
 }  // namespace pipetwin::exec

@@ -104,13 +104,27 @@ class LayerComposition {
     return out;
   }
 
-  // Gradient at the input for samples [begin, end); `out` is the gradient at the output
-  // (assembled over all samples), null for the loss layer.
-  Gradient backward_input(K& k, const Params& p, const LayerStash& stash, const Gradient* out, std::int64_t begin,
+  // The backward in three steps, so that a fused B (BA and BW of one layer in one task) goes back
+  // through pooling, ReLU, the residual and batch norm once, and each step can be timed:
+  //   to_linear: from the gradient at the output (`out`, assembled over all samples; null for
+  //     the loss layer) back to the conv / dense output, before bias and batch norm; the
+  //     residual's shortcut gradient when `want_shortcut`, dgamma and dbeta into *grad when it
+  //     is not null;
+  //   input_gradient: the gradient at the input for samples [begin, end) (BA);
+  //   weight_gradient: dW and db into grad (BW), grad from gradient_buffer().
+  struct Linear {
+    Tensor dz;              // [conv / dense out x n]
+    Tensor shortcut_grad;   // at the block input [block input features x n], or empty
+  };
+  Linear to_linear(K& k, const Params& p, const LayerStash& stash, const Gradient* out, bool want_shortcut,
+                   Params* grad) const {
+    Linear linear;
+    linear.dz = output_to_linear(k, p, stash, out, want_shortcut ? &linear.shortcut_grad : nullptr, grad);
+    return linear;
+  }
+  Gradient input_gradient(K& k, const Params& p, const Linear& linear, const Gradient* out, std::int64_t begin,
                           std::int64_t end) const {
-    Tensor shortcut_grad;
-    const Tensor dz = output_to_linear(k, p, stash, out, &shortcut_grad, nullptr);
-    const Tensor slice = K::columns(dz, begin, end - begin);
+    const Tensor slice = K::columns(linear.dz, begin, end - begin);
     Gradient in;
     in.first_sample = begin;
     in.main = s_.is_conv() ? k.conv2d_backward_input(s_.conv_geometry(), p, slice)
@@ -119,20 +133,28 @@ class LayerComposition {
     if (s_.feeds_residual() && out != nullptr && !K::empty(out->shortcut)) {
       k.add(in.main, K::columns(out->shortcut, begin, end - begin));
     }
-    if (!K::empty(shortcut_grad)) in.shortcut = K::columns(shortcut_grad, begin, end - begin);
+    if (!K::empty(linear.shortcut_grad)) in.shortcut = K::columns(linear.shortcut_grad, begin, end - begin);
     return in;
   }
-
-  // Gradient of every parameter, laid out as the parameters are.
-  Params backward_weight(K& k, const Params& p, const LayerStash& stash, const Gradient* out) const {
+  Params gradient_buffer(K& k) const { return k.param_buffer(s_.parameter_count()); }
+  void weight_gradient(K& k, const LayerStash& stash, const Linear& linear, Params& grad) const {
     const ParamLayout& at = s_.parameter_layout();
-    Params grad = k.param_buffer(s_.parameter_count());
-    const Tensor dz = output_to_linear(k, p, stash, out, nullptr, &grad);
     if (s_.is_conv()) {
-      k.conv2d_backward_weight(s_.conv_geometry(), stash.input, dz, at.bias, grad);
+      k.conv2d_backward_weight(s_.conv_geometry(), stash.input, linear.dz, at.bias, grad);
     } else {
-      k.dense_backward_weight(stash.input, dz, s_.weight_rows(), s_.weight_cols(), at.bias, grad);
+      k.dense_backward_weight(stash.input, linear.dz, s_.weight_rows(), s_.weight_cols(), at.bias, grad);
     }
+  }
+
+  // The two halves on their own, as a split BA or BW runs them (each goes back to the linear
+  // output itself).
+  Gradient backward_input(K& k, const Params& p, const LayerStash& stash, const Gradient* out, std::int64_t begin,
+                          std::int64_t end) const {
+    return input_gradient(k, p, to_linear(k, p, stash, out, true, nullptr), out, begin, end);
+  }
+  Params backward_weight(K& k, const Params& p, const LayerStash& stash, const Gradient* out) const {
+    Params grad = gradient_buffer(k);
+    weight_gradient(k, stash, to_linear(k, p, stash, out, false, &grad), grad);
     return grad;
   }
 
