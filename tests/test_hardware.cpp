@@ -1,6 +1,9 @@
 // Hardware profiles, links and the cost model.
 #include <doctest/doctest.h>
 
+#include <memory>
+
+#include "pipetwin/models/calibration.hpp"
 #include "pipetwin/models/cost_model.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/network_registry.hpp"
@@ -67,4 +70,19 @@ TEST_CASE("hardware errors: unknown names suggest, bad files name the path") {
                               "host_link": "pcie5"})";
   CHECK_THROWS_WITH_AS(hardware_from_json_text(bad, "x.json", Params()),
                        "x.json: /processor/clock_hz: expected a number, got a string 'fast'", Error);
+}
+
+TEST_CASE("a calibrated B costs the table's fused backward, or BA + BW where it has none") {
+  HardwareProfile hw = make_hardware("cpu-core", Params::parse({"task_overhead_s=0"}));
+  const Network net = make_network("mlp", Params::parse({"widths=8,4,2", "batch=8"}));
+  auto calibration = std::make_shared<Calibration>();
+  calibration->samples = 8;
+  for (const auto& layer : net.layers) calibration->layers[layer.name] = {1e-3, 2e-3, 3e-3, 4e-3, 1e-4};
+  hw.calibration = calibration;
+  const double cycles_per_ms = hw.clock_hz() * 1e-3;
+  CHECK(static_cast<double>(layer_work_cycles(hw, net.layers[0], TaskKind::B, 8)) == doctest::Approx(4 * cycles_per_ms));
+  CHECK(static_cast<double>(layer_work_cycles(hw, net.layers[0], TaskKind::B, 16)) == doctest::Approx(8 * cycles_per_ms));
+  CHECK(static_cast<double>(layer_work_cycles(hw, net.layers[0], TaskKind::BA, 8)) == doctest::Approx(2 * cycles_per_ms));
+  for (auto& [name, times] : calibration->layers) times.backward_s = -1;  // not measured
+  CHECK(static_cast<double>(layer_work_cycles(hw, net.layers[0], TaskKind::B, 8)) == doctest::Approx(5 * cycles_per_ms));
 }

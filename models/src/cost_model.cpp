@@ -51,14 +51,15 @@ LayerWork layer_work(const Layer& layer, TaskKind kind, std::int64_t samples) {
 
 std::int64_t layer_work_cycles(const HardwareProfile& hw, const Layer& layer, TaskKind kind,
                                std::int64_t samples) {
-  if (kind == TaskKind::B) {
+  const bool calibrated = hw.cost_model != CostModelKind::unit && hw.calibration;
+  if (kind == TaskKind::B && !calibrated) {  // a calibration measured the fused B itself
     return layer_work_cycles(hw, layer, TaskKind::BA, samples) +
            layer_work_cycles(hw, layer, TaskKind::BW, samples);
   }
   if (hw.cost_model == CostModelKind::unit) {
     return (kind == TaskKind::U) ? 0 : 1;
   }
-  if (hw.calibration) return ceil_cycles(calibrated_seconds(*hw.calibration, layer, kind, samples) * hw.clock_hz());
+  if (calibrated) return ceil_cycles(calibrated_seconds(*hw.calibration, layer, kind, samples) * hw.clock_hz());
   const LayerWork work = layer_work(layer, kind, samples);
   if (work.flops <= 0 && work.bytes <= 0) return 0;  // nothing to launch
   const ProcessorSpec& p = hw.processor;

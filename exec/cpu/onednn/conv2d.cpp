@@ -3,6 +3,9 @@
 // innermost. Each primitive picks its own layouts (format `any`, the blocked layouts its JIT
 // kernels are written for) and the operands are reordered into them and the result back out.
 #include "pipetwin/exec/cpu/onednn_kernels.hpp"
+
+#include <unordered_map>
+
 #include "onednn_call.hpp"
 
 namespace pipetwin::cpu::onednn {

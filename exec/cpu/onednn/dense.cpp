@@ -1,6 +1,7 @@
 // Dense (fully connected) layer on oneDNN's sgemm (row-major, so each column-major product
 // C = A B below is asked for as C^T = B^T A^T), with its activation and weight gradients.
 #include "pipetwin/exec/cpu/onednn_kernels.hpp"
+
 #include "onednn_call.hpp"
 
 namespace pipetwin::cpu::onednn {

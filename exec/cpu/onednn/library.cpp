@@ -1,5 +1,6 @@
 // Which oneDNN this build runs, and the vector ISA it dispatches to on this machine.
 #include "pipetwin/exec/cpu/onednn_kernels.hpp"
+
 #include "onednn_call.hpp"
 
 namespace pipetwin::cpu::onednn {

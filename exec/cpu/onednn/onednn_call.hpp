@@ -21,10 +21,11 @@ class Call {
   Error error(const dnnl::error& e) const { return Error(std::string(what_) + " (oneDNN): " + e.what()); }
 
   // `user` as the primitive wants it: `user` itself when the layouts agree, else a reordered copy.
-  dnnl::memory in_layout(const dnnl::memory& user, const dnnl::memory::desc& wanted) {
+  // (A dnnl::memory is a handle: taking it by value copies no data.)
+  dnnl::memory in_layout(dnnl::memory user, const dnnl::memory::desc& wanted) {
     if (user.get_desc() == wanted) return user;
     dnnl::memory copy(wanted, engine_);
-    dnnl::reorder(user, copy).execute(stream_, const_cast<dnnl::memory&>(user), copy);
+    dnnl::reorder(user, copy).execute(stream_, user, copy);
     return copy;
   }
   // A buffer for a result in the layout `produced`: `user` itself when the layouts agree.
