@@ -37,9 +37,7 @@ struct ValidateOptions {
 // One calibration's time for a minibatch's work on one processor: what a drift changes.
 double calibrated_step_s(const Calibration& c) {
   double total = 0;
-  for (const auto& [name, t] : c.layers) {
-    total += t.forward_s + (t.backward_s >= 0 ? t.backward_s : t.activation_grad_s + t.weight_grad_s) + t.update_s;
-  }
+  for (const auto& [name, t] : c.layers) total += t.forward_s + t.fused_backward_s() + t.update_s;
   return total;
 }
 

@@ -14,70 +14,63 @@ std::int64_t bytes_of(const LayerStash& s) {
          bytes_of(s.batch_norm.inv_std) + static_cast<std::int64_t>(s.argmax.size()) * 4 + bytes_of(s.loss_gradient);
 }
 
-LayerOp::LayerOp(exec::LayerSpec spec, bool use_onednn)
-    : composition_(std::make_shared<const exec::LayerComposition<CpuLayerKernels>>(std::move(spec))),
-      use_onednn_(use_onednn) {}
-
-CpuLayerKernels LayerOp::kernels() const {
-  CpuLayerKernels kernels;
-  kernels.use_onednn = use_onednn_;
-  return kernels;
-}
+LayerOp::LayerOp(exec::LayerSpec spec)
+    : composition_(std::make_shared<const exec::LayerComposition<CpuLayerKernels>>(std::move(spec))) {}
 
 const Layer& LayerOp::layer() const { return composition_->spec().layer(); }
 const exec::LayerSpec& LayerOp::spec() const { return composition_->spec(); }
 
 Linear LayerOp::to_linear(const Vector& params, const LayerStash& stash, const Gradient* out, bool want_shortcut,
                           Vector* grad) const {
-  CpuLayerKernels kernels = this->kernels();
+  CpuLayerKernels kernels;
   return composition_->to_linear(kernels, params, stash, out, want_shortcut, grad);
 }
 
 Gradient LayerOp::input_gradient(const Vector& params, const Linear& linear, const Gradient* out, std::int64_t begin,
                                  std::int64_t end) const {
-  CpuLayerKernels kernels = this->kernels();
+  CpuLayerKernels kernels;
   return composition_->input_gradient(kernels, params, linear, out, begin, end);
 }
 
 Vector LayerOp::gradient_buffer() const {
-  CpuLayerKernels kernels = this->kernels();
+  CpuLayerKernels kernels;
   return composition_->gradient_buffer(kernels);
 }
 
 void LayerOp::weight_gradient(const LayerStash& stash, const Linear& linear, Vector& grad) const {
-  CpuLayerKernels kernels = this->kernels();
+  CpuLayerKernels kernels;
   composition_->weight_gradient(kernels, stash, linear, grad);
 }
 
 std::string kernel_libraries() { return onednn::available() ? onednn::description() + " + Eigen" : "Eigen"; }
 
-std::vector<LayerOp> make_layer_ops(const std::vector<Layer>& layers, bool use_onednn) {
+std::vector<LayerOp> make_layer_ops(const std::vector<Layer>& layers) {
   std::vector<LayerOp> ops;
-  for (auto& spec : exec::make_layer_specs(layers)) ops.emplace_back(std::move(spec), use_onednn);
+  for (auto& spec : exec::make_layer_specs(layers)) ops.emplace_back(std::move(spec));
   return ops;
 }
 
 Activation LayerOp::forward(const Vector& params, const Activation& in, LayerStash& stash,
                             const std::vector<std::int32_t>* labels, double loss_scale, double* loss) const {
-  CpuLayerKernels kernels = this->kernels();
+  CpuLayerKernels kernels;
   return composition_->forward(kernels, params, in, stash, labels, loss_scale, loss);
 }
 
 Matrix LayerOp::logits(const Vector& params, const Activation& in) const {
   const exec::LayerSpec& s = spec();
   if (!s.is_loss()) throw Error("internal: logits of a layer without a loss");
-  CpuLayerKernels kernels = this->kernels();
+  CpuLayerKernels kernels;
   return kernels.dense(params, s.weight_rows(), s.weight_cols(), s.parameter_layout().bias, in.main);
 }
 
 Gradient LayerOp::backward_input(const Vector& params, const LayerStash& stash, const Gradient* out,
                                  std::int64_t begin, std::int64_t end) const {
-  CpuLayerKernels kernels = this->kernels();
+  CpuLayerKernels kernels;
   return composition_->backward_input(kernels, params, stash, out, begin, end);
 }
 
 Vector LayerOp::backward_weight(const Vector& params, const LayerStash& stash, const Gradient* out) const {
-  CpuLayerKernels kernels = this->kernels();
+  CpuLayerKernels kernels;
   return composition_->backward_weight(kernels, params, stash, out);
 }
 

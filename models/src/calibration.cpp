@@ -101,7 +101,7 @@ double calibrated_seconds(const Calibration& c, const Layer& layer, TaskKind kin
     case TaskKind::BW:
       return t.weight_grad_s * scale;
     case TaskKind::B:
-      return (t.backward_s >= 0 ? t.backward_s : t.activation_grad_s + t.weight_grad_s) * scale;
+      return t.fused_backward_s() * scale;
     case TaskKind::U:
       return t.update_s;
     default:

@@ -52,7 +52,7 @@ LayerWork layer_work(const Layer& layer, TaskKind kind, std::int64_t samples) {
 std::int64_t layer_work_cycles(const HardwareProfile& hw, const Layer& layer, TaskKind kind,
                                std::int64_t samples) {
   const bool calibrated = hw.cost_model != CostModelKind::unit && hw.calibration;
-  if (kind == TaskKind::B && !calibrated) {  // a calibration measured the fused B itself
+  if (kind == TaskKind::B && !calibrated) {  // a calibration prices the fused B itself (calibrated_seconds)
     return layer_work_cycles(hw, layer, TaskKind::BA, samples) +
            layer_work_cycles(hw, layer, TaskKind::BW, samples);
   }

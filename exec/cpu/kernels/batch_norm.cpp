@@ -9,31 +9,39 @@
 namespace pipetwin::cpu {
 namespace {
 
-using Run = Eigen::Map<const Eigen::ArrayXf>;     // one channel of one sample [H*W]
-using MutableRun = Eigen::Map<Eigen::ArrayXf>;
+// Channel runs of an activation [C*H*W x n]: one channel's H*W values in sample s's column.
+struct Runs {
+  std::int64_t rows, positions;
+  Eigen::Map<const Eigen::ArrayXf> of(const Matrix& m, std::int64_t c, std::int64_t s) const {
+    return {m.data() + s * rows + c * positions, positions};
+  }
+  Eigen::Map<Eigen::ArrayXf> of(Matrix& m, std::int64_t c, std::int64_t s) const {
+    return {m.data() + s * rows + c * positions, positions};
+  }
+};
 
 }  // namespace
 
 Matrix batch_norm_forward(std::int64_t channels, const Eigen::Ref<const Vector>& gamma,
                           const Eigen::Ref<const Vector>& beta, const Matrix& z, BatchNormStash& stash) {
-  const std::int64_t positions = z.rows() / channels, n = z.cols(), rows = z.rows();
-  const double count = static_cast<double>(positions * n);
-  stash.normalized.resize(rows, n);
+  const std::int64_t n = z.cols();
+  const Runs run{z.rows(), z.rows() / channels};
+  const double count = static_cast<double>(run.positions * n);
+  stash.normalized.resize(z.rows(), n);
   stash.inv_std.resize(channels);
-  Matrix y(rows, n);
+  Matrix y(z.rows(), n);
   for (std::int64_t c = 0; c < channels; ++c) {
-    const std::int64_t at = c * positions;
     double sum = 0;
-    for (std::int64_t s = 0; s < n; ++s) sum += Run(z.data() + s * rows + at, positions).sum();
+    for (std::int64_t s = 0; s < n; ++s) sum += run.of(z, c, s).sum();
     const float mean = static_cast<float>(sum / count);
     double squares = 0;
-    for (std::int64_t s = 0; s < n; ++s) squares += (Run(z.data() + s * rows + at, positions) - mean).square().sum();
+    for (std::int64_t s = 0; s < n; ++s) squares += (run.of(z, c, s) - mean).square().sum();
     const float inv_std = static_cast<float>(1.0 / std::sqrt(squares / count + kBatchNormEpsilon));
     stash.inv_std[c] = inv_std;
     for (std::int64_t s = 0; s < n; ++s) {
-      MutableRun xhat(stash.normalized.data() + s * rows + at, positions);
-      xhat = (Run(z.data() + s * rows + at, positions) - mean) * inv_std;
-      MutableRun(y.data() + s * rows + at, positions) = xhat * gamma[c] + beta[c];
+      auto xhat = run.of(stash.normalized, c, s);
+      xhat = (run.of(z, c, s) - mean) * inv_std;
+      run.of(y, c, s) = xhat * gamma[c] + beta[c];
     }
   }
   return y;
@@ -41,27 +49,25 @@ Matrix batch_norm_forward(std::int64_t channels, const Eigen::Ref<const Vector>&
 
 Matrix batch_norm_backward(std::int64_t channels, const Eigen::Ref<const Vector>& gamma,
                            const BatchNormStash& stash, const Matrix& dy, Vector* dgamma, Vector* dbeta) {
-  const std::int64_t positions = dy.rows() / channels, n = dy.cols(), rows = dy.rows();
-  const float count = static_cast<float>(positions * n);
+  const std::int64_t n = dy.cols();
+  const Runs run{dy.rows(), dy.rows() / channels};
+  const float count = static_cast<float>(run.positions * n);
   if (dgamma != nullptr) dgamma->resize(channels);
   if (dbeta != nullptr) dbeta->resize(channels);
-  Matrix dz(rows, n);
+  Matrix dz(dy.rows(), n);
   for (std::int64_t c = 0; c < channels; ++c) {
-    const std::int64_t at = c * positions;
     double sum_dy = 0, sum_dy_xhat = 0;
     for (std::int64_t s = 0; s < n; ++s) {
-      const Run g(dy.data() + s * rows + at, positions), xhat(stash.normalized.data() + s * rows + at, positions);
-      sum_dy += g.sum();
-      sum_dy_xhat += (g * xhat).sum();
+      sum_dy += run.of(dy, c, s).sum();
+      sum_dy_xhat += (run.of(dy, c, s) * run.of(stash.normalized, c, s)).sum();
     }
-    if (dgamma != nullptr) (*dgamma)[c] = static_cast<float>(sum_dy_xhat);
-    if (dbeta != nullptr) (*dbeta)[c] = static_cast<float>(sum_dy);
+    const float total_dy = static_cast<float>(sum_dy), total_dy_xhat = static_cast<float>(sum_dy_xhat);
+    if (dgamma != nullptr) (*dgamma)[c] = total_dy_xhat;
+    if (dbeta != nullptr) (*dbeta)[c] = total_dy;
     // dz = gamma * inv_std / N * (N dy - sum(dy) - xhat sum(dy xhat))
     const float scale = gamma[c] * stash.inv_std[c] / count;
-    const float total_dy = static_cast<float>(sum_dy), total_dy_xhat = static_cast<float>(sum_dy_xhat);
     for (std::int64_t s = 0; s < n; ++s) {
-      const Run g(dy.data() + s * rows + at, positions), xhat(stash.normalized.data() + s * rows + at, positions);
-      MutableRun(dz.data() + s * rows + at, positions) = (g * count - total_dy - xhat * total_dy_xhat) * scale;
+      run.of(dz, c, s) = (run.of(dy, c, s) * count - total_dy - run.of(stash.normalized, c, s) * total_dy_xhat) * scale;
     }
   }
   return dz;

@@ -16,8 +16,6 @@ using Dims = memory::dims;
 using Tag = memory::format_tag;
 constexpr auto kF32 = memory::data_type::f32;
 
-float* mutable_data(const float* p) { return const_cast<float*>(p); }  // oneDNN takes inputs as void*
-
 // The shapes of one convolution of n samples, as oneDNN describes them.
 struct ConvShapes {
   Dims src, weights, bias, dst, strides, padding;
@@ -66,18 +64,12 @@ Matrix conv2d_forward(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, 
   try {
     const bool with_bias = b.size() > 0;
     const auto pd = forward_pd(call, s, with_bias);
-    memory user_x(s.user_src(), call.engine(), mutable_data(x.data()));
-    memory user_w(s.user_weights(), call.engine(), mutable_data(w.data()));
-    memory user_y(s.user_dst(), call.engine(), out.data());
-    memory src = call.in_layout(user_x, pd.src_desc()), weights = call.in_layout(user_w, pd.weights_desc());
-    memory dst = call.out_layout(user_y, pd.dst_desc());
-    memory scratchpad(pd.scratchpad_desc(), call.engine());
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratchpad}};
-    if (with_bias) args[DNNL_ARG_BIAS] = memory(s.user_bias(), call.engine(), mutable_data(b.data()));
-    dnnl::convolution_forward(pd).execute(call.stream(), args);
-    call.to_user(dst, user_y);
-    call.stream().wait();
+    std::unordered_map<int, memory> bias;
+    if (with_bias) bias[DNNL_ARG_BIAS] = call.wrap(s.user_bias(), b.data());
+    call.execute(dnnl::convolution_forward(pd), pd.scratchpad_desc(),
+                 {{DNNL_ARG_SRC, call.wrap(s.user_src(), x.data()), pd.src_desc()},
+                  {DNNL_ARG_WEIGHTS, call.wrap(s.user_weights(), w.data()), pd.weights_desc()}},
+                 {DNNL_ARG_DST, call.wrap(s.user_dst(), out.data()), pd.dst_desc()}, bias);
   } catch (const dnnl::error& e) {
     throw call.error(e);
   }
@@ -94,18 +86,10 @@ Matrix conv2d_backward_input(const ConvGeometry& g, const Eigen::Ref<const Matri
         dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, any(s.src), any(s.weights),
                                               any(s.dst), s.strides, s.padding, s.padding),
         user_scratchpad(), call.engine(), hint);
-    memory user_dz(s.user_dst(), call.engine(), mutable_data(dz.data()));
-    memory user_w(s.user_weights(), call.engine(), mutable_data(w.data()));
-    memory user_dx(s.user_src(), call.engine(), dx.data());
-    memory diff_dst = call.in_layout(user_dz, pd.diff_dst_desc()), weights = call.in_layout(user_w, pd.weights_desc());
-    memory diff_src = call.out_layout(user_dx, pd.diff_src_desc());
-    memory scratchpad(pd.scratchpad_desc(), call.engine());
-    dnnl::convolution_backward_data(pd).execute(call.stream(), {{DNNL_ARG_DIFF_DST, diff_dst},
-                                                                {DNNL_ARG_WEIGHTS, weights},
-                                                                {DNNL_ARG_DIFF_SRC, diff_src},
-                                                                {DNNL_ARG_SCRATCHPAD, scratchpad}});
-    call.to_user(diff_src, user_dx);
-    call.stream().wait();
+    call.execute(dnnl::convolution_backward_data(pd), pd.scratchpad_desc(),
+                 {{DNNL_ARG_DIFF_DST, call.wrap(s.user_dst(), dz.data()), pd.diff_dst_desc()},
+                  {DNNL_ARG_WEIGHTS, call.wrap(s.user_weights(), w.data()), pd.weights_desc()}},
+                 {DNNL_ARG_DIFF_SRC, call.wrap(s.user_src(), dx.data()), pd.diff_src_desc()});
   } catch (const dnnl::error& e) {
     throw call.error(e);
   }
@@ -129,20 +113,12 @@ void conv2d_backward_weight(const ConvGeometry& g, const Matrix& x, const Matrix
                                                              any(s.weights), any(s.dst), s.strides, s.padding,
                                                              s.padding);
     const dnnl::convolution_backward_weights::primitive_desc pd(desc, user_scratchpad(), call.engine(), hint);
-    memory user_x(s.user_src(), call.engine(), mutable_data(x.data()));
-    memory user_dz(s.user_dst(), call.engine(), mutable_data(dz.data()));
-    memory user_dw(s.user_weights(), call.engine(), dw.data());
-    memory src = call.in_layout(user_x, pd.src_desc()), diff_dst = call.in_layout(user_dz, pd.diff_dst_desc());
-    memory diff_weights = call.out_layout(user_dw, pd.diff_weights_desc());
-    memory scratchpad(pd.scratchpad_desc(), call.engine());
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src},
-                                         {DNNL_ARG_DIFF_DST, diff_dst},
-                                         {DNNL_ARG_DIFF_WEIGHTS, diff_weights},
-                                         {DNNL_ARG_SCRATCHPAD, scratchpad}};
-    if (with_bias) args[DNNL_ARG_DIFF_BIAS] = memory(s.user_bias(), call.engine(), db->data());
-    dnnl::convolution_backward_weights(pd).execute(call.stream(), args);
-    call.to_user(diff_weights, user_dw);
-    call.stream().wait();
+    std::unordered_map<int, memory> bias;
+    if (with_bias) bias[DNNL_ARG_DIFF_BIAS] = call.wrap(s.user_bias(), db->data());
+    call.execute(dnnl::convolution_backward_weights(pd), pd.scratchpad_desc(),
+                 {{DNNL_ARG_SRC, call.wrap(s.user_src(), x.data()), pd.src_desc()},
+                  {DNNL_ARG_DIFF_DST, call.wrap(s.user_dst(), dz.data()), pd.diff_dst_desc()}},
+                 {DNNL_ARG_DIFF_WEIGHTS, call.wrap(s.user_weights(), dw.data()), pd.diff_weights_desc()}, bias);
   } catch (const dnnl::error& e) {
     throw call.error(e);
   }

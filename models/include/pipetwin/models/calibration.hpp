@@ -18,8 +18,10 @@ struct LayerTimes {
   double forward_s = 0;
   double activation_grad_s = 0;  // a BA on its own (back through pooling, ReLU, batch norm, then dx)
   double weight_grad_s = 0;      // a BW on its own (back through the same, then dW)
-  double backward_s = -1;        // a fused B, which goes back through them once; -1: not measured (BA + BW)
+  double backward_s = -1;        // a fused B, which goes back through them once; -1: not measured
   double update_s = 0;
+  // What a fused B costs: the measured time, or BA + BW where the table has none.
+  double fused_backward_s() const { return backward_s >= 0 ? backward_s : activation_grad_s + weight_grad_s; }
 };
 
 struct Calibration {

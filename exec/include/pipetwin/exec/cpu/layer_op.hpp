@@ -28,9 +28,7 @@ std::int64_t bytes_of(const LayerStash& s);
 
 class LayerOp {
  public:
-  // `use_onednn`: convolutions and dense layers on oneDNN (the default where the build has it) or
-  // on Eigen.
-  explicit LayerOp(exec::LayerSpec spec, bool use_onednn = onednn::available());
+  explicit LayerOp(exec::LayerSpec spec);
 
   const Layer& layer() const;
   const exec::LayerSpec& spec() const;
@@ -60,16 +58,13 @@ class LayerOp {
   void weight_gradient(const LayerStash& stash, const Linear& linear, Vector& grad) const;
 
  private:
-  CpuLayerKernels kernels() const;
-
   std::shared_ptr<const exec::LayerComposition<CpuLayerKernels>> composition_;
-  bool use_onednn_;
 };
 
 // What the CPU kernels run on, for the record: "oneDNN 2.6.3/avx2 + Eigen", or "Eigen".
 std::string kernel_libraries();
 
 // The ops of a whole network, in order (throws, naming the layer, for what the executors do not run).
-std::vector<LayerOp> make_layer_ops(const std::vector<Layer>& layers, bool use_onednn = onednn::available());
+std::vector<LayerOp> make_layer_ops(const std::vector<Layer>& layers);
 
 }  // namespace pipetwin::cpu
