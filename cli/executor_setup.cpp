@@ -34,6 +34,11 @@ void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with
   command.add_option("--lr", options.learning_rate, "SGD learning rate")->capture_default_str();
   command.add_option("--momentum", options.momentum, "SGD momentum (0: plain SGD)")->capture_default_str();
   command.add_option("--seed", options.seed, "seed of the initial weights")->capture_default_str();
+  command.add_option("--handoff-spin-us", options.handoff_spin_us,
+                     "microseconds a processor's or link's thread spins for its next task's inputs before it sleeps "
+                     "(0: sleep at once). Spinning saves a wake-up only where there are more cores than threads")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
 }
 
 void check_device(const std::string& device) {
@@ -81,6 +86,7 @@ TrainingOptions training_options(const ExecutorOptions& options) {
   training.learning_rate = options.learning_rate;
   training.momentum = options.momentum;
   training.seed = options.seed;
+  training.handoff_spin_s = options.handoff_spin_us * 1e-6;
   check_training_options(training);  // before any data is loaded
   return training;
 }

@@ -21,6 +21,7 @@ struct ExecutorOptions {
   double learning_rate = 0.05;
   double momentum = 0;
   std::uint64_t seed = 1;
+  double handoff_spin_us = 0;  // TrainingOptions::handoff_spin_s, in microseconds
 };
 
 void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with_training);

@@ -7,7 +7,8 @@
 
 namespace pipetwin::cli {
 
+// `concurrent`: copies timed at once (CPU only), a table for that many processor threads.
 Calibration profile_device_calibration(const GraphConfig& config, const ExecutorOptions& executor, int repeats,
-                                       bool progress);
+                                       bool progress, int concurrent = 1);
 
 }  // namespace pipetwin::cli

@@ -20,6 +20,7 @@ struct ProfileCommandOptions {
   GraphConfig config;
   ExecutorOptions executor;
   int repeats = 16;
+  int concurrent = 1;
   std::string output;
   bool quiet = false;
 };
@@ -31,7 +32,7 @@ void run(const ProfileCommandOptions& options) {
   if (config.microbatches < 1) throw Error("--microbatches must be at least 1");
   const ScheduleRequest request = make_request(config);
   const std::string output = options.output.empty() ? "calibration-" + request.network.name + "-" + options.executor.device + ".json" : options.output;
-  const Calibration calibration = profile_device_calibration(config, options.executor, options.repeats, !options.quiet);
+  const Calibration calibration = profile_device_calibration(config, options.executor, options.repeats, !options.quiet, options.concurrent);
   const double us = 1e6;
   Table table({"layer", "F_us", "BA_us", "BW_us", "B_us", "U_us"});
   for (const auto& layer : request.network.layers) {
@@ -43,8 +44,9 @@ void run(const ProfileCommandOptions& options) {
   }
   std::cout << fmt::format("{} · {} samples per task · {}\n", request.network.name, calibration.samples, calibration.device_name);
   table.print(std::cout);
-  std::cout << fmt::format("task overhead {:.1f} us · copy bandwidth {:.2f} GB/s · transfer latency {:.1f} us\n",
-                           calibration.task_overhead_s * us, calibration.copy_bytes_per_s / 1e9,
+  std::cout << fmt::format("overhead {:.1f} us per task + {:.1f} us per layer in it · copy bandwidth {:.2f} GB/s · "
+                           "transfer latency {:.1f} us\n",
+                           calibration.task_overhead_s * us, calibration.layer_overhead_s * us, calibration.copy_bytes_per_s / 1e9,
                            calibration.copy_latency_s * us);
   write_output_file(output, calibration_to_json_text(calibration));
   std::cout << "wrote " << output << " (use it with --calibration)\n";
@@ -67,6 +69,11 @@ void add_profile_command(CLI::App& app) {
   add_executor_options(*command, options->executor, false);
   command->add_option("--repeats", options->repeats, "timings per task kind and layer: microbatches run (the median is kept)")
       ->capture_default_str();
+  command->add_option("--concurrent", options->concurrent,
+                      "cpu: time this many copies at once, one per thread: the table for a pipeline of that many "
+                      "processor threads, which slow each other down (shared caches and memory bandwidth, all-core clocks)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
   command->add_option("--output,-o", options->output, "calibration file (default calibration-<model>-<device>.json)");
   command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");
   command->callback([options] { run(*options); });

@@ -34,13 +34,6 @@ struct ValidateOptions {
   double target = 0.05;  // the step-time error a verdict is asked for
 };
 
-// One calibration's time for a minibatch's work on one processor: what a drift changes.
-double calibrated_step_s(const Calibration& c) {
-  double total = 0;
-  for (const auto& [name, t] : c.layers) total += t.forward_s + t.fused_backward_s() + t.update_s;
-  return total;
-}
-
 // Every configuration, and the calibration, must see processors of one size: SM partitions
 // default to the largest equal share for the largest P (in multiples of 8 SMs).
 void fix_partition_size(ExecutorOptions& executor, int largest_p, bool say) {
@@ -63,12 +56,18 @@ void run(ValidateOptions& options) {
   default_hardware_for_device(options.executor, config.hardware);
   const ScheduleRequest request = make_request(config);
   const bool profiled_here = config.calibration_file.empty();
-  if (profiled_here) {
-    config.calibration = std::make_shared<const Calibration>(
-        profile_device_calibration(config, options.executor, options.repeats, !options.quiet));
-  }
   const auto data = load_data(options.executor, request.network, "train");
   ValidationOptions validation;
+  if (profiled_here) {
+    // Calibrations at the start of every round of runs (A/B/A/B), progress only for the first;
+    // on the CPU, P copies at once for P processor threads.
+    validation.calibrate = [&, said = false](int processors) mutable {
+      const bool say = !options.quiet && !said;
+      said = true;
+      return profile_device_calibration(config, options.executor, options.repeats, say,
+                                        options.executor.device == "cpu" ? processors : 1);
+    };
+  }
   validation.schedules = schedules;
   validation.processors = counts;
   validation.runs = options.runs;
@@ -79,13 +78,8 @@ void run(ValidateOptions& options) {
       validate(config, *data, validation, [&](const TaskGraph& graph) { return run_engine(engine, graph); },
                     executor_runner(options.executor, &placement));
   const auto& rows = report.rows;
-  // Calibrated before and measured after: a machine whose speed drifted in between is named
-  // (calibration, measurement, calibration again: the A/B/A check).
-  double drift = 0;
-  if (profiled_here) {
-    const Calibration after = profile_device_calibration(config, options.executor, options.repeats, false);
-    drift = calibrated_step_s(after) / calibrated_step_s(*config.calibration) - 1;
-  }
+  // A machine whose speed drifted between the first round's calibration and the last is named.
+  const double drift = report.calibration_drift;
   std::vector<std::string> verdict;  // why the errors cannot be trusted, if they cannot
   if (report.noise_floor > options.target) {
     verdict.push_back(fmt::format("identical runs spread by {:.1f}% (the noise floor), more than the {:.0f}% target",
@@ -93,7 +87,7 @@ void run(ValidateOptions& options) {
   }
   if (std::abs(drift) > options.target) {
     verdict.push_back(fmt::format("the layers' calibrated times changed by {:+.1f}% between the calibrations before "
-                                  "and after measuring",
+                                  "and after measuring (first and last round)",
                                   100 * drift));
   }
 
@@ -107,12 +101,7 @@ void run(ValidateOptions& options) {
     j["minibatches"] = config.minibatches;
     j["samples_per_microbatch"] = request.network.batch / config.microbatches;
     j["rows"] = validation_rows_json(report);
-    j["mean_abs_step_error"] = report.mean_abs_step_error;
-    j["max_abs_step_error"] = report.max_abs_step_error;
-    j["kendall_tau"] = nlohmann::ordered_json::object();
-    for (const auto& [p, t] : report.kendall_tau) j["kendall_tau"][std::to_string(p)] = t;
-    j["noise_floor"] = report.noise_floor;
-    if (profiled_here) j["calibration_drift"] = drift;
+    j.update(validation_summary_json(report));
     j["too_noisy"] = verdict;
     std::cout << j.dump(2) << "\n";
     return;
@@ -122,12 +111,13 @@ void run(ValidateOptions& options) {
                            request.network.name, config.microbatches, request.network.batch / config.microbatches,
                            config.minibatches, engine, options.executor.device);
   std::cout << "measured on " << placement << " (placement of the largest P)\n";
-  Table table({"schedule", "P", "predicted_step_ms", "measured_step_ms", "error", "noise", "predicted_speedup",
-               "measured_speedup", "predicted_peak", "measured_peak"});
+  Table table({"schedule", "P", "predicted_step_ms", "measured_step_ms", "error", "noise", "task_time_error", "replay_error",
+               "predicted_speedup", "measured_speedup", "predicted_peak", "measured_peak"});
   for (const auto& row : rows) {
     table.add_row({row.schedule, std::to_string(row.processors), fmt::format("{:.3f}", row.predicted_step_s * 1e3),
                    fmt::format("{:.3f}", row.measured_step_s * 1e3), fmt::format("{:+.1f}%", 100 * row.step_error()),
-                   fmt::format("±{:.1f}%", 100 * row.measured_spread),
+                   fmt::format("±{:.1f}%", 100 * row.measured_spread), fmt::format("{:+.1f}%", 100 * row.task_time_error),
+                   fmt::format("{:+.1f}%", 100 * row.replay_error),
                    fmt::format("{:.2f}x", row.predicted_speedup), fmt::format("{:.2f}x", row.measured_speedup),
                    human_bytes(row.predicted_peak_bytes), human_bytes(row.measured_peak_bytes)});
   }
@@ -135,8 +125,19 @@ void run(ValidateOptions& options) {
   std::cout << fmt::format("step-time error: mean {:.1f}%, largest {:.1f}%; noise floor {:.1f}% (identical runs' "
                            "half-range over their median, the median over rows)",
                            100 * report.mean_abs_step_error, 100 * report.max_abs_step_error, 100 * report.noise_floor);
-  if (profiled_here) std::cout << fmt::format("; calibration drift {:+.1f}%", 100 * drift);
+  if (profiled_here) {
+    std::cout << fmt::format("; {} calibrations, drift {:+.1f}%, spread ±{:.1f}%", report.calibrations, 100 * drift,
+                             100 * report.calibration_spread);
+  }
   std::cout << "\n";
+  for (const auto& [p, slowdown] : report.co_run_slowdown) {
+    std::cout << fmt::format("co-run: layers ran {:+.1f}% slower with {} copies at once than alone (P={} is predicted "
+                             "from those tables)\n",
+                             100 * slowdown, p, p);
+  }
+  std::cout << fmt::format("replay error (the engine fed each run's own task times, against that run: the schedule's "
+                           "model without the calibration or the machine's speed): mean {:.1f}%, largest {:.1f}%\n",
+                           100 * report.mean_abs_replay_error, 100 * report.max_abs_replay_error);
   if (schedules.size() > 1) {
     std::string line = "ranking of schedules (Kendall tau, 1 = same order):";
     for (const auto& [p, t] : report.kendall_tau) line += fmt::format(" P={} {:.2f}", p, t);
@@ -167,7 +168,7 @@ void add_validate_command(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--param", options->config.params, "key=value for the model or schedules, e.g. batch=64")->take_all();
   command->add_option("--calibration", options->config.calibration_file,
-                      "calibration table from `pipetwin profile` (default: profile first)")
+                      "calibration table from `pipetwin profile`, used throughout (default: profile at the start of every round of runs)")
       ->check(CLI::ExistingFile);
   command->add_option("--engine", options->engine, "predicting engine: systemc (default when built) or analytic");
   add_executor_options(*command, options->executor, true);
@@ -178,8 +179,9 @@ void add_validate_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   command->add_option("--runs", options->runs,
-                      "measured runs per configuration, taken in turns over the configurations (the median step time is "
-                      "kept; its spread is the noise column)")
+                      "rounds: each profiles (without --calibration), then runs every configuration once; the median "
+                      "step time is kept, its spread is the noise column, and predictions are the median over the "
+                      "rounds' calibrations")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
   command->add_flag("--json", options->json, "print the table as JSON");

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <thread>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -329,6 +330,93 @@ TEST_CASE("validation takes its runs in turns over the configurations and report
   CHECK(report.noise_floor == doctest::Approx(0.2));
 }
 
+TEST_CASE("validation calibrates before each round, predicts the rounds' median, and replays each run's task times") {
+  const Dataset data = data_for(kMlp);
+  const GraphConfig config = config_for(kMlp, "gpipe", 1, 2, 2);
+  const Network network = make_request(config).network;
+  ValidationOptions options;
+  options.schedules = {"gpipe"};
+  options.processors = {1, 2};
+  options.runs = 3;
+  // Three rounds on a machine whose speed changes: every layer's times 1x, 3x, then 2x alone, and
+  // a quarter more with two copies at once.
+  const std::vector<double> scale = {1, 3, 2};
+  const double co_run = 1.25;
+  auto calibration_at = [&](double k) {
+    Calibration c;
+    c.samples = network.batch / config.microbatches;
+    for (const auto& layer : network.layers) c.layers[layer.name] = {k * 1e-3, k * 2e-3, k * 3e-3, k * 4e-3, k * 1e-4};
+    return c;
+  };
+  std::vector<std::string> events;
+  int rounds = 0;
+  options.calibrate = [&](int processors) {
+    events.push_back("calibrate " + std::to_string(processors));
+    if (processors == 1) ++rounds;
+    return calibration_at(scale.at(rounds - 1) * (processors == 2 ? co_run : 1.0));
+  };
+  // The machine runs each task in 1.5 times the graph's cost: its measured run is the evaluator's
+  // schedule of the graph with every cost scaled so.
+  const Runner slower = [&](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
+    events.push_back("run");
+    TaskGraph scaled = g;
+    for (auto& t : scaled.tasks) t.cost_cycles = t.cost_cycles * 3 / 2;
+    TrainingRun run;
+    run.result = evaluate(scaled);
+    // An executor's transfer is timed from its copy's start: the handoffs (the link's latency)
+    // fall outside it.
+    for (const auto& t : scaled.tasks) {
+      if (t.placement == Placement::link) run.result.tasks[static_cast<std::size_t>(t.id)].start_cycles += g.links[static_cast<std::size_t>(t.resource)].latency_cycles;
+    }
+    return run;
+  };
+  const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, slower);
+  // Each round: a table per processor count, then the round's configurations (gpipe at P = 1, 2;
+  // P=1 serves both rows).
+  std::vector<std::string> expected_events;
+  for (int r = 0; r < 3; ++r) {
+    for (const char* event : {"calibrate 1", "calibrate 2", "run", "run"}) expected_events.push_back(event);
+  }
+  CHECK(events == expected_events);
+  CHECK(report.calibrations == 6);
+  CHECK(report.co_run_slowdown.at(2) == doctest::Approx(co_run - 1));
+  // Calibrated steps 1x, 3x, 2x: drift last / first - 1 = 1, spread (3 - 1) / 2 over the median 2.
+  CHECK(report.calibration_drift == doctest::Approx(1.0));
+  CHECK(report.calibration_spread == doctest::Approx(0.5));
+  REQUIRE(report.rows.size() == 2);
+  for (const auto& row : report.rows) {
+    CAPTURE(row.processors);
+    // The prediction is the median over the rounds: the 2x calibration's, from two copies at once
+    // at P = 2.
+    GraphConfig at = config;
+    at.processors = row.processors;
+    at.calibration = std::make_shared<const Calibration>(calibration_at(row.processors == 2 ? 2 * co_run : 2));
+    CHECK(row.predicted_step_s == doctest::Approx(evaluate(make_graph(at)).iteration_s));
+    // The replay of a run's own task times reproduces that run's step.
+    CHECK(row.replayed_step_s == doctest::Approx(row.measured_step_s));
+    CHECK(row.replay_error == doctest::Approx(0.0).epsilon(1e-9));
+  }
+  CHECK(report.mean_abs_replay_error == doctest::Approx(0.0).epsilon(1e-9));
+}
+
+TEST_CASE("a replay's task costs are the measured durations") {
+  const GraphConfig config = config_for(kMlp, "1f1b", 2, 2, 2);
+  const TaskGraph graph = make_graph(config);
+  Result measured;
+  for (const auto& t : graph.tasks) measured.tasks.push_back({100 * t.id, 100 * t.id + 7 + t.id});
+  const TaskGraph replay = with_measured_costs(graph, measured);
+  int transfers = 0;
+  for (const auto& t : replay.tasks) {
+    const std::int64_t handoffs = t.placement == Placement::link ? graph.links[static_cast<std::size_t>(t.resource)].latency_cycles : 0;
+    transfers += t.placement == Placement::link;
+    CHECK(t.cost_cycles == 7 + t.id + handoffs);
+    CHECK(t.memory_cycles == 0);
+  }
+  CHECK(transfers > 0);
+  measured.tasks.pop_back();
+  CHECK_THROWS_AS(with_measured_costs(graph, measured), Error);
+}
+
 TEST_CASE("validation: predicted peak memory is the measured one (the executor holds what the graph declares)") {
   const Dataset data = data_for(kLenet);
   ValidationOptions options;
@@ -381,6 +469,98 @@ TEST_CASE("keep_freed_host_memory: a 4 MiB buffer comes from the heap, not from 
   std::free(buffer);
 }
 #endif
+
+TEST_CASE("threads that spin before they sleep train the same weights, bit for bit") {
+  const Dataset data = data_for(kLenet);
+  for (const std::string schedule : {"1f1b", "pipedream", "zb-h1"}) {
+    CAPTURE(schedule);
+    const GraphConfig config = config_for(kLenet, schedule, 2, 4, 3);
+    const ScheduleRequest request = make_request(config);
+    const TaskGraph graph = make_graph(config);
+    const BatchSampler sampler(data, request.network.batch, config.microbatches, config.minibatches, 7);
+    TrainingOptions sleeping;
+    TrainingOptions spinning;
+    spinning.handoff_spin_s = 200e-6;
+    const TrainingRun a = cpu::run_cpu(graph, request.network, sampler, sleeping);
+    const TrainingRun b = cpu::run_cpu(graph, request.network, sampler, spinning);
+    REQUIRE(a.final_weights.size() == b.final_weights.size());
+    for (std::size_t l = 0; l < a.final_weights.size(); ++l) CHECK(a.final_weights[l] == b.final_weights[l]);
+  }
+  TrainingOptions negative;
+  negative.handoff_spin_s = -1e-6;
+  const GraphConfig config = config_for(kLenet, "1f1b", 2, 4, 1);
+  const ScheduleRequest request = make_request(config);
+  const BatchSampler sampler(data, request.network.batch, 4, 1, 7);
+  CHECK_THROWS_WITH_AS(cpu::run_cpu(make_graph(config), request.network, sampler, negative),
+                       doctest::Contains("the handoff spin must be from 0 to 1 second"), Error);
+}
+
+TEST_CASE("task overheads: the line through the medians of the smallest and the largest tasks") {
+  // 5 us per task and 3 us per layer, with an outlier in each group that the medians ignore.
+  std::vector<TaskOverhead> overheads;
+  for (const double noise : {0.0, 0.1e-6, -0.1e-6, 50e-6}) {
+    overheads.push_back({1, 8e-6 + noise});
+    overheads.push_back({4, 17e-6 + noise});
+    overheads.push_back({8, 29e-6 + noise});
+  }
+  Calibration c;
+  fit_task_overheads(overheads, c);
+  CHECK(c.task_overhead_s == doctest::Approx(5e-6));
+  CHECK(c.layer_overhead_s == doctest::Approx(3e-6));
+  // Smaller tasks costing more than larger ones: no negative cost per layer.
+  fit_task_overheads({{1, 40e-6}, {8, 20e-6}}, c);
+  CHECK(c.layer_overhead_s == 0);
+  CHECK(c.task_overhead_s == doctest::Approx(40e-6));
+  // One size of task: all of it per task.
+  fit_task_overheads({{5, 10e-6}, {5, 12e-6}, {5, 11e-6}}, c);
+  CHECK(c.layer_overhead_s == 0);
+  CHECK(c.task_overhead_s == doctest::Approx(11e-6));
+}
+
+TEST_CASE("a calibration of copies at once pools every copy's samples") {
+  const Dataset data = data_for(kLenet);
+  const GraphConfig config = config_for(kLenet, "sequential", 1, 2, 3);
+  // A runner that counts the copies running at the same time, and the runs.
+  std::atomic<int> running{0}, most{0}, runs{0};
+  std::vector<TrainingRun> recorded(4);  // the sequential copies, then the one-task-per-layer copies
+  const Runner counting = [&](const TaskGraph& g, const Network& n, const BatchSampler& s, const TrainingOptions& o) {
+    const int now = ++running;
+    int seen = most.load();
+    while (now > seen && !most.compare_exchange_weak(seen, now)) {
+    }
+    TrainingRun run = cpu::run_cpu(g, n, s, o);
+    // Hold until both copies have started: they overlap, however the machine schedules them.
+    while (most.load() < 2) std::this_thread::yield();
+    --running;
+    recorded[static_cast<std::size_t>(runs++)] = run;
+    return run;
+  };
+  const Calibration two = profile_layers(config, data, 4, 7, counting, {}, 2);
+  CHECK(runs.load() == 4);
+  CHECK(most.load() == 2);
+  CHECK(two.concurrent == 2);
+  // The pooled median of each layer's F is the median of both copies' samples together.
+  const TaskGraph graph = make_graph([&] {
+    GraphConfig c = config;
+    c.minibatches = 1 + std::max(1, (4 + config.microbatches - 1) / config.microbatches);
+    return c;
+  }());
+  const Network network = make_request(config).network;
+  for (std::size_t l = 0; l < network.size(); ++l) {
+    std::vector<double> samples;
+    for (int k = 0; k < 2; ++k) {
+      for (const auto& time : recorded[static_cast<std::size_t>(k)].layer_times) {
+        if (time.layer == static_cast<std::int32_t>(l) && time.kind == TaskKind::F && graph.tasks[static_cast<std::size_t>(time.task)].minibatch >= 1) {
+          samples.push_back(time.seconds);
+        }
+      }
+    }
+    CAPTURE(l);
+    CHECK(samples.size() == 2 * 4);  // two copies x (2 minibatches x 2 microbatches)
+    CHECK(two.layers.at(network.layers[l].name).forward_s == median_of(samples));
+  }
+  CHECK_THROWS_AS(profile_layers(config, data, 4, 7, counting, {}, 0), Error);
+}
 
 TEST_CASE("layer times: a fused B goes back to the linear output once, and records what a split BA and BW would cost") {
   // B = to_linear + dW + dx, BA = to_linear + dx, BW = to_linear + dW, all from one measurement:

@@ -86,3 +86,25 @@ TEST_CASE("a calibrated B costs the table's fused backward, or BA + BW where it 
   for (auto& [name, times] : calibration->layers) times.backward_s = -1;  // not measured
   CHECK(static_cast<double>(layer_work_cycles(hw, net.layers[0], TaskKind::B, 8)) == doctest::Approx(5 * cycles_per_ms));
 }
+
+TEST_CASE("a calibrated task costs its layers, its overhead, and the overhead per layer in it") {
+  HardwareProfile hw = make_hardware("cpu-core", Params());
+  const Network net = make_network("mlp", Params::parse({"widths=8,4,2", "batch=8"}));
+  auto calibration = std::make_shared<Calibration>();
+  calibration->samples = 8;
+  calibration->task_overhead_s = 5e-6;
+  calibration->layer_overhead_s = 2e-6;
+  for (const auto& layer : net.layers) calibration->layers[layer.name] = {1e-3, 2e-3, 3e-3, 4e-3, 1e-4};
+  hw.calibration = calibration;
+  const double cycles_per_s = hw.clock_hz();
+  const int L = static_cast<int>(net.size());
+  REQUIRE(L >= 2);
+  // F over every layer: L x (1 ms + 2 us) + 5 us; over one layer: 1 ms + 2 us + 5 us.
+  CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::F, 0, L - 1, 8)) ==
+        doctest::Approx((L * (1e-3 + 2e-6) + 5e-6) * cycles_per_s).epsilon(1e-6));
+  CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::F, 1, 1, 8)) ==
+        doctest::Approx((1e-3 + 2e-6 + 5e-6) * cycles_per_s).epsilon(1e-6));
+  // An update is one step for all its layers: no cost per layer.
+  CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::U, 0, L - 1, 8)) ==
+        doctest::Approx((L * 1e-4 + 5e-6) * cycles_per_s).epsilon(1e-6));
+}

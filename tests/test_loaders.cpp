@@ -49,6 +49,10 @@ TEST_CASE("calibration tables: unknown keys, repeated layers and impossible time
   const Calibration ok = calibration_from_json_text(calibration("", layer), "c.json");
   CHECK(ok.layers.at("fc1").forward_s == 1e-6);
   CHECK(ok.copy_latency_s == -1);  // not measured
+  CHECK(ok.concurrent == 1);        // older tables: timed alone
+  CHECK(calibration_from_json_text(calibration(R"(, "concurrent": 2)", layer), "c.json").concurrent == 2);
+  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "concurrent": 0)", layer), "c.json"),
+                       doctest::Contains("c.json: /concurrent: expected a number of copies from 1 to 4096"), Error);
   CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "speed": 3)", layer), "c.json"),
                        doctest::Contains("c.json: /speed: unknown key 'speed'"), Error);
   CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration("", layer + "," + layer), "c.json"),

@@ -98,7 +98,7 @@ void bind_executor(py::module_& m) {
         "Writes text to path whole or not at all: through symbolic links; a device or FIFO is written, never "
         "replaced; a directory is an error.");
   m.def("profile", [](const std::string& model, int microbatches, const ParamsArg& params, const std::string& data,
-                      const std::string& data_dir, int repeats, std::uint64_t seed) {
+                      const std::string& data_dir, int repeats, std::uint64_t seed, int concurrent) {
     const GraphConfig config = graph_config(model, "sequential", "cpu-core", 1, microbatches, 1, params, "");
     const Network network = make_request(config).network;
     const Dataset dataset = load_dataset_for(data, data_dir, network, "train");
@@ -106,12 +106,13 @@ void bind_executor(py::module_& m) {
     {
       py::gil_scoped_release release;
       keep_freed_host_memory();
-      calibration = cpu::profile_cpu(config, dataset, repeats, seed, {});
+      calibration = cpu::profile_cpu(config, dataset, repeats, seed, {}, concurrent);
     }
     return calibration_to_json_text(calibration);
   }, py::arg("model"), py::arg("microbatches") = 4, py::arg("params") = py::none(), py::arg("data") = "auto",
-     py::arg("data_dir") = kFashionMnistDir, py::arg("repeats") = 16, py::arg("seed") = 1,
-     "Times every task kind of every layer on one CPU thread; returns the calibration table as JSON text.");
+     py::arg("data_dir") = kFashionMnistDir, py::arg("repeats") = 16, py::arg("seed") = 1, py::arg("concurrent") = 1,
+     "Times every task kind of every layer on one CPU thread (with concurrent > 1: that many copies at once, the "
+     "table for as many processor threads); returns the calibration table as JSON text.");
 
   m.def("validate", [](const std::string& model, const std::vector<std::string>& schedules,
                        const std::vector<int>& processors, int microbatches, int minibatches, const ParamsArg& params,
@@ -136,7 +137,8 @@ void bind_executor(py::module_& m) {
       py::gil_scoped_release release;
       keep_freed_host_memory();
       if (calibration.empty()) {
-        config.calibration = std::make_shared<const Calibration>(cpu::profile_cpu(config, dataset, 16, seed, {}));
+        // A calibration at the start of every round of runs (A/B/A/B).
+        options.calibrate = [&](int processors) { return cpu::profile_cpu(config, dataset, 16, seed, {}, processors); };
       }
       report = cpu::validate_cpu(config, dataset, options, [&](const TaskGraph& g) {
 #ifdef PIPETWIN_HAVE_SYSTEMC
@@ -147,18 +149,21 @@ void bind_executor(py::module_& m) {
     }
     JsonDict out;
     out["rows"] = to_python(validation_rows_json(report));
-    out["mean_abs_step_error"] = report.mean_abs_step_error;
-    out["max_abs_step_error"] = report.max_abs_step_error;
-    out["kendall_tau"] = report.kendall_tau;
-    out["noise_floor"] = report.noise_floor;
+    const nlohmann::ordered_json summary = validation_summary_json(report);
+    for (const auto& [key, value] : summary.items()) {
+      if (key != "kendall_tau") out[key.c_str()] = to_python(value);
+    }
+    out["kendall_tau"] = report.kendall_tau;  // keyed by P as an int
     return out;
   }, py::arg("model"), py::arg("schedules"), py::arg("processors"), py::arg("microbatches") = 4,
      py::arg("minibatches") = 16, py::arg("params") = py::none(), py::arg("calibration") = "",
      py::arg("engine") = "systemc", py::arg("runs") = 5, py::arg("data") = "auto",
      py::arg("data_dir") = kFashionMnistDir, py::arg("learning_rate") = 0.05, py::arg("seed") = 1,
      "Predicted (from a calibration; profiled first when none is given) against measured (CPU executor) step "
-     "time, speedup and peak memory per schedule and processor count. Returns {'rows': [...], "
-     "'mean_abs_step_error', 'max_abs_step_error', 'kendall_tau': {P: tau}}.");
+     "time, speedup and peak memory per schedule and processor count, and the replay error (the engine fed each "
+     "run's own task times). Returns {'rows': [...], 'mean_abs_step_error', 'max_abs_step_error', "
+     "'mean_abs_replay_error', 'max_abs_replay_error', 'noise_floor', 'calibrations', 'calibration_drift', "
+     "'calibration_spread', 'kendall_tau': {P: tau}}.");
 }
 
 }  // namespace pipetwin::python

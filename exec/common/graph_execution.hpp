@@ -30,6 +30,7 @@
 //           clone(lane, params) -> a copy of its own on the lane's processor;
 //           stash_input(const LayerStash&) -> const Tensor&; bytes(x) for every type above.
 #pragma once
+#include <atomic>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -126,7 +127,8 @@ class GraphExecution {
 
   void worker(const std::vector<std::int32_t>& order, Lane& lane);
   void shared_link_worker(const std::vector<std::int32_t>& tasks, Lane& lane);
-  bool ready(const Task& t) const;  // under mutex_
+  bool ready(const Task& t) const;  // under mutex_, or while spinning
+  void spin_until_ready(const Task& t) const;
   std::int32_t resource_of(const Task& t) const;  // its condition variable in wake_
   void run_task(std::int32_t id, Lane& lane);  // runs, times and marks done one task
   void execute(const Task& t, Lane& lane);
@@ -145,6 +147,8 @@ class GraphExecution {
   std::int64_t stage_weight_bytes(std::int32_t stage, std::int32_t version);
   std::shared_ptr<Stash> stash(const Task& t);
   const Payload& payload(std::int32_t id) const { return *payloads_[static_cast<std::size_t>(id)]; }
+  Activation input_activation(const Task& t, Lane& lane);
+  bool takes_over(const Task& t, std::int32_t source, Carries carries) const;
   Gradient output_gradient(const Task& t, Lane& lane, bool* found);
   void keep(const Task& t, std::unique_ptr<Payload> out, std::int32_t where);
   Clock::time_point layer_begin(Lane& lane);
@@ -179,10 +183,11 @@ class GraphExecution {
   std::mutex mutex_;
   std::unique_ptr<std::condition_variable[]> wake_;  // processors, then links
   std::vector<std::vector<std::int32_t>> wakes_;
-  std::vector<char> done_;
+  std::unique_ptr<std::atomic<bool>[]> done_;  // set under `mutex_`; read without it while spinning
   std::vector<char> claimed_;  // a shared link's task some thread has taken
   std::vector<std::int32_t> dependents_left_;
-  bool failed_ = false;
+  std::map<std::pair<std::int32_t, Carries>, std::int32_t> field_readers_;  // (producer, what): dependencies
+  std::atomic<bool> failed_{false};
   std::exception_ptr error_;
 
   // Payloads: written by their task before it is marked done, read by dependents after.
@@ -302,6 +307,25 @@ void GraphExecution<B>::keep_stash(const Task& t, std::shared_ptr<Stash> kept) {
   }
 }
 
+// Whether `t` may take `source`'s output field `carries` over instead of copying it: it is that
+// field's only reader, on the processor that made it. The bytes stay accounted to the output
+// until its readers end, as the graph declares.
+template <typename B>
+bool GraphExecution<B>::takes_over(const Task& t, std::int32_t source, Carries carries) const {
+  const Task& producer = task(source);
+  const auto readers = field_readers_.find({source, carries});
+  return readers != field_readers_.end() && readers->second == 1 && producer.placement == Placement::processor &&
+         t.placement == Placement::processor && producer.resource == t.resource;
+}
+
+// A forward's input: the task before it's output, taken over where it may be, else a copy.
+template <typename B>
+typename GraphExecution<B>::Activation GraphExecution<B>::input_activation(const Task& t, Lane& lane) {
+  const std::int32_t source = the_dep(g_, t, Carries::activation).task;
+  if (takes_over(t, source, Carries::activation)) return std::move(payloads_[static_cast<std::size_t>(source)]->activation);
+  return b_.copy(lane, payload(source).activation, t.resource);
+}
+
 template <typename B>
 void GraphExecution<B>::forward(const Task& t, Lane& lane, Payload& out) {
   const std::int64_t n = g_.samples_per_microbatch;
@@ -310,7 +334,7 @@ void GraphExecution<B>::forward(const Task& t, Lane& lane, Payload& out) {
   const bool last = t.last_layer + 1 == static_cast<std::int32_t>(net_.size());
   const bool first = t.first_layer == 0;
   if (first || last) b_.load(lane, t.minibatch, t.microbatch, first ? &in : nullptr, last ? &labels : nullptr);
-  if (!first) in = b_.copy(lane, payload(the_dep(g_, t, Carries::activation).task).activation, t.resource);
+  if (!first) in = input_activation(t, lane);
   if (b_.samples_of(in) != n) throw Error("internal: forward input has " + std::to_string(b_.samples_of(in)) + " samples");
   const bool recomputed = flow_.recomputed[static_cast<std::size_t>(t.id)];
   if (recomputed) {  // keep only the stage's input; the recomputation runs the layers again from it
@@ -370,11 +394,19 @@ void GraphExecution<B>::recompute(const Task& t, Lane& lane) {
 template <typename B>
 typename B::Gradient GraphExecution<B>::output_gradient(const Task& t, Lane& lane, bool* found) {
   std::vector<const Gradient*> slices;
+  std::int32_t source = -1;
   for (const auto& d : t.deps) {
-    if (d.carries == Carries::activation_gradient) slices.push_back(&payload(d.task).input_gradient);
+    if (d.carries != Carries::activation_gradient) continue;
+    slices.push_back(&payload(d.task).input_gradient);
+    source = d.task;
   }
   *found = !slices.empty();
   if (slices.empty()) return Gradient();
+  // One producer of every sample (not a part of a split), read by this task alone on its own
+  // processor: taken over.
+  if (slices.size() == 1 && task(source).parts == 1 && takes_over(t, source, Carries::activation_gradient)) {
+    return std::move(payloads_[static_cast<std::size_t>(source)]->input_gradient);
+  }
   return b_.assemble(lane, slices, g_.samples_per_microbatch);
 }
 
@@ -388,8 +420,11 @@ void GraphExecution<B>::backward(const Task& t, Lane& lane, Payload& out) {
   bool found = false;
   for (const auto& d : t.deps) {  // a split backward: the BA of the same layers kept the gradients
     if (d.carries != Carries::output_gradients) continue;
-    const auto& kept_gradients = payload(d.task).output_gradients;
-    for (std::size_t i = 0; i < kept_gradients.size(); ++i) at_output[i] = b_.copy(lane, kept_gradients[i], t.resource);
+    auto& kept_gradients = payloads_[static_cast<std::size_t>(d.task)]->output_gradients;
+    const bool take = takes_over(t, d.task, Carries::output_gradients);
+    for (std::size_t i = 0; i < kept_gradients.size(); ++i) {
+      at_output[i] = take ? std::move(kept_gradients[i]) : b_.copy(lane, kept_gradients[i], t.resource);
+    }
     found = true;
   }
   if (!found && !last) at_output.back() = output_gradient(t, lane, &found);
@@ -658,7 +693,7 @@ std::int32_t GraphExecution<B>::resource_of(const Task& t) const {
 
 template <typename B>
 bool GraphExecution<B>::ready(const Task& t) const {
-  return std::all_of(t.deps.begin(), t.deps.end(), [&](const Dep& d) { return done_[static_cast<std::size_t>(d.task)] != 0; });
+  return std::all_of(t.deps.begin(), t.deps.end(), [&](const Dep& d) { return done_[static_cast<std::size_t>(d.task)].load(std::memory_order_acquire); });
 }
 
 template <typename B>
@@ -669,8 +704,21 @@ void GraphExecution<B>::run_task(std::int32_t id, Lane& lane) {
   finished(t);
   observers_.ended(id, Clock::now());
   std::lock_guard<std::mutex> lock(mutex_);
-  done_[static_cast<std::size_t>(id)] = 1;
+  done_[static_cast<std::size_t>(id)].store(true, std::memory_order_release);
   for (const auto r : wakes_[static_cast<std::size_t>(id)]) wake_[r].notify_all();
+}
+
+// Spins (up to options_.handoff_spin_s) until `t`'s inputs are done or the run failed.
+template <typename B>
+void GraphExecution<B>::spin_until_ready(const Task& t) const {
+  if (options_.handoff_spin_s <= 0) return;
+  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.handoff_spin_s));
+  for (std::uint32_t i = 1; !failed_.load(std::memory_order_relaxed) && !ready(t); ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if (i % 64 == 0 && Clock::now() >= until) return;
+  }
 }
 
 // A processor or an in-order link: its tasks one at a time, in order.
@@ -679,6 +727,7 @@ void GraphExecution<B>::worker(const std::vector<std::int32_t>& order, Lane& lan
   try {
     b_.enter(lane);
     for (const auto id : order) {
+      spin_until_ready(task(id));
       {
         std::unique_lock<std::mutex> lock(mutex_);
         wake_[resource_of(task(id))].wait(lock, [&] { return failed_ || ready(task(id)); });
@@ -745,7 +794,8 @@ TrainingRun GraphExecution<B>::run() {
   for (std::size_t l = 0; l < net_.size(); ++l) {
     if (stage_of_layer_[l] < 0) throw Error("graph: layer " + std::to_string(l) + " belongs to no stage");
   }
-  done_.assign(n, 0);
+  done_ = std::make_unique<std::atomic<bool>[]>(n);
+  for (std::size_t i = 0; i < n; ++i) done_[i].store(false, std::memory_order_relaxed);
   claimed_.assign(n, 0);
   wake_ = std::make_unique<std::condition_variable[]>(g_.processors.size() + g_.links.size());
   wakes_.assign(n, {});
@@ -758,6 +808,12 @@ TrainingRun GraphExecution<B>::run() {
   payloads_.resize(n);
   dependents_left_.resize(n);
   for (std::size_t i = 0; i < n; ++i) dependents_left_[i] = flow_.output_readers[i];
+  field_readers_.clear();
+  for (const auto& t : g_.tasks) {
+    for (const auto& d : t.deps) {
+      if (d.carries != Carries::order) ++field_readers_[{d.task, d.carries}];
+    }
+  }
   readers_left_ = flow_.version_readers;
   loss_sum_.assign(static_cast<std::size_t>(g_.minibatches), 0.0);
   loss_parts_.assign(static_cast<std::size_t>(g_.minibatches), 0);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -21,18 +22,26 @@ double median_of(std::vector<double> values) {
 
 Calibration calibration_from_run(const TaskGraph& graph, const Network& network, const TrainingRun& run,
                                  std::int32_t skip_minibatches) {
-  if (run.layer_times.empty()) throw Error("internal: calibration from a run without layer times");
+  return calibration_from_runs(graph, network, {run}, skip_minibatches);
+}
+
+Calibration calibration_from_runs(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
+                                  std::int32_t skip_minibatches) {
   const std::size_t L = network.size();
   std::vector<std::map<TaskKind, std::vector<double>>> seconds(L);
-  std::map<std::int32_t, double> layer_sum_s;  // per task
-  for (const auto& time : run.layer_times) {
-    const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
-    if (t.minibatch < skip_minibatches) continue;  // warm-up: cold caches, first allocations
-    seconds[static_cast<std::size_t>(time.layer)][time.kind].push_back(time.seconds);
-    // A fused B also records what a split BA and BW would cost: its own work is its B records.
-    if (time.kind == t.kind) layer_sum_s[time.task] += time.seconds;
+  std::vector<TaskOverhead> overheads;
+  for (const auto& run : runs) {
+    if (run.layer_times.empty()) throw Error("internal: calibration from a run without layer times");
+    for (const auto& time : run.layer_times) {
+      const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
+      if (t.minibatch < skip_minibatches) continue;  // warm-up: cold caches, first allocations
+      seconds[static_cast<std::size_t>(time.layer)][time.kind].push_back(time.seconds);
+    }
+    const auto more = task_overheads(graph, run, skip_minibatches);
+    overheads.insert(overheads.end(), more.begin(), more.end());
   }
   Calibration c;
+  c.concurrent = static_cast<std::int32_t>(runs.size());
   c.network = network.name;
   c.samples = graph.samples_per_microbatch;
   for (std::size_t l = 0; l < L; ++l) {
@@ -44,47 +53,100 @@ Calibration calibration_from_run(const TaskGraph& graph, const Network& network,
     if (!s[TaskKind::B].empty()) t.backward_s = median_of(s[TaskKind::B]);
     t.update_s = median_of(s[TaskKind::U]);
   }
-  // What a task costs beyond its layers: waiting for nothing, payload bookkeeping, copies.
-  std::vector<double> overhead_s;
-  for (const auto& [task, sum_s] : layer_sum_s) {
-    const TaskTiming& time = run.result.tasks[static_cast<std::size_t>(task)];
-    overhead_s.push_back(static_cast<double>(time.end_cycles - time.start_cycles) / graph.clock_hz - sum_s);
-  }
-  c.task_overhead_s = std::max(0.0, median_of(overhead_s));
+  fit_task_overheads(overheads, c);
   return c;
 }
 
-double measure_handoff_s(int repeats) {
-  // Two threads pass a token back and forth through a mutex and a condition variable, as a
-  // task's end wakes the thread of a task waiting on it.
-  std::mutex mutex;
-  std::condition_variable changed;
-  int token = 0;
-  const int rounds = std::max(50, repeats * 20);
-  std::thread other([&] {
-    for (int r = 0; r < rounds; ++r) {
-      std::unique_lock<std::mutex> lock(mutex);
-      changed.wait(lock, [&] { return token % 2 == 1; });
-      ++token;
-      changed.notify_all();
-    }
-  });
-  std::vector<double> round_trips;
-  for (int r = 0; r < rounds; ++r) {
-    const auto begin = std::chrono::steady_clock::now();
-    std::unique_lock<std::mutex> lock(mutex);
-    ++token;
-    changed.notify_all();
-    changed.wait(lock, [&] { return token % 2 == 0; });
-    round_trips.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
+std::vector<TaskOverhead> task_overheads(const TaskGraph& graph, const TrainingRun& run, std::int32_t skip_minibatches) {
+  std::map<std::int32_t, double> layer_sum_s;  // per task
+  for (const auto& time : run.layer_times) {
+    const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
+    if (t.minibatch < skip_minibatches || t.kind == TaskKind::U) continue;
+    // A fused B also records what a split BA and BW would cost: its own work is its B records.
+    if (time.kind == t.kind) layer_sum_s[time.task] += time.seconds;
   }
+  // What a task costs beyond its layers: payload bookkeeping, stashes, the steps between layers.
+  std::vector<TaskOverhead> overheads;
+  for (const auto& [task, sum_s] : layer_sum_s) {
+    const Task& t = graph.tasks[static_cast<std::size_t>(task)];
+    const TaskTiming& time = run.result.tasks[static_cast<std::size_t>(task)];
+    overheads.push_back({t.last_layer - t.first_layer + 1,
+                         static_cast<double>(time.end_cycles - time.start_cycles) / graph.clock_hz - sum_s});
+  }
+  return overheads;
+}
+
+void fit_task_overheads(const std::vector<TaskOverhead>& overheads, Calibration& calibration) {
+  std::map<std::int32_t, std::vector<double>> by_layers;
+  for (const auto& o : overheads) by_layers[o.layers].push_back(o.seconds);
+  calibration.task_overhead_s = 0;
+  calibration.layer_overhead_s = 0;
+  if (by_layers.empty()) return;
+  const auto& [fewest, few_s] = *by_layers.begin();
+  const auto& [most, many_s] = *by_layers.rbegin();
+  const double few = median_of(few_s), many = median_of(many_s);
+  if (most > fewest) calibration.layer_overhead_s = std::max(0.0, (many - few) / (most - fewest));
+  calibration.task_overhead_s = std::max(0.0, few - calibration.layer_overhead_s * fewest);
+}
+
+double measure_handoff_s(int repeats, double idle_s) {
+  // Two threads pass a token back and forth through a mutex and a condition variable per thread,
+  // as a task's end wakes the thread of a task waiting on it. Each holds the token for `idle_s`
+  // (busy, as a task would be) before passing it on, so that the other has slept that long: a
+  // thread asleep longer takes longer to wake (an idle core, or a virtual CPU, goes into a deeper
+  // halt). Steps add up every handoff, so the mean is kept, over the fastest 95% (a handoff the
+  // machine preempted for milliseconds is the machine's noise, not the executor's cost).
+  idle_s = std::clamp(idle_s, 0.0, 0.01);
+  const int rounds = std::clamp(idle_s > 0 ? static_cast<int>(0.1 / idle_s) : repeats * 20, 30, std::max(30, repeats * 20));
+  using Clock = std::chrono::steady_clock;
+  std::mutex mutex;
+  std::condition_variable wake[2];
+  int token = 0;  // whose turn: token % 2
+  Clock::time_point passed;
+  std::vector<double> latencies_s;
+  const auto hold = [idle_s] {
+    const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(idle_s));
+    while (Clock::now() < until) {
+    }
+  };
+  const auto side = [&](int me) {
+    for (int r = 0; r < rounds; ++r) {
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        wake[me].wait(lock, [&] { return token % 2 == me; });
+        if (token > 0) latencies_s.push_back(std::chrono::duration<double>(Clock::now() - passed).count());
+      }
+      hold();
+      std::lock_guard<std::mutex> lock(mutex);
+      ++token;
+      passed = Clock::now();
+      wake[1 - me].notify_one();
+    }
+  };
+  std::thread other(side, 1);
+  side(0);
   other.join();
-  return median_of(std::move(round_trips)) / 2;
+  std::sort(latencies_s.begin(), latencies_s.end());
+  latencies_s.resize(std::max<std::size_t>(1, latencies_s.size() * 95 / 100));
+  double total = 0;
+  for (const double latency : latencies_s) total += latency;
+  return total / static_cast<double>(latencies_s.size());
+}
+
+double typical_task_s(const Calibration& calibration) {
+  double forward_s = 0, backward_s = 0;
+  for (const auto& [name, t] : calibration.layers) {
+    forward_s += t.forward_s;
+    backward_s += t.fused_backward_s();
+  }
+  return (forward_s + backward_s) / 2;
 }
 
 Calibration profile_layers(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
-                           const Runner& run, const std::function<void(const std::string&)>& progress) {
+                           const Runner& run, const std::function<void(const std::string&)>& progress,
+                           int concurrent) {
   if (repeats < 1) throw Error("profile: repeats must be at least 1");
+  if (concurrent < 1) throw Error("profile: concurrent copies must be at least 1");
   const ScheduleRequest request = make_request(config);
   // Every task kind of every layer, timed inside a real run: the one-processor sequential
   // schedule, each layer's part of each task recorded; one warm-up minibatch left out.
@@ -98,15 +160,61 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
   if (progress) {
     progress("profiling " + request.network.name + ": every layer's F, BA, BW, U in a one-processor run (" +
              std::to_string(request.network.batch / config.microbatches) + " samples per task, " +
-             std::to_string(sequential.minibatches) + " minibatches)");
+             std::to_string(sequential.minibatches) + " minibatches" +
+             (concurrent > 1 ? ", " + std::to_string(concurrent) + " copies at once" : std::string()) + ")");
   }
-  const TaskGraph graph = make_graph(sequential);
-  const BatchSampler sampler(data, request.network.batch, sequential.microbatches, sequential.minibatches, seed);
   TrainingOptions options;
   options.seed = seed;
   options.record_layer_times = true;
-  const TrainingRun measured = run(graph, request.network, sampler, options);
-  Calibration calibration = calibration_from_run(graph, request.network, measured, 1);
+  // `concurrent` copies of a run at once: they share the (read-only) graph, network and data.
+  const auto run_copies = [&](const TaskGraph& graph, const BatchSampler& sampler) {
+    std::vector<TrainingRun> measured(static_cast<std::size_t>(concurrent));
+    if (concurrent == 1) {
+      measured[0] = run(graph, request.network, sampler, options);
+      return measured;
+    }
+    std::vector<std::exception_ptr> errors(measured.size());
+    std::vector<std::thread> copies;
+    for (std::size_t k = 0; k < measured.size(); ++k) {
+      copies.emplace_back([&, k] {
+        try {
+          measured[k] = run(graph, request.network, sampler, options);
+        } catch (...) {
+          errors[k] = std::current_exception();
+        }
+      });
+    }
+    for (auto& copy : copies) copy.join();
+    for (const auto& error : errors) {
+      if (error) std::rethrow_exception(error);
+    }
+    return measured;
+  };
+  const TaskGraph graph = make_graph(sequential);
+  const BatchSampler sampler(data, request.network.batch, sequential.microbatches, sequential.minibatches, seed);
+  const std::vector<TrainingRun> measured = run_copies(graph, sampler);
+  Calibration calibration = calibration_from_runs(graph, request.network, measured, 1);
+  // Sequential tasks each span the whole network, so what a task costs beyond its layers cannot
+  // be told from what each layer in it costs. A short one-processor LayerPipe run (a task per
+  // layer; one warm-up minibatch) gives the second point of the line.
+  if (request.network.size() > 1) {
+    GraphConfig per_layer = sequential;
+    per_layer.schedule = "layerpipe";
+    per_layer.minibatches = 2;
+    per_layer = without_other_schedules_params(per_layer);
+    const TaskGraph layer_graph = make_graph(per_layer);
+    const BatchSampler layer_sampler(data, request.network.batch, per_layer.microbatches, per_layer.minibatches, seed);
+    std::vector<TaskOverhead> overheads;
+    for (const auto& copy : measured) {
+      const auto more = task_overheads(graph, copy, 1);
+      overheads.insert(overheads.end(), more.begin(), more.end());
+    }
+    for (const auto& copy : run_copies(layer_graph, layer_sampler)) {
+      const auto more = task_overheads(layer_graph, copy, 1);
+      overheads.insert(overheads.end(), more.begin(), more.end());
+    }
+    fit_task_overheads(overheads, calibration);
+  }
   calibration.source = "profile of " + request.network.name;
   return calibration;
 }

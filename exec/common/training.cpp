@@ -22,6 +22,9 @@ void check_training_options(const TrainingOptions& options) {
   if (!(options.momentum >= 0 && options.momentum < 1)) {
     throw Error("momentum must be in [0, 1), got " + short_number(options.momentum));
   }
+  if (!(options.handoff_spin_s >= 0 && options.handoff_spin_s <= 1)) {
+    throw Error("the handoff spin must be from 0 to 1 second, got " + short_number(options.handoff_spin_s));
+  }
 }
 
 void check_run_inputs(const TaskGraph& graph, const Network& network, const BatchSampler& data) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "pipetwin/exec/profiling.hpp"
 #include "pipetwin/models/error.hpp"
@@ -18,22 +19,76 @@ std::int64_t max_peak(const Result& r) {
   return peak;
 }
 
-// One configuration: its graph, its prediction and its runs.
+// Half the range of `values` over their median.
+double half_range_over_median(const std::vector<double>& values) {
+  const auto [low, high] = std::minmax_element(values.begin(), values.end());
+  return (*high - *low) / 2 / median_of(values);
+}
+
+// One configuration: its schedule and processor count, and per round its prediction, its
+// measured step, and the replay of that run's task times.
 struct Configuration {
+  Configuration(std::string schedule_name, int processor_count, TaskGraph built)
+      : schedule(std::move(schedule_name)), processors(processor_count), graph(std::move(built)) {}
   std::string schedule;
-  TaskGraph graph;
-  double predicted_s = 0;
+  int processors = 0;
+  TaskGraph graph;  // built with the latest round's calibration
+  std::vector<double> predicted_s;
   std::int64_t predicted_peak = 0;
   std::vector<double> steps_s;
+  std::vector<double> replay_errors;  // per run: replayed / measured - 1
+  std::vector<double> replayed_s;
+  std::vector<double> task_time_errors;  // per run: measured processor time / calibrated - 1
   std::int64_t measured_peak = 0;
   double measured_s() const { return median_of(steps_s); }
-  double spread() const {
-    const auto [low, high] = std::minmax_element(steps_s.begin(), steps_s.end());
-    return (*high - *low) / 2 / measured_s();
-  }
+  double spread() const { return half_range_over_median(steps_s); }
 };
 
+// The processors' tasks' costs, summed.
+double processor_busy_cycles(const TaskGraph& g) {
+  double total = 0;
+  for (const auto& t : g.tasks) {
+    if (t.placement == Placement::processor) total += static_cast<double>(t.cost_cycles);
+  }
+  return total;
+}
+
+double mean_abs(const std::vector<double>& values) {
+  double total = 0;
+  for (const double v : values) total += std::abs(v);
+  return values.empty() ? 0 : total / static_cast<double>(values.size());
+}
+
+double max_abs(const std::vector<double>& values) {
+  double largest = 0;
+  for (const double v : values) largest = std::max(largest, std::abs(v));
+  return largest;
+}
+
 }  // namespace
+
+double calibrated_step_s(const Calibration& c) {
+  double total = 0;
+  for (const auto& [name, t] : c.layers) total += t.forward_s + t.fused_backward_s() + t.update_s;
+  return total;
+}
+
+TaskGraph with_measured_costs(const TaskGraph& graph, const Result& measured) {
+  if (measured.tasks.size() != graph.tasks.size()) {
+    throw Error("internal: a replay needs one measured time per task (" + std::to_string(graph.tasks.size()) +
+                " tasks, " + std::to_string(measured.tasks.size()) + " times)");
+  }
+  TaskGraph replay = graph;
+  for (auto& t : replay.tasks) {
+    const TaskTiming& time = measured.tasks[static_cast<std::size_t>(t.id)];
+    t.cost_cycles = std::max<std::int64_t>(0, time.end_cycles - time.start_cycles);
+    t.memory_cycles = 0;  // measured durations already hold whatever the memory cost
+    // A transfer's measured copy plus its link's latency: the handoffs to the link's thread and on
+    // to the consumer's, which the copy's own start and end do not contain.
+    if (t.placement == Placement::link) t.cost_cycles += replay.links[static_cast<std::size_t>(t.resource)].latency_cycles;
+  }
+  return replay;
+}
 
 nlohmann::ordered_json validation_rows_json(const ValidationReport& report) {
   auto rows = nlohmann::ordered_json::array();
@@ -41,12 +96,31 @@ nlohmann::ordered_json validation_rows_json(const ValidationReport& report) {
     rows.push_back({{"schedule", row.schedule}, {"processors", row.processors}, {"baseline", row.baseline},
                     {"predicted_step_s", row.predicted_step_s}, {"measured_step_s", row.measured_step_s},
                     {"step_error", row.step_error()}, {"measured_spread", row.measured_spread},
+                    {"replayed_step_s", row.replayed_step_s}, {"replay_error", row.replay_error},
+                    {"task_time_error", row.task_time_error},
                     {"predicted_speedup", row.predicted_speedup},
                     {"measured_speedup", row.measured_speedup},
                     {"predicted_peak_memory_bytes", row.predicted_peak_bytes},
                     {"measured_peak_memory_bytes", row.measured_peak_bytes}});
   }
   return rows;
+}
+
+nlohmann::ordered_json validation_summary_json(const ValidationReport& report) {
+  nlohmann::ordered_json j;
+  j["mean_abs_step_error"] = report.mean_abs_step_error;
+  j["max_abs_step_error"] = report.max_abs_step_error;
+  j["mean_abs_replay_error"] = report.mean_abs_replay_error;
+  j["max_abs_replay_error"] = report.max_abs_replay_error;
+  j["kendall_tau"] = nlohmann::ordered_json::object();
+  for (const auto& [p, t] : report.kendall_tau) j["kendall_tau"][std::to_string(p)] = t;
+  j["noise_floor"] = report.noise_floor;
+  j["calibrations"] = report.calibrations;
+  j["calibration_drift"] = report.calibration_drift;
+  j["calibration_spread"] = report.calibration_spread;
+  j["co_run_slowdown"] = nlohmann::ordered_json::object();
+  for (const auto& [p, slowdown] : report.co_run_slowdown) j["co_run_slowdown"][std::to_string(p)] = slowdown;
+  return j;
 }
 
 double kendall_tau(const std::vector<double>& a, const std::vector<double>& b) {
@@ -73,8 +147,30 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   if (options.runs < 1) throw Error("validate: runs must be at least 1");
   const ScheduleRequest request = make_request(config);
   const BatchSampler sampler(data, request.network.batch, config.microbatches, config.minibatches, options.training.seed);
+  // The latest round's calibration per processor count (the config's own throughout without
+  // `calibrate`).
+  std::map<int, GraphConfig> calibrated;
+  std::vector<int> counts = options.processors;
+  counts.push_back(1);
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  for (const int p : counts) calibrated[p] = config;
+  ValidationReport report;
+  std::map<int, std::vector<double>> calibrated_steps_s;  // per P, per round
+  auto recalibrate = [&](int round) {
+    for (const int p : counts) {
+      if (options.progress) {
+        options.progress("round " + std::to_string(round + 1) + "/" + std::to_string(options.runs) + ": calibrating" +
+                         (p > 1 ? " " + std::to_string(p) + " copies at once" : std::string()));
+      }
+      calibrated[p].calibration = std::make_shared<const Calibration>(options.calibrate(p));
+      calibrated_steps_s[p].push_back(calibrated_step_s(*calibrated[p].calibration));
+      ++report.calibrations;
+    }
+  };
+  if (options.calibrate) recalibrate(0);
   auto build = [&](const std::string& schedule, int processors) {
-    GraphConfig c = config;
+    GraphConfig c = calibrated.at(processors);
     c.schedule = schedule;
     c = without_other_schedules_params(c);
     c.processors = processors;
@@ -102,49 +198,84 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       one_graph = build("sequential", 1);
     }
     const std::size_t one = configurations.size();
-    configurations.push_back({baseline, std::move(one_graph), 0, 0, {}, 0});
+    configurations.emplace_back(baseline, 1, std::move(one_graph));
     for (const int p : options.processors) {
       std::size_t at = one;
       if (p != 1 || baseline != schedule) {
         at = configurations.size();
-        configurations.push_back({schedule, build(schedule, p), 0, 0, {}, 0});
+        configurations.emplace_back(schedule, p, build(schedule, p));
       }
       plans.push_back({schedule, baseline, p, one, at});
     }
   }
-  for (auto& c : configurations) {
-    const Result predicted = predict(c.graph);
-    c.predicted_s = predicted.iteration_s;
-    c.predicted_peak = max_peak(predicted);
-  }
+  auto predict_all = [&] {
+    for (auto& c : configurations) {
+      const Result predicted = predict(c.graph);
+      c.predicted_s.push_back(predicted.iteration_s);
+      // A peak can hang on timing (how far ahead forwards run): the highest over the rounds, as
+      // the measured peak is the highest over the runs.
+      c.predicted_peak = std::max(c.predicted_peak, max_peak(predicted));
+    }
+  };
   for (int r = 0; r < options.runs; ++r) {
+    if (r == 0 || options.calibrate) {
+      if (r > 0) {
+        recalibrate(r);
+        for (auto& c : configurations) c.graph = build(c.schedule, c.processors);
+      }
+      predict_all();
+    }
     for (auto& c : configurations) {
       if (options.progress) {
         options.progress("run " + std::to_string(r + 1) + "/" + std::to_string(options.runs) + ": " + c.schedule + " on " +
-                         std::to_string(c.graph.processor_count()) + " processor(s)");
+                         std::to_string(c.processors) + " processor(s)");
       }
       const TrainingRun measured = run(c.graph, request.network, sampler, options.training);
       c.steps_s.push_back(measured.result.iteration_s);
       c.measured_peak = std::max(c.measured_peak, max_peak(measured.result));
+      if (measured.result.tasks.size() == c.graph.tasks.size() && measured.result.iteration_s > 0) {
+        const double replayed_s = predict(with_measured_costs(c.graph, measured.result)).iteration_s;
+        c.replayed_s.push_back(replayed_s);
+        c.replay_errors.push_back(replayed_s / measured.result.iteration_s - 1);
+        c.task_time_errors.push_back(processor_busy_cycles(with_measured_costs(c.graph, measured.result)) /
+                                         processor_busy_cycles(c.graph) - 1);
+      }
     }
   }
-  ValidationReport report;
-  std::vector<double> spreads;
+  if (calibrated_steps_s[1].size() > 1) {
+    const std::vector<double>& alone = calibrated_steps_s[1];
+    report.calibration_drift = alone.back() / alone.front() - 1;
+    report.calibration_spread = half_range_over_median(alone);
+  }
+  for (const int p : counts) {
+    if (p == 1 || calibrated_steps_s[p].empty()) continue;
+    std::vector<double> slowdowns;
+    for (std::size_t r = 0; r < calibrated_steps_s[p].size(); ++r) {
+      slowdowns.push_back(calibrated_steps_s[p][r] / calibrated_steps_s[1][r] - 1);
+    }
+    report.co_run_slowdown[p] = median_of(slowdowns);
+  }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> spreads, step_errors, replay_errors;
   for (const auto& plan : plans) {
     const Configuration& one = configurations[plan.one];
     const Configuration& m = configurations[plan.at];
-    report.rows.push_back({plan.schedule, plan.processors, plan.baseline, m.predicted_s, m.measured_s(),
-                           one.predicted_s / m.predicted_s, one.measured_s() / m.measured_s(), m.predicted_peak,
-                           m.measured_peak, m.spread()});
-    spreads.push_back(m.spread());
+    ValidationRow row{plan.schedule, plan.processors, plan.baseline, median_of(m.predicted_s), m.measured_s(),
+                      median_of(one.predicted_s) / median_of(m.predicted_s), one.measured_s() / m.measured_s(),
+                      m.predicted_peak, m.measured_peak, m.spread()};
+    row.replayed_step_s = m.replayed_s.empty() ? nan : median_of(m.replayed_s);
+    row.replay_error = m.replay_errors.empty() ? nan : median_of(m.replay_errors);
+    row.task_time_error = m.task_time_errors.empty() ? nan : median_of(m.task_time_errors);
+    spreads.push_back(row.measured_spread);
+    step_errors.push_back(row.step_error());
+    if (!m.replay_errors.empty()) replay_errors.push_back(row.replay_error);
+    report.rows.push_back(row);
   }
   report.noise_floor = median_of(spreads);
-  double total = 0;
-  for (const auto& row : report.rows) {
-    total += std::abs(row.step_error());
-    report.max_abs_step_error = std::max(report.max_abs_step_error, std::abs(row.step_error()));
-  }
-  report.mean_abs_step_error = total / static_cast<double>(report.rows.size());
+  report.mean_abs_step_error = mean_abs(step_errors);
+  report.max_abs_step_error = max_abs(step_errors);
+  report.mean_abs_replay_error = replay_errors.empty() ? nan : mean_abs(replay_errors);
+  report.max_abs_replay_error = replay_errors.empty() ? nan : max_abs(replay_errors);
   for (const int p : options.processors) {
     std::vector<double> predicted, measured;
     for (const auto& row : report.rows) {

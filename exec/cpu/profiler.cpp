@@ -36,13 +36,16 @@ double measure_copy_bytes_per_s(int repeats) {
 }
 
 Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
-                        const std::function<void(const std::string&)>& progress) {
-  Calibration calibration = profile_layers(config, data, repeats, seed, run_cpu, progress);
+                        const std::function<void(const std::string&)>& progress, int concurrent) {
+  Calibration calibration = profile_layers(config, data, repeats, seed, run_cpu, progress, concurrent);
   calibration.device = "cpu";
-  calibration.device_name = "one CPU thread (" + kernel_libraries() + ", fp32)";
+  calibration.device_name = (concurrent == 1 ? std::string("one CPU thread")
+                                             : "one of " + std::to_string(concurrent) + " CPU threads at once") +
+                            " (" + kernel_libraries() + ", fp32)";
   if (progress) progress("measuring copy bandwidth and thread handoff latency");
   calibration.copy_bytes_per_s = measure_copy_bytes_per_s(repeats);
-  calibration.copy_latency_s = 2 * measure_handoff_s(repeats);  // producer -> link thread -> consumer
+  // producer -> link thread -> consumer, each asleep for about a task
+  calibration.copy_latency_s = 2 * measure_handoff_s(repeats, typical_task_s(calibration));
   return calibration;
 }
 

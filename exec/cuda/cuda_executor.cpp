@@ -212,7 +212,8 @@ Calibration profile_cuda(const GraphConfig& config, const Dataset& data, int rep
   Calibration calibration = profile_layers(config, data, repeats, seed, run, progress);
   if (progress) progress("measuring the GPU's copy bandwidth and latency");
   measure_copies(options, std::max(3, repeats), &calibration.copy_bytes_per_s, &calibration.copy_latency_s);
-  calibration.copy_latency_s += 2 * measure_handoff_s(repeats);  // producer -> link thread -> consumer
+  // producer -> link thread -> consumer, each asleep for about a task
+  calibration.copy_latency_s += 2 * measure_handoff_s(repeats, typical_task_s(calibration));
   calibration.device = "cuda";
   calibration.device_name = placement.empty() ? "CUDA" : placement;
   return calibration;

@@ -17,7 +17,7 @@ namespace pipetwin {
 Calibration calibration_from_json_text(const std::string& text, const std::string& source) {
   const nlohmann::json document = JsonReader::parse(text, source);
   const JsonReader root(document, source);
-  root.check_keys({"format", "device", "device_name", "network", "samples", "task_overhead_s", "copy_bytes_per_s",
+  root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "task_overhead_s", "layer_overhead_s", "copy_bytes_per_s",
                    "copy_latency_s", "layers"});
   if (root.get_string("format", "") != "pipetwin-calibration-1") {
     throw Error("calibration " + source + ": not a pipetwin calibration table (format pipetwin-calibration-1)");
@@ -39,7 +39,11 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   c.network = root.get_string("network");
   c.samples = root.get_int("samples");
   if (c.samples < 1) root.at("samples").fail("a positive number of samples");
+  const std::int64_t concurrent = root.get_int("concurrent", 1);
+  if (concurrent < 1 || concurrent > 4096) root.at("concurrent").fail("a number of copies from 1 to 4096");
+  c.concurrent = static_cast<std::int32_t>(concurrent);
   c.task_overhead_s = seconds(root, "task_overhead_s", 0.0, false);
+  c.layer_overhead_s = seconds(root, "layer_overhead_s", 0.0, false);
   c.copy_bytes_per_s = root.get_double("copy_bytes_per_s", 0.0);
   if (!(std::isfinite(c.copy_bytes_per_s) && c.copy_bytes_per_s >= 0)) root.at("copy_bytes_per_s").fail("bytes per second >= 0");
   c.copy_latency_s = seconds(root, "copy_latency_s", -1.0, true);
@@ -74,7 +78,9 @@ std::string calibration_to_json_text(const Calibration& c) {
   j["device_name"] = c.device_name;
   j["network"] = c.network;
   j["samples"] = c.samples;
+  j["concurrent"] = c.concurrent;
   j["task_overhead_s"] = c.task_overhead_s;
+  j["layer_overhead_s"] = c.layer_overhead_s;
   j["copy_bytes_per_s"] = c.copy_bytes_per_s;
   j["copy_latency_s"] = c.copy_latency_s;
   j["layers"] = nlohmann::ordered_json::array();

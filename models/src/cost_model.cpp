@@ -59,7 +59,11 @@ std::int64_t layer_work_cycles(const HardwareProfile& hw, const Layer& layer, Ta
   if (hw.cost_model == CostModelKind::unit) {
     return (kind == TaskKind::U) ? 0 : 1;
   }
-  if (calibrated) return ceil_cycles(calibrated_seconds(*hw.calibration, layer, kind, samples) * hw.clock_hz());
+  if (calibrated) {
+    // The executor's own cost between layers, measured beside the layers (an update is one step).
+    const double between_s = kind == TaskKind::U ? 0.0 : hw.calibration->layer_overhead_s;
+    return ceil_cycles((calibrated_seconds(*hw.calibration, layer, kind, samples) + between_s) * hw.clock_hz());
+  }
   const LayerWork work = layer_work(layer, kind, samples);
   if (work.flops <= 0 && work.bytes <= 0) return 0;  // nothing to launch
   const ProcessorSpec& p = hw.processor;

@@ -124,13 +124,15 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
 
 @checked
 def profile(model: PathArg, *, device: str = "cpu", microbatches: int = 4, params: Params = None, data: str = "auto",
-            data_dir: PathArg = _DATA_DIR, repeats: int = 16, seed: int = 1,
+            data_dir: PathArg = _DATA_DIR, repeats: int = 16, seed: int = 1, concurrent: int = 1,
             output: Optional[PathArg] = None) -> Dict[str, Any]:
     """Times F, BA, BW and U of every layer on one processor; returns the calibration table (a dict)
-    and writes it to `output` when given (use it as calibration=path)."""
+    and writes it to `output` when given (use it as calibration=path). concurrent > 1 times that
+    many copies at once, one per thread: the table for a pipeline of that many CPU threads, which
+    slow each other down."""
     _check_device(device)
     text = _core.profile(_path(model), microbatches=microbatches, params=_params(params), data=data, data_dir=_path(data_dir),
-                         repeats=repeats, seed=seed)
+                         repeats=repeats, seed=seed, concurrent=concurrent)
     if output is not None:
         _core.write_output_file(_path(output), text)
     table: Dict[str, Any] = json.loads(text)
@@ -146,15 +148,19 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     """Predicted (from a calibration table; profiled first without one) against measured step time,
     speedup and peak memory per schedule and processor count. Returns (table, summary): the table a
     DataFrame when pandas is installed (else a list of dicts; each row's measured_spread is the
-    half-range of its runs over their median), the summary a dict with mean_abs_step_error,
-    max_abs_step_error, kendall_tau per processor count and noise_floor (the median spread)."""
+    half-range of its runs over their median, its replay_error the engine fed each run's own task
+    times against that run), the summary a dict with mean_abs_step_error, max_abs_step_error,
+    mean_abs_replay_error, max_abs_replay_error, kendall_tau per processor count, noise_floor (the
+    median spread), and without a calibration table the number of calibration tables taken (per run,
+    one per processor count: P copies at once for P processors), the one-processor tables' drift
+    (last over first) and spread, and co_run_slowdown per P."""
     _check_device(device)
     names = [schedules] if isinstance(schedules, str) else list(schedules)
     report = _core.validate(_path(model), names, [int(p) for p in processors], microbatches=microbatches,
                             minibatches=minibatches, params=_params(params), calibration=_path(calibration),
                             engine=engine or default_engine(), runs=runs, data=data, data_dir=_path(data_dir),
                             learning_rate=learning_rate, seed=seed)
-    summary = {k: report[k] for k in ("mean_abs_step_error", "max_abs_step_error", "kendall_tau", "noise_floor")}
+    summary = {k: v for k, v in report.items() if k != "rows"}
     return frame(report["rows"]), summary
 
 

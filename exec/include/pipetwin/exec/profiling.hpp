@@ -16,22 +16,46 @@ namespace pipetwin {
 // The upper median (the middle value; of two middles, the larger), 0 when empty.
 double median_of(std::vector<double> values);
 
+// What a task took beyond its layers' recorded times (a run with `record_layer_times`), with the
+// number of layers it spans; updates are left out (one fused step for all their layers).
+struct TaskOverhead {
+  std::int32_t layers = 1;
+  double seconds = 0;
+};
+std::vector<TaskOverhead> task_overheads(const TaskGraph& graph, const TrainingRun& run, std::int32_t skip_minibatches);
+
+// The line through the median overheads of the tasks spanning the fewest and the most layers:
+// calibration.task_overhead_s per task plus calibration.layer_overhead_s per layer in it (both
+// >= 0). With one size of task, the median is all per task.
+void fit_task_overheads(const std::vector<TaskOverhead>& overheads, Calibration& calibration);
+
 // The calibration table from a run recorded with `record_layer_times` (one processor): per layer
 // and task kind the median measured time, and per task the median of what it took beyond its
 // layers (task_overhead_s); the first `skip_minibatches` minibatches are left out as warm-up.
 // Device, copy bandwidth and latency are left to the caller.
 Calibration calibration_from_run(const TaskGraph& graph, const Network& network, const TrainingRun& run,
                                  std::int32_t skip_minibatches);
+// The same from several runs of `graph` (copies run at once), their samples pooled.
+Calibration calibration_from_runs(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
+                                  std::int32_t skip_minibatches);
 
-// Seconds from one thread ending a task to another thread starting the task waiting on it (the
-// median of many mutex / condition-variable handoffs): what each hop of a transfer costs beyond
-// its copy.
-double measure_handoff_s(int repeats);
+// Seconds from one thread ending a task to another thread starting the task waiting on it: the
+// mean (over the fastest 95%) of mutex / condition-variable handoffs to a thread that has slept
+// `idle_s` (a longer sleep wakes slower). What each hop of a transfer costs beyond its copy.
+double measure_handoff_s(int repeats, double idle_s);
+
+// How long a thread of a pipeline typically waits between its tasks, for measure_handoff_s: the
+// mean of a one-processor forward and a fused backward of one microbatch, from the table.
+double typical_task_s(const Calibration& calibration);
 
 // Layer times and task overhead of `config`'s network from a one-processor sequential run of
 // about `repeats` microbatches (one warm-up minibatch more) by `run`; device, copy bandwidth and
-// latency are left for the caller.
+// latency are left for the caller. With `concurrent` > 1, that many copies of the run go at once,
+// each on threads of its own, and their samples are pooled (Calibration::concurrent). A short
+// one-processor LayerPipe run (a task per layer) beside it splits the overhead into per task and
+// per layer (fit_task_overheads).
 Calibration profile_layers(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
-                           const Runner& run, const std::function<void(const std::string&)>& progress);
+                           const Runner& run, const std::function<void(const std::string&)>& progress,
+                           int concurrent = 1);
 
 }  // namespace pipetwin

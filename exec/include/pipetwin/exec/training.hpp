@@ -25,6 +25,10 @@ struct TrainingOptions {
   std::uint64_t seed = 1;             // initial weights
   bool record_memory_timeline = false;
   bool record_layer_times = false;    // time every layer's part of every task (for calibration)
+  // How long a processor's or in-order link's thread spins, checking its next task's inputs, before
+  // it parks on its condition variable. A parked thread's wake-up costs tens of microseconds (more
+  // where an idle virtual CPU halts); a spinning one starts at once, but holds its core meanwhile.
+  double handoff_spin_s = 0;
   // Called from worker threads after each minibatch's loss is complete (minibatches done so far).
   std::function<void(std::int32_t)> on_minibatch;
   // Told every task's start and end and every allocation and free, as they happen.

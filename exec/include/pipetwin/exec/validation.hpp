@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pipetwin/exec/training.hpp"
+#include "pipetwin/models/calibration.hpp"
 #include "pipetwin/schedule/registry.hpp"
 
 namespace pipetwin {
@@ -26,6 +27,16 @@ struct ValidationRow {
   // The noise of the measurement: half the range of the runs' step times over their median. An
   // error within it cannot be told from noise.
   double measured_spread = 0;
+  // The replay: the same engine fed each run's own measured task durations (every task's end minus
+  // its start), against that run's step; the median over runs. What is left is the schedule's
+  // model alone (dependencies, handoffs, links, the steady-state window), not the calibration,
+  // and a machine's change of speed moves both sides alike. NaN when the runner gave no task times.
+  double replayed_step_s = 0;
+  double replay_error = 0;
+  // The processors' measured busy time (their tasks' durations, summed) over what the graph's
+  // calibrated costs add up to, minus 1; the median over runs. Where the step-time error is not
+  // the replay's, it is here: tasks ran slower or faster than calibrated. NaN as the replay.
+  double task_time_error = 0;
   double step_error() const { return (predicted_step_s - measured_step_s) / measured_step_s; }
 };
 
@@ -34,6 +45,16 @@ struct ValidationReport {
   double mean_abs_step_error = 0, max_abs_step_error = 0;
   std::map<int, double> kendall_tau;  // per processor count, over the schedules
   double noise_floor = 0;  // the median of the rows' measured_spread
+  double mean_abs_replay_error = 0, max_abs_replay_error = 0;  // NaN without task times
+  // With calibrations per round (ValidationOptions::calibrate): the last round's one-processor
+  // calibrated time of a minibatch over the first round's, minus 1, and the one-processor
+  // calibrations' spread (half their range over their median). 0 with one fixed calibration.
+  double calibration_drift = 0, calibration_spread = 0;
+  int calibrations = 0;  // tables taken by validate (0: the config's own calibration throughout)
+  // Per processor count P > 1 with its own calibrations: the median over rounds of how much
+  // slower a minibatch's layers ran with P copies at once than alone (the P table's calibrated
+  // step over the same round's one-processor table's, minus 1).
+  std::map<int, double> co_run_slowdown;
 };
 
 struct ValidationOptions {
@@ -43,6 +64,15 @@ struct ValidationOptions {
   // configurations (run 1 of each, then run 2 of each, ...), so that a machine whose speed drifts
   // slows every configuration alike.
   int runs = 5;
+  // When set, each round of runs starts with calibrations (calibrate, run every configuration,
+  // calibrate, ...: A/B/A/B), and a configuration's prediction is the median of its predictions
+  // from every round's. Calibration and measurement then sample the same stretch of the machine's
+  // time; one calibration before the runs would carry its moment's speed into every prediction.
+  // `calibrate(P)` is asked once per round for every processor count P (1 included, for the
+  // baselines), and the configurations with P processors are predicted from its table: an
+  // executor whose processors share a machine (CPU threads) times P copies at once there. When
+  // empty, the config's calibration is used throughout.
+  std::function<Calibration(int processors)> calibrate;
   TrainingOptions training;
   std::function<void(const std::string&)> progress;  // a line per configuration, or empty
 };
@@ -56,8 +86,20 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
                           const Predictor& predict, const Runner& run);
 // The rows as JSON objects, one per configuration (`pipetwin validate --json` and Python's
 // pipetwin.validate): schedule, processors, baseline, predicted/measured step time, step error,
-// the measurement's spread, speedups and peak memory.
+// the measurement's spread, the replay's step and error, speedups and peak memory.
 nlohmann::ordered_json validation_rows_json(const ValidationReport& report);
+// The report's summary figures as JSON: mean and largest step and replay errors, Kendall tau per
+// P, noise floor and calibration drift (shared by the CLI's --json and Python).
+nlohmann::ordered_json validation_summary_json(const ValidationReport& report);
+
+// One calibration's time for a minibatch's work on one processor (every layer's F, B and U): what
+// a drift of the machine's speed changes.
+double calibrated_step_s(const Calibration& c);
+
+// `graph` with each task's cost set to its measured duration in `measured` (end minus start, in
+// the graph's cycles) and no separate memory traffic: what an engine replays. A transfer also
+// keeps its link's latency (the modelled handoffs between threads, outside its measured copy).
+TaskGraph with_measured_costs(const TaskGraph& graph, const Result& measured);
 
 // Kendall's tau-b of two orderings of the same items: (concordant - discordant) /
 // sqrt((pairs - pairs tied in a) (pairs - pairs tied in b)); NaN when either is all ties (say, one

@@ -29,7 +29,12 @@ struct Calibration {
   std::string device_name;        // what it ran on, for the record
   std::string network;            // the network it was measured on
   std::int64_t samples = 1;       // samples per task when measured
+  // Copies of the work timed at once, one per thread (1: alone). A table for P processors on one
+  // machine is taken with P copies, so that it holds what they cost each other: a shared cache
+  // and memory bandwidth, a lower all-core clock, SMT or a hypervisor's siblings.
+  std::int32_t concurrent = 1;
   double task_overhead_s = 0;     // per task, beyond its layers' times (the engine's own cost)
+  double layer_overhead_s = 0;    // and per layer in a task other than an update (between layers)
   double copy_bytes_per_s = 0;    // transfers, offload and reload (0: keep the profile's links)
   double copy_latency_s = -1;     // per transfer hop, beyond the copy (< 0: keep the profile's)
   std::map<std::string, LayerTimes> layers;  // by layer name

@@ -16,9 +16,10 @@ double measure_copy_bytes_per_s(int repeats);
 
 // The whole calibration of `config`'s network on the CPU: layer times and task overhead from a
 // one-processor sequential run of about `repeats` microbatches (one warm-up minibatch more), then
-// copy bandwidth and latency. `progress` gets a line per phase (may be empty).
+// copy bandwidth and latency. `progress` gets a line per phase (may be empty). `concurrent`: copies
+// of the run timed at once (Calibration::concurrent), a table for that many processor threads.
 Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
-                        const std::function<void(const std::string&)>& progress);
+                        const std::function<void(const std::string&)>& progress, int concurrent = 1);
 
 struct Accuracy {
   double loss = 0;      // mean over the samples
