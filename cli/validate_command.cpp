@@ -29,6 +29,7 @@ struct ValidateOptions {
   std::string engine;
   int repeats = 16;
   int runs = 5;
+  int max_runs = 0;
   bool json = false;
   bool quiet = false;
   double target = 0.05;  // the step-time error a verdict is asked for
@@ -71,6 +72,8 @@ void run(ValidateOptions& options) {
   validation.schedules = schedules;
   validation.processors = counts;
   validation.runs = options.runs;
+  validation.max_runs = options.max_runs;
+  validation.ci_target = options.target;
   validation.training = training_options(options.executor);
   if (!options.quiet) validation.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
   std::string placement;
@@ -81,9 +84,10 @@ void run(ValidateOptions& options) {
   // A machine whose speed drifted between the first round's calibration and the last is named.
   const double drift = report.calibration_drift;
   std::vector<std::string> verdict;  // why the errors cannot be trusted, if they cannot
-  if (report.noise_floor > options.target) {
-    verdict.push_back(fmt::format("identical runs spread by {:.1f}% (the noise floor), more than the {:.0f}% target",
-                                  100 * report.noise_floor, 100 * options.target));
+  if (!(report.error_ci <= options.target)) {
+    verdict.push_back(fmt::format("after {} rounds the step errors are known to ±{:.1f}% (95% confidence, the median over "
+                                  "rows; identical runs spread by {:.1f}%), wider than the {:.0f}% target",
+                                  report.rounds, 100 * report.error_ci, 100 * report.noise_floor, 100 * options.target));
   }
   if (std::abs(drift) > options.target) {
     verdict.push_back(fmt::format("the layers' calibrated times changed by {:+.1f}% between the calibrations before "
@@ -111,20 +115,21 @@ void run(ValidateOptions& options) {
                            request.network.name, config.microbatches, request.network.batch / config.microbatches,
                            config.minibatches, engine, options.executor.device);
   std::cout << "measured on " << placement << " (placement of the largest P)\n";
-  Table table({"schedule", "P", "predicted_step_ms", "measured_step_ms", "error", "noise", "task_time_error", "replay_error",
+  Table table({"schedule", "P", "predicted_step_ms", "measured_step_ms", "error", "error_ci", "noise", "task_time_error", "replay_error",
                "predicted_speedup", "measured_speedup", "predicted_peak", "measured_peak"});
   for (const auto& row : rows) {
     table.add_row({row.schedule, std::to_string(row.processors), fmt::format("{:.3f}", row.predicted_step_s * 1e3),
                    fmt::format("{:.3f}", row.measured_step_s * 1e3), fmt::format("{:+.1f}%", 100 * row.step_error()),
-                   fmt::format("±{:.1f}%", 100 * row.measured_spread), fmt::format("{:+.1f}%", 100 * row.task_time_error),
+                   fmt::format("±{:.1f}%", 100 * row.error_ci), fmt::format("±{:.1f}%", 100 * row.measured_spread), fmt::format("{:+.1f}%", 100 * row.task_time_error),
                    fmt::format("{:+.1f}%", 100 * row.replay_error),
                    fmt::format("{:.2f}x", row.predicted_speedup), fmt::format("{:.2f}x", row.measured_speedup),
                    human_bytes(row.predicted_peak_bytes), human_bytes(row.measured_peak_bytes)});
   }
   table.print(std::cout);
-  std::cout << fmt::format("step-time error: mean {:.1f}%, largest {:.1f}%; noise floor {:.1f}% (identical runs' "
-                           "half-range over their median, the median over rows)",
-                           100 * report.mean_abs_step_error, 100 * report.max_abs_step_error, 100 * report.noise_floor);
+  std::cout << fmt::format("step-time error: mean {:.1f}%, largest {:.1f}%, known to ±{:.1f}% ({} rounds); noise "
+                           "floor {:.1f}% (identical runs' half-range over their median, the median over rows)",
+                           100 * report.mean_abs_step_error, 100 * report.max_abs_step_error, 100 * report.error_ci,
+                           report.rounds, 100 * report.noise_floor);
   if (profiled_here) {
     std::cout << fmt::format("; {} calibrations, drift {:+.1f}%, spread ±{:.1f}%", report.calibrations, 100 * drift,
                              100 * report.calibration_spread);
@@ -145,7 +150,7 @@ void run(ValidateOptions& options) {
   }
   for (const auto& reason : verdict) {
     std::cout << "too noisy to judge a " << fmt::format("{:.0f}%", 100 * options.target) << " error: " << reason
-              << "; run it on a quieter machine, or with more --runs\n";
+              << "; run it on a quieter machine, or with more --runs or --max-runs\n";
   }
 }
 
@@ -174,8 +179,9 @@ void add_validate_command(CLI::App& app) {
   add_executor_options(*command, options->executor, true);
   command->add_option("--repeats", options->repeats, "profiling: timings per task kind and layer")->capture_default_str();
   command->add_option("--target", options->target,
-                      "the step-time error to judge (a fraction): when identical runs spread more, or the machine's "
-                      "speed drifts more between calibrating and measuring, the output says the errors cannot be trusted")
+                      "the step-time error to judge (a fraction): when the errors' 95% confidence interval is wider, or the "
+                      "machine's speed drifts more between the first and last calibration, the output says the errors "
+                      "cannot be trusted; --max-runs adds rounds until the interval is this narrow")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   command->add_option("--runs", options->runs,
@@ -184,6 +190,11 @@ void add_validate_command(CLI::App& app) {
                       "rounds' calibrations")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
+  command->add_option("--max-runs", options->max_runs,
+                      "keep adding rounds after --runs until every row's step error is known within --target (95% "
+                      "confidence of the medians), up to this many rounds (0: exactly --runs)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
   command->add_flag("--json", options->json, "print the table as JSON");
   command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");
   command->callback([options] { run(*options); });

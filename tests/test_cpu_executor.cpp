@@ -328,6 +328,46 @@ TEST_CASE("validation takes its runs in turns over the configurations and report
   // Spreads: gpipe 1 0.2/1.0, gpipe 2 0.1/0.6, 1f1b 1 (1.0, 1.1, 0.9) 0.1/1.0, 1f1b 2 (0.5, 0.6, 0.4)
   // 0.1/0.5; their median (the upper of the two middle ones, as median_of takes) is 0.2.
   CHECK(report.noise_floor == doctest::Approx(0.2));
+  // Three runs: the 95% interval of a median spans them all, (0.7 - 0.5) / 2 over 0.6.
+  CHECK(gpipe2.error_ci == doctest::Approx(0.1 / 0.6));
+  CHECK(report.rounds == 3);
+}
+
+TEST_CASE("the median's 95% interval, and rounds added until the errors are known within the target") {
+  // 1..20: Binomial(20, 1/2) puts 2.1% below rank 6 and 2.1% above rank 15, so the 6th and 16th
+  // values bound the median (11, the upper middle) with about 96%: (16 - 6) / 2 / 11.
+  std::vector<double> ranks;
+  for (int i = 20; i >= 1; --i) ranks.push_back(i);
+  CHECK(median_ci_half_width(ranks) == doctest::Approx(5.0 / 11.0));
+  CHECK(std::isinf(median_ci_half_width({1.0})));
+
+  const Dataset data = data_for(kMlp);
+  ValidationOptions options;
+  options.schedules = {"gpipe"};
+  options.processors = {1};
+  options.runs = 2;
+  options.max_runs = 9;
+  options.ci_target = 0.05;
+  int calls = 0;
+  const auto scripted = [&](std::vector<double> steps_s) {
+    return Runner([&calls, steps_s](const TaskGraph&, const Network&, const BatchSampler&, const TrainingOptions&) {
+      TrainingRun run;
+      run.result.iteration_s = steps_s[static_cast<std::size_t>(calls++) % steps_s.size()];
+      return run;
+    });
+  };
+  const auto predict = [](const TaskGraph& g) { return evaluate(g); };
+  const GraphConfig config = config_for(kMlp, "gpipe", 1, 2, 2);
+  // A steady machine: known exactly after the two runs asked for.
+  CHECK(validate(config, data, options, predict, scripted({1.0})).rounds == 2);
+  // A machine that alternates 1 s and 2 s: never within 5%, so all nine rounds.
+  calls = 0;
+  const ValidationReport noisy = validate(config, data, options, predict, scripted({1.0, 2.0}));
+  CHECK(noisy.rounds == 9);
+  CHECK(calls == 9);
+  CHECK(noisy.error_ci > 0.05);
+  options.max_runs = 1;
+  CHECK_THROWS_AS(validate(config, data, options, predict, scripted({1.0})), Error);
 }
 
 TEST_CASE("validation calibrates before each round, predicts the rounds' median, and replays each run's task times") {

@@ -117,7 +117,8 @@ void bind_executor(py::module_& m) {
   m.def("validate", [](const std::string& model, const std::vector<std::string>& schedules,
                        const std::vector<int>& processors, int microbatches, int minibatches, const ParamsArg& params,
                        const std::string& calibration, const std::string& engine, int runs, const std::string& data,
-                       const std::string& data_dir, double learning_rate, std::uint64_t seed) {
+                       const std::string& data_dir, double learning_rate, std::uint64_t seed, int max_runs,
+                       double target) {
     GraphConfig config = graph_config(model, schedules.empty() ? "sequential" : schedules.front(), "cpu-core", 1,
                                       microbatches, minibatches, params, calibration);
     const Network network = make_request(config).network;
@@ -130,6 +131,8 @@ void bind_executor(py::module_& m) {
     options.schedules = schedules;
     options.processors = processors;
     options.runs = runs;
+    options.max_runs = max_runs;
+    options.ci_target = target;
     options.training.learning_rate = learning_rate;
     options.training.seed = seed;
     ValidationReport report;
@@ -159,11 +162,13 @@ void bind_executor(py::module_& m) {
      py::arg("minibatches") = 16, py::arg("params") = py::none(), py::arg("calibration") = "",
      py::arg("engine") = "systemc", py::arg("runs") = 5, py::arg("data") = "auto",
      py::arg("data_dir") = kFashionMnistDir, py::arg("learning_rate") = 0.05, py::arg("seed") = 1,
+     py::arg("max_runs") = 0, py::arg("target") = 0.05,
      "Predicted (from a calibration; profiled first when none is given) against measured (CPU executor) step "
      "time, speedup and peak memory per schedule and processor count, and the replay error (the engine fed each "
      "run's own task times). Returns {'rows': [...], 'mean_abs_step_error', 'max_abs_step_error', "
      "'mean_abs_replay_error', 'max_abs_replay_error', 'noise_floor', 'calibrations', 'calibration_drift', "
-     "'calibration_spread', 'kendall_tau': {P: tau}}.");
+     "'calibration_spread', 'co_run_slowdown': {P: slowdown}, 'error_ci', 'rounds', 'kendall_tau': {P: tau}}. "
+     "With max_runs > runs, rounds are added until every row's error is known within target (95% confidence).");
 }
 
 }  // namespace pipetwin::python

@@ -42,6 +42,13 @@ struct Configuration {
   std::int64_t measured_peak = 0;
   double measured_s() const { return median_of(steps_s); }
   double spread() const { return half_range_over_median(steps_s); }
+  // The step error's 95% confidence half-width: the measured median's and, with a calibration
+  // per round, the predicted median's, added in quadrature.
+  double error_ci() const {
+    const double measured = median_ci_half_width(steps_s);
+    const double predicted = predicted_s.size() > 1 ? median_ci_half_width(predicted_s) : 0.0;
+    return std::sqrt(measured * measured + predicted * predicted);
+  }
 };
 
 // The processors' tasks' costs, summed.
@@ -66,6 +73,18 @@ double max_abs(const std::vector<double>& values) {
 }
 
 }  // namespace
+
+double median_ci_half_width(std::vector<double> values) {
+  const std::size_t n = values.size();
+  if (n < 2) return std::numeric_limits<double>::infinity();
+  std::sort(values.begin(), values.end());
+  // Distribution-free: the median lies between the order statistics of ranks n/2 -+ 1.96 sqrt(n)/2
+  // with about 95% probability (the binomial's normal approximation).
+  const double reach = 0.98 * std::sqrt(static_cast<double>(n));
+  const auto lower = static_cast<std::size_t>(std::max(0.0, std::floor(static_cast<double>(n) / 2 - reach)));
+  const auto upper = std::min(n - 1, static_cast<std::size_t>(std::ceil(static_cast<double>(n) / 2 + reach)));
+  return (values[upper] - values[lower]) / 2 / median_of(values);
+}
 
 double calibrated_step_s(const Calibration& c) {
   double total = 0;
@@ -95,7 +114,8 @@ nlohmann::ordered_json validation_rows_json(const ValidationReport& report) {
   for (const auto& row : report.rows) {
     rows.push_back({{"schedule", row.schedule}, {"processors", row.processors}, {"baseline", row.baseline},
                     {"predicted_step_s", row.predicted_step_s}, {"measured_step_s", row.measured_step_s},
-                    {"step_error", row.step_error()}, {"measured_spread", row.measured_spread},
+                    {"step_error", row.step_error()}, {"error_ci", row.error_ci},
+                    {"measured_spread", row.measured_spread},
                     {"replayed_step_s", row.replayed_step_s}, {"replay_error", row.replay_error},
                     {"task_time_error", row.task_time_error},
                     {"predicted_speedup", row.predicted_speedup},
@@ -115,6 +135,8 @@ nlohmann::ordered_json validation_summary_json(const ValidationReport& report) {
   j["kendall_tau"] = nlohmann::ordered_json::object();
   for (const auto& [p, t] : report.kendall_tau) j["kendall_tau"][std::to_string(p)] = t;
   j["noise_floor"] = report.noise_floor;
+  j["error_ci"] = report.error_ci;
+  j["rounds"] = report.rounds;
   j["calibrations"] = report.calibrations;
   j["calibration_drift"] = report.calibration_drift;
   j["calibration_spread"] = report.calibration_spread;
@@ -145,6 +167,11 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   if (options.schedules.empty()) throw Error("validate: give at least one schedule");
   if (options.processors.empty()) throw Error("validate: give at least one processor count");
   if (options.runs < 1) throw Error("validate: runs must be at least 1");
+  if (options.max_runs != 0 && options.max_runs < options.runs) {
+    throw Error("validate: the most runs (" + std::to_string(options.max_runs) + ") must be at least the runs (" +
+                std::to_string(options.runs) + "), or 0");
+  }
+  const int most_runs = std::max(options.runs, options.max_runs);
   const ScheduleRequest request = make_request(config);
   const BatchSampler sampler(data, request.network.batch, config.microbatches, config.minibatches, options.training.seed);
   // The latest round's calibration per processor count (the config's own throughout without
@@ -160,7 +187,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   auto recalibrate = [&](int round) {
     for (const int p : counts) {
       if (options.progress) {
-        options.progress("round " + std::to_string(round + 1) + "/" + std::to_string(options.runs) + ": calibrating" +
+        options.progress("round " + std::to_string(round + 1) + "/" + std::to_string(most_runs) + ": calibrating" +
                          (p > 1 ? " " + std::to_string(p) + " copies at once" : std::string()));
       }
       calibrated[p].calibration = std::make_shared<const Calibration>(options.calibrate(p));
@@ -217,7 +244,16 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       c.predicted_peak = std::max(c.predicted_peak, max_peak(predicted));
     }
   };
-  for (int r = 0; r < options.runs; ++r) {
+  // Rounds until --runs are done and, with max_runs, until every configuration's error is known
+  // within the target (or max_runs are done).
+  const auto settled = [&] {
+    for (const auto& c : configurations) {
+      if (!(c.error_ci() <= options.ci_target)) return false;
+    }
+    return true;
+  };
+  for (int r = 0; r < most_runs && (r < options.runs || !settled()); ++r) {
+    ++report.rounds;
     if (r == 0 || options.calibrate) {
       if (r > 0) {
         recalibrate(r);
@@ -227,7 +263,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     }
     for (auto& c : configurations) {
       if (options.progress) {
-        options.progress("run " + std::to_string(r + 1) + "/" + std::to_string(options.runs) + ": " + c.schedule + " on " +
+        options.progress("run " + std::to_string(r + 1) + "/" + std::to_string(most_runs) + ": " + c.schedule + " on " +
                          std::to_string(c.processors) + " processor(s)");
       }
       const TrainingRun measured = run(c.graph, request.network, sampler, options.training);
@@ -256,7 +292,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     report.co_run_slowdown[p] = median_of(slowdowns);
   }
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  std::vector<double> spreads, step_errors, replay_errors;
+  std::vector<double> spreads, step_errors, replay_errors, cis;
   for (const auto& plan : plans) {
     const Configuration& one = configurations[plan.one];
     const Configuration& m = configurations[plan.at];
@@ -266,12 +302,15 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     row.replayed_step_s = m.replayed_s.empty() ? nan : median_of(m.replayed_s);
     row.replay_error = m.replay_errors.empty() ? nan : median_of(m.replay_errors);
     row.task_time_error = m.task_time_errors.empty() ? nan : median_of(m.task_time_errors);
+    row.error_ci = m.error_ci();
+    cis.push_back(row.error_ci);
     spreads.push_back(row.measured_spread);
     step_errors.push_back(row.step_error());
     if (!m.replay_errors.empty()) replay_errors.push_back(row.replay_error);
     report.rows.push_back(row);
   }
   report.noise_floor = median_of(spreads);
+  report.error_ci = median_of(cis);
   report.mean_abs_step_error = mean_abs(step_errors);
   report.max_abs_step_error = max_abs(step_errors);
   report.mean_abs_replay_error = replay_errors.empty() ? nan : mean_abs(replay_errors);

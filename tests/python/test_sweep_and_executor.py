@@ -34,6 +34,18 @@ def test_training_from_python_reduces_the_loss_and_reports_the_schedule_it_ran()
     assert t.test_accuracy is None
 
 
+def test_profile_of_copies_at_once(tmp_path):
+    alone = pipetwin.profile("mlp", params={"widths": "32,16,8", "batch": 8}, data="synthetic", repeats=4)
+    two = pipetwin.profile("mlp", params={"widths": "32,16,8", "batch": 8}, data="synthetic", repeats=4, concurrent=2,
+                           output=tmp_path / "two.json")
+    assert alone["concurrent"] == 1 and two["concurrent"] == 2
+    assert [layer["name"] for layer in two["layers"]] == [layer["name"] for layer in alone["layers"]]
+    assert two["task_overhead_s"] >= 0 and two["layer_overhead_s"] >= 0
+    graph = pipetwin.build_graph("mlp", "1f1b", "cpu-core", 2, 4, 2, params={"widths": "32,16,8", "batch": 8},
+                                 calibration=str(tmp_path / "two.json"))
+    assert pipetwin.simulate(graph).iteration_s > 0
+
+
 def test_validate_from_python_and_its_plot():
     table, summary = pipetwin.validate("mlp", ["gpipe", "1f1b"], [1, 2], minibatches=4, runs=1,
                                        params={"widths": "32,16,8", "batch": 8}, data="synthetic")
@@ -42,6 +54,13 @@ def test_validate_from_python_and_its_plot():
     errors = (table["predicted_step_s"] - table["measured_step_s"]) / table["measured_step_s"]
     assert summary["mean_abs_step_error"] == pytest.approx(errors.abs().mean())
     assert set(summary["kendall_tau"]) == {1, 2}
+    # Profiled here: a table per processor count (two copies at once for P = 2) in the one round,
+    # and each run replayed from its own task times.
+    assert summary["calibrations"] == 2
+    assert set(summary["co_run_slowdown"]) == {"2"}
+    replays = table["replayed_step_s"] / table["measured_step_s"] - 1
+    assert list(table["replay_error"]) == pytest.approx(list(replays))
+    assert summary["mean_abs_replay_error"] == pytest.approx(replays.abs().mean())
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
     from pipetwin import plotting

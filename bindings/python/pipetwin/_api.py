@@ -144,7 +144,7 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
              device: str = "cpu", microbatches: int = 4, minibatches: int = 16, params: Params = None,
              calibration: PathArg = "", engine: Optional[str] = None, runs: int = 5, data: str = "auto",
              data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
-             seed: int = 1) -> Tuple[Table, Dict[str, Any]]:
+             seed: int = 1, max_runs: int = 0, target: float = 0.05) -> Tuple[Table, Dict[str, Any]]:
     """Predicted (from a calibration table; profiled first without one) against measured step time,
     speedup and peak memory per schedule and processor count. Returns (table, summary): the table a
     DataFrame when pandas is installed (else a list of dicts; each row's measured_spread is the
@@ -153,13 +153,15 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     mean_abs_replay_error, max_abs_replay_error, kendall_tau per processor count, noise_floor (the
     median spread), and without a calibration table the number of calibration tables taken (per run,
     one per processor count: P copies at once for P processors), the one-processor tables' drift
-    (last over first) and spread, and co_run_slowdown per P."""
+    (last over first) and spread, co_run_slowdown per P, error_ci (the median over rows of each
+    step error's 95% confidence half-width) and rounds. With max_runs > runs, rounds are added until
+    every row's error is known within target, or max_runs rounds are done."""
     _check_device(device)
     names = [schedules] if isinstance(schedules, str) else list(schedules)
     report = _core.validate(_path(model), names, [int(p) for p in processors], microbatches=microbatches,
                             minibatches=minibatches, params=_params(params), calibration=_path(calibration),
                             engine=engine or default_engine(), runs=runs, data=data, data_dir=_path(data_dir),
-                            learning_rate=learning_rate, seed=seed)
+                            learning_rate=learning_rate, seed=seed, max_runs=max_runs, target=target)
     summary = {k: v for k, v in report.items() if k != "rows"}
     return frame(report["rows"]), summary
 

@@ -212,9 +212,9 @@ def networks() -> list[dict[str, typing.Any]]:
     """
     The built-in networks: name, description and parameters of each.
     """
-def profile(model: str, microbatches: typing.SupportsInt | typing.SupportsIndex = 4, params: dict[str, typing.Any] | collections.abc.Iterable[str] | None = None, data: str = 'auto', data_dir: str = '/usr/share/datasets/fashion-mnist', repeats: typing.SupportsInt | typing.SupportsIndex = 16, seed: typing.SupportsInt | typing.SupportsIndex = 1) -> str:
+def profile(model: str, microbatches: typing.SupportsInt | typing.SupportsIndex = 4, params: dict[str, typing.Any] | collections.abc.Iterable[str] | None = None, data: str = 'auto', data_dir: str = '/usr/share/datasets/fashion-mnist', repeats: typing.SupportsInt | typing.SupportsIndex = 16, seed: typing.SupportsInt | typing.SupportsIndex = 1, concurrent: typing.SupportsInt | typing.SupportsIndex = 1) -> str:
     """
-    Times every task kind of every layer on one CPU thread; returns the calibration table as JSON text.
+    Times every task kind of every layer on one CPU thread (with concurrent > 1: that many copies at once, the table for as many processor threads); returns the calibration table as JSON text.
     """
 def run_engine(graph: Graph, engine: str = 'systemc', memory_timeline: bool = False) -> Result:
     """
@@ -242,7 +242,7 @@ def train(graph: Graph, data: str = 'auto', data_dir: str = '/usr/share/datasets
     """
 def validate(model: str, schedules: collections.abc.Sequence[str], processors: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], microbatches: typing.SupportsInt | typing.SupportsIndex = 4, minibatches: typing.SupportsInt | typing.SupportsIndex = 16, params: dict[str, typing.Any] | collections.abc.Iterable[str] | None = None, calibration: str = '', engine: str = 'systemc', runs: typing.SupportsInt | typing.SupportsIndex = 5, data: str = 'auto', data_dir: str = '/usr/share/datasets/fashion-mnist', learning_rate: typing.SupportsFloat | typing.SupportsIndex = 0.05, seed: typing.SupportsInt | typing.SupportsIndex = 1) -> dict[str, typing.Any]:
     """
-    Predicted (from a calibration; profiled first when none is given) against measured (CPU executor) step time, speedup and peak memory per schedule and processor count. Returns {'rows': [...], 'mean_abs_step_error', 'max_abs_step_error', 'kendall_tau': {P: tau}}.
+    Predicted (from a calibration; profiled first when none is given) against measured (CPU executor) step time, speedup and peak memory per schedule and processor count, and the replay error (the engine fed each run's own task times). Returns {'rows': [...], 'mean_abs_step_error', 'max_abs_step_error', 'mean_abs_replay_error', 'max_abs_replay_error', 'noise_floor', 'calibrations', 'calibration_drift', 'calibration_spread', 'kendall_tau': {P: tau}}.
     """
 def write_output_file(path: str, text: str) -> None:
     """

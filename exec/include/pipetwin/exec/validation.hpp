@@ -37,6 +37,10 @@ struct ValidationRow {
   // calibrated costs add up to, minus 1; the median over runs. Where the step-time error is not
   // the replay's, it is here: tasks ran slower or faster than calibrated. NaN as the replay.
   double task_time_error = 0;
+  // The step error's 95% confidence half-width (a fraction): the measured median's (order
+  // statistics of the runs) and, with a calibration per round, the predicted median's, in
+  // quadrature. Infinite with one run.
+  double error_ci = 0;
   double step_error() const { return (predicted_step_s - measured_step_s) / measured_step_s; }
 };
 
@@ -45,6 +49,8 @@ struct ValidationReport {
   double mean_abs_step_error = 0, max_abs_step_error = 0;
   std::map<int, double> kendall_tau;  // per processor count, over the schedules
   double noise_floor = 0;  // the median of the rows' measured_spread
+  double error_ci = 0;     // the median of the rows' error_ci
+  int rounds = 0;          // rounds of runs taken (runs per configuration)
   double mean_abs_replay_error = 0, max_abs_replay_error = 0;  // NaN without task times
   // With calibrations per round (ValidationOptions::calibrate): the last round's one-processor
   // calibrated time of a minibatch over the first round's, minus 1, and the one-processor
@@ -64,6 +70,10 @@ struct ValidationOptions {
   // configurations (run 1 of each, then run 2 of each, ...), so that a machine whose speed drifts
   // slows every configuration alike.
   int runs = 5;
+  // With max_runs > runs: more rounds after `runs`, until every configuration's error_ci is at
+  // most ci_target, or max_runs rounds are done. 0: exactly `runs`.
+  int max_runs = 0;
+  double ci_target = 0.05;
   // When set, each round of runs starts with calibrations (calibrate, run every configuration,
   // calibrate, ...: A/B/A/B), and a configuration's prediction is the median of its predictions
   // from every round's. Calibration and measurement then sample the same stretch of the machine's
@@ -91,6 +101,10 @@ nlohmann::ordered_json validation_rows_json(const ValidationReport& report);
 // The report's summary figures as JSON: mean and largest step and replay errors, Kendall tau per
 // P, noise floor and calibration drift (shared by the CLI's --json and Python).
 nlohmann::ordered_json validation_summary_json(const ValidationReport& report);
+
+// The 95% confidence half-width of the median of `values`, over the median (distribution-free:
+// order statistics of ranks n/2 -+ 1.96 sqrt(n) / 2); infinite for fewer than two values.
+double median_ci_half_width(std::vector<double> values);
 
 // One calibration's time for a minibatch's work on one processor (every layer's F, B and U): what
 // a drift of the machine's speed changes.
