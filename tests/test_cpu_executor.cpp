@@ -368,6 +368,10 @@ TEST_CASE("the median's 95% interval, and rounds added until the errors are know
   CHECK(noisy.error_ci > 0.05);
   options.max_runs = 1;
   CHECK_THROWS_AS(validate(config, data, options, predict, scripted({1.0})), Error);
+  options.max_runs = 0;
+  options.processors = {0};
+  CHECK_THROWS_WITH_AS(validate(config, data, options, predict, scripted({1.0})),
+                       "validate: processor counts must be at least 1, got 0", Error);
 }
 
 TEST_CASE("validation calibrates before each round, predicts the rounds' median, and replays each run's task times") {

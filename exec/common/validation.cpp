@@ -167,6 +167,9 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   if (options.schedules.empty()) throw Error("validate: give at least one schedule");
   if (options.processors.empty()) throw Error("validate: give at least one processor count");
   if (options.runs < 1) throw Error("validate: runs must be at least 1");
+  for (const int p : options.processors) {
+    if (p < 1) throw Error("validate: processor counts must be at least 1, got " + std::to_string(p));
+  }
   if (options.max_runs != 0 && options.max_runs < options.runs) {
     throw Error("validate: the most runs (" + std::to_string(options.max_runs) + ") must be at least the runs (" +
                 std::to_string(options.runs) + "), or 0");
