@@ -194,6 +194,7 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
   const BatchSampler sampler(data, request.network.batch, sequential.microbatches, sequential.minibatches, seed);
   const std::vector<TrainingRun> measured = run_copies(graph, sampler);
   Calibration calibration = calibration_from_runs(graph, request.network, measured, 1);
+  calibration.source = "profile of " + request.network.name;
   // Sequential tasks each span the whole network, so what a task costs beyond its layers cannot
   // be told from what each layer in it costs. A short one-processor LayerPipe run (a task per
   // layer; one warm-up minibatch) gives the second point of the line.
@@ -202,7 +203,14 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
     per_layer.schedule = "layerpipe";
     per_layer.minibatches = 2;
     per_layer = without_other_schedules_params(per_layer);
-    const TaskGraph layer_graph = make_graph(per_layer);
+    TaskGraph layer_graph;
+    try {
+      layer_graph = make_graph(per_layer);
+    } catch (const Error& e) {  // a network LayerPipe cannot cut: every task's overhead per task
+      if (progress) progress(std::string("no task-per-layer run (") + e.what() + "): the overhead is counted per task");
+      return calibration;
+    }
+    if (progress) progress("timing the overhead of one-layer tasks (a one-processor layerpipe run)");
     const BatchSampler layer_sampler(data, request.network.batch, per_layer.microbatches, per_layer.minibatches, seed);
     std::vector<TaskOverhead> overheads;
     for (const auto& copy : measured) {
@@ -215,7 +223,6 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
     }
     fit_task_overheads(overheads, calibration);
   }
-  calibration.source = "profile of " + request.network.name;
   return calibration;
 }
 
