@@ -59,10 +59,11 @@ void bind_executor(py::module_& m) {
       });
 
   m.def("train", [](const Graph& graph, const std::string& data, const std::string& data_dir, double learning_rate,
-                    double momentum, std::uint64_t seed, bool test, bool memory_timeline) {
+                    double momentum, std::uint64_t seed, bool test, bool memory_timeline, double handoff_spin_us) {
     TrainingOptions checked;
     checked.learning_rate = learning_rate;
     checked.momentum = momentum;
+    checked.handoff_spin_s = handoff_spin_us * 1e-6;
     check_training_options(checked);  // before the data is loaded
     const Network network = network_of(*graph.graph);
     const Dataset train_data = load_dataset_for(data, data_dir, network, "train");
@@ -73,6 +74,7 @@ void bind_executor(py::module_& m) {
     options.momentum = momentum;
     options.seed = seed;
     options.record_memory_timeline = memory_timeline;
+    options.handoff_spin_s = checked.handoff_spin_s;
     TrainingRun run;
     {
       py::gil_scoped_release release;
@@ -90,7 +92,7 @@ void bind_executor(py::module_& m) {
     return out;
   }, py::arg("graph"), py::arg("data") = "auto", py::arg("data_dir") = kFashionMnistDir,
      py::arg("learning_rate") = 0.05, py::arg("momentum") = 0.0, py::arg("seed") = 1, py::arg("test") = false,
-     py::arg("memory_timeline") = false,
+     py::arg("memory_timeline") = false, py::arg("handoff_spin_us") = 0.0,
      "Trains the graph's network under its schedule on CPU threads (one per processor and link): real "
      "layers, real data (Fashion-MNIST for 28x28 networks, else synthetic), SGD. Returns a TrainingResult.");
 

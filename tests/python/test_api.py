@@ -65,6 +65,7 @@ def test_graph_json_round_trip(tmp_path):
     (lambda: pipetwin.simulate(engine="verilog"), "unknown engine .verilog."),
     (lambda: pipetwin.Graph.from_json("{"), "malformed JSON"),
     (lambda: pipetwin.run(device="tpu"), "device must be"),
+    (lambda: pipetwin.run(model="mlp", handoff_spin_us=-1.0, data="synthetic"), "handoff spin must be from 0 to 1 second"),
     (lambda: pipetwin.run(model="gpt", params={"layers": 1, "seq": 4, "vocab": 16, "hidden": 8, "heads": 2,
                                                 "batch": 2}, microbatches=1), "does not run"),
 ])
@@ -106,7 +107,7 @@ def test_a_prediction_and_a_measurement_overlay_in_one_trace():
     g = pipetwin.build_graph(model="mlp", schedule="1f1b", hardware="cpu-core", processors=2, microbatches=2,
                              minibatches=2, params={"widths": "24,16,10", "batch": 8})
     predicted = pipetwin.evaluate(g)
-    measured = pipetwin.run(g, data="synthetic").result
+    measured = pipetwin.run(g, data="synthetic", handoff_spin_us=50.0).result
     trace = json.loads(pipetwin.chrome_trace([predicted, measured]))
     assert {e["pid"] for e in trace["traceEvents"]} == {1, 2, 3, 4}
     assert trace["otherData"]["engine"] == ["analytic", "cpu"]

@@ -111,15 +111,17 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
         hardware: Optional[PathArg] = None, processors: Optional[int] = None, microbatches: Optional[int] = None,
         minibatches: Optional[int] = None, params: Params = None, calibration: Optional[PathArg] = None,
         device: str = "cpu", data: str = "auto", data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
-        momentum: float = 0.0, seed: int = 1, test: bool = False, memory_timeline: bool = False) -> TrainingResult:
+        momentum: float = 0.0, seed: int = 1, test: bool = False, memory_timeline: bool = False,
+        handoff_spin_us: float = 0.0) -> TrainingResult:
     """Trains for real under the schedule (CPU threads as processors) and returns a TrainingResult:
     .result (measured, the simulator's schema), .minibatch_loss, .test_accuracy (test=True).
     Configuration keywords as simulate(), but model defaults to lenet5, hardware to cpu-core and
-    microbatches to 4."""
+    microbatches to 4. handoff_spin_us: how long a thread spins for its next task's inputs before
+    it sleeps (0: at once; spinning pays only where cores outnumber the run's threads)."""
     _check_device(device)
     g = _graph(graph, locals(), {"hardware": "cpu-core", "model": "lenet5", "microbatches": 4})
     return _core.train(g, data=data, data_dir=_path(data_dir), learning_rate=learning_rate, momentum=momentum,
-                       seed=seed, test=test, memory_timeline=memory_timeline)
+                       seed=seed, test=test, memory_timeline=memory_timeline, handoff_spin_us=handoff_spin_us)
 
 
 @checked
