@@ -331,6 +331,10 @@ TEST_CASE("validation takes its runs in turns over the configurations and report
   // Three runs: the 95% interval of a median spans them all, (0.7 - 0.5) / 2 over 0.6.
   CHECK(gpipe2.error_ci == doctest::Approx(0.1 / 0.6));
   CHECK(report.rounds == 3);
+  // At P = 2, gpipe's 0.6 (0.5-0.7) and 1f1b's 0.5 (0.4-0.6): intervals that overlap, so the pair's
+  // measured order is not known and no pair is left to rank.
+  CHECK(report.separable_pairs.at(2) == std::pair<int, int>{0, 1});
+  CHECK(std::isnan(report.separable_kendall_tau.at(2)));
 }
 
 TEST_CASE("the median's 95% interval, and rounds added until the errors are known within the target") {
@@ -499,6 +503,12 @@ TEST_CASE("kendall tau-b: ties count for neither ordering; all ties are undefine
   // Every schedule equal at P = 1: no ordering (tau-a said 0 or, with ties in both, -0.5).
   CHECK(std::isnan(pipetwin::kendall_tau({1, 1, 1}, {3, 1, 2})));
   CHECK(std::isnan(pipetwin::kendall_tau({5}, {7})));
+  // Over chosen pairs: {1,2,3,4} against {1,2,4,3} has C = 5, D = 1 (tau 4/6); leaving out the
+  // swapped pair (2, 3) leaves 5 concordant of 5.
+  CHECK(pipetwin::kendall_tau({1, 2, 3, 4}, {1, 2, 4, 3}) == doctest::Approx(4.0 / 6.0));
+  const auto not_the_swap = [](std::size_t i, std::size_t j) { return !(i == 2 && j == 3); };
+  CHECK(pipetwin::kendall_tau_where({1, 2, 3, 4}, {1, 2, 4, 3}, not_the_swap) == doctest::Approx(1.0));
+  CHECK(std::isnan(pipetwin::kendall_tau_where({1, 2}, {1, 2}, [](std::size_t, std::size_t) { return false; })));
 }
 
 #if defined(__GLIBC__)

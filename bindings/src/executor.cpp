@@ -169,7 +169,8 @@ void bind_executor(py::module_& m) {
      "time, speedup and peak memory per schedule and processor count, and the replay error (the engine fed each "
      "run's own task times). Returns {'rows': [...], 'mean_abs_step_error', 'max_abs_step_error', "
      "'mean_abs_replay_error', 'max_abs_replay_error', 'noise_floor', 'calibrations', 'calibration_drift', "
-     "'calibration_spread', 'co_run_slowdown': {P: slowdown}, 'error_ci', 'rounds', 'kendall_tau': {P: tau}}. "
+     "'calibration_spread', 'co_run_slowdown': {P: slowdown}, 'error_ci', 'rounds', 'kendall_tau': {P: tau}, "
+     "'separable_kendall_tau': {P: {'tau', 'pairs', 'of'}}}. "
      "With max_runs > runs, rounds are added until every row's error is known within target (95% confidence).");
 }
 

@@ -134,6 +134,11 @@ nlohmann::ordered_json validation_summary_json(const ValidationReport& report) {
   j["max_abs_replay_error"] = report.max_abs_replay_error;
   j["kendall_tau"] = nlohmann::ordered_json::object();
   for (const auto& [p, t] : report.kendall_tau) j["kendall_tau"][std::to_string(p)] = t;
+  j["separable_kendall_tau"] = nlohmann::ordered_json::object();
+  for (const auto& [p, t] : report.separable_kendall_tau) {
+    const auto& [count, pairs] = report.separable_pairs.at(p);
+    j["separable_kendall_tau"][std::to_string(p)] = {{"tau", t}, {"pairs", count}, {"of", pairs}};
+  }
   j["noise_floor"] = report.noise_floor;
   j["error_ci"] = report.error_ci;
   j["rounds"] = report.rounds;
@@ -146,9 +151,15 @@ nlohmann::ordered_json validation_summary_json(const ValidationReport& report) {
 }
 
 double kendall_tau(const std::vector<double>& a, const std::vector<double>& b) {
+  return kendall_tau_where(a, b, [](std::size_t, std::size_t) { return true; });
+}
+
+double kendall_tau_where(const std::vector<double>& a, const std::vector<double>& b,
+                         const std::function<bool(std::size_t, std::size_t)>& counted) {
   std::int64_t concordant = 0, discordant = 0, pairs = 0, tied_a = 0, tied_b = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
     for (std::size_t j = i + 1; j < a.size(); ++j) {
+      if (!counted(i, j)) continue;
       const double product = (a[i] - a[j]) * (b[i] - b[j]);
       ++pairs;
       tied_a += a[i] == a[j];
@@ -319,13 +330,28 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   report.mean_abs_replay_error = replay_errors.empty() ? nan : mean_abs(replay_errors);
   report.max_abs_replay_error = replay_errors.empty() ? nan : max_abs(replay_errors);
   for (const int p : options.processors) {
-    std::vector<double> predicted, measured;
-    for (const auto& row : report.rows) {
-      if (row.processors != p) continue;
-      predicted.push_back(row.predicted_step_s);
-      measured.push_back(row.measured_step_s);
+    std::vector<double> predicted, measured, reach_s;  // reach: the measured median's 95% half-width
+    for (std::size_t k = 0; k < plans.size(); ++k) {
+      if (plans[k].processors != p) continue;
+      const Configuration& m = configurations[plans[k].at];
+      predicted.push_back(report.rows[k].predicted_step_s);
+      measured.push_back(report.rows[k].measured_step_s);
+      reach_s.push_back(median_ci_half_width(m.steps_s) * m.measured_s());
     }
     report.kendall_tau[p] = kendall_tau(predicted, measured);
+    // Only the pairs whose measured order is known: their medians' 95% intervals apart.
+    const auto separable = [&](std::size_t i, std::size_t j) {
+      return std::abs(measured[i] - measured[j]) > reach_s[i] + reach_s[j];
+    };
+    int count = 0, pairs = 0;
+    for (std::size_t i = 0; i < measured.size(); ++i) {
+      for (std::size_t j = i + 1; j < measured.size(); ++j) {
+        ++pairs;
+        count += separable(i, j);
+      }
+    }
+    report.separable_kendall_tau[p] = kendall_tau_where(predicted, measured, separable);
+    report.separable_pairs[p] = {count, pairs};
   }
   return report;
 }

@@ -57,6 +57,8 @@ def test_validate_from_python_and_its_plot():
     # Profiled here: a table per processor count (two copies at once for P = 2) in the one round,
     # and each run replayed from its own task times.
     assert summary["calibrations"] == 2
+    for tau in summary["separable_kendall_tau"].values():  # one run: no pair's order is known
+        assert tau["pairs"] == 0 and tau["of"] == 1
     assert set(summary["co_run_slowdown"]) == {"2"}
     replays = table["replayed_step_s"] / table["measured_step_s"] - 1
     assert list(table["replay_error"]) == pytest.approx(list(replays))

@@ -156,7 +156,8 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     median spread), and without a calibration table the number of calibration tables taken (per run,
     one per processor count: P copies at once for P processors), the one-processor tables' drift
     (last over first) and spread, co_run_slowdown per P, error_ci (the median over rows of each
-    step error's 95% confidence half-width) and rounds. With max_runs > runs, rounds are added until
+    step error's 95% confidence half-width), rounds, and separable_kendall_tau per P (tau over the
+    pairs of schedules whose measured order is known, with their count). With max_runs > runs, rounds are added until
     every row's error is known within target, or max_runs rounds are done."""
     _check_device(device)
     names = [schedules] if isinstance(schedules, str) else list(schedules)

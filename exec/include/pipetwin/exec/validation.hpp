@@ -48,6 +48,11 @@ struct ValidationReport {
   std::vector<ValidationRow> rows;
   double mean_abs_step_error = 0, max_abs_step_error = 0;
   std::map<int, double> kendall_tau;  // per processor count, over the schedules
+  // The same over only the pairs of schedules whose measured order is known (their medians' 95%
+  // intervals apart), with how many pairs that was (of all): on one processor schedules doing
+  // the same work differ by less than the noise, and their measured order is a coin's.
+  std::map<int, double> separable_kendall_tau;
+  std::map<int, std::pair<int, int>> separable_pairs;
   double noise_floor = 0;  // the median of the rows' measured_spread
   double error_ci = 0;     // the median of the rows' error_ci
   int rounds = 0;          // rounds of runs taken (runs per configuration)
@@ -119,5 +124,8 @@ TaskGraph with_measured_costs(const TaskGraph& graph, const Result& measured);
 // sqrt((pairs - pairs tied in a) (pairs - pairs tied in b)); NaN when either is all ties (say, one
 // schedule, or every schedule equal at P = 1), where no ordering can agree or disagree.
 double kendall_tau(const std::vector<double>& a, const std::vector<double>& b);
+// The same over only the pairs (i, j), i < j, that `counted` keeps.
+double kendall_tau_where(const std::vector<double>& a, const std::vector<double>& b,
+                         const std::function<bool(std::size_t, std::size_t)>& counted);
 
 }  // namespace pipetwin
