@@ -28,9 +28,10 @@ def pipetwin_step_s(model, batch, microbatches, steps):
     return run.result.iteration_s
 
 
-def torch_network(torch, layers, input_shape):
+def torch_network(torch, layers, input_shape, on_layer=None):
     """The network pipetwin's executors run, in PyTorch: conv (+ batch norm) (+ option-A residual
-    shortcut) + ReLU + pooling; dense (+ ReLU); softmax cross-entropy on the last layer."""
+    shortcut) + ReLU + pooling; dense (+ ReLU); softmax cross-entropy on the last layer.
+    on_layer(i), when given, is called as layer i's forward begins."""
     nn = torch.nn
 
     class Net(nn.Module):
@@ -58,6 +59,8 @@ def torch_network(torch, layers, input_shape):
         def forward(self, x):
             shortcut = None
             for i, (layer, parts) in enumerate(zip(self.specs, self.blocks)):
+                if on_layer is not None:
+                    on_layer(i)
                 following = self.specs[i + 1] if i + 1 < len(self.specs) else None
                 feeds = following is not None and following["type"] == "conv2d" and following["conv2d"]["residual_add"]
                 block_input = x

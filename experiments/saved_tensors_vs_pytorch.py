@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Activation memory per layer: what pipetwin's model says a forward keeps for its backward
+(network_layers' stash_bytes, per sample) against what PyTorch keeps for the same network
+(torch.autograd.graph.saved_tensors_hooks, counted exactly on a CPU). PyTorch's saved tensors are
+counted once per storage (a ReLU's output that the next convolution saves as its input is one
+buffer), parameters left out, and each storage goes to the layer that saved it first; the loss's
+saved tensors go to the last layer.
+
+The network is the one experiments/cpu_vs_pytorch.py builds from pipetwin.network_layers, in
+training mode (batch norm saves its batch statistics). PyTorch is needed (pip install torch).
+
+    python experiments/saved_tensors_vs_pytorch.py [--models lenet5,resnet20,vgg16] [--batch 8]"""
+import argparse
+import importlib.util
+import os
+
+import pipetwin
+
+
+def torch_network_builder():
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("cpu_vs_pytorch", os.path.join(here, "cpu_vs_pytorch.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.torch_network
+
+
+def layer_kind(layer):
+    """A short name of what the layer does: conv+bn+relu+add+maxpool, dense+relu, dense+loss."""
+    if layer["type"] == "conv2d":
+        c = layer["conv2d"]
+        parts = ["conv"] + [name for name, on in (("bn", c["batch_norm"]), ("add", c["residual_add"]),
+                                                  ("relu", c["relu"])) if on]
+        if c["pool"]["kind"] != "none":
+            parts.append(c["pool"]["kind"] + "pool")
+        return "+".join(parts)
+    d = layer["dense"]
+    return "dense" + ("+loss" if d["loss"] else "+relu" if d["relu"] else "")
+
+
+def saved_bytes_per_layer(torch, net, layers, input_shape, classes, batch):
+    """PyTorch's saved tensors of one forward (and its loss), in bytes per sample per layer."""
+    parameters = {p.untyped_storage().data_ptr() for p in net.parameters()}
+    seen = set()
+    per_layer = [0] * len(layers)
+    current = [0]
+
+    def pack(tensor):
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in parameters and storage.data_ptr() not in seen:
+            seen.add(storage.data_ptr())
+            per_layer[current[0]] += storage.nbytes()
+        return tensor
+
+    net.on_layer = lambda i: current.__setitem__(0, i)
+    generator = torch.Generator().manual_seed(1)
+    x = torch.randn(batch, *input_shape, generator=generator)
+    y = torch.randint(0, classes, (batch,), generator=generator)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        loss = torch.nn.functional.cross_entropy(net(x), y)  # attributed to the last layer
+    loss.backward()
+    return [b / batch for b in per_layer]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", default="lenet5,resnet20,vgg16")
+    parser.add_argument("--batch", type=int, default=8)
+    args = parser.parse_args()
+    try:
+        import torch
+    except ImportError:
+        raise SystemExit("this comparison needs PyTorch (pip install torch)")
+    build = torch_network_builder()
+    for model in args.models.split(","):
+        layers = pipetwin.network_layers(model, {"batch": args.batch})
+        input_shape = layers[0]["input_shape"]
+        classes = layers[-1]["output_shape"][0] if layers[-1]["output_shape"] else layers[-1]["dense"]["out_features"]
+        current = {}
+        net = build(torch, layers, input_shape, on_layer=lambda i: net.on_layer(i))
+        net.train()
+        saved = saved_bytes_per_layer(torch, net, layers, input_shape, classes, args.batch)
+        by_kind = {}
+        print(f"{model} (batch {args.batch}; bytes per sample)")
+        print(f"  {'layer':<24} {'kind':<28} {'pipetwin':>10} {'pytorch':>10} {'ratio':>6}")
+        for layer, torch_bytes in zip(layers, saved):
+            kind = layer_kind(layer)
+            ours = layer["stash_bytes"]
+            totals = by_kind.setdefault(kind, [0, 0, 0])
+            totals[0] += ours
+            totals[1] += torch_bytes
+            totals[2] += 1
+            ratio = f"{ours / torch_bytes:.2f}" if torch_bytes else "-"
+            print(f"  {layer['name']:<24} {kind:<28} {ours:>10.0f} {torch_bytes:>10.0f} {ratio:>6}")
+        print(f"  {'by kind':<24}")
+        for kind, (ours, theirs, count) in sorted(by_kind.items()):
+            ratio = f"{ours / theirs:.2f}" if theirs else "-"
+            print(f"  {kind:<24} x{count:<3} {'':<23} {ours:>10.0f} {theirs:>10.0f} {ratio:>6}")
+        ours = sum(l["stash_bytes"] for l in layers)
+        theirs = sum(saved)
+        print(f"  {'network':<53} {ours:>10.0f} {theirs:>10.0f} {ours / theirs:>6.2f}\n")
+
+
+if __name__ == "__main__":
+    main()
