@@ -76,7 +76,7 @@ def main():
         layers = pipetwin.network_layers(model, {"batch": args.batch})
         input_shape = layers[0]["input_shape"]
         classes = layers[-1]["output_shape"][0] if layers[-1]["output_shape"] else layers[-1]["dense"]["out_features"]
-        current = {}
+        # The layer being run, told to whichever counter saved_bytes_per_layer sets as net.on_layer.
         net = build(torch, layers, input_shape, on_layer=lambda i: net.on_layer(i))
         net.train()
         saved = saved_bytes_per_layer(torch, net, layers, input_shape, classes, args.batch)
