@@ -186,7 +186,6 @@ class GraphExecution {
   std::unique_ptr<std::atomic<bool>[]> done_;  // set under `mutex_`; read without it while spinning
   std::vector<char> claimed_;  // a shared link's task some thread has taken
   std::vector<std::int32_t> dependents_left_;
-  std::map<std::pair<std::int32_t, Carries>, std::int32_t> field_readers_;  // (producer, what): dependencies
   std::atomic<bool> failed_{false};
   std::exception_ptr error_;
 
@@ -313,8 +312,8 @@ void GraphExecution<B>::keep_stash(const Task& t, std::shared_ptr<Stash> kept) {
 template <typename B>
 bool GraphExecution<B>::takes_over(const Task& t, std::int32_t source, Carries carries) const {
   const Task& producer = task(source);
-  const auto readers = field_readers_.find({source, carries});
-  return readers != field_readers_.end() && readers->second == 1 && producer.placement == Placement::processor &&
+  const auto readers = flow_.field_readers.find({source, carries});
+  return readers != flow_.field_readers.end() && readers->second == 1 && producer.placement == Placement::processor &&
          t.placement == Placement::processor && producer.resource == t.resource;
 }
 
@@ -808,12 +807,6 @@ TrainingRun GraphExecution<B>::run() {
   payloads_.resize(n);
   dependents_left_.resize(n);
   for (std::size_t i = 0; i < n; ++i) dependents_left_[i] = flow_.output_readers[i];
-  field_readers_.clear();
-  for (const auto& t : g_.tasks) {
-    for (const auto& d : t.deps) {
-      if (d.carries != Carries::order) ++field_readers_[{d.task, d.carries}];
-    }
-  }
   readers_left_ = flow_.version_readers;
   loss_sum_.assign(static_cast<std::size_t>(g_.minibatches), 0.0);
   loss_parts_.assign(static_cast<std::size_t>(g_.minibatches), 0);

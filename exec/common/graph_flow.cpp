@@ -25,6 +25,7 @@ GraphFlow read_graph_flow(const TaskGraph& graph, std::int32_t layer_count) {
       const Task& source = graph.tasks[static_cast<std::size_t>(d.task)];
       const bool reads = reads_output(source, t, d);
       if (reads) ++flow.output_readers[static_cast<std::size_t>(d.task)];
+      if (d.carries != Carries::order) ++flow.field_readers[{d.task, d.carries}];
       if (t.kind == TaskKind::RC && d.carries == Carries::stash) flow.recomputed[static_cast<std::size_t>(d.task)] = true;
       if (d.carries == Carries::output_gradients) flow.sends_output_gradients[static_cast<std::size_t>(d.task)] = true;
       if (d.carries != Carries::weight_gradient || is_link_task(source)) continue;  // over a link: from the payload

@@ -1,7 +1,8 @@
 // What the executor reads off a task graph's declared data flow before a run: which tasks read
-// each task's output (reads_output, the IR's rule), which updates each weight gradient is summed
-// into in place, and how many tasks read each stash and each weight version (so each is freed
-// after its last reader). Nothing is inferred: every relation comes from a typed dependency or a
+// each task's output (reads_output, the IR's rule) and how many dependencies carry each of its
+// fields (a field's only reader may take it over instead of copying it), which updates each
+// weight gradient is summed into in place, and how many tasks read each stash and each weight
+// version (so each is freed after its last reader). Nothing is inferred: every relation comes from a typed dependency or a
 // task's declared fields. The graph's declared buffers are not read: the executor holds and
 // frees its tensors by these rules, and the conformance test compares the two.
 #pragma once
@@ -22,6 +23,8 @@ inline StashKey stash_key(const Task& task) { return {task.first_layer, task.min
 
 struct GraphFlow {
   std::vector<std::int32_t> output_readers;           // per task: dependencies that read its output
+  std::map<std::pair<std::int32_t, Carries>, std::int32_t> field_readers;  // (producer, what it carries):
+                                                                           // dependencies carrying it
   std::vector<std::int32_t> accumulate_into;          // B / BW: the U on its own processor that takes its
                                                       // weight gradient directly (summed in place), or -1
   std::vector<bool> sends_weight_gradient;            // B / BW: a transfer takes its weight gradient

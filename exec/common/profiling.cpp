@@ -29,7 +29,6 @@ Calibration calibration_from_runs(const TaskGraph& graph, const Network& network
                                   std::int32_t skip_minibatches) {
   const std::size_t L = network.size();
   std::vector<std::map<TaskKind, std::vector<double>>> seconds(L);
-  std::vector<TaskOverhead> overheads;
   for (const auto& run : runs) {
     if (run.layer_times.empty()) throw Error("internal: calibration from a run without layer times");
     for (const auto& time : run.layer_times) {
@@ -37,8 +36,6 @@ Calibration calibration_from_runs(const TaskGraph& graph, const Network& network
       if (t.minibatch < skip_minibatches) continue;  // warm-up: cold caches, first allocations
       seconds[static_cast<std::size_t>(time.layer)][time.kind].push_back(time.seconds);
     }
-    const auto more = task_overheads(graph, run, skip_minibatches);
-    overheads.insert(overheads.end(), more.begin(), more.end());
   }
   Calibration c;
   c.concurrent = static_cast<std::int32_t>(runs.size());
@@ -53,25 +50,28 @@ Calibration calibration_from_runs(const TaskGraph& graph, const Network& network
     if (!s[TaskKind::B].empty()) t.backward_s = median_of(s[TaskKind::B]);
     t.update_s = median_of(s[TaskKind::U]);
   }
-  fit_task_overheads(overheads, c);
+  fit_task_overheads(task_overheads(graph, runs, skip_minibatches), c);
   return c;
 }
 
-std::vector<TaskOverhead> task_overheads(const TaskGraph& graph, const TrainingRun& run, std::int32_t skip_minibatches) {
-  std::map<std::int32_t, double> layer_sum_s;  // per task
-  for (const auto& time : run.layer_times) {
-    const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
-    if (t.minibatch < skip_minibatches || t.kind == TaskKind::U) continue;
-    // A fused B also records what a split BA and BW would cost: its own work is its B records.
-    if (time.kind == t.kind) layer_sum_s[time.task] += time.seconds;
-  }
-  // What a task costs beyond its layers: payload bookkeeping, stashes, the steps between layers.
+std::vector<TaskOverhead> task_overheads(const TaskGraph& graph, const std::vector<TrainingRun>& runs,
+                                         std::int32_t skip_minibatches) {
   std::vector<TaskOverhead> overheads;
-  for (const auto& [task, sum_s] : layer_sum_s) {
-    const Task& t = graph.tasks[static_cast<std::size_t>(task)];
-    const TaskTiming& time = run.result.tasks[static_cast<std::size_t>(task)];
-    overheads.push_back({t.last_layer - t.first_layer + 1,
-                         static_cast<double>(time.end_cycles - time.start_cycles) / graph.clock_hz - sum_s});
+  for (const auto& run : runs) {
+    std::map<std::int32_t, double> layer_sum_s;  // per task
+    for (const auto& time : run.layer_times) {
+      const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
+      if (t.minibatch < skip_minibatches || t.kind == TaskKind::U) continue;
+      // A fused B also records what a split BA and BW would cost: its own work is its B records.
+      if (time.kind == t.kind) layer_sum_s[time.task] += time.seconds;
+    }
+    // What a task costs beyond its layers: payload bookkeeping, stashes, the steps between layers.
+    for (const auto& [task, sum_s] : layer_sum_s) {
+      const Task& t = graph.tasks[static_cast<std::size_t>(task)];
+      const TaskTiming& time = run.result.tasks[static_cast<std::size_t>(task)];
+      overheads.push_back({t.last_layer - t.first_layer + 1,
+                           static_cast<double>(time.end_cycles - time.start_cycles) / graph.clock_hz - sum_s});
+    }
   }
   return overheads;
 }
@@ -212,15 +212,9 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
     }
     if (progress) progress("timing the overhead of one-layer tasks (a one-processor layerpipe run)");
     const BatchSampler layer_sampler(data, request.network.batch, per_layer.microbatches, per_layer.minibatches, seed);
-    std::vector<TaskOverhead> overheads;
-    for (const auto& copy : measured) {
-      const auto more = task_overheads(graph, copy, 1);
-      overheads.insert(overheads.end(), more.begin(), more.end());
-    }
-    for (const auto& copy : run_copies(layer_graph, layer_sampler)) {
-      const auto more = task_overheads(layer_graph, copy, 1);
-      overheads.insert(overheads.end(), more.begin(), more.end());
-    }
+    std::vector<TaskOverhead> overheads = task_overheads(graph, measured, 1);
+    const auto one_layer = task_overheads(layer_graph, run_copies(layer_graph, layer_sampler), 1);
+    overheads.insert(overheads.end(), one_layer.begin(), one_layer.end());
     fit_task_overheads(overheads, calibration);
   }
   return calibration;

@@ -60,6 +60,13 @@ double processor_busy_cycles(const TaskGraph& g) {
   return total;
 }
 
+// {P: value} as a JSON object keyed by P's digits.
+nlohmann::ordered_json by_processor_count(const std::map<int, double>& values) {
+  auto object = nlohmann::ordered_json::object();
+  for (const auto& [p, value] : values) object[std::to_string(p)] = value;
+  return object;
+}
+
 double mean_abs(const std::vector<double>& values) {
   double total = 0;
   for (const double v : values) total += std::abs(v);
@@ -132,8 +139,7 @@ nlohmann::ordered_json validation_summary_json(const ValidationReport& report) {
   j["max_abs_step_error"] = report.max_abs_step_error;
   j["mean_abs_replay_error"] = report.mean_abs_replay_error;
   j["max_abs_replay_error"] = report.max_abs_replay_error;
-  j["kendall_tau"] = nlohmann::ordered_json::object();
-  for (const auto& [p, t] : report.kendall_tau) j["kendall_tau"][std::to_string(p)] = t;
+  j["kendall_tau"] = by_processor_count(report.kendall_tau);
   j["separable_kendall_tau"] = nlohmann::ordered_json::object();
   for (const auto& [p, t] : report.separable_kendall_tau) {
     const auto& [count, pairs] = report.separable_pairs.at(p);
@@ -145,8 +151,7 @@ nlohmann::ordered_json validation_summary_json(const ValidationReport& report) {
   j["calibrations"] = report.calibrations;
   j["calibration_drift"] = report.calibration_drift;
   j["calibration_spread"] = report.calibration_spread;
-  j["co_run_slowdown"] = nlohmann::ordered_json::object();
-  for (const auto& [p, slowdown] : report.co_run_slowdown) j["co_run_slowdown"][std::to_string(p)] = slowdown;
+  j["co_run_slowdown"] = by_processor_count(report.co_run_slowdown);
   return j;
 }
 
@@ -284,11 +289,11 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       c.steps_s.push_back(measured.result.iteration_s);
       c.measured_peak = std::max(c.measured_peak, max_peak(measured.result));
       if (measured.result.tasks.size() == c.graph.tasks.size() && measured.result.iteration_s > 0) {
-        const double replayed_s = predict(with_measured_costs(c.graph, measured.result)).iteration_s;
+        const TaskGraph replay = with_measured_costs(c.graph, measured.result);
+        const double replayed_s = predict(replay).iteration_s;
         c.replayed_s.push_back(replayed_s);
         c.replay_errors.push_back(replayed_s / measured.result.iteration_s - 1);
-        c.task_time_errors.push_back(processor_busy_cycles(with_measured_costs(c.graph, measured.result)) /
-                                         processor_busy_cycles(c.graph) - 1);
+        c.task_time_errors.push_back(processor_busy_cycles(replay) / processor_busy_cycles(c.graph) - 1);
       }
     }
   }

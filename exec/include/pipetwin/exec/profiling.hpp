@@ -16,13 +16,15 @@ namespace pipetwin {
 // The upper median (the middle value; of two middles, the larger), 0 when empty.
 double median_of(std::vector<double> values);
 
-// What a task took beyond its layers' recorded times (a run with `record_layer_times`), with the
-// number of layers it spans; updates are left out (one fused step for all their layers).
+// What each task of `runs` (of `graph`, recorded with `record_layer_times`) took beyond its
+// layers' recorded times, with the number of layers it spans; updates are left out (one fused
+// step for all their layers).
 struct TaskOverhead {
   std::int32_t layers = 1;
   double seconds = 0;
 };
-std::vector<TaskOverhead> task_overheads(const TaskGraph& graph, const TrainingRun& run, std::int32_t skip_minibatches);
+std::vector<TaskOverhead> task_overheads(const TaskGraph& graph, const std::vector<TrainingRun>& runs,
+                                         std::int32_t skip_minibatches);
 
 // The line through the median overheads of the tasks spanning the fewest and the most layers:
 // calibration.task_overhead_s per task plus calibration.layer_overhead_s per layer in it (both
