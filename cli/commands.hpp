@@ -13,6 +13,7 @@ void add_import_command(CLI::App& app);     // import-schedule -> a PyTorch sche
 void add_devices_command(CLI::App& app);
 void add_run_command(CLI::App& app);        // run -> train under a schedule on an executor, measured
 void add_profile_command(CLI::App& app);    // profile -> a calibration table
+void add_kernels_command(CLI::App& app);    // kernels -> the operator model's GPU kernels per layer
 void add_validate_command(CLI::App& app);   // validate -> predicted against measured    // devices -> CPU cores and CUDA devices
 
 }  // namespace pipetwin::cli

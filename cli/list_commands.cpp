@@ -75,7 +75,7 @@ void list_hardware(bool json) {
     const auto& p = hw.processor;
     if (json) {
       out.push_back({{"name", entry.name}, {"description", entry.description},
-                     {"cost_model", hw.cost_model == CostModelKind::unit ? "unit" : "roofline"},
+                     {"cost_model", to_string(hw.cost_model)},
                      {"clock_hz", p.clock_hz}, {"precision", hw.precision},
                      {"peak_flops_per_s", p.peak_flops_per_s}, {"efficiency", p.efficiency},
                      {"memory_bytes", p.memory_bytes}, {"memory_bytes_per_s", p.memory_bytes_per_s},
@@ -92,6 +92,13 @@ void list_hardware(bool json) {
           p.peak_flops_per_s / 1e12, hw.precision, p.efficiency, human_bytes(p.memory_bytes),
           p.memory_bytes_per_s / 1e9, p.clock_hz / 1e9, hw.link.name, hw.host_link.name,
           hw.topology, hw.validated ? ", validated" : ", not yet validated against measurement");
+    } else if (hw.cost_model == CostModelKind::operator_level) {
+      std::cout << fmt::format(
+          "      operator model: {:.3g} TFLOP/s {} (GEMM tiles at {:.2f}), {} SMs, {} at {:g} GB/s, "
+          "{:g} us per kernel launch, link {}, host {}, {}{}\n",
+          p.peak_flops_per_s / 1e12, hw.precision, p.gpu.gemm_efficiency, p.sm_count, human_bytes(p.memory_bytes),
+          p.memory_bytes_per_s / 1e9, p.gpu.dispatch_s * 1e6, hw.link.name, hw.host_link.name, hw.topology,
+          hw.validated ? ", validated" : ", not yet validated against measurement");
     }
     // Parameters beyond the ones every profile takes (listed once below).
     print_params(std::vector<ParamSpec>(entry.params.begin() + static_cast<long>(common_count),

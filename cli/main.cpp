@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   pipetwin::cli::add_run_command(app);
   pipetwin::cli::add_profile_command(app);
   pipetwin::cli::add_validate_command(app);
+  pipetwin::cli::add_kernels_command(app);
   if (argc < 2) {  // no command: what there is to do (not an error)
     std::cout << app.help();
     return 0;

@@ -33,7 +33,7 @@ TEST_CASE("the unit model: F, BA, BW one cycle per layer, B two, U and transfers
 }
 
 TEST_CASE("the roofline model: compute-bound layer cycles from peak and efficiency") {
-  const HardwareProfile hw = make_hardware("h100", Params::parse({"layer_overhead_s=0",
+  const HardwareProfile hw = make_hardware("h100", Params::parse({"cost_model=roofline", "layer_overhead_s=0",
                                                                   "task_overhead_s=0"}));
   const Network net = make_network("mlp", Params::parse({"widths=8192,8192,10", "batch=1024"}));
   const Layer& big = net.layers[0];

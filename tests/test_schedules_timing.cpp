@@ -118,7 +118,10 @@ TEST_CASE("zb-h2 buys its bubble with memory: more activations in flight than zb
   for (const int P : {2, 4}) {
     std::vector<std::int64_t> peaks;
     for (const std::string schedule : {"zb-h1", "zb-h2"}) {
-      const GraphConfig config = test::graph_config("resnet20", schedule, "h100", P, 8, 2);
+      // Balanced stage costs (the roofline's) let H2 run ahead by its larger activation limit; with
+      // the operator model's costs resnet20's stages are uneven enough that H2 never gets to.
+      GraphConfig config = test::graph_config("resnet20", schedule, "h100", P, 8, 2);
+      config.params = {"hardware.cost_model=roofline"};
       peaks.push_back(evaluate(make_graph(config)).peak_memory_bytes[0]);
     }
     CAPTURE(P);

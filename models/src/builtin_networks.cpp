@@ -179,6 +179,11 @@ Network gpt_network(const Params& params) {
   net.embedding("embed", embedding);
   TransformerBlockSpec block;
   block.heads = heads;
+  const std::string attention = params.get_string("attention", "standard");
+  if (attention != "standard" && attention != "flash") {
+    throw Error("gpt: attention must be standard or flash, got '" + attention + "'");
+  }
+  block.flash_attention = attention == "flash";
   for (std::int64_t i = 1; i <= layers; ++i) net.transformer_block("block" + std::to_string(i), block);
   LmHeadSpec head;
   head.vocab = vocab;

@@ -1,4 +1,5 @@
-// Task cycles from the hardware profile: the unit model or the per-layer roofline.
+// Task cycles from the hardware profile: the unit model, the per-layer roofline, or the GPU
+// operator-level model (each layer's kernels, gpu_kernels.hpp, timed by gpu_timing.hpp).
 #include "pipetwin/models/cost_model.hpp"
 
 #include <algorithm>
@@ -6,6 +7,7 @@
 
 #include "pipetwin/models/calibration.hpp"
 #include "pipetwin/models/error.hpp"
+#include "pipetwin/models/gpu_kernels.hpp"
 
 namespace pipetwin {
 namespace {
@@ -27,7 +29,7 @@ struct LayerWork {
   double bytes = 0;
 };
 
-LayerWork layer_work(const Layer& layer, TaskKind kind, std::int64_t samples) {
+LayerWork layer_work(const Layer& layer, TaskKind kind, std::int64_t samples, const OptimizerSpec& optimizer) {
   const double n = static_cast<double>(samples);
   const double params = static_cast<double>(layer.param_bytes);
   const double activations = static_cast<double>(layer.input_bytes + layer.output_bytes) * n;
@@ -40,21 +42,50 @@ LayerWork layer_work(const Layer& layer, TaskKind kind, std::int64_t samples) {
               layer.activation_grad_flops > 0 ? params + activations : 0.0};
     case TaskKind::BW:
       return {layer.weight_grad_flops * n, 2 * params + activations};
-    case TaskKind::U:  // SGD: read weights and gradients, write weights
-      return {2.0 * static_cast<double>(layer.parameters), 3 * params};
+    case TaskKind::U:  // e.g. SGD: read weights and gradients, write weights
+      return {2.0 * static_cast<double>(layer.parameters),
+              static_cast<double>(layer.parameters) * optimizer.update_bytes_per_parameter(layer.element_bytes)};
     default:
       throw Error(std::string("no compute cost for task kind ") + to_string(kind));
   }
 }
 
-}  // namespace
+// Operator model: a layer's kernels on the GPU, overlapped with the host issuing them (the host
+// runs ahead of the GPU; whichever is slower sets the pace). An update is one multi-tensor pass
+// over the stage's weights, its launches counted once per task (compute_task_cycles).
+double operator_layer_seconds(const ProcessorSpec& p, const Layer& layer, TaskKind kind, std::int64_t samples,
+                              const OptimizerSpec& optimizer) {
+  if (kind == TaskKind::U) {
+    return static_cast<double>(layer.parameters) * optimizer.update_bytes_per_parameter(layer.element_bytes) /
+           (p.memory_bytes_per_s * p.gpu.memory_efficiency);
+  }
+  const auto kernels = layer_kernels(layer, kind, samples, layer.element_bytes);
+  double gpu_s = 0;
+  for (const auto& kernel : kernels) gpu_s += gpu_kernel_seconds(p.gpu, p, kernel, static_cast<double>(layer.element_bytes));
+  const double host_s = layer_host_operators(layer, kind, kernels.size()) * p.gpu.dispatch_s +
+                        static_cast<double>(kernels.size()) * p.gpu.launch_s;
+  return std::max(gpu_s, host_s);
+}
 
-std::int64_t layer_work_cycles(const HardwareProfile& hw, const Layer& layer, TaskKind kind,
-                               std::int64_t samples) {
+// DRAM bytes of the operator model's kernels (GEMMs: their operands and result once).
+double operator_layer_bytes(const Layer& layer, TaskKind kind, std::int64_t samples, const OptimizerSpec& optimizer) {
+  if (kind == TaskKind::U) {
+    return static_cast<double>(layer.parameters) * optimizer.update_bytes_per_parameter(layer.element_bytes);
+  }
+  double bytes = 0;
+  const double e = static_cast<double>(layer.element_bytes);
+  for (const auto& k : layer_kernels(layer, kind, samples, layer.element_bytes)) {
+    bytes += k.is_gemm ? (k.gemm.m * k.gemm.k + k.gemm.k * k.gemm.n + k.gemm.m * k.gemm.n) * k.gemm.batch * e : k.bytes;
+  }
+  return bytes;
+}
+
+std::int64_t layer_cycles(const HardwareProfile& hw, const Layer& layer, TaskKind kind, std::int64_t samples,
+                          const OptimizerSpec& optimizer) {
   const bool calibrated = hw.cost_model != CostModelKind::unit && hw.calibration;
   if (kind == TaskKind::B && !calibrated) {  // a calibration prices the fused B itself (calibrated_seconds)
-    return layer_work_cycles(hw, layer, TaskKind::BA, samples) +
-           layer_work_cycles(hw, layer, TaskKind::BW, samples);
+    return layer_cycles(hw, layer, TaskKind::BA, samples, optimizer) +
+           layer_cycles(hw, layer, TaskKind::BW, samples, optimizer);
   }
   if (hw.cost_model == CostModelKind::unit) {
     return (kind == TaskKind::U) ? 0 : 1;
@@ -64,7 +95,10 @@ std::int64_t layer_work_cycles(const HardwareProfile& hw, const Layer& layer, Ta
     const double between_s = kind == TaskKind::U ? 0.0 : hw.calibration->layer_overhead_s;
     return ceil_cycles((calibrated_seconds(*hw.calibration, layer, kind, samples) + between_s) * hw.clock_hz());
   }
-  const LayerWork work = layer_work(layer, kind, samples);
+  if (hw.cost_model == CostModelKind::operator_level) {
+    return ceil_cycles(operator_layer_seconds(hw.processor, layer, kind, samples, optimizer) * hw.clock_hz());
+  }
+  const LayerWork work = layer_work(layer, kind, samples, optimizer);
   if (work.flops <= 0 && work.bytes <= 0) return 0;  // nothing to launch
   const ProcessorSpec& p = hw.processor;
   const double flops_per_cycle = p.peak_flops_per_s * p.efficiency / p.clock_hz;
@@ -75,6 +109,13 @@ std::int64_t layer_work_cycles(const HardwareProfile& hw, const Layer& layer, Ta
   return ceil_cycles(roofline + launch);
 }
 
+}  // namespace
+
+std::int64_t layer_work_cycles(const HardwareProfile& hw, const Layer& layer, TaskKind kind,
+                               std::int64_t samples) {
+  return layer_cycles(hw, layer, kind, samples, OptimizerSpec{});
+}
+
 std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, TaskKind kind,
                                  int first_layer, int last_layer, std::int64_t samples) {
   if (first_layer < 0 || last_layer >= static_cast<int>(net.size()) || first_layer > last_layer) {
@@ -83,11 +124,17 @@ std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, 
   }
   std::int64_t cycles = 0;
   for (int l = first_layer; l <= last_layer; ++l) {
-    cycles += layer_work_cycles(hw, net.layers[l], kind, samples);
+    cycles += layer_cycles(hw, net.layers[l], kind, samples, net.optimizer);
   }
-  if (hw.cost_model == CostModelKind::roofline && cycles > 0) {
+  if (hw.cost_model != CostModelKind::unit && cycles > 0) {
     const double overhead_s = hw.calibration ? hw.calibration->task_overhead_s : hw.processor.task_overhead_s;
     cycles += ceil_cycles(overhead_s * hw.processor.clock_hz);
+  }
+  if (hw.cost_model == CostModelKind::operator_level && !hw.calibration && kind == TaskKind::U && cycles > 0) {
+    // The update's multi-tensor kernels: launched once for the stage.
+    const ProcessorSpec& p = hw.processor;
+    cycles += ceil_cycles(net.optimizer.update_kernels() * std::max(p.gpu.kernel_s, p.gpu.dispatch_s + p.gpu.launch_s) *
+                          p.clock_hz);
   }
   return cycles;
 }
@@ -114,7 +161,7 @@ std::int64_t selective_recompute_cycles(const HardwareProfile& hw, const Network
                                      written / (p.memory_bytes_per_s / p.clock_hz));
     cycles += ceil_cycles(roofline + p.layer_overhead_s * p.clock_hz);
   }
-  if (hw.cost_model == CostModelKind::roofline && cycles > 0) {
+  if (hw.cost_model != CostModelKind::unit && cycles > 0) {
     const double overhead_s = hw.calibration ? hw.calibration->task_overhead_s : hw.processor.task_overhead_s;
     cycles += ceil_cycles(overhead_s * hw.processor.clock_hz);
     *memory_cycles = std::min(cycles, ceil_cycles(bytes / (hw.processor.memory_bytes_per_s / hw.processor.clock_hz)));
@@ -132,7 +179,11 @@ std::int64_t memory_traffic_cycles(const HardwareProfile& hw, const Network& net
   }
   const double bytes_per_cycle = hw.processor.memory_bytes_per_s / hw.processor.clock_hz;
   double bytes = 0;
-  for (int l = first_layer; l <= last_layer; ++l) bytes += layer_work(net.layers[l], kind, samples).bytes;
+  for (int l = first_layer; l <= last_layer; ++l) {
+    const Layer& layer = net.layers[static_cast<std::size_t>(l)];
+    bytes += hw.cost_model == CostModelKind::operator_level ? operator_layer_bytes(layer, kind, samples, net.optimizer)
+                                                            : layer_work(layer, kind, samples, net.optimizer).bytes;
+  }
   return ceil_cycles(bytes / bytes_per_cycle);
 }
 

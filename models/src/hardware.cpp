@@ -48,7 +48,15 @@ std::vector<ParamSpec> common_hardware_params() {
           {"host_memory_bytes", "", "host memory for offload (default 512 GiB)"},
           {"topology", "", "chain, ring, fully-connected or switch"},
           {"link_policy", "", "how the link between processors serves transfers: in-order or shared"},
-          {"host_link_policy", "", "how the host link serves offloads and reloads: in-order or shared"}};
+          {"host_link_policy", "", "how the host link serves offloads and reloads: in-order or shared"},
+          {"cost_model", "", "roofline, or operator (GPU profiles: kernels timed from GEMM tiles and bytes)"},
+          {"gemm_efficiency", "", "operator model: fraction of the tensor peak a GEMM tile reaches"},
+          {"l2_bytes_per_s", "", "operator model: L2 bandwidth feeding GEMM tiles"},
+          {"memory_efficiency", "", "operator model: fraction of DRAM bandwidth memory-bound kernels reach"},
+          {"fp32_flops_per_s", "", "operator model: FP32 peak for element-wise kernels"},
+          {"kernel_s", "", "operator model: least time of one kernel"},
+          {"dispatch_s", "", "operator model: host time of one framework operator"},
+          {"launch_s", "", "operator model: host time of one CUDA kernel launch"}};
 }
 
 void check_positive(double value, const std::string& what, const std::string& source) {
@@ -57,7 +65,44 @@ void check_positive(double value, const std::string& what, const std::string& so
   }
 }
 
+// The operator model's figures: from the profile's "gpu" object, each overridable by a parameter
+// of the same name.
+void read_gpu_spec(const JsonReader& gpu, const Params& params, GpuSpec* spec) {
+  gpu.check_keys({"gemm_efficiency", "l2_bytes_per_s", "memory_efficiency", "fp32_flops_per_s", "kernel_s",
+                  "dispatch_s", "launch_s", "sources"});
+  enum class Range { fraction, positive, non_negative };
+  const auto read = [&](const char* key, Range range) {
+    const double value = params.get_double(key, gpu.get_double(key));
+    const bool ok = std::isfinite(value) && (range == Range::non_negative ? value >= 0 : value > 0) &&
+                    (range != Range::fraction || value <= 1);
+    if (!ok) {
+      const std::string expected = range == Range::fraction   ? "a number in (0, 1]"
+                                   : range == Range::positive ? "a positive number"
+                                                              : "a number >= 0";
+      if (!params.has(key)) gpu.at(key).fail(expected);
+      throw Error(std::string("hardware parameter ") + key + ": " + expected + " expected, got " + short_number(value));
+    }
+    return value;
+  };
+  spec->gemm_efficiency = read("gemm_efficiency", Range::fraction);
+  spec->l2_bytes_per_s = read("l2_bytes_per_s", Range::positive);
+  spec->memory_efficiency = read("memory_efficiency", Range::fraction);
+  spec->fp32_flops_per_s = read("fp32_flops_per_s", Range::positive);
+  spec->kernel_s = read("kernel_s", Range::non_negative);
+  spec->dispatch_s = read("dispatch_s", Range::non_negative);
+  spec->launch_s = read("launch_s", Range::non_negative);
+}
+
 }  // namespace
+
+std::string to_string(CostModelKind kind) {
+  switch (kind) {
+    case CostModelKind::unit: return "unit";
+    case CostModelKind::roofline: return "roofline";
+    case CostModelKind::operator_level: return "operator";
+  }
+  return "?";
+}
 
 const std::vector<std::string>& topology_names() {
   static const std::vector<std::string> names = {"chain", "ring", "fully-connected", "switch"};
@@ -104,20 +149,22 @@ HardwareProfile hardware_from_json_text(const std::string& text, const std::stri
   hw.name = root.get_string("name");
   hw.description = root.get_string("description", "");
   hw.source = source;
-  const std::string cost_model = root.get_string("cost_model", "roofline");
+  const std::string cost_model = params.get_string("cost_model", root.get_string("cost_model", "roofline"));
   if (cost_model == "unit") {
     hw.cost_model = CostModelKind::unit;
   } else if (cost_model == "roofline") {
     hw.cost_model = CostModelKind::roofline;
+  } else if (cost_model == "operator") {
+    hw.cost_model = CostModelKind::operator_level;
   } else {
-    root.at("cost_model").fail("\"unit\" or \"roofline\"");
+    root.at("cost_model").fail("\"unit\", \"roofline\" or \"operator\"");
   }
   hw.validated = root.get_bool("validated", false);
 
   const JsonReader proc = root.at("processor");
   proc.check_keys({"clock_hz", "peak_flops_per_s", "precision", "efficiency", "memory_bytes",
                    "memory_bytes_per_s", "task_overhead_s", "layer_overhead_s", "sm_count",
-                   "partitionable", "default_sms"});
+                   "partitionable", "default_sms", "gpu"});
   const bool partitionable = proc.get_bool("partitionable", false);
   std::vector<ParamSpec> accepted = common_hardware_params();
   if (partitionable) accepted.push_back({"sms", "", "SMs in each partition"});
@@ -154,6 +201,14 @@ HardwareProfile hardware_from_json_text(const std::string& text, const std::stri
                   short_number(overhead));
     }
   }
+  if (proc.has("gpu")) read_gpu_spec(proc.at("gpu"), params, &p.gpu);
+  if (hw.cost_model == CostModelKind::operator_level) {
+    if (!proc.has("gpu")) {
+      throw Error(source + ": /processor/gpu: the operator cost model needs the GPU's figures (gemm_efficiency, "
+                  "l2_bytes_per_s, memory_efficiency, fp32_flops_per_s, kernel_s, dispatch_s, launch_s)");
+    }
+    if (p.sm_count <= 0) proc.at("sm_count").fail("a positive SM count (the operator model tiles GEMMs over the SMs)");
+  }
   if (partitionable) {
     // An SM partition of one GPU: compute scales with its SMs; memory is one shared system.
     const std::int64_t whole = p.sm_count;
@@ -163,6 +218,8 @@ HardwareProfile hardware_from_json_text(const std::string& text, const std::stri
                   ", got " + std::to_string(sms));
     }
     p.peak_flops_per_s *= static_cast<double>(sms) / static_cast<double>(whole);
+    p.gpu.fp32_flops_per_s *= static_cast<double>(sms) / static_cast<double>(whole);
+    p.gpu.l2_bytes_per_s *= static_cast<double>(sms) / static_cast<double>(whole);
     p.sm_count = sms;
     p.shared_memory_system = true;
     hw.name += ":sms=" + std::to_string(sms);

@@ -72,6 +72,7 @@ Layer conv2d_layer(const std::string& name, const Shape& input_chw, const Conv2d
 
   Layer layer;
   layer.name = name;
+  layer.element_bytes = bytes_per_element;
   layer.type = "conv2d";
   layer.conv2d = spec;
   layer.input_shape = input_chw;
@@ -125,6 +126,7 @@ Layer dense_layer(const std::string& name, const Shape& input_shape, const Dense
   require_sizes(name, {d(in) * d(out) * d(bytes_per_element), (d(in) + d(out)) * d(bytes_per_element)});
   Layer layer;
   layer.name = name;
+  layer.element_bytes = bytes_per_element;
   layer.type = "dense";
   layer.dense = spec;
   layer.input_shape = input_shape;
@@ -160,6 +162,7 @@ Layer transformer_block_layer(const std::string& name, const Shape& input_sh,
   const double elementwise = d(5 * a * s * s + 16 * s * h + 8 * f * s * h + 2 * s * h);
   Layer layer;
   layer.name = name;
+  layer.element_bytes = bytes_per_element;
   layer.type = "transformer_block";
   layer.input_shape = input_sh;
   layer.output_shape = input_sh;
@@ -176,6 +179,13 @@ Layer transformer_block_layer(const std::string& name, const Shape& input_sh,
   // 5 a s^2 are the attention core's (scores, softmax, its dropout mask and output): selective
   // recomputation drops them and runs Q K^T, the softmax, the dropout and A V again (the two
   // products' 4 s^2 h FLOPs and the 5 a s^2 element-wise ones counted above).
+  layer.transformer = spec;
+  if (spec.flash_attention) {
+    // FlashAttention keeps no s x s tensor: only its output (counted in the 34 s h) and one fp32
+    // log-sum-exp per head and position; its backward recomputes the scores (Dao et al. 2022).
+    layer.stash_bytes = 34 * s * h * bytes_per_element / 2 + 4 * a * s;
+    return layer;
+  }
   layer.stash_bytes = (34 * s * h + 5 * a * s * s) * bytes_per_element / 2;
   layer.selective_stash_bytes = 5 * a * s * s * bytes_per_element / 2;
   layer.selective_recompute_flops = 2 * attention_macs + d(5 * a * s * s);
@@ -190,7 +200,9 @@ Layer embedding_layer(const std::string& name, const Shape& input_s, const Embed
   require_sizes(name, {(d(spec.vocab) + d(s)) * d(h) * d(bytes_per_element)});
   Layer layer;
   layer.name = name;
+  layer.element_bytes = bytes_per_element;
   layer.type = "embedding";
+  layer.vocab = spec.vocab;
   layer.input_shape = input_s;
   layer.output_shape = {s, h};
   layer.parameters = (spec.vocab + s) * h;  // token and position embeddings
@@ -212,7 +224,9 @@ Layer lm_head_layer(const std::string& name, const Shape& input_sh, const LmHead
   require_sizes(name, {(d(h) + 2) * d(v) * d(bytes_per_element), d(s) * (d(h) + d(v)) * d(bytes_per_element)});
   Layer layer;
   layer.name = name;
+  layer.element_bytes = bytes_per_element;
   layer.type = "lm_head";
+  layer.vocab = v;
   layer.input_shape = input_sh;
   layer.output_shape = {1};
   layer.forward_macs = d(s * h * v);

@@ -19,6 +19,15 @@ ParamSpec batch_param(const std::string& fallback) {
   return {"batch", fallback, "samples per minibatch"};
 }
 const ParamSpec kDtypeParam{"dtype_bytes", "4", "bytes per parameter and activation element"};
+const ParamSpec kOptimizerParam{"optimizer", "sgd", "sgd, momentum or adam (update time and state memory)"};
+const ParamSpec kMasterWeightsParam{"master_weights", "false",
+                                    "mixed precision: fp32 master weights and gradients beside dtype_bytes ones"};
+
+// Parameters every network takes after its own: the element size and the optimizer.
+std::vector<ParamSpec> with_common(std::vector<ParamSpec> params) {
+  params.insert(params.end(), {kDtypeParam, kOptimizerParam, kMasterWeightsParam});
+  return params;
+}
 
 struct Builtin {
   NetworkEntry entry;
@@ -29,36 +38,35 @@ const std::vector<Builtin>& builtins() {
   static const std::vector<Builtin> list = [] {
     std::vector<Builtin> items;
     items.push_back({{"mlp", "multilayer perceptron: dense layers with ReLU, softmax loss",
-                      {{"widths", "784,256,256,10", "layer widths, input first"},
-                       batch_param("64"), kDtypeParam}},
+                      with_common({{"widths", "784,256,256,10", "layer widths, input first"}, batch_param("64")})},
                      mlp_network});
     items.push_back({{"lenet5", "LeNet-5 on 28x28x1 (MNIST / Fashion-MNIST), 5 layers",
-                      {{"c3", "full", "C3 connections: full, or lecun (the 1998 sparse table)"},
-                       batch_param("128"), kDtypeParam}},
+                      with_common({{"c3", "full", "C3 connections: full, or lecun (the 1998 sparse table)"},
+                                   batch_param("128")})},
                      lenet5_network});
     items.push_back({{"alexnet", "AlexNet, 8 layers; CIFAR-10 variant or the ImageNet original",
-                      {{"input", "cifar10", "cifar10 (32x32) or imagenet (227x227)"},
-                       batch_param("128"), kDtypeParam}},
+                      with_common({{"input", "cifar10", "cifar10 (32x32) or imagenet (227x227)"}, batch_param("128")})},
                      alexnet_network});
     items.push_back({{"vgg16", "VGG-16 (configuration D), 16 layers",
-                      {{"input", "cifar10", "cifar10 (32x32, batch norm) or imagenet (224x224)"},
-                       batch_param("128 (cifar10) / 32 (imagenet)"), kDtypeParam}},
+                      with_common({{"input", "cifar10", "cifar10 (32x32, batch norm) or imagenet (224x224)"},
+                                   batch_param("128 (cifar10) / 32 (imagenet)")})},
                      vgg16_network});
     for (const int depth : {8, 20, 56, 110, 224, 362}) {
       items.push_back({{"resnet" + std::to_string(depth),
                         "CIFAR ResNet-" + std::to_string(depth) + ": 3 stages of " +
                             std::to_string((depth - 2) / 6) + " basic blocks, " +
                             std::to_string(depth) + " layers",
-                        {batch_param("128"), kDtypeParam}},
+                        with_common({batch_param("128")})},
                        [depth](const Params& params) { return cifar_resnet_network(depth, params); }});
     }
     items.push_back({{"gpt", "GPT decoder: embedding, transformer blocks, LM head (Megatron FLOPs)",
-                      {{"layers", "12", "transformer blocks"},
+                      with_common({{"layers", "12", "transformer blocks"},
                        {"hidden", "768", "hidden size"},
                        {"heads", "12", "attention heads"},
                        {"seq", "1024", "sequence length"},
                        {"vocab", "50257", "vocabulary size"},
-                       batch_param("8"), kDtypeParam}},
+                       {"attention", "standard", "standard (scores, softmax, dropout kernels) or flash"},
+                       batch_param("8")})},
                      gpt_network});
     return items;
   }();
@@ -108,7 +116,7 @@ const std::vector<NetworkEntry>& network_entries() {
 }
 
 std::vector<ParamSpec> network_params(const std::string& name) {
-  if (is_json_path(name)) return {batch_param("from the file"), kDtypeParam};
+  if (is_json_path(name)) return with_common({batch_param("from the file")});
   for (const auto& item : builtins()) {
     if (item.entry.name == name) return item.entry.params;
   }
@@ -121,7 +129,9 @@ Network make_network(const std::string& name, const Params& params) {
   for (const auto& item : builtins()) {
     if (item.entry.name == name) {
       params.check_known(item.entry.params, "model " + name);
-      return item.make(params);
+      Network network = item.make(params);
+      network.optimizer = optimizer_from_params(params);
+      return network;
     }
   }
   throw Error(unknown_name_message("model", name, builtin_names()) +
@@ -134,7 +144,7 @@ Network load_network_json(const std::string& file_path, const Params& params) {
 
 Network network_from_json_text(const std::string& text, const std::string& source,
                                const Params& params) {
-  params.check_known({batch_param(""), kDtypeParam}, "a network file");
+  params.check_known(with_common({batch_param("")}), "a network file");
   const nlohmann::json document = JsonReader::parse(text, source);
   const JsonReader root(document, source);
   root.check_keys({"name", "batch", "dtype_bytes", "input", "layers", "description"});
@@ -190,7 +200,9 @@ Network network_from_json_text(const std::string& text, const std::string& sourc
     }
     if (!layer.get_bool("cut_after", true)) net.forbid_cut_after_last();
   }
-  return net.build();
+  Network network = net.build();
+  network.optimizer = optimizer_from_params(params);
+  return network;
 }
 
 }  // namespace pipetwin

@@ -152,9 +152,23 @@ void add_weights(TaskGraph& g, const Network& net) {
   }
 }
 
+// The optimizer's state (momentum, Adam's moments, mixed precision's fp32 master weights and
+// gradients) for each stage's parameters, held on the stage's processor for the whole run.
+void add_optimizer_state(TaskGraph& g, const Network& net) {
+  const std::int64_t per_parameter = net.optimizer.state_bytes_per_parameter();
+  for (auto& processor : g.processors) processor.static_bytes = 0;
+  if (per_parameter == 0) return;
+  for (const auto& stage : g.stages) {
+    if (stage.processor < 0 || stage.processor >= static_cast<std::int32_t>(g.processors.size())) continue;
+    g.processors[static_cast<std::size_t>(stage.processor)].static_bytes +=
+        net.layer_sum(stage.first_layer, stage.last_layer, &Layer::parameters) * per_parameter;
+  }
+}
+
 }  // namespace
 
 void declare_buffers(TaskGraph& g, const Network& net, RecomputeMode recompute) {
+  add_optimizer_state(g, net);
   g.buffers.clear();
   add_weights(g, net);
   add_stashes(g, net, recompute);

@@ -17,7 +17,22 @@ namespace pipetwin {
 enum class CostModelKind {
   unit,      // every F, BA, BW of a layer is 1 cycle, B is 2, U and transfers 0 (LayerPipe's model)
   roofline,  // overhead + max(FLOPs / (peak x efficiency), bytes / memory bandwidth)
+  operator_level,  // GPUs: each layer's kernels timed from their GEMM tiles and bytes (gpu_timing.hpp)
 };
+
+// The operator-level model's figures for a GPU (cost_model "operator"); docs/cost-model.md gives
+// each one's source.
+struct GpuSpec {
+  double gemm_efficiency = 0;    // fraction of the tensor peak a GEMM tile's main loop reaches
+  double l2_bytes_per_s = 0;     // L2 bandwidth, which feeds the tiles their operands
+  double memory_efficiency = 0;  // fraction of the DRAM bandwidth memory-bound kernels reach
+  double fp32_flops_per_s = 0;   // CUDA-core FP32 peak, for element-wise work
+  double kernel_s = 0;           // the least time one kernel takes on the GPU, launch gap included
+  double dispatch_s = 0;         // host time of one framework operator (Python, autograd, dispatcher)
+  double launch_s = 0;           // host time of one CUDA kernel launch (driver and runtime)
+};
+
+std::string to_string(CostModelKind kind);  // "unit", "roofline", "operator"
 
 struct LinkSpec {
   std::string name;
@@ -38,6 +53,7 @@ struct ProcessorSpec {
   double layer_overhead_s = 0;     // fixed cost per layer in a task (kernel launches)
   std::int64_t sm_count = 0;       // GPUs: SMs this processor has (0 = not a GPU)
   bool shared_memory_system = false;  // processors share one memory system (SM partitions)
+  GpuSpec gpu;                     // cost_model "operator" only
 };
 
 struct Calibration;  // calibration.hpp

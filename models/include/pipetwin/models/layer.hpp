@@ -37,6 +37,14 @@ struct DenseSpec {
   bool loss = false;  // softmax cross-entropy on the output (the network's last layer)
 };
 
+struct TransformerBlockSpec {
+  std::int64_t heads = 1;
+  std::int64_t ffn_multiplier = 4;
+  // Attention as one fused kernel (FlashAttention: no s x s scores in memory, recomputed in the
+  // backward) instead of the scores, softmax, dropout and context kernels.
+  bool flash_attention = false;
+};
+
 // Sizes pipetwin counts in 64-bit integers (a layer's elements, parameters and bytes; a minibatch's
 // bytes over all layers) stay below 2^50, so that sums over layers, samples, microbatches and
 // minibatches stay exact and far from overflow.
@@ -52,6 +60,7 @@ struct Layer {
   double activation_grad_flops = 0;     // BA: gradient w.r.t. the layer's input
   double weight_grad_flops = 0;         // BW: gradient w.r.t. the layer's parameters
   std::int64_t parameters = 0;          // count (not per sample)
+  std::int64_t element_bytes = 4;       // bytes of one parameter or activation element
   std::int64_t param_bytes = 0;         // parameters * bytes per element
   std::int64_t input_bytes = 0;         // per sample: what the layer reads from the previous one
   std::int64_t output_bytes = 0;        // per sample: what it sends to the next layer
@@ -69,11 +78,8 @@ struct Layer {
   // What the executors run: the spec the layer was built from (the one matching `type`).
   Conv2dSpec conv2d;
   DenseSpec dense;
-};
-
-struct TransformerBlockSpec {
-  std::int64_t heads = 1;
-  std::int64_t ffn_multiplier = 4;
+  TransformerBlockSpec transformer;
+  std::int64_t vocab = 0;  // embedding and lm_head: vocabulary size
 };
 
 struct EmbeddingSpec {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "pipetwin/models/layer.hpp"
+#include "pipetwin/models/optimizer.hpp"
 
 namespace pipetwin {
 
@@ -21,6 +22,7 @@ struct Network {
   std::int64_t bytes_per_element = 4;   // fp32
   std::vector<std::int64_t> input_shape;  // per sample
   std::vector<Layer> layers;
+  OptimizerSpec optimizer;              // how its weights are updated (and mixed precision)
 
   std::size_t size() const { return layers.size(); }
   double forward_macs_per_sample() const;

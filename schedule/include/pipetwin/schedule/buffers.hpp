@@ -12,6 +12,9 @@
 //                 forward keeps all but its layers' selective part, which its RC makes again;
 //   kept-input    a fully recomputed forward's input, freed after its recomputation;
 //   output        what a task hands on (reads_output), freed after the last task that reads it.
+// The optimizer's state (network.optimizer: momentum, Adam's moments, fp32 master weights and
+// gradients) is each processor's static_bytes: its stages' parameters times the state per
+// parameter, held for the whole run.
 #pragma once
 #include <cstdint>
 

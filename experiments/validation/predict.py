@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Predicts every row of pipeline_rows.csv with pipetwin, uncalibrated, and prints the error.
+
+For each published configuration it runs `pipetwin evaluate` (the analytic evaluator of the same
+task graph the simulator runs) on the row's hardware profile with the GPT model, precision,
+optimizer, recomputation, microbatches and stage cuts of the row, and compares the predicted
+iteration time with the measured one. It prints, for the development and held-out rows apart:
+the mean absolute percentage error (MAPE), the bias (mean signed error: positive when pipetwin
+predicts too slow), the Spearman rank correlation, and the worst rows.
+
+    experiments/validation/predict.py [--pipetwin build/bin/pipetwin] [--csv predictions.csv]
+
+Nothing here is fitted: the hardware profile's figures come with their sources
+(models/data/hardware/*.json, docs/cost-model.md).
+"""
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def stage_cuts(layers, stages):
+    """Megatron-DeepSpeed's uniform split: layers / stages transformer blocks per stage, the
+    embedding with the first and the LM head with the last (pipetwin numbers the embedding 0 and
+    block k as k, and cuts after the given layers)."""
+    if layers % stages:
+        raise ValueError(f"{layers} layers do not split evenly over {stages} stages")
+    return [layers // stages * k for k in range(1, stages)]
+
+
+def command(pipetwin, row):
+    stages = int(row["pipeline"])
+    microbatches = int(row["global_batch"]) // int(row["micro_batch"])
+    params = {
+        "layers": row["layers"], "hidden": row["hidden"], "heads": row["heads"], "seq": row["seq"],
+        "vocab": row["vocab"], "batch": row["global_batch"],
+        "dtype_bytes": 2 if row["precision"] in ("fp16", "bf16") else 4,
+        "precision": row["precision"], "optimizer": row["optimizer"],
+        "master_weights": "true" if row["precision"] in ("fp16", "bf16") else "false",
+        "recompute": row["recompute"],
+    }
+    if stages > 1:
+        params["cuts"] = ",".join(str(c) for c in stage_cuts(int(row["layers"]), stages))
+    args = [pipetwin, "evaluate", "-m", "gpt", "-s", row["schedule"], "--hardware", row["gpu"],
+            "-p", str(stages), "--microbatches", str(microbatches), "--minibatches", "2", "--json"]
+    for key, value in params.items():
+        args += ["--param", f"{key}={value}"]
+    return args
+
+
+def predict(pipetwin, row):
+    args = command(pipetwin, row)
+    done = subprocess.run(args, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"row {row['id']}: {' '.join(args)}\n{done.stderr.strip()}")
+    return json.loads(done.stdout)["iteration_s"]
+
+
+def ranks(values):
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    result = [0.0] * len(values)
+    i = 0
+    while i < len(order):  # ties share their mean rank
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            result[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return result
+
+
+def spearman(xs, ys):
+    rx, ry = ranks(xs), ranks(ys)
+    mx, my = statistics.fmean(rx), statistics.fmean(ry)
+    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    return cov / (sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry)) ** 0.5
+
+
+def summary(rows):
+    errors = [(r["predicted_s"] - r["measured_s"]) / r["measured_s"] for r in rows]
+    return {
+        "rows": len(rows),
+        "mape": 100 * statistics.fmean(abs(e) for e in errors),
+        "bias": 100 * statistics.fmean(errors),
+        "max_error": 100 * max(abs(e) for e in errors),
+        "spearman": spearman([r["predicted_s"] for r in rows], [r["measured_s"] for r in rows]),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pipetwin", default=os.path.join(ROOT, "build", "bin", "pipetwin"),
+                        help="the pipetwin binary (default: build/bin/pipetwin)")
+    parser.add_argument("--rows", default=os.path.join(HERE, "pipeline_rows.csv"), help="the dataset")
+    parser.add_argument("--csv", help="also write every row with its prediction and error here")
+    parser.add_argument("--json", action="store_true", help="print the summaries as JSON")
+    parser.add_argument("--worst", type=int, default=5, help="rows with the largest errors to list per split")
+    args = parser.parse_args()
+    if not os.access(args.pipetwin, os.X_OK):
+        sys.exit(f"predict.py: no pipetwin binary at {args.pipetwin}; build it (scripts/build.sh) or pass --pipetwin")
+    with open(args.rows, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for row in rows:
+        row["measured_s"] = float(row["measured_s"])
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        for row, predicted in zip(rows, pool.map(lambda r: predict(args.pipetwin, r), rows)):
+            row["predicted_s"] = predicted
+            row["error_pct"] = 100 * (predicted - row["measured_s"]) / row["measured_s"]
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+            writer.writeheader()
+            writer.writerows(rows)
+    splits = {name: [r for r in rows if r["split"] == name] for name in ("development", "held-out")}
+    results = {name: summary(part) for name, part in splits.items() if part}
+    results["all"] = summary(rows)
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    print(f"{'split':<12} {'rows':>5} {'MAPE %':>8} {'bias %':>8} {'max %':>8} {'Spearman':>9}")
+    for name, s in results.items():
+        print(f"{name:<12} {s['rows']:>5} {s['mape']:>8.1f} {s['bias']:>+8.1f} {s['max_error']:>8.1f} {s['spearman']:>9.3f}")
+    for name, part in splits.items():
+        if not part or args.worst <= 0:
+            continue
+        print(f"\nlargest errors, {name}:")
+        for r in sorted(part, key=lambda r: -abs(r["error_pct"]))[: args.worst]:
+            print(f"  {r['id']:<40} measured {r['measured_s']:.4f} s, predicted {r['predicted_s']:.4f} s ({r['error_pct']:+.1f}%)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+// The GPU operator-level cost model: GEMM tiles and waves against closed forms, each layer's
+// kernels against the layer's own FLOP counts, the host-bound regime, optimizer state and
+// update traffic, and every GPU profile figure's source.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "pipetwin/models/cost_model.hpp"
+#include "pipetwin/models/embedded_file.hpp"
+#include "pipetwin/models/error.hpp"
+#include "pipetwin/models/gpu_kernels.hpp"
+#include "pipetwin/models/network_registry.hpp"
+#include "pipetwin/schedule/registry.hpp"
+
+using namespace pipetwin;
+
+namespace {
+
+HardwareProfile a100_fp16() { return make_hardware("a100", Params::parse({"precision=fp16"})); }
+
+double gemm_flops(const std::vector<GpuKernel>& kernels) {
+  double flops = 0;
+  for (const auto& k : kernels) {
+    if (k.is_gemm) flops += 2 * k.gemm.m * k.gemm.n * k.gemm.k * k.gemm.batch * k.causal;
+  }
+  return flops;
+}
+
+}  // namespace
+
+TEST_CASE("a GEMM of exactly one wave of 256x128 tiles takes one tile's main loop, fill and store") {
+  const HardwareProfile hw = a100_fp16();
+  const ProcessorSpec& p = hw.processor;
+  const GemmShape shape{256.0 * 12, 128.0 * 9, 4096, 1};  // 108 tiles on 108 SMs; 42 MB of operands: tensor-bound
+  const GemmTiming t = gemm_timing(p.gpu, p, shape, 2);
+  CHECK(t.waves == 1);
+  CHECK(t.split_k == 1);
+  // One block per SM at the SM's share of 312 TFLOP/s x 0.859 (tensor-bound: 256x128 fp16 tiles
+  // need 2.9 TB/s of L2 of the 7.2 available), over K plus 2 steps of 32 of pipeline fill; then its
+  // 256 x 128 x 2 bytes stored at a 108th of 0.9 x 2.039 TB/s.
+  const double main_loop = 2.0 * 256 * 128 * (4096 + 64) / (312e12 * 0.859 / 108);
+  const double store = 256.0 * 128 * 2 / (2.039e12 * 0.9 / 108);
+  CHECK(t.seconds == doctest::Approx(main_loop + store).epsilon(1e-9));
+}
+
+TEST_CASE("wave quantisation: one tile more than the SMs hold costs a second wave") {
+  const HardwareProfile hw = a100_fp16();
+  const ProcessorSpec& p = hw.processor;
+  const double full = gemm_timing(p.gpu, p, {256.0 * 108, 256, 8192, 1}, 2).seconds;  // 216 tiles of 256x128
+  const double over = gemm_timing(p.gpu, p, {256.0 * 108 + 1, 256, 8192, 1}, 2).seconds;
+  CHECK(over > 1.3 * full);  // a third wave of whatever tile is best, or smaller tiles at a lower rate
+  CHECK(over < 2.05 * full);
+}
+
+TEST_CASE("split-K: a small output with a long K is split over the SMs") {
+  const HardwareProfile hw = a100_fp16();
+  const ProcessorSpec& p = hw.processor;
+  const GemmShape shape{256, 256, 1 << 20, 1};  // 2 tiles of 256x128: 106 SMs would idle
+  const GemmTiming t = gemm_timing(p.gpu, p, shape, 2);
+  CHECK(t.split_k > 1);
+  // Unsplit it would take a 256x128 block the whole K: 2 x 256 x 128 x K at one SM's rate.
+  const double unsplit = 2.0 * 256 * 128 * (1 << 20) / (312e12 * 0.859 / 108);
+  CHECK(t.seconds < unsplit / 10);
+  // Never faster than the whole GEMM at the whole GPU's rate.
+  CHECK(t.seconds > 2.0 * 256 * 256 * (1 << 20) / (312e12 * 0.859));
+}
+
+TEST_CASE("a memory-bound kernel takes its bytes over the achievable bandwidth, at least the least kernel time") {
+  const HardwareProfile hw = a100_fp16();
+  const ProcessorSpec& p = hw.processor;
+  GpuKernel k;
+  k.bytes = 1e9;
+  CHECK(gpu_kernel_seconds(p.gpu, p, k, 2) == doctest::Approx(1e9 / (2.039e12 * 0.9)));
+  k.bytes = 16;
+  CHECK(gpu_kernel_seconds(p.gpu, p, k, 2) == doctest::Approx(p.gpu.kernel_s));
+  // A GEMM with K = 1 is its operands' and result's traffic.
+  const GemmTiming thin = gemm_timing(p.gpu, p, {16384, 16384, 1, 1}, 2);
+  CHECK(thin.seconds >= (16384.0 * 16384 + 2 * 16384) * 2 / (2.039e12 * 0.9));
+}
+
+TEST_CASE("each layer's GEMM kernels do the layer's own multiply-accumulates") {
+  const Network gpt = make_network("gpt", Params::parse({"layers=2", "hidden=512", "heads=8", "seq=256",
+                                                        "vocab=1000", "batch=4", "dtype_bytes=2"}));
+  const Network resnet = make_network("resnet20", Params());
+  const Network mlp = make_network("mlp", Params());
+  for (const Network* net : {&gpt, &resnet, &mlp}) {
+    for (const Layer& layer : net->layers) {
+      if (layer.forward_macs == 0) continue;
+      CAPTURE(layer.name);
+      const double b = 3;
+      CHECK(gemm_flops(layer_kernels(layer, TaskKind::F, 3, layer.element_bytes)) ==
+            doctest::Approx(2 * layer.forward_macs * b));
+      CHECK(gemm_flops(layer_kernels(layer, TaskKind::RC, 3, layer.element_bytes)) ==
+            doctest::Approx(2 * layer.forward_macs * b));
+      // The weight gradient repeats the forward's weight products; attention cores have none.
+      const double attention_macs = layer.type == "transformer_block"
+                                        ? 2.0 * layer.input_shape[0] * layer.input_shape[0] * layer.input_shape[1]
+                                        : 0.0;
+      const double weight_macs = layer.forward_macs - attention_macs;
+      CHECK(gemm_flops(layer_kernels(layer, TaskKind::BW, 3, layer.element_bytes)) ==
+            doctest::Approx(2 * weight_macs * b));
+      if (layer.activation_grad_flops > 0) {
+        CHECK(gemm_flops(layer_kernels(layer, TaskKind::BA, 3, layer.element_bytes)) ==
+              doctest::Approx((2 * weight_macs + 4 * attention_macs) * b));
+      } else {
+        CHECK(layer_kernels(layer, TaskKind::BA, 3, layer.element_bytes).empty());
+      }
+    }
+  }
+}
+
+TEST_CASE("flash attention: one causal kernel, half the attention products, no s x s stash") {
+  const Params common = Params::parse({"layers=1", "hidden=1024", "heads=16", "seq=2048", "batch=1", "dtype_bytes=2"});
+  Params flash_params = common;
+  flash_params.set("attention", "flash");
+  const Layer standard = make_network("gpt", common).layers[1];
+  const Layer flash = make_network("gpt", flash_params).layers[1];
+  const double s = 2048, h = 1024;
+  const double attention_flops = 2 * 2 * s * s * h;  // Q K^T and A V
+  CHECK(gemm_flops(layer_kernels(standard, TaskKind::F, 1, 2)) -
+            gemm_flops(layer_kernels(flash, TaskKind::F, 1, 2)) ==
+        doctest::Approx(attention_flops / 2));
+  CHECK(flash.stash_bytes == static_cast<std::int64_t>(34 * s * h + 4 * 16 * s));
+  CHECK(flash.selective_stash_bytes == 0);
+  CHECK_THROWS_WITH_AS(make_network("gpt", Params::parse({"attention=sparse"})),
+                       "gpt: attention must be standard or flash, got 'sparse'", Error);
+}
+
+TEST_CASE("a small layer is host-bound: its framework operators and launches, not its kernels") {
+  const HardwareProfile hw = a100_fp16();
+  const Network net = make_network("gpt", Params::parse({"layers=1", "hidden=64", "heads=2", "seq=16",
+                                                        "vocab=100", "batch=1", "dtype_bytes=2"}));
+  const Layer& block = net.layers[1];
+  const auto kernels = layer_kernels(block, TaskKind::F, 1, 2);
+  // 58 ATen operators at 10 us (host_overhead.py), and a 5 us launch per kernel.
+  const double host_s = 58 * 10e-6 + static_cast<double>(kernels.size()) * 5e-6;
+  CHECK(hw.seconds(layer_work_cycles(hw, block, TaskKind::F, 1)) == doctest::Approx(host_s).epsilon(1e-6));
+}
+
+TEST_CASE("optimizer state is each processor's static memory; Adam with master weights keeps 16 bytes a parameter") {
+  GraphConfig config = graph_config("gpt", "1f1b", "a100", 2, 2, 1);
+  config.params = {"layers=4", "hidden=256", "heads=4", "seq=128", "vocab=1000", "batch=4", "dtype_bytes=2",
+                   "precision=fp16", "optimizer=adam", "master_weights=true", "cuts=2"};
+  const TaskGraph g = make_graph(config);
+  const Network net = make_request(config).network;
+  std::int64_t first = net.layer_sum(0, 2, &Layer::parameters), second = net.layer_sum(3, 5, &Layer::parameters);
+  CHECK(g.processors[0].static_bytes == first * (4 + 4 + 4 + 4));  // m, v, master weights, fp32 gradients
+  CHECK(g.processors[1].static_bytes == second * 16);
+  config.params = {"layers=4", "hidden=256", "heads=4", "seq=128", "vocab=1000", "batch=4"};
+  CHECK(make_graph(config).processors[0].static_bytes == 0);  // SGD keeps nothing
+  config.params.push_back("optimizer=momentum");
+  CHECK(make_graph(config).processors[0].static_bytes == first * 4);
+  config.params.back() = "optimizer=lion";
+  CHECK_THROWS_WITH_AS(make_graph(config), doctest::Contains("unknown optimizer 'lion'"), Error);
+}
+
+TEST_CASE("an update's traffic per parameter: the arrays it reads and writes") {
+  OptimizerSpec spec;
+  CHECK(spec.update_bytes_per_parameter(4) == 12);  // SGD: w, g read; w written
+  spec.kind = OptimizerKind::momentum;
+  CHECK(spec.update_bytes_per_parameter(4) == 20);  // and the momentum read and written
+  spec.kind = OptimizerKind::adam;
+  CHECK(spec.update_bytes_per_parameter(4) == 28);  // and both moments
+  spec.master_weights = true;
+  // fp16 gradients to fp32 (2 + 4), overflow check (4), norm (4), Adam on fp32 (28), fp32 weights
+  // to fp16 (4 + 2), fp16 gradients zeroed (2).
+  CHECK(spec.update_bytes_per_parameter(2) == 6 + 4 + 4 + 28 + 6 + 2);
+}
+
+TEST_CASE("every figure of every operator-model profile names its source") {
+  int profiles = 0;
+  for (const auto& file : embedded_hardware_files()) {
+    const auto json = nlohmann::json::parse(file.text);
+    if (json.value("cost_model", "") != "operator") continue;
+    ++profiles;
+    CAPTURE(file.name);
+    const auto& gpu = json.at("processor").at("gpu");
+    for (const char* key : {"gemm_efficiency", "l2_bytes_per_s", "memory_efficiency", "fp32_flops_per_s", "kernel_s",
+                            "dispatch_s", "launch_s"}) {
+      CAPTURE(key);
+      REQUIRE(gpu.contains(key));
+      REQUIRE(gpu.at("sources").contains(key));
+      CHECK(gpu.at("sources").at(key).get<std::string>().size() > 20);
+    }
+  }
+  CHECK(profiles == 6);  // v100, a100, a100-40gb, h100, h100-pcie, h200
+}
+
+TEST_CASE("GPU profiles carry the datasheets' peaks, bandwidths and capacities") {
+  CHECK(make_hardware("h100", Params::parse({"precision=fp16"})).processor.peak_flops_per_s == doctest::Approx(989.4e12));
+  CHECK(make_hardware("h100-pcie", Params::parse({"precision=bf16"})).processor.peak_flops_per_s == doctest::Approx(756e12));
+  CHECK(make_hardware("a100-40gb", Params()).processor.memory_bytes_per_s == doctest::Approx(1.555e12));
+  const HardwareProfile h200 = make_hardware("h200", Params());
+  CHECK(h200.processor.memory_bytes_per_s == doctest::Approx(4.8e12));
+  CHECK(h200.processor.memory_bytes == 141000000000);
+  CHECK(make_hardware("v100", Params::parse({"precision=fp16"})).processor.peak_flops_per_s == doctest::Approx(125e12));
+  CHECK(to_string(make_hardware("a100", Params::parse({"cost_model=roofline"})).cost_model) == "roofline");
+  CHECK_THROWS_WITH_AS(make_hardware("unit", Params::parse({"cost_model=operator"})),
+                       doctest::Contains("the operator cost model needs the GPU's figures"), Error);
+  CHECK_THROWS_WITH_AS(make_hardware("a100", Params::parse({"gemm_efficiency=1.5"})),
+                       doctest::Contains("gemm_efficiency: a number in (0, 1] expected, got 1.5"), Error);
+}
