@@ -200,3 +200,33 @@ TEST_CASE("GPU profiles carry the datasheets' peaks, bandwidths and capacities")
   CHECK_THROWS_WITH_AS(make_hardware("a100", Params::parse({"gemm_efficiency=1.5"})),
                        doctest::Contains("gemm_efficiency: a number in (0, 1] expected, got 1.5"), Error);
 }
+
+TEST_CASE("activation_memory=pytorch: what PyTorch's autograd saves per layer of lenet5") {
+  const Network net = make_network("lenet5", Params::parse({"activation_memory=pytorch"}));
+  // c1: the input image (784 floats), the ReLU's output (6x28x28), max pooling's int64 indices (6x14x14).
+  CHECK(net.layers[0].stash_bytes == 784 * 4 + 4704 * 4 + 1176 * 8);
+  // c3: its input (a pooling's output: nobody saved it), ReLU (16x10x10), indices (16x5x5).
+  CHECK(net.layers[1].stash_bytes == 1176 * 4 + 1600 * 4 + 400 * 8);
+  // c5: its input (pooled, unsaved) and its ReLU; f6: only its ReLU (c5's ReLU saved its input).
+  CHECK(net.layers[2].stash_bytes == 400 * 4 + 120 * 4);
+  CHECK(net.layers[3].stash_bytes == 84 * 4);
+  // output: the log-softmax (10 floats) and the int64 target; the total weight per microbatch.
+  CHECK(net.layers[4].stash_bytes == 10 * 4 + 8);
+  CHECK(net.layers[4].stash_fixed_bytes == 4);
+  // 48,128 bytes a sample: what experiments/saved_tensors_vs_pytorch.py measured (docs/cost-model.md).
+  CHECK(net.layer_sum(0, 4, &Layer::stash_bytes) == 48128);
+  CHECK(make_network("lenet5", Params()).activation_memory == "executor");
+  CHECK_THROWS_WITH_AS(make_network("lenet5", Params::parse({"activation_memory=jax"})),
+                       doctest::Contains("unknown activation_memory convention 'jax'"), Error);
+}
+
+TEST_CASE("activation_memory=pytorch: batch norm's statistics per microbatch, a residual block's ReLU saved once") {
+  const Network net = make_network("resnet20", Params::parse({"activation_memory=pytorch"}));
+  const Layer& first = net.layers[0];  // conv 3->16 at 32x32, batch norm, ReLU
+  CHECK(first.stash_bytes == (3 * 32 * 32 + 2 * 16 * 32 * 32) * 4);
+  CHECK(first.stash_fixed_bytes == 4 * 16 * 4);  // saved mean, inverse deviation, running mean and variance
+  // Every later conv's input is the previous ReLU's output, already saved: batch norm's input and
+  // the ReLU's output only.
+  const Layer& second = net.layers[1];
+  CHECK(second.stash_bytes == 2 * 16 * 32 * 32 * 4);
+}

@@ -70,6 +70,7 @@ void bind_catalog(py::module_& m) {
       d["parameters"] = l.parameters;
       d["output_bytes"] = l.output_bytes;
       d["stash_bytes"] = l.stash_bytes;
+      d["stash_fixed_bytes"] = l.stash_fixed_bytes;  // per microbatch, whatever its samples
       // What the layer computes, for building the same network elsewhere (a PyTorch baseline).
       if (l.type == "conv2d") {
         const Conv2dSpec& c = l.conv2d;

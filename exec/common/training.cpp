@@ -27,6 +27,18 @@ void check_training_options(const TrainingOptions& options) {
   }
 }
 
+void check_executor_optimizer(const Network& network) {
+  if (network.activation_memory != "executor") {
+    throw Error("the executors keep their own activations; activation_memory=" + network.activation_memory +
+                " is for predictions only");
+  }
+  if (network.optimizer.kind == OptimizerKind::adam || network.optimizer.master_weights) {
+    throw Error("the executors train with SGD (momentum through the training options) in fp32; optimizer=" +
+                to_string(network.optimizer.kind) + (network.optimizer.master_weights ? " with master_weights" : "") +
+                " is for predictions only");
+  }
+}
+
 void check_run_inputs(const TaskGraph& graph, const Network& network, const BatchSampler& data) {
   if (graph.model != network.name) {
     throw Error("the graph was built for " + graph.model + ", not for " + network.name);
@@ -40,11 +52,7 @@ void check_run_inputs(const TaskGraph& graph, const Network& network, const Batc
     throw Error("dataset " + data.data().name + " has samples of " + shape_to_string(data.data().sample_shape) +
                 ", but " + network.name + " takes " + shape_to_string(network.input_shape));
   }
-  if (network.optimizer.kind == OptimizerKind::adam || network.optimizer.master_weights) {
-    throw Error("the executors train with SGD (momentum through the training options) in fp32; optimizer=" +
-                to_string(network.optimizer.kind) + (network.optimizer.master_weights ? " with master_weights" : "") +
-                " is for predictions only");
-  }
+  check_executor_optimizer(network);
   exec::make_layer_specs(network.layers);  // throws, naming the layer, for what the executors cannot run
   const Layer& last = network.layers.back();
   if (last.dense.out_features < data.data().classes) {

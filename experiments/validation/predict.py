@@ -9,6 +9,7 @@ the mean absolute percentage error (MAPE), the bias (mean signed error: positive
 predicts too slow), the Spearman rank correlation, and the worst rows.
 
     experiments/validation/predict.py [--pipetwin build/bin/pipetwin] [--csv predictions.csv]
+    experiments/validation/predict.py --param hardware.cost_model=roofline   # the model before
 
 Nothing here is fitted: the hardware profile's figures come with their sources
 (models/data/hardware/*.json, docs/cost-model.md).
@@ -35,7 +36,7 @@ def stage_cuts(layers, stages):
     return [layers // stages * k for k in range(1, stages)]
 
 
-def command(pipetwin, row):
+def command(pipetwin, row, extra=()):
     stages = int(row["pipeline"])
     microbatches = int(row["global_batch"]) // int(row["micro_batch"])
     params = {
@@ -52,11 +53,13 @@ def command(pipetwin, row):
             "-p", str(stages), "--microbatches", str(microbatches), "--minibatches", "2", "--json"]
     for key, value in params.items():
         args += ["--param", f"{key}={value}"]
+    for item in extra:
+        args += ["--param", item]
     return args
 
 
-def predict(pipetwin, row):
-    args = command(pipetwin, row)
+def predict(pipetwin, row, extra=()):
+    args = command(pipetwin, row, extra)
     done = subprocess.run(args, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"row {row['id']}: {' '.join(args)}\n{done.stderr.strip()}")
@@ -103,6 +106,8 @@ def main():
     parser.add_argument("--csv", help="also write every row with its prediction and error here")
     parser.add_argument("--json", action="store_true", help="print the summaries as JSON")
     parser.add_argument("--worst", type=int, default=5, help="rows with the largest errors to list per split")
+    parser.add_argument("--param", action="append", default=[],
+                        help="extra key=value for every prediction, e.g. hardware.cost_model=roofline (repeatable)")
     args = parser.parse_args()
     if not os.access(args.pipetwin, os.X_OK):
         sys.exit(f"predict.py: no pipetwin binary at {args.pipetwin}; build it (scripts/build.sh) or pass --pipetwin")
@@ -111,7 +116,7 @@ def main():
     for row in rows:
         row["measured_s"] = float(row["measured_s"])
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        for row, predicted in zip(rows, pool.map(lambda r: predict(args.pipetwin, r), rows)):
+        for row, predicted in zip(rows, pool.map(lambda r: predict(args.pipetwin, r, args.param), rows)):
             row["predicted_s"] = predicted
             row["error_pct"] = 100 * (predicted - row["measured_s"]) / row["measured_s"]
     if args.csv:

@@ -5,6 +5,7 @@
 
 #include "pipetwin/models/builtin_networks.hpp"
 #include "pipetwin/models/error.hpp"
+#include "pipetwin/models/framework_memory.hpp"
 #include "pipetwin/models/json_read.hpp"
 #include "pipetwin/models/names.hpp"
 
@@ -22,10 +23,12 @@ const ParamSpec kDtypeParam{"dtype_bytes", "4", "bytes per parameter and activat
 const ParamSpec kOptimizerParam{"optimizer", "sgd", "sgd, momentum or adam (update time and state memory)"};
 const ParamSpec kMasterWeightsParam{"master_weights", "false",
                                     "mixed precision: fp32 master weights and gradients beside dtype_bytes ones"};
+const ParamSpec kActivationMemoryParam{"activation_memory", "executor",
+                                       "what a forward keeps: executor (pipetwin's executors) or pytorch (its saved tensors)"};
 
 // Parameters every network takes after its own: the element size and the optimizer.
 std::vector<ParamSpec> with_common(std::vector<ParamSpec> params) {
-  params.insert(params.end(), {kDtypeParam, kOptimizerParam, kMasterWeightsParam});
+  params.insert(params.end(), {kDtypeParam, kOptimizerParam, kMasterWeightsParam, kActivationMemoryParam});
   return params;
 }
 
@@ -131,6 +134,7 @@ Network make_network(const std::string& name, const Params& params) {
       params.check_known(item.entry.params, "model " + name);
       Network network = item.make(params);
       network.optimizer = optimizer_from_params(params);
+      apply_activation_memory(network, params.get_string("activation_memory", "executor"));
       return network;
     }
   }
@@ -202,6 +206,7 @@ Network network_from_json_text(const std::string& text, const std::string& sourc
   }
   Network network = net.build();
   network.optimizer = optimizer_from_params(params);
+  apply_activation_memory(network, params.get_string("activation_memory", "executor"));
   return network;
 }
 

@@ -147,6 +147,9 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
   // sent on to the previous stage) and a BW (weight gradient).
   std::map<Key, std::int32_t> forward, recomputation, input_grad, weight_grad;
   std::vector<std::int32_t> updates, split_weight_grads;
+  // A stage's tasks of one kind all cost the same: priced once each (the operator model times
+  // every kernel of every layer).
+  std::map<std::pair<int, TaskKind>, std::pair<std::int64_t, std::int64_t>> stage_costs;  // -> (cost, memory)
   for (int p = 0; p < static_cast<int>(ops.size()); ++p) {
     std::int32_t order = 0;
     for (const auto& op : ops[p]) {
@@ -163,11 +166,17 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
       t.microbatch = op.microbatch;
       t.resource = p;
       t.order = order++;
-      if (op.kind == TaskKind::RC && mode == RecomputeMode::selective) {
-        t.cost_cycles = selective_recompute_cycles(hw, net, stage.first_layer, stage.last_layer, samples, &t.memory_cycles);
+      const auto priced = stage_costs.find({op.stage, op.kind});
+      if (priced != stage_costs.end()) {
+        std::tie(t.cost_cycles, t.memory_cycles) = priced->second;
       } else {
-        t.cost_cycles = compute_task_cycles(hw, net, op.kind, stage.first_layer, stage.last_layer, samples);
-        t.memory_cycles = memory_traffic_cycles(hw, net, op.kind, stage.first_layer, stage.last_layer, samples);
+        if (op.kind == TaskKind::RC && mode == RecomputeMode::selective) {
+          t.cost_cycles = selective_recompute_cycles(hw, net, stage.first_layer, stage.last_layer, samples, &t.memory_cycles);
+        } else {
+          t.cost_cycles = compute_task_cycles(hw, net, op.kind, stage.first_layer, stage.last_layer, samples);
+          t.memory_cycles = memory_traffic_cycles(hw, net, op.kind, stage.first_layer, stage.last_layer, samples);
+        }
+        stage_costs[{op.stage, op.kind}] = {t.cost_cycles, t.memory_cycles};
       }
       const Key key{op.stage, op.minibatch, op.microbatch};
       if (op.kind == TaskKind::F) {

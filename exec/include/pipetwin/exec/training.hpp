@@ -58,6 +58,10 @@ std::vector<HostWeights> initial_weights(const Network& network, std::uint64_t s
 // another microbatch size, samples or classes that do not fit) or when a layer is one the
 // executors cannot run. Every executor checks this first.
 void check_run_inputs(const TaskGraph& graph, const Network& network, const BatchSampler& data);
+// The executors train in fp32 with SGD (momentum from TrainingOptions) and keep their own
+// activations: Adam, mixed precision's master weights and activation_memory=pytorch are for
+// predictions only; throws saying so.
+void check_executor_optimizer(const Network& network);
 // A learning rate that is a positive finite number, momentum in [0, 1) (NaN is neither).
 void check_training_options(const TrainingOptions& options);
 

@@ -1,6 +1,7 @@
 // Cycles of a task on a processor or a link (docs/cost-model.md): the unit model of the LayerPipe
-// paper, or the roofline model overhead + max(FLOPs / (peak x efficiency), bytes / bandwidth),
-// summed per layer so that stage costs add up exactly.
+// paper, the roofline model overhead + max(FLOPs / (peak x efficiency), bytes / bandwidth), or the
+// GPU operator model (each layer's kernels timed, gpu_kernels.hpp), summed per layer so that
+// stage costs add up exactly.
 #pragma once
 #include <cstdint>
 
@@ -22,7 +23,8 @@ std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, 
 std::int64_t selective_recompute_cycles(const HardwareProfile& hw, const Network& net, int first_layer,
                                         int last_layer, std::int64_t samples, std::int64_t* memory_cycles);
 
-// Cycles of one layer's part of a task, without the per-task overhead.
+// Cycles of one layer's part of a task, without the per-task overhead (an update priced as plain
+// SGD's: compute_task_cycles prices it with the network's optimizer).
 std::int64_t layer_work_cycles(const HardwareProfile& hw, const Layer& layer, TaskKind kind,
                                std::int64_t samples);
 

@@ -23,6 +23,9 @@ struct Network {
   std::vector<std::int64_t> input_shape;  // per sample
   std::vector<Layer> layers;
   OptimizerSpec optimizer;              // how its weights are updated (and mixed precision)
+  // Whose convention the layers' stash_bytes follow: "executor" (pipetwin's executors) or
+  // "pytorch" (PyTorch's saved tensors; framework_memory.hpp).
+  std::string activation_memory = "executor";
 
   std::size_t size() const { return layers.size(); }
   double forward_macs_per_sample() const;
