@@ -94,10 +94,11 @@ void list_hardware(bool json) {
           hw.topology, hw.validated ? ", validated" : ", not yet validated against measurement");
     } else if (hw.cost_model == CostModelKind::operator_level) {
       std::cout << fmt::format(
-          "      operator model: {:.3g} TFLOP/s {} (GEMM tiles at {:.2f}), {} SMs, {} at {:g} GB/s, "
-          "{:g} us per kernel launch, link {}, host {}, {}{}\n",
+          "      operator model: {:.3g} TFLOP/s {} (GEMM tiles at {:.2f}), {} SMs, {} at {:g} GB/s, host "
+          "{:g} us per framework operator + {:g} us per launch, link {}, host {}, {}{}\n",
           p.peak_flops_per_s / 1e12, hw.precision, p.gpu.gemm_efficiency, p.sm_count, human_bytes(p.memory_bytes),
-          p.memory_bytes_per_s / 1e9, p.gpu.dispatch_s * 1e6, hw.link.name, hw.host_link.name, hw.topology,
+          p.memory_bytes_per_s / 1e9, p.gpu.dispatch_s * 1e6, p.gpu.launch_s * 1e6, hw.link.name, hw.host_link.name,
+          hw.topology,
           hw.validated ? ", validated" : ", not yet validated against measurement");
     }
     // Parameters beyond the ones every profile takes (listed once below).

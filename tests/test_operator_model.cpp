@@ -197,6 +197,10 @@ TEST_CASE("GPU profiles carry the datasheets' peaks, bandwidths and capacities")
   CHECK(to_string(make_hardware("a100", Params::parse({"cost_model=roofline"})).cost_model) == "roofline");
   CHECK_THROWS_WITH_AS(make_hardware("unit", Params::parse({"cost_model=operator"})),
                        doctest::Contains("the operator cost model needs the GPU's figures"), Error);
+  CHECK_THROWS_WITH_AS(make_hardware("cpu-core", Params::parse({"dispatch_s=1e-6"})),
+                       "hardware cpu-core: dispatch_s is a figure of the operator model, which this profile has no GPU "
+                       "figures for",
+                       Error);
   CHECK_THROWS_WITH_AS(make_hardware("a100", Params::parse({"gemm_efficiency=1.5"})),
                        doctest::Contains("gemm_efficiency: a number in (0, 1] expected, got 1.5"), Error);
 }

@@ -201,7 +201,17 @@ HardwareProfile hardware_from_json_text(const std::string& text, const std::stri
                   short_number(overhead));
     }
   }
-  if (proc.has("gpu")) read_gpu_spec(proc.at("gpu"), params, &p.gpu);
+  if (proc.has("gpu")) {
+    read_gpu_spec(proc.at("gpu"), params, &p.gpu);
+  } else {
+    for (const char* key : {"gemm_efficiency", "l2_bytes_per_s", "memory_efficiency", "fp32_flops_per_s", "kernel_s",
+                            "dispatch_s", "launch_s"}) {
+      if (params.has(key)) {
+        throw Error("hardware " + hw.name + ": " + key + " is a figure of the operator model, which this profile "
+                    "has no GPU figures for");
+      }
+    }
+  }
   if (hw.cost_model == CostModelKind::operator_level) {
     if (!proc.has("gpu")) {
       throw Error(source + ": /processor/gpu: the operator cost model needs the GPU's figures (gemm_efficiency, "
