@@ -45,15 +45,27 @@ void run(const KernelsOptions& options) {
                 std::to_string(net.batch));
   }
   const std::int64_t samples = net.batch / request.microbatches;
-  const std::regex pattern(options.layer);
+  std::regex pattern;
+  try {
+    pattern = std::regex(options.layer);
+  } catch (const std::regex_error& error) {
+    throw Error("kernels: --layer '" + options.layer + "' is not a regular expression (" + error.what() + ")");
+  }
+  std::vector<const Layer*> layers;
+  for (const Layer& layer : net.layers) {
+    if (std::regex_search(layer.name, pattern)) layers.push_back(&layer);
+  }
+  if (layers.empty()) {
+    throw Error("kernels: no layer of " + net.name + " matches --layer '" + options.layer + "'");
+  }
   const ProcessorSpec& p = hw.processor;
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   if (!options.json) {
     std::cout << fmt::format("{} on {} ({}), {} samples per microbatch, host {:g} us per framework operator and {:g} us per launch\n",
                              net.name, hw.name, hw.precision, samples, p.gpu.dispatch_s * 1e6, p.gpu.launch_s * 1e6);
   }
-  for (const Layer& layer : net.layers) {
-    if (!std::regex_search(layer.name, pattern)) continue;
+  for (const Layer* matched : layers) {
+    const Layer& layer = *matched;
     for (const TaskKind kind : {TaskKind::F, TaskKind::BA, TaskKind::BW}) {
       const auto kernels = layer_kernels(layer, kind, samples, layer.element_bytes);
       if (kernels.empty()) continue;

@@ -39,7 +39,7 @@ void run(RunOptions& options) {
   default_hardware_for_device(options.executor, config.hardware);
   config.processors = counts.front();
   const ScheduleRequest request = make_request(config);
-  check_executor_optimizer(request.network);
+  check_executor_network(request.network);
   const auto data = load_data(options.executor, request.network, "train");
   if (options.epochs_given->count() > 0) {
     if (!(options.epochs > 0) || !std::isfinite(options.epochs)) {

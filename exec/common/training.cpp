@@ -27,7 +27,7 @@ void check_training_options(const TrainingOptions& options) {
   }
 }
 
-void check_executor_optimizer(const Network& network) {
+void check_executor_network(const Network& network) {
   if (network.activation_memory != "executor") {
     throw Error("the executors keep their own activations; activation_memory=" + network.activation_memory +
                 " is for predictions only");
@@ -52,7 +52,7 @@ void check_run_inputs(const TaskGraph& graph, const Network& network, const Batc
     throw Error("dataset " + data.data().name + " has samples of " + shape_to_string(data.data().sample_shape) +
                 ", but " + network.name + " takes " + shape_to_string(network.input_shape));
   }
-  check_executor_optimizer(network);
+  check_executor_network(network);
   exec::make_layer_specs(network.layers);  // throws, naming the layer, for what the executors cannot run
   const Layer& last = network.layers.back();
   if (last.dense.out_features < data.data().classes) {

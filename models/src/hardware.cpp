@@ -156,6 +156,8 @@ HardwareProfile hardware_from_json_text(const std::string& text, const std::stri
     hw.cost_model = CostModelKind::roofline;
   } else if (cost_model == "operator") {
     hw.cost_model = CostModelKind::operator_level;
+  } else if (params.has("cost_model")) {
+    throw Error("hardware parameter cost_model: unit, roofline or operator expected, got '" + cost_model + "'");
   } else {
     root.at("cost_model").fail("\"unit\", \"roofline\" or \"operator\"");
   }

@@ -29,7 +29,9 @@ double OptimizerSpec::update_bytes_per_parameter(std::int64_t element_bytes) con
   return bytes;
 }
 
-int OptimizerSpec::update_kernels() const { return master_weights ? 6 : 2; }
+// The update; with master weights also the cast to fp32, the overflow check, the norm, the copy
+// back and the gradients zeroed.
+int OptimizerSpec::update_kernels() const { return master_weights ? 6 : 1; }
 
 OptimizerSpec optimizer_from_params(const Params& params) {
   OptimizerSpec spec;

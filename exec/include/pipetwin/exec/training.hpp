@@ -61,7 +61,7 @@ void check_run_inputs(const TaskGraph& graph, const Network& network, const Batc
 // The executors train in fp32 with SGD (momentum from TrainingOptions) and keep their own
 // activations: Adam, mixed precision's master weights and activation_memory=pytorch are for
 // predictions only; throws saying so.
-void check_executor_optimizer(const Network& network);
+void check_executor_network(const Network& network);
 // A learning rate that is a positive finite number, momentum in [0, 1) (NaN is neither).
 void check_training_options(const TrainingOptions& options);
 
