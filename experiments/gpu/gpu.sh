@@ -12,6 +12,9 @@
 #                                     six schedules, P = 1, 2, 4, 8 SM partitions (MODELS, SMS, STEPS,
 #                                     RUNS override); tables and JSON
 #   experiments/gpu/gpu.sh baseline   there: experiments/gpu/pytorch_baseline.py (needs torch there)
+#   experiments/gpu/gpu.sh constants  there: experiments/gpu/operator_constants.py: the operator cost
+#                                     model's assumed figures measured, its GEMM and GPT-block times
+#                                     against PyTorch's (needs torch there; HARDWARE=h100 or h200)
 #
 # Logs and tables go to $OUT. Each step fits the device tool's 10 minutes a call; on a warm machine
 # build-gpu/ persists, so the steps can be separate calls.
@@ -98,12 +101,19 @@ baseline() {
   python3 experiments/gpu/pytorch_baseline.py --pipetwin "$build/bin/pipetwin" 2>&1 | tee "$out/baseline.txt" || true
 }
 
+constants() {
+  unpack
+  python3 experiments/gpu/operator_constants.py --pipetwin "$build/bin/pipetwin" --hardware "${HARDWARE:-h100}" \
+      --out "$out" 2>&1 | tee "$out/constants.txt" || true
+}
+
 case "${1:-}" in
   prepare) prepare ;;
   build) build ;;
   test) run_tests ;;
   validate) validate ;;
   baseline) baseline ;;
-  device) build; run_tests; validate; baseline ;;
-  *) echo "usage: experiments/gpu/gpu.sh prepare|build|test|validate|baseline|device" >&2; exit 2 ;;
+  constants) constants ;;
+  device) build; run_tests; constants; validate; baseline ;;
+  *) echo "usage: experiments/gpu/gpu.sh prepare|build|test|validate|baseline|constants|device" >&2; exit 2 ;;
 esac
