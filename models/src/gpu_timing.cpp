@@ -27,20 +27,23 @@ struct Tile {
   int m, n;
 };
 
-// The tile sizes of the guide's section 2.3, largest first. A block of a tile of area A shares its
-// SM with (256 x 128) / A - 1 others: the register file and shared memory hold about one 256x128
-// tile's accumulators and operand stages.
-constexpr Tile kTiles[] = {{256, 128}, {128, 256}, {128, 128}, {256, 64}, {64, 256},
-                           {128, 64},  {64, 128},  {64, 64}};
+// The tile sizes of the guide's section 2.3, largest first, and the narrow ones cuBLAS and cuDNN
+// also ship for thin operands (32 wide: CUTLASS's and cuDNN's small-channel kernels). A block of a
+// tile of area A shares its SM with (256 x 128) / A - 1 others (the register file and shared memory
+// hold about one 256x128 tile's accumulators and operand stages), at most 32 blocks per SM (the
+// architectural limit of Volta to Hopper).
+constexpr Tile kTiles[] = {{256, 128}, {128, 256}, {128, 128}, {256, 64}, {64, 256}, {128, 64}, {64, 128},
+                           {64, 64},   {256, 32},  {32, 256},  {128, 32}, {32, 128}, {64, 32},  {32, 64}, {32, 32}};
 constexpr double kLargestTileArea = 256.0 * 128.0;
+constexpr double kMaxBlocksPerSm = 32;
 // K advances in steps of 32 elements (one main-loop stage of a tensor-core kernel); a K that is
 // not a multiple pays for the whole last step.
 constexpr double kTileK = 32;
 // A block's software pipeline holds 3 stages of K in flight (CUTLASS's multistage sm80 kernels,
 // kStages = 3): its first 2 steps load before any math starts.
 constexpr double kPipelineFillSteps = 2;
-// Split-K (cuBLAS and cuDNN's weight-gradient kernels): at most 64 slices, each at least 128 deep.
-constexpr double kMaxSplitK = 64;
+// Split-K (cuBLAS and cuDNN's weight-gradient kernels): at most 256 slices, each at least 128 deep.
+constexpr double kMaxSplitK = 256;
 constexpr double kMinSplitSlice = 128;
 
 double ceil_div(double a, double b) { return std::ceil(a / b - 1e-12); }
@@ -64,7 +67,7 @@ GemmTiming gemm_timing(const GpuSpec& gpu, const ProcessorSpec& p, const GemmSha
   GemmTiming best;
   best.seconds = std::numeric_limits<double>::infinity();
   for (const Tile& tile : kTiles) {
-    const double blocks_per_sm = std::max(1.0, kLargestTileArea / (tile.m * tile.n));
+    const double blocks_per_sm = std::min(kMaxBlocksPerSm, std::max(1.0, kLargestTileArea / (tile.m * tile.n)));
     const double output_tiles = std::max(1.0, std::ceil(ceil_div(shape.m, tile.m) * ceil_div(shape.n, tile.n) *
                                                         shape.batch * causal - 1e-9));
     // Each block: FLOP per operand byte it loads through L2.
