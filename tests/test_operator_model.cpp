@@ -186,6 +186,18 @@ TEST_CASE("every figure of every operator-model profile names its source") {
   CHECK(profiles == 6);  // v100, a100, a100-40gb, h100, h100-pcie, h200
 }
 
+TEST_CASE("every built-in link names its source; InfiniBand HDR and NDR at 25 and 50 GB/s a direction") {
+  for (const auto& file : embedded_link_files()) {
+    CAPTURE(file.name);
+    const auto json = nlohmann::json::parse(file.text);
+    REQUIRE(json.contains("source"));
+    CHECK(json.at("source").get<std::string>().size() > 20);
+  }
+  CHECK(make_link("ib-hdr").bytes_per_s == doctest::Approx(200e9 / 8));
+  CHECK(make_link("ib-ndr").bytes_per_s == doctest::Approx(400e9 / 8));
+  CHECK(make_hardware("h100", Params::parse({"link=ib-ndr"})).link.name == "ib-ndr");
+}
+
 TEST_CASE("GPU profiles carry the datasheets' peaks, bandwidths and capacities") {
   CHECK(make_hardware("h100", Params::parse({"precision=fp16"})).processor.peak_flops_per_s == doctest::Approx(989.4e12));
   CHECK(make_hardware("h100-pcie", Params::parse({"precision=bf16"})).processor.peak_flops_per_s == doctest::Approx(756e12));

@@ -112,7 +112,7 @@ const std::vector<std::string>& topology_names() {
 LinkSpec link_from_json_text(const std::string& text, const std::string& source) {
   const nlohmann::json document = JsonReader::parse(text, source);
   const JsonReader root(document, source);
-  root.check_keys({"name", "description", "bytes_per_s", "latency_s", "shared", "policy"});
+  root.check_keys({"name", "description", "bytes_per_s", "latency_s", "shared", "policy", "source"});
   LinkSpec link;
   link.name = root.get_string("name");
   link.description = root.get_string("description", "");
