@@ -3,6 +3,8 @@
 // update traffic, and every GPU profile figure's source.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "pipetwin/models/cost_model.hpp"
@@ -11,6 +13,7 @@
 #include "pipetwin/models/gpu_kernels.hpp"
 #include "pipetwin/models/network_registry.hpp"
 #include "pipetwin/schedule/registry.hpp"
+#include "pipetwin/schedule/validator.hpp"
 
 using namespace pipetwin;
 
@@ -247,4 +250,42 @@ TEST_CASE("activation_memory=pytorch: batch norm's statistics per microbatch, a 
   // the ReLU's output only.
   const Layer& second = net.layers[1];
   CHECK(second.stash_bytes == 2 * 16 * 32 * 32 * 4);
+}
+
+TEST_CASE("recompute=blocks (Megatron-LM's): only transformer blocks run again, from their kept inputs") {
+  GraphConfig config = graph_config("gpt", "1f1b", "a100", 2, 2, 1);
+  config.params = {"layers=4", "hidden=256", "heads=4", "seq=128", "vocab=1000", "batch=4", "dtype_bytes=2",
+                   "precision=fp16", "cuts=2", "recompute=blocks"};
+  const TaskGraph g = make_graph(config);
+  REQUIRE(validate(g).empty());
+  const ScheduleRequest request = make_request(config);
+  const Network& net = request.network;
+  const HardwareProfile& hw = request.hardware;
+  // Stage 0 is the embedding and blocks 1-2: its RC is the two blocks' forwards and one task's overhead.
+  const std::int64_t expected = layer_work_cycles(hw, net.layers[1], TaskKind::RC, 2) +
+                                layer_work_cycles(hw, net.layers[2], TaskKind::RC, 2) +
+                                static_cast<std::int64_t>(std::ceil(hw.processor.task_overhead_s * hw.clock_hz() - 1e-9));
+  int recomputations = 0;
+  for (const auto& t : g.tasks) {
+    if (t.kind != TaskKind::RC) continue;
+    ++recomputations;
+    if (t.stage == 0) CHECK(t.cost_cycles == expected);
+  }
+  CHECK(recomputations == 4);  // 2 stages x 2 microbatches
+  // What a stage's forward keeps: the whole stash less each block's stash but its input.
+  const std::int64_t dropped = (net.layers[1].stash_bytes - net.layers[1].input_bytes) +
+                               (net.layers[2].stash_bytes - net.layers[2].input_bytes);
+  bool found = false;
+  for (const auto& b : g.buffers) {
+    if (b.name.kind != BufferKind::stash || b.name.owner != b.allocated_by) continue;
+    const Task& owner = g.tasks[static_cast<std::size_t>(b.name.owner)];
+    if (owner.kind != TaskKind::F || owner.stage != 0) continue;
+    CHECK(b.bytes == (net.stash_bytes(0, 2, 2) - dropped * 2));
+    found = true;
+  }
+  CHECK(found);
+  // A network without transformer blocks recomputes nothing.
+  GraphConfig cnn = graph_config("resnet20", "1f1b", "a100", 2, 2, 1);
+  cnn.params = {"recompute=blocks"};
+  for (const auto& t : make_graph(cnn).tasks) CHECK(t.kind != TaskKind::RC);
 }

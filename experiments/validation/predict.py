@@ -27,6 +27,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
+# The rows name recomputation as Megatron-LM does; its "full" checkpoints every transformer block
+# (the embedding and the LM head keep their activations): pipetwin's recompute=blocks.
+FRAMEWORK_RECOMPUTE = {"none": "none", "selective": "selective", "full": "blocks"}
+
+
 def stage_cuts(layers, stages):
     """Megatron-DeepSpeed's uniform split: layers / stages transformer blocks per stage, the
     embedding with the first and the LM head with the last (pipetwin numbers the embedding 0 and
@@ -45,7 +50,7 @@ def command(pipetwin, row, extra=()):
         "dtype_bytes": 2 if row["precision"] in ("fp16", "bf16") else 4,
         "precision": row["precision"], "optimizer": row["optimizer"],
         "master_weights": "true" if row["precision"] in ("fp16", "bf16") else "false",
-        "recompute": row["recompute"],
+        "recompute": FRAMEWORK_RECOMPUTE[row["recompute"]],
     }
     if stages > 1:
         params["cuts"] = ",".join(str(c) for c in stage_cuts(int(row["layers"]), stages))

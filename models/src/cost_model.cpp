@@ -169,6 +169,23 @@ std::int64_t selective_recompute_cycles(const HardwareProfile& hw, const Network
   return cycles;
 }
 
+std::int64_t block_recompute_cycles(const HardwareProfile& hw, const Network& net, int first_layer, int last_layer,
+                                    std::int64_t samples, std::int64_t* memory_cycles) {
+  *memory_cycles = 0;
+  std::int64_t cycles = 0, memory = 0;
+  for (int l = first_layer; l <= last_layer; ++l) {
+    if (net.layers[static_cast<std::size_t>(l)].type != "transformer_block") continue;
+    cycles += layer_cycles(hw, net.layers[static_cast<std::size_t>(l)], TaskKind::RC, samples, net.optimizer);
+    memory += memory_traffic_cycles(hw, net, TaskKind::RC, l, l, samples);
+  }
+  if (cycles > 0 && hw.cost_model != CostModelKind::unit) {
+    const double overhead_s = hw.calibration ? hw.calibration->task_overhead_s : hw.processor.task_overhead_s;
+    cycles += ceil_cycles(overhead_s * hw.processor.clock_hz);
+  }
+  *memory_cycles = std::min(memory, cycles);
+  return cycles;
+}
+
 std::int64_t memory_traffic_cycles(const HardwareProfile& hw, const Network& net, TaskKind kind,
                                    int first_layer, int last_layer, std::int64_t samples) {
   // Calibrated times were measured with the memory traffic in them.

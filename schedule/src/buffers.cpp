@@ -91,9 +91,12 @@ void add_stashes(TaskGraph& g, const Network& net, RecomputeMode recompute) {
     if (readers == backwards.end()) continue;  // nothing reads it: the forward keeps nothing
     std::int32_t holder = t.id;
     const auto rc = recomputation.find(t.id);
-    if (rc != recomputation.end() && recompute == RecomputeMode::selective) {
-      // The forward keeps all but the selective part; its RC makes that part again.
-      const std::int64_t part = net.layer_sum(t.first_layer, t.last_layer, &Layer::selective_stash_bytes) * samples;
+    if (rc != recomputation.end() && (recompute == RecomputeMode::selective || recompute == RecomputeMode::blocks)) {
+      // The forward keeps all but the selective (or blocks') part; its RC makes that part again.
+      const std::int64_t part = (recompute == RecomputeMode::blocks
+                                     ? net.block_recompute_bytes(t.first_layer, t.last_layer)
+                                     : net.layer_sum(t.first_layer, t.last_layer, &Layer::selective_stash_bytes)) *
+                                samples;
       g.buffers.push_back({{BufferKind::stash, t.id, -1}, t.resource, bytes - part, t.id, readers->second});
       g.buffers.push_back({{BufferKind::stash, rc->second, -1}, t.resource, part, rc->second, readers->second});
       continue;

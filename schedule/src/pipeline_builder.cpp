@@ -108,13 +108,16 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
   // before the stage's backward (its B, or its BA) runs the forward again from that input, with
   // the forward's weight version, and holds the full stash. recompute=selective (Korthikanti et
   // al. 2022): a forward drops only its layers' selective part (attention cores); the RC makes
-  // that part again from the rest of the stash. Stages with no selective part get no RC.
+  // that part again from the rest of the stash. recompute=blocks (Megatron-LM's "full"
+  // recomputation, a checkpoint per transformer block): a forward drops its blocks' stashes but
+  // their inputs; the RC runs the blocks again. Stages with no such part get no RC.
   const std::string recompute = request.params.get_string("recompute", "none");
-  if (recompute != "none" && recompute != "full" && recompute != "selective") {
-    throw Error(unknown_name_message("recompute mode", recompute, {"none", "full", "selective"}));
+  if (recompute != "none" && recompute != "full" && recompute != "selective" && recompute != "blocks") {
+    throw Error(unknown_name_message("recompute mode", recompute, {"none", "full", "selective", "blocks"}));
   }
   const RecomputeMode mode = recompute == "full"        ? RecomputeMode::full
                              : recompute == "selective" ? RecomputeMode::selective
+                             : recompute == "blocks"    ? RecomputeMode::blocks
                                                         : RecomputeMode::none;
   if (mode != RecomputeMode::none && offload) {
     throw Error("recompute=" + recompute + " and offload=true do not combine: choose one");
@@ -122,11 +125,13 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
   if (mode != RecomputeMode::none && semantics == WeightSemantics::stale) {
     throw Error("recompute=" + recompute + " runs at the forward's weight version, which stale weights do not keep");
   }
+  // The part of a stage's stash that a selective or block recomputation makes again.
   const auto selective_bytes = [&](const StageInfo& stage) {
+    if (mode == RecomputeMode::blocks) return net.block_recompute_bytes(stage.first_layer, stage.last_layer) * samples;
     return stage_sum(net, stage, &Layer::selective_stash_bytes) * samples;
   };
   const auto recomputes = [&](int stage) {
-    return mode == RecomputeMode::full || (mode == RecomputeMode::selective && selective_bytes(g.stages.at(stage)) > 0);
+    return mode == RecomputeMode::full || (mode != RecomputeMode::none && selective_bytes(g.stages.at(stage)) > 0);
   };
   std::vector<std::vector<StageOp>> with_recompute;  // the sequences with an RC before each B or BA
   const bool recomputing = mode != RecomputeMode::none;
@@ -172,6 +177,8 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
       } else {
         if (op.kind == TaskKind::RC && mode == RecomputeMode::selective) {
           t.cost_cycles = selective_recompute_cycles(hw, net, stage.first_layer, stage.last_layer, samples, &t.memory_cycles);
+        } else if (op.kind == TaskKind::RC && mode == RecomputeMode::blocks) {
+          t.cost_cycles = block_recompute_cycles(hw, net, stage.first_layer, stage.last_layer, samples, &t.memory_cycles);
         } else {
           t.cost_cycles = compute_task_cycles(hw, net, op.kind, stage.first_layer, stage.last_layer, samples);
           t.memory_cycles = memory_traffic_cycles(hw, net, op.kind, stage.first_layer, stage.last_layer, samples);
@@ -230,7 +237,7 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
       const std::int64_t kept_input = net.layers[g.stages[s].first_layer].input_bytes * samples;
       g.tasks[rc->second].deps.push_back({f, Carries::stash, kept_input});
       g.tasks[id].deps.push_back({rc->second, Carries::stash, stash});
-    } else if (rc != recomputation.end()) {  // F's stash -> RC (the selective part) -> the backward, which reads both
+    } else if (rc != recomputation.end()) {  // F's stash -> RC (the selective or blocks' part) -> the backward, which reads both
       const std::int64_t part = selective_bytes(g.stages[s]);
       g.tasks[rc->second].deps.push_back({f, Carries::stash, stash - part});
       g.tasks[id].deps.push_back({f, Carries::stash, stash - part});

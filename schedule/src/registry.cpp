@@ -27,8 +27,9 @@ const ParamSpec kOffloadParam{"offload", "false",
 
 const ParamSpec kRecomputeParam{"recompute", "none",
                                 "activation recomputation: none; full (a forward keeps only its stage's "
-                                "input; the forward runs again right before the backward); or selective "
-                                "(only transformer blocks' attention cores are dropped and made again)"};
+                                "input; the forward runs again right before the backward); selective "
+                                "(only transformer blocks' attention cores are dropped and made again); or "
+                                "blocks (Megatron-LM's: each transformer block keeps its input and runs again)"};
 
 bool declares(const std::vector<ParamSpec>& specs, const std::string& key) {
   return std::any_of(specs.begin(), specs.end(), [&](const ParamSpec& s) { return s.name == key; });

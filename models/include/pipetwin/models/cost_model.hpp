@@ -23,6 +23,12 @@ std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, 
 std::int64_t selective_recompute_cycles(const HardwareProfile& hw, const Network& net, int first_layer,
                                         int last_layer, std::int64_t samples, std::int64_t* memory_cycles);
 
+// Cycles of a block recomputation (recompute=blocks) of layers [first, last]: the forward of each
+// transformer block among them, plus the per-task overhead; 0 when there is none. Its memory
+// traffic in cycles at full bandwidth goes to *memory_cycles.
+std::int64_t block_recompute_cycles(const HardwareProfile& hw, const Network& net, int first_layer, int last_layer,
+                                    std::int64_t samples, std::int64_t* memory_cycles);
+
 // Cycles of one layer's part of a task, without the per-task overhead (an update priced as plain
 // SGD's: compute_task_cycles prices it with the network's optimizer).
 std::int64_t layer_work_cycles(const HardwareProfile& hw, const Layer& layer, TaskKind kind,

@@ -53,6 +53,16 @@ struct Network {
   std::int64_t stash_bytes(int first, int last, std::int64_t samples) const {
     return layer_sum(first, last, &Layer::stash_bytes) * samples + layer_sum(first, last, &Layer::stash_fixed_bytes);
   }
+  // Per sample, what recompute=blocks drops after the forward and its RC makes again: each
+  // transformer block's stash but its input (Megatron-LM's checkpoint of every block).
+  std::int64_t block_recompute_bytes(int first, int last) const {
+    std::int64_t bytes = 0;
+    for (int l = first; l <= last; ++l) {
+      const Layer& layer = layers[static_cast<std::size_t>(l)];
+      if (layer.type == "transformer_block") bytes += layer.stash_bytes - layer.input_bytes;
+    }
+    return bytes;
+  }
   // Layer indices after which a pipeline cut may fall (never inside a residual block, never
   // after the last layer).
   std::vector<int> allowed_cuts() const;

@@ -10,6 +10,8 @@
 //                 per place it is held). Under full recomputation a forward drops its stash when
 //                 it ends and its RC makes all of it again; under selective recomputation the
 //                 forward keeps all but its layers' selective part, which its RC makes again;
+//                 under block recomputation the forward keeps all but its transformer blocks'
+//                 stashes less their inputs, which its RC makes again;
 //   kept-input    a fully recomputed forward's input, freed after its recomputation;
 //   output        what a task hands on (reads_output), freed after the last task that reads it.
 // The optimizer's state (network.optimizer: momentum, Adam's moments, fp32 master weights and
@@ -27,7 +29,9 @@ namespace pipetwin {
 // gradients, a transfer's copy), rather than a stash, a weight version, a gradient sum or nothing.
 bool reads_output(const Task& producer, const Task& consumer, const Dep& d);
 
-enum class RecomputeMode { none, full, selective };
+// none; full (the whole stage again from its input); selective (attention cores); blocks
+// (Megatron-LM's full recomputation: transformer blocks again from their inputs, other layers kept).
+enum class RecomputeMode { none, full, selective, blocks };
 
 // The graph's buffers from its tasks, dependencies, weight versions and the network's sizes
 // (stash, selective and input bytes per sample, parameter bytes) under the graph's recomputation
