@@ -32,6 +32,11 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 FRAMEWORK_RECOMPUTE = {"none": "none", "selective": "selective", "full": "blocks"}
 
 
+# How each source's framework moves activations between stages: Megatron-DeepSpeed's pipeline
+# engine sends and receives with blocking calls (pipetwin's p2p=rendezvous).
+SOURCE_P2P = {"vtrain-micro24": "rendezvous"}
+
+
 def stage_cuts(layers, stages):
     """Megatron-DeepSpeed's uniform split: layers / stages transformer blocks per stage, the
     embedding with the first and the LM head with the last (pipetwin numbers the embedding 0 and
@@ -51,6 +56,7 @@ def command(pipetwin, row, extra=()):
         "precision": row["precision"], "optimizer": row["optimizer"],
         "master_weights": "true" if row["precision"] in ("fp16", "bf16") else "false",
         "recompute": FRAMEWORK_RECOMPUTE[row["recompute"]],
+        "p2p": SOURCE_P2P.get(row["source"], "async"),
     }
     if stages > 1:
         params["cuts"] = ",".join(str(c) for c in stage_cuts(int(row["layers"]), stages))

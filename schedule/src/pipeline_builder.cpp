@@ -83,6 +83,51 @@ TaskGraph empty_graph(const ScheduleRequest& request, const std::string& schedul
   return g;
 }
 
+namespace {
+
+// p2p=rendezvous: blocking send and receive (DeepSpeed's pipeline engine). A transfer between two
+// processors' tasks starts only once its receiver has finished the task before the one that
+// consumes it (the receive is posted in program order), and the sender's next task waits for the
+// transfer to end (the send returns when the data is across).
+void add_rendezvous(TaskGraph& g) {
+  const auto by_processor = tasks_by_processor(g);
+  std::vector<std::int32_t> position(g.tasks.size(), -1);
+  for (const auto& list : by_processor) {
+    for (std::size_t i = 0; i < list.size(); ++i) position[static_cast<std::size_t>(list[i])] = static_cast<std::int32_t>(i);
+  }
+  std::vector<std::vector<std::int32_t>> consumers(g.tasks.size());
+  for (const auto& t : g.tasks) {
+    for (const auto& d : t.deps) consumers[static_cast<std::size_t>(d.task)].push_back(t.id);
+  }
+  const std::size_t transfers = g.tasks.size();
+  for (std::size_t x = 0; x < transfers; ++x) {
+    const Task transfer = g.tasks[x];
+    if (transfer.kind != TaskKind::X || transfer.placement != Placement::link) continue;
+    std::int32_t producer = -1;
+    for (const auto& d : transfer.deps) {
+      const Task& p = g.tasks[static_cast<std::size_t>(d.task)];
+      if (p.placement == Placement::processor &&
+          (d.carries == Carries::activation || d.carries == Carries::activation_gradient)) {
+        producer = p.id;
+      }
+    }
+    if (producer < 0) continue;  // weights, or a later hop of a multi-hop transfer
+    for (const auto consumer : consumers[x]) {
+      const Task& c = g.tasks[static_cast<std::size_t>(consumer)];
+      if (c.placement != Placement::processor || position[static_cast<std::size_t>(consumer)] <= 0) continue;
+      const auto& list = by_processor[static_cast<std::size_t>(c.resource)];
+      g.tasks[x].deps.push_back({list[static_cast<std::size_t>(position[static_cast<std::size_t>(consumer)] - 1)],
+                                 Carries::order, 0});
+    }
+    const Task& p = g.tasks[static_cast<std::size_t>(producer)];
+    const auto& mine = by_processor[static_cast<std::size_t>(p.resource)];
+    const std::size_t next = static_cast<std::size_t>(position[static_cast<std::size_t>(producer)]) + 1;
+    if (next < mine.size()) g.tasks[static_cast<std::size_t>(mine[next])].deps.push_back({transfer.id, Carries::order, 0});
+  }
+}
+
+}  // namespace
+
 TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& schedule_name,
                          WeightSemantics semantics, const StagePlan& plan,
                          const std::vector<std::vector<StageOp>>& processor_ops) {
@@ -317,6 +362,12 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
       g.tasks[id].deps.push_back(arrival);
     }
     order_links_by_earliest_start(g);  // weights were added after the activations they overtake
+  }
+  const std::string p2p = request.params.get_string("p2p", "async");
+  if (p2p == "rendezvous") {
+    add_rendezvous(g);
+  } else if (p2p != "async") {
+    throw Error(unknown_name_message("p2p mode", p2p, {"async", "rendezvous"}));
   }
   declare_buffers(g, net, mode);
   return g;

@@ -25,6 +25,10 @@ const ParamSpec kOffloadParam{"offload", "false",
                               "offload each microbatch's activations to host memory after its "
                               "forward and reload them before its backward"};
 
+const ParamSpec kP2pParam{"p2p", "async",
+                          "stage-to-stage transfers: async (start when the data is ready, overlap the sender's next "
+                          "task) or rendezvous (blocking send and receive, as DeepSpeed's pipeline engine: a transfer "
+                          "waits for its receiver to reach it, the sender waits for the transfer)"};
 const ParamSpec kRecomputeParam{"recompute", "none",
                                 "activation recomputation: none; full (a forward keeps only its stage's "
                                 "input; the forward runs again right before the backward); selective "
@@ -40,22 +44,22 @@ bool declares(const std::vector<ParamSpec>& specs, const std::string& key) {
 const std::vector<ScheduleEntry>& schedule_entries() {
   static const std::vector<ScheduleEntry> entries = {
       {"sequential", "plain SGD: layers split over P processors, one microbatch in flight",
-       WeightSemantics::synchronous, {kRecomputeParam, kCutsParam}, generate_sequential},
+       WeightSemantics::synchronous, {kRecomputeParam, kCutsParam, kP2pParam}, generate_sequential},
       {"gpipe", "all forwards, all backwards, flush, one update per minibatch (Huang et al. 2019)",
-       WeightSemantics::synchronous, {kRecomputeParam, kCutsParam, kOffloadParam}, generate_gpipe},
+       WeightSemantics::synchronous, {kRecomputeParam, kCutsParam, kOffloadParam, kP2pParam}, generate_gpipe},
       {"1f1b", "PipeDream-Flush / DAPPLE: warm-up, one-forward-one-backward, cool-down, flush",
-       WeightSemantics::synchronous, {kRecomputeParam, kCutsParam, kOffloadParam}, generate_1f1b},
+       WeightSemantics::synchronous, {kRecomputeParam, kCutsParam, kOffloadParam, kP2pParam}, generate_1f1b},
       {"pipedream", "asynchronous 1F1B without flush, update per microbatch, weight stashing "
                     "(Narayanan et al. 2019)",
-       WeightSemantics::stashed, {kRecomputeParam, kCutsParam, kOffloadParam}, generate_pipedream},
+       WeightSemantics::stashed, {kRecomputeParam, kCutsParam, kOffloadParam, kP2pParam}, generate_pipedream},
       {"zb-h1", "zero bubble (Qi et al. 2024): backward split into BA and BW, BW fills bubbles; "
                 "1f1b's memory, a third of its bubble",
-       WeightSemantics::synchronous, {kRecomputeParam, kCutsParam, kInFlightParam}, generate_zb_h1},
+       WeightSemantics::synchronous, {kRecomputeParam, kCutsParam, kInFlightParam, kP2pParam}, generate_zb_h1},
       {"zb-h2", "zero bubble with about twice 1f1b's activation memory: almost no bubble",
-       WeightSemantics::synchronous, {kRecomputeParam, kCutsParam, kInFlightParam}, generate_zb_h2},
+       WeightSemantics::synchronous, {kRecomputeParam, kCutsParam, kInFlightParam, kP2pParam}, generate_zb_h2},
       {"pipedream-2bw", "PipeDream-2BW: 1F1B without flush, one update per minibatch, forwards use "
                         "the previous version (two weight versions per stage; M >= P)",
-       WeightSemantics::double_buffered, {kRecomputeParam, kCutsParam}, generate_pipedream_2bw},
+       WeightSemantics::double_buffered, {kRecomputeParam, kCutsParam, kP2pParam}, generate_pipedream_2bw},
       {"stale-weights", "Zhang & Abdelrahman: registers after the PPV layers, forward and backward as "
                         "separate stages, update after every backward, no stashing (stale weights)",
        WeightSemantics::stale,
@@ -85,7 +89,7 @@ const std::vector<ScheduleEntry>& schedule_entries() {
       {"interleaved-1f1b", "Megatron-LM's interleaved 1F1B: chunks model chunks per processor, "
                            "bubble shrinks chunks-fold (M a multiple of P)",
        WeightSemantics::synchronous,
-       {{"chunks", "2", "model chunks (virtual stages) per processor"}, kRecomputeParam, kCutsParam},
+       {{"chunks", "2", "model chunks (virtual stages) per processor"}, kRecomputeParam, kCutsParam, kP2pParam},
        generate_interleaved_1f1b},
       {"torch-csv", "a schedule from torch.distributed.pipelining's compute-only CSV (file=...): "
                     "one row per rank, actions such as 0F1, 1I0, 1W0, 2B3",
