@@ -73,14 +73,14 @@ void run(const KernelsOptions& options) {
       double gpu_s = 0;
       nlohmann::ordered_json list = nlohmann::ordered_json::array();
       if (!options.json) std::cout << fmt::format("{} {}:\n", layer.name, to_string(kind));
+      const double e = static_cast<double>(layer.element_bytes);
       for (const auto& k : kernels) {
-        const double e = static_cast<double>(layer.element_bytes);
-        const double seconds = gpu_kernel_seconds(p.gpu, p, k, e);
+        const GemmTiming t = k.is_gemm ? gemm_timing(p.gpu, p, k.gemm, e, k.causal) : GemmTiming{};
+        const double seconds = k.is_gemm ? t.seconds : gpu_kernel_seconds(p.gpu, p, k, e);
         gpu_s += seconds;
         nlohmann::ordered_json item{{"name", k.name}, {"seconds", seconds}};
         std::string tile;
         if (k.is_gemm) {
-          const GemmTiming t = gemm_timing(p.gpu, p, k.gemm, e, k.causal);
           item["gemm"] = {k.gemm.m, k.gemm.n, k.gemm.k, k.gemm.batch};
           item["tile"] = {t.tile_m, t.tile_n};
           item["split_k"] = t.split_k;
@@ -98,8 +98,7 @@ void run(const KernelsOptions& options) {
           std::cout << fmt::format("  {:<26} {:>22} {:>9.1f} us  {}\n", k.name, describe(k), seconds * 1e6, tile);
         }
       }
-      const double host_s = layer_host_operators(layer, kind, kernels.size()) * p.gpu.dispatch_s +
-                            static_cast<double>(kernels.size()) * p.gpu.launch_s;
+      const double host_s = layer_host_seconds(p.gpu, layer, kind, kernels.size());
       if (options.json) {
         out.push_back({{"layer", layer.name}, {"kind", to_string(kind)}, {"gpu_s", gpu_s}, {"host_s", host_s},
                        {"cost_s", cost_s}, {"kernels", list}});

@@ -62,9 +62,7 @@ double operator_layer_seconds(const ProcessorSpec& p, const Layer& layer, TaskKi
   const auto kernels = layer_kernels(layer, kind, samples, layer.element_bytes);
   double gpu_s = 0;
   for (const auto& kernel : kernels) gpu_s += gpu_kernel_seconds(p.gpu, p, kernel, static_cast<double>(layer.element_bytes));
-  const double host_s = layer_host_operators(layer, kind, kernels.size()) * p.gpu.dispatch_s +
-                        static_cast<double>(kernels.size()) * p.gpu.launch_s;
-  return std::max(gpu_s, host_s);
+  return std::max(gpu_s, layer_host_seconds(p.gpu, layer, kind, kernels.size()));
 }
 
 // DRAM bytes of the operator model's kernels (GEMMs: their operands and result once).
@@ -75,9 +73,15 @@ double operator_layer_bytes(const Layer& layer, TaskKind kind, std::int64_t samp
   double bytes = 0;
   const double e = static_cast<double>(layer.element_bytes);
   for (const auto& k : layer_kernels(layer, kind, samples, layer.element_bytes)) {
-    bytes += k.is_gemm ? (k.gemm.m * k.gemm.k + k.gemm.k * k.gemm.n + k.gemm.m * k.gemm.n) * k.gemm.batch * e : k.bytes;
+    bytes += k.is_gemm ? gemm_dram_bytes(k.gemm, e) : k.bytes;
   }
   return bytes;
+}
+
+// The fixed cost of a task beyond its layers: the calibration's, or the profile's.
+std::int64_t task_overhead_cycles(const HardwareProfile& hw) {
+  const double overhead_s = hw.calibration ? hw.calibration->task_overhead_s : hw.processor.task_overhead_s;
+  return ceil_cycles(overhead_s * hw.processor.clock_hz);
 }
 
 std::int64_t layer_cycles(const HardwareProfile& hw, const Layer& layer, TaskKind kind, std::int64_t samples,
@@ -126,10 +130,7 @@ std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, 
   for (int l = first_layer; l <= last_layer; ++l) {
     cycles += layer_cycles(hw, net.layers[l], kind, samples, net.optimizer);
   }
-  if (hw.cost_model != CostModelKind::unit && cycles > 0) {
-    const double overhead_s = hw.calibration ? hw.calibration->task_overhead_s : hw.processor.task_overhead_s;
-    cycles += ceil_cycles(overhead_s * hw.processor.clock_hz);
-  }
+  if (hw.cost_model != CostModelKind::unit && cycles > 0) cycles += task_overhead_cycles(hw);
   if (hw.cost_model == CostModelKind::operator_level && !hw.calibration && kind == TaskKind::U && cycles > 0) {
     // The update's multi-tensor kernels: launched once for the stage.
     const ProcessorSpec& p = hw.processor;
@@ -162,8 +163,7 @@ std::int64_t selective_recompute_cycles(const HardwareProfile& hw, const Network
     cycles += ceil_cycles(roofline + p.layer_overhead_s * p.clock_hz);
   }
   if (hw.cost_model != CostModelKind::unit && cycles > 0) {
-    const double overhead_s = hw.calibration ? hw.calibration->task_overhead_s : hw.processor.task_overhead_s;
-    cycles += ceil_cycles(overhead_s * hw.processor.clock_hz);
+    cycles += task_overhead_cycles(hw);
     *memory_cycles = std::min(cycles, ceil_cycles(bytes / (hw.processor.memory_bytes_per_s / hw.processor.clock_hz)));
   }
   return cycles;
@@ -178,10 +178,7 @@ std::int64_t block_recompute_cycles(const HardwareProfile& hw, const Network& ne
     cycles += layer_cycles(hw, net.layers[static_cast<std::size_t>(l)], TaskKind::RC, samples, net.optimizer);
     memory += memory_traffic_cycles(hw, net, TaskKind::RC, l, l, samples);
   }
-  if (cycles > 0 && hw.cost_model != CostModelKind::unit) {
-    const double overhead_s = hw.calibration ? hw.calibration->task_overhead_s : hw.processor.task_overhead_s;
-    cycles += ceil_cycles(overhead_s * hw.processor.clock_hz);
-  }
+  if (hw.cost_model != CostModelKind::unit && cycles > 0) cycles += task_overhead_cycles(hw);
   *memory_cycles = std::min(memory, cycles);
   return cycles;
 }

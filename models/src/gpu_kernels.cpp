@@ -271,4 +271,8 @@ double layer_host_operators(const Layer& layer, TaskKind kind, std::size_t kerne
   }
 }
 
+double layer_host_seconds(const GpuSpec& gpu, const Layer& layer, TaskKind kind, std::size_t kernels) {
+  return layer_host_operators(layer, kind, kernels) * gpu.dispatch_s + static_cast<double>(kernels) * gpu.launch_s;
+}
+
 }  // namespace pipetwin

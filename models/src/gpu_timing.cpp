@@ -50,6 +50,10 @@ double ceil_div(double a, double b) { return std::ceil(a / b - 1e-12); }
 
 }  // namespace
 
+double gemm_dram_bytes(const GemmShape& shape, double element_bytes) {
+  return (shape.m * shape.k + shape.k * shape.n + shape.m * shape.n) * shape.batch * element_bytes;
+}
+
 GemmTiming gemm_timing(const GpuSpec& gpu, const ProcessorSpec& p, const GemmShape& shape,
                        double element_bytes, double causal) {
   if (!(shape.m > 0 && shape.n > 0 && shape.k > 0 && shape.batch > 0)) {
@@ -94,9 +98,8 @@ GemmTiming gemm_timing(const GpuSpec& gpu, const ProcessorSpec& p, const GemmSha
       if (seconds < best.seconds) best = {tile.m, tile.n, static_cast<int>(split), waves, seconds};
     }
   }
-  const double dram_bytes =
-      (shape.m * shape.k + shape.k * shape.n + shape.m * shape.n) * shape.batch * element_bytes;
-  best.seconds = std::max({best.seconds, dram_bytes / (p.memory_bytes_per_s * gpu.memory_efficiency), gpu.kernel_s});
+  best.seconds = std::max({best.seconds, gemm_dram_bytes(shape, element_bytes) / (p.memory_bytes_per_s * gpu.memory_efficiency),
+                           gpu.kernel_s});
   return best;
 }
 

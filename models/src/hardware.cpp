@@ -65,11 +65,19 @@ void check_positive(double value, const std::string& what, const std::string& so
   }
 }
 
+// The operator model's figures, as the profile's "gpu" object and the parameters name them.
+const std::vector<std::string>& gpu_figure_names() {
+  static const std::vector<std::string> names = {"gemm_efficiency", "l2_bytes_per_s", "memory_efficiency",
+                                                 "fp32_flops_per_s", "kernel_s", "dispatch_s", "launch_s"};
+  return names;
+}
+
 // The operator model's figures: from the profile's "gpu" object, each overridable by a parameter
 // of the same name.
 void read_gpu_spec(const JsonReader& gpu, const Params& params, GpuSpec* spec) {
-  gpu.check_keys({"gemm_efficiency", "l2_bytes_per_s", "memory_efficiency", "fp32_flops_per_s", "kernel_s",
-                  "dispatch_s", "launch_s", "sources"});
+  std::vector<std::string> keys = gpu_figure_names();
+  keys.push_back("sources");
+  gpu.check_keys(keys);
   enum class Range { fraction, positive, non_negative };
   const auto read = [&](const char* key, Range range) {
     const double value = params.get_double(key, gpu.get_double(key));
@@ -206,8 +214,7 @@ HardwareProfile hardware_from_json_text(const std::string& text, const std::stri
   if (proc.has("gpu")) {
     read_gpu_spec(proc.at("gpu"), params, &p.gpu);
   } else {
-    for (const char* key : {"gemm_efficiency", "l2_bytes_per_s", "memory_efficiency", "fp32_flops_per_s", "kernel_s",
-                            "dispatch_s", "launch_s"}) {
+    for (const auto& key : gpu_figure_names()) {
       if (params.has(key)) {
         throw Error("hardware " + hw.name + ": " + key + " is a figure of the operator model, which this profile "
                     "has no GPU figures for");
@@ -216,8 +223,9 @@ HardwareProfile hardware_from_json_text(const std::string& text, const std::stri
   }
   if (hw.cost_model == CostModelKind::operator_level) {
     if (!proc.has("gpu")) {
-      throw Error(source + ": /processor/gpu: the operator cost model needs the GPU's figures (gemm_efficiency, "
-                  "l2_bytes_per_s, memory_efficiency, fp32_flops_per_s, kernel_s, dispatch_s, launch_s)");
+      std::string names;
+      for (const auto& key : gpu_figure_names()) names += (names.empty() ? "" : ", ") + key;
+      throw Error(source + ": /processor/gpu: the operator cost model needs the GPU's figures (" + names + ")");
     }
     if (p.sm_count <= 0) proc.at("sm_count").fail("a positive SM count (the operator model tiles GEMMs over the SMs)");
   }

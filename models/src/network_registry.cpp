@@ -26,10 +26,19 @@ const ParamSpec kMasterWeightsParam{"master_weights", "false",
 const ParamSpec kActivationMemoryParam{"activation_memory", "executor",
                                        "what a forward keeps: executor (pipetwin's executors) or pytorch (its saved tensors)"};
 
-// Parameters every network takes after its own: the element size and the optimizer.
+// Parameters every network takes after its own: the element size, the optimizer and the
+// activation-memory convention.
 std::vector<ParamSpec> with_common(std::vector<ParamSpec> params) {
   params.insert(params.end(), {kDtypeParam, kOptimizerParam, kMasterWeightsParam, kActivationMemoryParam});
   return params;
+}
+
+// The common parameters beyond the element size (which the layers are built with), applied to a
+// built network.
+Network with_training_params(Network network, const Params& params) {
+  network.optimizer = optimizer_from_params(params);
+  apply_activation_memory(network, params.get_string("activation_memory", "executor"));
+  return network;
 }
 
 struct Builtin {
@@ -132,10 +141,7 @@ Network make_network(const std::string& name, const Params& params) {
   for (const auto& item : builtins()) {
     if (item.entry.name == name) {
       params.check_known(item.entry.params, "model " + name);
-      Network network = item.make(params);
-      network.optimizer = optimizer_from_params(params);
-      apply_activation_memory(network, params.get_string("activation_memory", "executor"));
-      return network;
+      return with_training_params(item.make(params), params);
     }
   }
   throw Error(unknown_name_message("model", name, builtin_names()) +
@@ -204,10 +210,7 @@ Network network_from_json_text(const std::string& text, const std::string& sourc
     }
     if (!layer.get_bool("cut_after", true)) net.forbid_cut_after_last();
   }
-  Network network = net.build();
-  network.optimizer = optimizer_from_params(params);
-  apply_activation_memory(network, params.get_string("activation_memory", "executor"));
-  return network;
+  return with_training_params(net.build(), params);
 }
 
 }  // namespace pipetwin

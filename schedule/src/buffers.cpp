@@ -93,10 +93,7 @@ void add_stashes(TaskGraph& g, const Network& net, RecomputeMode recompute) {
     const auto rc = recomputation.find(t.id);
     if (rc != recomputation.end() && (recompute == RecomputeMode::selective || recompute == RecomputeMode::blocks)) {
       // The forward keeps all but the selective (or blocks') part; its RC makes that part again.
-      const std::int64_t part = (recompute == RecomputeMode::blocks
-                                     ? net.block_recompute_bytes(t.first_layer, t.last_layer)
-                                     : net.layer_sum(t.first_layer, t.last_layer, &Layer::selective_stash_bytes)) *
-                                samples;
+      const std::int64_t part = recomputed_stash_bytes(net, t.first_layer, t.last_layer, recompute) * samples;
       g.buffers.push_back({{BufferKind::stash, t.id, -1}, t.resource, bytes - part, t.id, readers->second});
       g.buffers.push_back({{BufferKind::stash, rc->second, -1}, t.resource, part, rc->second, readers->second});
       continue;
@@ -169,6 +166,14 @@ void add_optimizer_state(TaskGraph& g, const Network& net) {
 }
 
 }  // namespace
+
+std::int64_t recomputed_stash_bytes(const Network& network, int first_layer, int last_layer, RecomputeMode mode) {
+  switch (mode) {
+    case RecomputeMode::selective: return network.layer_sum(first_layer, last_layer, &Layer::selective_stash_bytes);
+    case RecomputeMode::blocks: return network.block_recompute_bytes(first_layer, last_layer);
+    default: return 0;
+  }
+}
 
 void declare_buffers(TaskGraph& g, const Network& net, RecomputeMode recompute) {
   add_optimizer_state(g, net);

@@ -99,9 +99,8 @@ void add_rendezvous(TaskGraph& g) {
   for (const auto& t : g.tasks) {
     for (const auto& d : t.deps) consumers[static_cast<std::size_t>(d.task)].push_back(t.id);
   }
-  const std::size_t transfers = g.tasks.size();
-  for (std::size_t x = 0; x < transfers; ++x) {
-    const Task transfer = g.tasks[x];
+  for (std::size_t x = 0; x < g.tasks.size(); ++x) {
+    const Task& transfer = g.tasks[x];  // no task is added below: references stay valid
     if (transfer.kind != TaskKind::X || transfer.placement != Placement::link) continue;
     std::int32_t producer = -1;
     for (const auto& d : transfer.deps) {
@@ -171,12 +170,11 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
     throw Error("recompute=" + recompute + " runs at the forward's weight version, which stale weights do not keep");
   }
   // The part of a stage's stash that a selective or block recomputation makes again.
-  const auto selective_bytes = [&](const StageInfo& stage) {
-    if (mode == RecomputeMode::blocks) return net.block_recompute_bytes(stage.first_layer, stage.last_layer) * samples;
-    return stage_sum(net, stage, &Layer::selective_stash_bytes) * samples;
+  const auto recomputed_bytes = [&](const StageInfo& stage) {
+    return recomputed_stash_bytes(net, stage.first_layer, stage.last_layer, mode) * samples;
   };
   const auto recomputes = [&](int stage) {
-    return mode == RecomputeMode::full || (mode != RecomputeMode::none && selective_bytes(g.stages.at(stage)) > 0);
+    return mode == RecomputeMode::full || (mode != RecomputeMode::none && recomputed_bytes(g.stages.at(stage)) > 0);
   };
   std::vector<std::vector<StageOp>> with_recompute;  // the sequences with an RC before each B or BA
   const bool recomputing = mode != RecomputeMode::none;
@@ -283,7 +281,7 @@ TaskGraph build_pipeline(const ScheduleRequest& request, const std::string& sche
       g.tasks[rc->second].deps.push_back({f, Carries::stash, kept_input});
       g.tasks[id].deps.push_back({rc->second, Carries::stash, stash});
     } else if (rc != recomputation.end()) {  // F's stash -> RC (the selective or blocks' part) -> the backward, which reads both
-      const std::int64_t part = selective_bytes(g.stages[s]);
+      const std::int64_t part = recomputed_bytes(g.stages[s]);
       g.tasks[rc->second].deps.push_back({f, Carries::stash, stash - part});
       g.tasks[id].deps.push_back({f, Carries::stash, stash - part});
       g.tasks[id].deps.push_back({rc->second, Carries::stash, part});

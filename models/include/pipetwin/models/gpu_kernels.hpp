@@ -24,4 +24,8 @@ std::vector<GpuKernel> layer_kernels(const Layer& layer, TaskKind kind, std::int
 // between BA and BW in proportion to their kernels, 17 and 9); other layers run one operator per kernel.
 double layer_host_operators(const Layer& layer, TaskKind kind, std::size_t kernels);
 
+// Host seconds of a layer's part of a task that launches `kernels` kernels: its framework
+// operators at dispatch_s each, and a launch_s per kernel.
+double layer_host_seconds(const GpuSpec& gpu, const Layer& layer, TaskKind kind, std::size_t kernels);
+
 }  // namespace pipetwin

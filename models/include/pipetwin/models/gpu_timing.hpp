@@ -33,6 +33,9 @@ struct GemmTiming {
   double seconds = 0;
 };
 
+// Bytes a GEMM moves through DRAM at the least: A, B and C once each.
+double gemm_dram_bytes(const GemmShape& shape, double element_bytes);
+
 GemmTiming gemm_timing(const GpuSpec& gpu, const ProcessorSpec& p, const GemmShape& shape,
                        double element_bytes, double causal = 1);
 

@@ -33,6 +33,11 @@ bool reads_output(const Task& producer, const Task& consumer, const Dep& d);
 // (Megatron-LM's full recomputation: transformer blocks again from their inputs, other layers kept).
 enum class RecomputeMode { none, full, selective, blocks };
 
+// Per sample, the part of layers [first, last]'s stash that a forward drops and its RC makes
+// again under selective or block recomputation (0 under the other modes: full recomputation
+// drops the whole stash but its input).
+std::int64_t recomputed_stash_bytes(const Network& network, int first_layer, int last_layer, RecomputeMode mode);
+
 // The graph's buffers from its tasks, dependencies, weight versions and the network's sizes
 // (stash, selective and input bytes per sample, parameter bytes) under the graph's recomputation
 // mode; replaces graph.buffers.
