@@ -98,7 +98,9 @@ void run(const TimingOptions& options) {
       runs.push_back(build_and_run(options.engine, config, true, tracing));
       if (p == 1) baseline_iteration = runs.back().result.iteration_cycles;
     }
+    if (graph_replicas(runs.front().graph) > 1) baseline_iteration = 0;  // P = 1 was not one replica
     if (baseline_iteration == 0 && !options.json) {
+      config = single_replica(config);
       config.processors = 1;
       try {
         baseline_iteration = build_and_run(options.engine, config, false).result.iteration_cycles;
@@ -144,7 +146,7 @@ void run(const TimingOptions& options) {
     table.add_row({std::to_string(e.graph.processor_count()), std::to_string(r.total_cycles),
                    fmt::format("{:.4g}", r.total_s), fmt::format("{:.0f}", r.iteration_cycles),
                    fmt::format("{:.4g}", r.iteration_s),
-                   baseline_iteration > 0 ? fmt::format("{:.2f}x", baseline_iteration / r.iteration_cycles) : "-",
+                   baseline_iteration > 0 ? fmt::format("{:.2f}x", graph_replicas(e.graph) * baseline_iteration / r.iteration_cycles) : "-",
                    fmt::format("{:.3f}", r.mean_utilization),
                    fmt::format("{:.1f}%", 100 * r.bubble_fraction),
                    human_bytes(max_of(r.peak_memory_bytes)), human_bytes(sum_of(r.link_bytes))});
@@ -171,7 +173,9 @@ void run(const TimingOptions& options) {
     }
   }
   if (options.graph_file.empty()) {
-    std::cout << "speedup: steady-state iteration time at P=1 over that at P, " << baseline_schedule
+    const int replicas = graph_replicas(runs.front().graph);
+    std::cout << "speedup: steady-state iteration time at P=1 over that at P"
+              << (replicas > 1 ? fmt::format(", times the {} data-parallel replicas' batches,", replicas) : ",") << " " << baseline_schedule
               << (baseline_schedule == "sequential" ? " (this schedule needs more than one processor)" : "") << "\n";
   }
 }

@@ -5,6 +5,7 @@
 
 #include "pipetwin/exec/layers/layer_spec.hpp"
 #include "pipetwin/models/error.hpp"
+#include "pipetwin/schedule/registry.hpp"
 
 namespace pipetwin {
 
@@ -51,6 +52,11 @@ void check_run_inputs(const TaskGraph& graph, const Network& network, const Batc
   if (data.data().samples.rows() != features) {
     throw Error("dataset " + data.data().name + " has samples of " + shape_to_string(data.data().sample_shape) +
                 ", but " + network.name + " takes " + shape_to_string(network.input_shape));
+  }
+  if (!graph.collectives.empty()) {
+    throw Error("the executors do not run collectives yet: " + graph.collectives.front().name + " (" +
+                std::to_string(graph.collectives.size()) + " in all, from dp=" + std::to_string(graph_replicas(graph)) +
+                ") is for the predicting engines (analytic, systemc)");
   }
   check_executor_network(network);
   exec::make_layer_specs(network.layers);  // throws, naming the layer, for what the executors cannot run

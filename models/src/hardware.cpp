@@ -46,7 +46,10 @@ std::vector<ParamSpec> common_hardware_params() {
           {"link", "", "link between processors (see `pipetwin hardware`)"},
           {"host_link", "", "link to host memory"},
           {"host_memory_bytes", "", "host memory for offload (default 512 GiB)"},
-          {"topology", "", "chain, ring, fully-connected or switch"},
+          {"topology", "", "chain, ring, fully-connected or switch (inside a node)"},
+          {"processors_per_node", "", "processors in one node (0: one node holds them all); between nodes, NICs"},
+          {"nics_per_node", "", "NICs of a node, shared by its processors in turn (default: one per processor)"},
+          {"nic", "", "link of each NIC between nodes (see `pipetwin hardware`)"},
           {"link_policy", "", "how the link between processors serves transfers: in-order or shared"},
           {"host_link_policy", "", "how the host link serves offloads and reloads: in-order or shared"},
           {"cost_model", "", "roofline, or operator (GPU profiles: kernels timed from GEMM tiles and bytes)"},
@@ -101,6 +104,46 @@ void read_gpu_spec(const JsonReader& gpu, const Params& params, GpuSpec* spec) {
   spec->launch_s = read("launch_s", Range::non_negative);
 }
 
+// Nodes and NICs: the profile's "cluster" object, each figure overridable by a parameter.
+void read_cluster(const JsonReader& root, const Params& params, HardwareProfile* hw) {
+  ClusterSpec& cluster = hw->cluster;
+  std::string nic;
+  if (root.has("cluster")) {
+    const JsonReader c = root.at("cluster");
+    c.check_keys({"processors_per_node", "nics_per_node", "nic", "source"});
+    cluster.processors_per_node = static_cast<std::int32_t>(c.get_int("processors_per_node"));
+    cluster.nics_per_node = static_cast<std::int32_t>(c.get_int("nics_per_node", cluster.processors_per_node));
+    nic = c.get_string("nic");
+    cluster.source = c.get_string("source", "");
+    if (cluster.processors_per_node < 1) c.at("processors_per_node").fail("a positive number of processors");
+  }
+  const std::int64_t per_node = params.get_int("processors_per_node", cluster.processors_per_node);
+  if (per_node < 0 || per_node > 4096) {
+    throw Error("hardware " + hw->name + ": processors_per_node must be 0 (one node) to 4096, got " + std::to_string(per_node));
+  }
+  if (per_node != cluster.processors_per_node) cluster.nics_per_node = static_cast<std::int32_t>(per_node);
+  cluster.processors_per_node = static_cast<std::int32_t>(per_node);
+  const std::int64_t nics = params.get_int("nics_per_node", cluster.nics_per_node);
+  nic = params.get_string("nic", nic.empty() ? "ib-ndr" : nic);
+  if (!cluster.clustered()) {
+    if (params.has("nics_per_node") || params.has("nic")) {
+      throw Error("hardware " + hw->name + ": nics_per_node and nic describe nodes; set processors_per_node too");
+    }
+    cluster.nics_per_node = 0;
+    return;
+  }
+  if (nics < 1 || nics > per_node) {
+    throw Error("hardware " + hw->name + ": nics_per_node must be 1 to processors_per_node (" + std::to_string(per_node) +
+                "), got " + std::to_string(nics));
+  }
+  cluster.nics_per_node = static_cast<std::int32_t>(nics);
+  cluster.nic = make_link(nic);
+  if (hw->topology != "fully-connected" && hw->topology != "switch") {
+    throw Error("hardware " + hw->name + ": nodes (processors_per_node) need a fully-connected or switch topology inside "
+                "each node, not " + hw->topology);
+  }
+}
+
 }  // namespace
 
 std::string to_string(CostModelKind kind) {
@@ -152,7 +195,7 @@ HardwareProfile hardware_from_json_text(const std::string& text, const std::stri
   const nlohmann::json document = JsonReader::parse(text, source);
   const JsonReader root(document, source);
   root.check_keys({"name", "description", "cost_model", "processor", "link", "host_link",
-                   "host_memory_bytes", "topology", "validated"});
+                   "host_memory_bytes", "topology", "cluster", "validated"});
   HardwareProfile hw;
   hw.name = root.get_string("name");
   hw.description = root.get_string("description", "");
@@ -262,6 +305,7 @@ HardwareProfile hardware_from_json_text(const std::string& text, const std::stri
   if (std::find(topologies.begin(), topologies.end(), hw.topology) == topologies.end()) {
     throw Error("hardware " + hw.name + ": " + unknown_name_message("topology", hw.topology, topologies));
   }
+  read_cluster(root, params, &hw);
   return hw;
 }
 

@@ -11,6 +11,9 @@
 namespace pipetwin {
 
 bool reads_output(const Task& producer, const Task& consumer, const Dep& d) {
+  // A collective reduces in place in its ranks' gradient sums, through the communication
+  // library's own fixed staging buffers, which no task owns.
+  if (producer.collective >= 0 || consumer.collective >= 0) return false;
   const bool copy = producer.placement == Placement::link;  // a transfer's output is its copy
   switch (d.carries) {
     case Carries::order:
@@ -144,7 +147,7 @@ void add_weights(TaskGraph& g, const Network& net) {
     std::int64_t bytes = 0;
     for (const auto& d : u.deps) {
       const Task& p = g.tasks[static_cast<std::size_t>(d.task)];
-      if (d.carries != Carries::weight_gradient || reads_output(p, u, d)) continue;
+      if (d.carries != Carries::weight_gradient || reads_output(p, u, d) || p.placement != Placement::processor) continue;
       if (first < 0 || p.order < g.tasks[static_cast<std::size_t>(first)].order) first = p.id;
       bytes = std::max(bytes, d.bytes);
     }

@@ -2,7 +2,9 @@
 // task or buffer per line), so export(import(text)) reproduces text byte for byte. Version 2 typed
 // the dependencies ("carries", "carried_bytes" beside "deps"), split BA parts ("part", "parts") and
 // gave each link its policy; version 3 declares memory buffer by buffer ("buffers") in place of
-// per-task "alloc_bytes" / "free_bytes". Older files are rejected with a clear message.
+// per-task "alloc_bytes" / "free_bytes"; version 4 adds collectives ("collectives", and a step's
+// "collective"). Version 3 files are read (they have none); older ones are rejected with a clear
+// message.
 #include <sstream>
 
 #include "pipetwin/models/error.hpp"
@@ -15,7 +17,7 @@ namespace {
 using ordered_json = nlohmann::ordered_json;
 
 constexpr const char* kFormat = "pipetwin.taskgraph";
-constexpr int kVersion = 3;
+constexpr int kVersion = 4;
 
 ordered_json task_json(const Task& t) {
   ordered_json j;
@@ -46,6 +48,7 @@ ordered_json task_json(const Task& t) {
   j["bytes"] = t.bytes;
   j["part"] = t.part;
   j["parts"] = t.parts;
+  if (t.collective >= 0) j["collective"] = t.collective;
   return j;
 }
 
@@ -124,7 +127,15 @@ std::string graph_to_json(const TaskGraph& g) {
     return j;
   }, false);
   write_array(out, "tasks", g.tasks, task_json, false);
-  write_array(out, "buffers", g.buffers, buffer_json, true);
+  write_array(out, "buffers", g.buffers, buffer_json, false);
+  write_array(out, "collectives", g.collectives, [](const CollectiveInfo& c) {
+    ordered_json j;
+    j["name"] = c.name;
+    j["algorithm"] = c.algorithm;
+    j["processors"] = c.processors;
+    j["bytes"] = c.bytes;
+    return j;
+  }, true);
   out << "}\n";
   return out.str();
 }
@@ -134,16 +145,16 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
   const JsonReader root(document, source);
   root.check_keys({"format", "version", "schedule", "model", "hardware", "parameters", "semantics",
                    "microbatches", "minibatches", "samples_per_microbatch", "clock_hz", "host_memory_capacity_bytes",
-                   "schedule_metrics", "processors", "links", "stages", "tasks", "buffers"});
+                   "schedule_metrics", "processors", "links", "stages", "tasks", "buffers", "collectives"});
   if (root.get_string("format") != kFormat) root.at("format").fail(std::string("\"") + kFormat + "\"");
   const std::int64_t version = root.get_int("version");
   if (version == 1 || version == 2) {
     throw Error(source + ": a version " + std::to_string(version) + " task graph (" +
                 (version == 1 ? "untyped dependencies" : "per-task memory effects") +
-                ", written by an older pipetwin); this pipetwin reads version 3: export the schedule again "
+                ", written by an older pipetwin); this pipetwin reads versions 3 and 4: export the schedule again "
                 "with `pipetwin schedule ... -o FILE`");
   }
-  if (version != kVersion) root.at("version").fail("version 3");
+  if (version != 3 && version != kVersion) root.at("version").fail("version 3 or 4");
   TaskGraph g;
   g.schedule = root.get_string("schedule");
   g.model = root.get_string("model");
@@ -210,7 +221,7 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
     const JsonReader t = tasks.at(i);
     t.check_keys({"id", "kind", "layers", "stage", "minibatch", "microbatch", "placement",
                   "resource", "order", "cost_cycles", "memory_cycles", "deps", "carries", "carried_bytes",
-                  "version_read", "version_written", "bytes", "part", "parts"});
+                  "version_read", "version_written", "bytes", "part", "parts", "collective"});
     Task task;
     task.id = as_i32(t.at("id"));
     if (task.id != static_cast<std::int32_t>(i)) t.at("id").fail("the task's index " + std::to_string(i));
@@ -257,6 +268,7 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
     task.bytes = t.get_int("bytes");
     task.part = as_i32(t.at("part"));
     task.parts = as_i32(t.at("parts"));
+    if (t.has("collective")) task.collective = as_i32(t.at("collective"));
     g.tasks.push_back(std::move(task));
   }
   if (root.has("buffers")) {
@@ -278,6 +290,17 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
       const JsonReader freed_after = b.at("freed_after");
       for (std::size_t k = 0; k < freed_after.array_size(); ++k) buffer.freed_after.push_back(as_i32(freed_after.at(k)));
       g.buffers.push_back(std::move(buffer));
+    }
+  }
+  if (root.has("collectives")) {
+    const JsonReader collectives = root.at("collectives");
+    for (std::size_t i = 0; i < collectives.array_size(); ++i) {
+      const JsonReader c = collectives.at(i);
+      c.check_keys({"name", "algorithm", "processors", "bytes"});
+      CollectiveInfo info{c.get_string("name"), c.get_string("algorithm"), {}, c.get_int("bytes")};
+      const JsonReader ranks = c.at("processors");
+      for (std::size_t k = 0; k < ranks.array_size(); ++k) info.processors.push_back(as_i32(ranks.at(k)));
+      g.collectives.push_back(std::move(info));
     }
   }
   return g;

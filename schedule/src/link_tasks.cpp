@@ -31,20 +31,32 @@ std::vector<std::pair<int, int>> LinkTasks::hops(int src, int dst) const {
 
 std::vector<std::int32_t> LinkTasks::route(int src, int dst) {
   std::vector<std::int32_t> links;
+  const ClusterSpec& cluster = hw_.cluster;
+  if (src != dst && cluster.node_of(src) != cluster.node_of(dst)) {
+    // Between nodes: one hop through the sender's NIC, which all its links off the node share.
+    const std::string nic = "nic:n" + std::to_string(cluster.node_of(src)) + "." + std::to_string(cluster.nic_of(src));
+    links.push_back(add(src, dst, "p" + std::to_string(src) + "->p" + std::to_string(dst), cluster.nic, nic));
+    return links;
+  }
   for (const auto& [from, to] : hops(src, dst)) {
-    links.push_back(add(from, to, "p" + std::to_string(from) + "->p" + std::to_string(to), hw_.link,
-                        hw_.link.shared || hw_.topology == "switch"));
+    std::string group;
+    if (hw_.topology == "switch") {  // one switch per node
+      group = hw_.link.name + (cluster.clustered() ? ":n" + std::to_string(cluster.node_of(from)) : "");
+    } else if (hw_.link.shared) {
+      group = hw_.link.name;
+    }
+    links.push_back(add(from, to, "p" + std::to_string(from) + "->p" + std::to_string(to), hw_.link, group));
   }
   return links;
 }
 
 std::int32_t LinkTasks::host_link(int p, bool to_host) {
   const std::string name = to_host ? "p" + std::to_string(p) + "->host" : "host->p" + std::to_string(p);
-  return to_host ? add(p, kHost, name, hw_.host_link, hw_.host_link.shared)
-                 : add(kHost, p, name, hw_.host_link, hw_.host_link.shared);
+  const std::string group = hw_.host_link.shared ? hw_.host_link.name : "";
+  return to_host ? add(p, kHost, name, hw_.host_link, group) : add(kHost, p, name, hw_.host_link, group);
 }
 
-std::int32_t LinkTasks::add(int src, int dst, const std::string& name, const LinkSpec& spec, bool shared) {
+std::int32_t LinkTasks::add(int src, int dst, const std::string& name, const LinkSpec& spec, const std::string& group) {
   const auto it = index_.find({src, dst});
   if (it != index_.end()) return it->second;
   LinkInfo info;
@@ -53,10 +65,11 @@ std::int32_t LinkTasks::add(int src, int dst, const std::string& name, const Lin
   info.dst = dst;
   info.bytes_per_cycle = link_bytes_per_cycle(hw_, spec);
   info.latency_cycles = hw_.cost_model == CostModelKind::unit ? 0 : link_latency_cycles(hw_, spec);
-  if (shared) info.shared_group = spec.name;
+  info.shared_group = group;
   info.policy = spec.policy;
   g_.links.push_back(info);
   const auto id = static_cast<std::int32_t>(g_.links.size() - 1);
+  specs_[id] = spec;
   index_[{src, dst}] = id;
   return id;
 }
@@ -79,11 +92,14 @@ std::int32_t LinkTasks::link_task(std::int32_t from, TaskKind kind, std::int32_t
   link_order_.resize(g_.links.size(), 0);
   t.order = link_order_[link]++;
   t.bytes = bytes;
-  const bool host = g_.links[link].src == kHost || g_.links[link].dst == kHost;
-  t.cost_cycles = transfer_cycles(hw_, host ? hw_.host_link : hw_.link, bytes);
+  t.cost_cycles = transfer_cycles(link, bytes);
   t.deps = std::move(deps);
   g_.tasks.push_back(std::move(t));
   return g_.tasks.back().id;
+}
+
+std::int64_t LinkTasks::transfer_cycles(std::int32_t link, std::int64_t bytes) const {
+  return pipetwin::transfer_cycles(hw_, specs_.at(link), bytes);
 }
 
 Dep LinkTasks::transfer(std::int32_t source, int dst, Carries carries, std::int64_t bytes, int boundary_layer) {

@@ -1,6 +1,7 @@
 // Links and the tasks that move data over them (X transfers between processors, OFF / ON copies
 // to and from host memory), shared by the stage-pipeline builder and layerpipe's builder.
-// Links are created on first use; routes follow the hardware profile's topology.
+// Links are created on first use; routes follow the hardware profile's topology inside a node and
+// go through the sender's NIC between nodes (ClusterSpec).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -16,10 +17,15 @@ class LinkTasks {
  public:
   LinkTasks(TaskGraph& graph, const HardwareProfile& hw) : g_(graph), hw_(hw) {}
 
+  const HardwareProfile& hardware() const { return hw_; }
+
   // Link indices, hop by hop, from processor `src` to `dst` (empty when they are equal).
   std::vector<std::int32_t> route(int src, int dst);
   // The link between processor `p` and host memory, in one direction (the profile's host link).
   std::int32_t host_link(int p, bool to_host);
+
+  // The cycles `bytes` take on `link` (its latency, then its bandwidth).
+  std::int64_t transfer_cycles(std::int32_t link, std::int64_t bytes) const;
 
   // A task on `link` moving `bytes` on behalf of compute task `from` (copies its stage,
   // minibatch, microbatch, layers and part), after `deps`; appended to the graph, its id returned.
@@ -32,12 +38,13 @@ class LinkTasks {
   Dep transfer(std::int32_t source, int dst, Carries carries, std::int64_t bytes, int boundary_layer);
 
  private:
-  std::int32_t add(int src, int dst, const std::string& name, const LinkSpec& spec, bool shared);
+  std::int32_t add(int src, int dst, const std::string& name, const LinkSpec& spec, const std::string& group);
   std::vector<std::pair<int, int>> hops(int src, int dst) const;
 
   TaskGraph& g_;
   const HardwareProfile& hw_;
   std::map<std::pair<int, int>, std::int32_t> index_;
+  std::map<std::int32_t, LinkSpec> specs_;  // of the links this object made
   std::vector<std::int32_t> link_order_;
 };
 

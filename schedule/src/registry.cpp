@@ -7,6 +7,7 @@
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/names.hpp"
 #include "pipetwin/models/network_registry.hpp"
+#include "pipetwin/schedule/data_parallel.hpp"
 #include "pipetwin/schedule/generators.hpp"
 #include "pipetwin/schedule/torch_csv.hpp"
 
@@ -35,6 +36,12 @@ const ParamSpec kRecomputeParam{"recompute", "none",
                                 "(only transformer blocks' attention cores are dropped and made again); or "
                                 "blocks (Megatron-LM's: each transformer block keeps its input and runs again)"};
 
+// A synchronous stage schedule's own parameters, and data parallelism's.
+std::vector<ParamSpec> with_data_parallel(std::vector<ParamSpec> specs) {
+  for (auto& spec : data_parallel_params()) specs.push_back(std::move(spec));
+  return specs;
+}
+
 bool declares(const std::vector<ParamSpec>& specs, const std::string& key) {
   return std::any_of(specs.begin(), specs.end(), [&](const ParamSpec& s) { return s.name == key; });
 }
@@ -44,19 +51,19 @@ bool declares(const std::vector<ParamSpec>& specs, const std::string& key) {
 const std::vector<ScheduleEntry>& schedule_entries() {
   static const std::vector<ScheduleEntry> entries = {
       {"sequential", "plain SGD: layers split over P processors, one microbatch in flight",
-       WeightSemantics::synchronous, {kRecomputeParam, kCutsParam, kP2pParam}, generate_sequential},
+       WeightSemantics::synchronous, with_data_parallel({kRecomputeParam, kCutsParam, kP2pParam}), generate_sequential},
       {"gpipe", "all forwards, all backwards, flush, one update per minibatch (Huang et al. 2019)",
-       WeightSemantics::synchronous, {kRecomputeParam, kCutsParam, kOffloadParam, kP2pParam}, generate_gpipe},
+       WeightSemantics::synchronous, with_data_parallel({kRecomputeParam, kCutsParam, kOffloadParam, kP2pParam}), generate_gpipe},
       {"1f1b", "PipeDream-Flush / DAPPLE: warm-up, one-forward-one-backward, cool-down, flush",
-       WeightSemantics::synchronous, {kRecomputeParam, kCutsParam, kOffloadParam, kP2pParam}, generate_1f1b},
+       WeightSemantics::synchronous, with_data_parallel({kRecomputeParam, kCutsParam, kOffloadParam, kP2pParam}), generate_1f1b},
       {"pipedream", "asynchronous 1F1B without flush, update per microbatch, weight stashing "
                     "(Narayanan et al. 2019)",
        WeightSemantics::stashed, {kRecomputeParam, kCutsParam, kOffloadParam, kP2pParam}, generate_pipedream},
       {"zb-h1", "zero bubble (Qi et al. 2024): backward split into BA and BW, BW fills bubbles; "
                 "1f1b's memory, a third of its bubble",
-       WeightSemantics::synchronous, {kRecomputeParam, kCutsParam, kInFlightParam, kP2pParam}, generate_zb_h1},
+       WeightSemantics::synchronous, with_data_parallel({kRecomputeParam, kCutsParam, kInFlightParam, kP2pParam}), generate_zb_h1},
       {"zb-h2", "zero bubble with about twice 1f1b's activation memory: almost no bubble",
-       WeightSemantics::synchronous, {kRecomputeParam, kCutsParam, kInFlightParam, kP2pParam}, generate_zb_h2},
+       WeightSemantics::synchronous, with_data_parallel({kRecomputeParam, kCutsParam, kInFlightParam, kP2pParam}), generate_zb_h2},
       {"pipedream-2bw", "PipeDream-2BW: 1F1B without flush, one update per minibatch, forwards use "
                         "the previous version (two weight versions per stage; M >= P)",
        WeightSemantics::double_buffered, {kRecomputeParam, kCutsParam, kP2pParam}, generate_pipedream_2bw},
@@ -89,7 +96,7 @@ const std::vector<ScheduleEntry>& schedule_entries() {
       {"interleaved-1f1b", "Megatron-LM's interleaved 1F1B: chunks model chunks per processor, "
                            "bubble shrinks chunks-fold (M a multiple of P)",
        WeightSemantics::synchronous,
-       {{"chunks", "2", "model chunks (virtual stages) per processor"}, kRecomputeParam, kCutsParam, kP2pParam},
+       with_data_parallel({{"chunks", "2", "model chunks (virtual stages) per processor"}, kRecomputeParam, kCutsParam, kP2pParam}),
        generate_interleaved_1f1b},
       {"torch-csv", "a schedule from torch.distributed.pipelining's compute-only CSV (file=...): "
                     "one row per rank, actions such as 0F1, 1I0, 1W0, 2B3",
@@ -138,6 +145,22 @@ GraphConfig without_other_schedules_params(GraphConfig config) {
   }
   config.params = std::move(kept);
   return config;
+}
+
+GraphConfig single_replica(GraphConfig config) {
+  std::vector<std::string> kept;
+  for (const auto& item : config.params) {
+    std::string key = item.substr(0, item.find('='));
+    if (key.rfind("schedule.", 0) == 0) key = key.substr(9);
+    if (!declares(data_parallel_params(), key)) kept.push_back(item);
+  }
+  config.params = std::move(kept);
+  return config;
+}
+
+int graph_replicas(const TaskGraph& graph) {
+  const auto dp = graph.parameters.find("schedule.dp");
+  return dp == graph.parameters.end() ? 1 : std::stoi(dp->second);
 }
 
 GraphConfig graph_config(const std::string& model, const std::string& schedule, const std::string& hardware,
@@ -246,8 +269,21 @@ ScheduleRequest make_request(const GraphConfig& config) {
 }
 
 TaskGraph make_graph(const GraphConfig& config) {
-  const ScheduleRequest request = make_request(config);
-  TaskGraph graph = find_schedule(config.schedule).generate(request);
+  ScheduleRequest request = make_request(config);
+  const ScheduleEntry& entry = find_schedule(config.schedule);
+  const DataParallelism dp = data_parallelism(request.params);
+  if (dp.replicas == 1) {
+    TaskGraph graph = entry.generate(request);
+    graph.parameters = request.resolved_parameters;
+    return graph;
+  }
+  // d pipelines of P/d processors, one generated and replicated.
+  if (request.processors % dp.replicas != 0) {
+    throw Error("dp=" + std::to_string(dp.replicas) + " splits the processors into " + std::to_string(dp.replicas) +
+                " equal pipelines; " + std::to_string(request.processors) + " processors do not divide");
+  }
+  request.processors /= dp.replicas;
+  TaskGraph graph = replicate_data_parallel(entry.generate(request), request.hardware, dp);
   graph.parameters = request.resolved_parameters;
   return graph;
 }

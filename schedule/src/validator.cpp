@@ -88,6 +88,13 @@ void check_structure(const TaskGraph& g, std::vector<std::string>& problems) {
       }
       if (dep.bytes < 0) problems.push_back(who() + ": a dependency carries a negative number of bytes");
     }
+    if (t.collective >= 0 && (t.kind != TaskKind::X || t.collective >= static_cast<std::int32_t>(g.collectives.size()))) {
+      problems.push_back(who() + ": step of collective " + std::to_string(t.collective) + ", but " +
+                         (t.kind != TaskKind::X ? "only transfers are steps of collectives"
+                                                : "the graph has " + std::to_string(g.collectives.size())));
+    } else if (t.collective < -1) {
+      problems.push_back(who() + ": collective must be -1 (none) or a collective's index");
+    }
     if (t.parts < 1 || t.part < 0 || t.part >= t.parts) {
       problems.push_back(who() + ": part " + std::to_string(t.part) + " of " + std::to_string(t.parts) +
                          " (parts must be at least 1, and 0 <= part < parts)");

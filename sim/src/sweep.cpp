@@ -11,7 +11,7 @@ namespace pipetwin {
 
 const std::vector<std::string>& sweep_columns() {
   static const std::vector<std::string> columns = {
-      "model", "hardware", "schedule", "processors", "microbatches", "minibatches", "total_cycles", "total_s",
+      "model", "hardware", "schedule", "processors", "replicas", "microbatches", "minibatches", "total_cycles", "total_s",
       "iteration_cycles", "iteration_s", "speedup", "mean_utilization", "bubble_fraction",
       "max_peak_memory_bytes", "link_bytes", "out_of_memory", "error"};
   return columns;
@@ -30,7 +30,12 @@ std::vector<GraphConfig> sweep_configs(const SweepRequest& request) {
   for (const auto& schedule : request.schedules) {
     for (const int p : request.processors) add(schedule, p);
   }
-  if (!request.baseline.empty()) add(request.baseline, 1);
+  if (!request.baseline.empty()) {  // one replica of the baseline
+    GraphConfig baseline = single_replica(request.base);
+    baseline.schedule = request.baseline;
+    baseline.processors = 1;
+    configs.push_back(without_other_schedules_params(baseline));
+  }
   return configs;
 }
 
@@ -47,6 +52,7 @@ nlohmann::ordered_json sweep_row(const std::string& engine, const GraphConfig& c
   try {
     const Evaluated e = build_and_run(engine, config, false);
     const Result& r = e.result;
+    row["replicas"] = graph_replicas(e.graph);
     row["total_cycles"] = r.total_cycles;
     row["total_s"] = r.total_s;
     row["iteration_cycles"] = r.iteration_cycles;
@@ -78,7 +84,9 @@ std::vector<nlohmann::ordered_json> finish_sweep(const SweepRequest& request, st
   }
   for (auto& row : rows) {
     if (baseline_s > 0 && row.at("error").get<std::string>().empty() && row.at("iteration_s").get<double>() > 0) {
-      row["speedup"] = baseline_s / row.at("iteration_s").get<double>();
+      // A row of d replicas trains d times the baseline's samples per iteration.
+      const double replicas = row.at("replicas").is_null() ? 1.0 : row.at("replicas").get<double>();
+      row["speedup"] = replicas * baseline_s / row.at("iteration_s").get<double>();
     }
   }
   return rows;

@@ -43,6 +43,24 @@ struct LinkSpec {
   LinkPolicy policy = LinkPolicy::in_order;  // how each link serves its transfers
 };
 
+// Processors grouped into nodes (docs/design.md, "Links"): inside a node the profile's `link` joins
+// them as its topology says; between nodes a transfer leaves through its processor's NIC, one
+// per processor ("rail-optimised", as DGX nodes) or shared by several, over a non-blocking fabric.
+struct ClusterSpec {
+  std::int32_t processors_per_node = 0;  // 0: one node holds every processor (no NICs)
+  std::int32_t nics_per_node = 0;        // NICs of a node; processor k of a node uses NIC k mod this
+  LinkSpec nic;                          // a NIC's bandwidth per direction and end-to-end latency
+  std::string source;                    // where the node's figures come from
+
+  bool clustered() const { return processors_per_node > 0; }
+  std::int32_t node_of(std::int32_t processor) const {
+    return clustered() ? processor / processors_per_node : 0;
+  }
+  std::int32_t nic_of(std::int32_t processor) const {
+    return clustered() ? (processor % processors_per_node) % nics_per_node : 0;
+  }
+};
+
 struct ProcessorSpec {
   double clock_hz = 1;
   double peak_flops_per_s = 0;     // at the selected precision
@@ -67,7 +85,8 @@ struct HardwareProfile {
   ProcessorSpec processor;
   LinkSpec link;                       // between processors
   LinkSpec host_link;                  // to host memory, for offload
-  std::string topology = "fully-connected";  // chain, ring, fully-connected, switch
+  std::string topology = "fully-connected";  // chain, ring, fully-connected, switch (inside a node)
+  ClusterSpec cluster;                 // nodes and their NICs; none: one node
   std::int64_t host_memory_bytes = 0;  // host memory reachable over host_link, for offload
   bool validated = false;              // checked against measurement?
   // Measured task times replacing the roofline (calibration.hpp), when attached.

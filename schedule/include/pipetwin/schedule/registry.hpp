@@ -73,4 +73,11 @@ void attach_calibration(HardwareProfile& hardware, const Calibration& calibratio
 // an error for gpipe). Parameters nobody takes are kept, so they still fail loudly.
 GraphConfig without_other_schedules_params(GraphConfig config);
 
+// `config` as one replica: data parallelism's parameters (dp, allreduce, rank_order) dropped, for
+// the P = 1 baseline a speedup is measured against.
+GraphConfig single_replica(GraphConfig config);
+// The data-parallel replicas a graph was made with (its schedule.dp parameter); 1 when none. A
+// graph of d replicas trains d batches per iteration.
+int graph_replicas(const TaskGraph& graph);
+
 }  // namespace pipetwin

@@ -74,6 +74,7 @@ struct Task {
   std::int64_t bytes = 0;          // X, OFF, ON: payload
   std::int32_t part = 0;           // BA: its slice of the microbatch's samples, part of `parts`
   std::int32_t parts = 1;          //     (samples [n part / parts, n (part + 1) / parts)); X: its source's
+  std::int32_t collective = -1;    // X: the collective (TaskGraph::collectives) it is a step of; -1 none
 };
 
 // What a declared buffer holds (docs/design.md, "Memory").
@@ -138,6 +139,16 @@ struct LinkInfo {
   LinkPolicy policy = LinkPolicy::in_order;
 };
 
+// A collective operation (docs/design.md, "Collectives"): its steps are X tasks on links, each
+// with its bytes, so that the engines simulate contention rather than assume it. The one kind so
+// far is an all-reduce of weight gradients (data parallelism), summed into every rank's gradients.
+struct CollectiveInfo {
+  std::string name;                     // "all-reduce stage 0 minibatch 1"
+  std::string algorithm;                // "ring", "hierarchical"
+  std::vector<std::int32_t> processors; // the ranks, in the algorithm's order
+  std::int64_t bytes = 0;               // what each rank contributes (and ends with)
+};
+
 struct StageInfo {
   std::int32_t first_layer = 0;
   std::int32_t last_layer = 0;
@@ -163,6 +174,7 @@ struct TaskGraph {
   std::vector<StageInfo> stages;
   std::vector<Task> tasks;
   std::vector<Buffer> buffers;
+  std::vector<CollectiveInfo> collectives;
   // Figures a generator computed about its own schedule, for the record (layerpipe: the period
   // its modulo scheduler reached and the bounds it is compared with), by name with unit suffix.
   std::map<std::string, double> schedule_metrics;

@@ -3,8 +3,10 @@
 // in Python (a DataFrame) and in experiments/. Running the rows in parallel is the front end's
 // business (SystemC's kernel is one per process, so both use worker processes); what a row holds
 // and what "speedup" means are defined here, once:
-//   speedup = iteration_s of the baseline schedule (default: sequential) at P = 1
+//   speedup = replicas x iteration_s of the baseline schedule (default: sequential) at P = 1
 //             / iteration_s of the row
+// where replicas is the row's data-parallel d (dp=; each replica trains a batch per iteration),
+// and the baseline is one replica (dp and its parameters dropped).
 #pragma once
 #include <string>
 #include <vector>

@@ -1,0 +1,195 @@
+// Data parallelism and its all-reduces: the collectives' times against their closed forms (ring,
+// hierarchical, across nodes through NICs, and with NICs shared), both predicting engines; the
+// replicas' compute against the single pipeline's; the graph's JSON; bad configurations.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "pipetwin/models/error.hpp"
+#include "pipetwin/models/hardware.hpp"
+#include "pipetwin/models/network_registry.hpp"
+#include "pipetwin/schedule/evaluator.hpp"
+#include "pipetwin/schedule/graph_io.hpp"
+#include "pipetwin/schedule/registry.hpp"
+#include "pipetwin/schedule/validator.hpp"
+#include "pipetwin/sim/simulator.hpp"
+
+using namespace pipetwin;
+
+namespace {
+
+// Two dense layers of 1024 x 1024 (4 MiB of fp32 weights each): gradients worth moving.
+const std::vector<std::string> kWideMlp = {"widths=1024,1024,1024", "batch=8"};
+
+// `replicas` data-parallel replicas of a one-processor sequential pipeline on h100, nodes of
+// `per_node` GPUs with `nics` NICs each.
+GraphConfig replicas_config(int replicas, int per_node, int nics, const std::string& algorithm) {
+  GraphConfig config = graph_config("mlp", "sequential", "h100", replicas, 1, 1);
+  config.params = kWideMlp;
+  config.params.push_back("dp=" + std::to_string(replicas));
+  config.params.push_back("allreduce=" + algorithm);
+  config.params.push_back("processors_per_node=" + std::to_string(per_node));
+  config.params.push_back("nics_per_node=" + std::to_string(nics));
+  return config;
+}
+
+// The cycles from the end of replica 0's backward to the start of its update: the all-reduce.
+double all_reduce_cycles(const TaskGraph& g, const std::vector<TaskTiming>& times) {
+  std::int64_t backward_end = -1, update_start = -1;
+  for (const auto& t : g.tasks) {
+    if (t.placement != Placement::processor || t.resource != 0) continue;
+    if (t.kind == TaskKind::B) backward_end = times[static_cast<std::size_t>(t.id)].end_cycles;
+    if (t.kind == TaskKind::U) update_start = times[static_cast<std::size_t>(t.id)].start_cycles;
+  }
+  REQUIRE(backward_end >= 0);
+  REQUIRE(update_start >= 0);
+  return static_cast<double>(update_start - backward_end);
+}
+
+// The gradient bytes each rank all-reduces: the network's parameters, from the model itself.
+double gradient_bytes() {
+  Params params;
+  params.set("widths", "1024,1024,1024");
+  params.set("batch", "8");
+  const Network net = make_network("mlp", params);
+  return static_cast<double>(net.layer_sum(0, static_cast<int>(net.layers.size()) - 1, &Layer::param_bytes));
+}
+
+// A ring all-reduce's closed form, in cycles: 2(n-1)/n S/B + 2(n-1) alpha.
+double ring_cycles(int n, double bytes, const LinkSpec& link, double clock_hz) {
+  return (2.0 * (n - 1) / n * bytes / link.bytes_per_s + 2.0 * (n - 1) * link.latency_s) * clock_hz;
+}
+
+bool same_times(const std::vector<TaskTiming>& a, const std::vector<TaskTiming>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i].start_cycles != b[i].start_cycles || a[i].end_cycles != b[i].end_cycles) return false;
+  }
+  return true;
+}
+
+// Our steps round up to whole cycles (latency and bandwidth apart) and pieces to whole bytes.
+void check_close(double got, double expected, int steps) {
+  INFO("got " << got << " cycles, closed form " << expected);
+  CHECK(std::abs(got - expected) <= 2.0 * steps + 1);
+}
+
+}  // namespace
+
+TEST_CASE("a ring all-reduce inside one node takes 2(n-1)/n S/B + 2(n-1) alpha on both engines") {
+  const HardwareProfile h100 = make_hardware("h100", Params());
+  for (const int n : {2, 4, 8}) {
+    const TaskGraph g = make_graph(replicas_config(n, 8, 8, "ring"));
+    REQUIRE(validate(g).empty());
+    REQUIRE(g.collectives.size() == 1);
+    CHECK(g.collectives[0].processors.size() == static_cast<std::size_t>(n));
+    const double expected = ring_cycles(n, gradient_bytes(), h100.link, h100.clock_hz());
+    INFO("n = " << n);
+    check_close(all_reduce_cycles(g, evaluate_times(g)), expected, 2 * (n - 1));
+    check_close(all_reduce_cycles(g, simulate_times(g)), expected, 2 * (n - 1));
+  }
+}
+
+TEST_CASE("a ring across nodes runs at its slowest link: the NIC") {
+  const HardwareProfile h100 = make_hardware("h100", Params());
+  const TaskGraph g = make_graph(replicas_config(8, 4, 4, "ring"));  // two nodes of four
+  const double expected = ring_cycles(8, gradient_bytes(), h100.cluster.nic, h100.clock_hz());
+  check_close(all_reduce_cycles(g, evaluate_times(g)), expected, 14);
+  check_close(all_reduce_cycles(g, simulate_times(g)), expected, 14);
+}
+
+TEST_CASE("a hierarchical all-reduce: rings in each node around one ring per place across the nodes") {
+  const HardwareProfile h100 = make_hardware("h100", Params());
+  const double S = gradient_bytes();
+  const int per_node = 4, nodes = 2;
+  // Reduce-scatter and all-gather inside the node (2(g-1) steps of S/g on NVLink), and an
+  // all-reduce of each S/g piece across the nodes (2(m-1) steps of S/(g m) through the NICs).
+  const double inside = ring_cycles(per_node, S, h100.link, h100.clock_hz());
+  const double across = ring_cycles(nodes, S / per_node, h100.cluster.nic, h100.clock_hz());
+  SUBCASE("one NIC per GPU: the rings across the nodes do not meet") {
+    const TaskGraph g = make_graph(replicas_config(per_node * nodes, per_node, per_node, "hierarchical"));
+    REQUIRE(validate(g).empty());
+    CHECK(g.collectives.at(0).algorithm == "hierarchical");
+    check_close(all_reduce_cycles(g, evaluate_times(g)), inside + across, 2 * (per_node - 1) + 2 * (nodes - 1));
+    check_close(all_reduce_cycles(g, simulate_times(g)), inside + across, 2 * (per_node - 1) + 2 * (nodes - 1));
+  }
+  SUBCASE("one NIC per node: its four rings share it, so their bandwidth term takes four times as long") {
+    const TaskGraph g = make_graph(replicas_config(per_node * nodes, per_node, 1, "hierarchical"));
+    REQUIRE(validate(g).empty());
+    // The analytic evaluator does not share bandwidth (docs/design.md, "Links"): it still sees
+    // the uncontended time. The simulator shares the NIC four ways.
+    check_close(all_reduce_cycles(g, evaluate_times(g)), inside + across, 2 * (per_node - 1) + 2 * (nodes - 1));
+    const double shared = inside + across + 2.0 * (nodes - 1) * (per_node - 1) * (S / per_node / nodes) /
+                                                h100.cluster.nic.bytes_per_s * h100.clock_hz();
+    check_close(all_reduce_cycles(g, simulate_times(g)), shared, 2 * (per_node - 1) + 2 * (nodes - 1));
+  }
+}
+
+TEST_CASE("data-parallel replicas compute as the single pipeline does until their first all-reduce") {
+  for (const char* schedule : {"sequential", "gpipe", "1f1b", "zb-h1", "zb-h2", "interleaved-1f1b"}) {
+    INFO(schedule);
+    GraphConfig single = graph_config("mlp", schedule, "h100", 2, 4, 2);
+    single.params = {"widths=256,256,256,256,256", "batch=16"};
+    GraphConfig replicated = single;
+    replicated.processors = 6;
+    replicated.params.push_back("dp=3");
+    const TaskGraph one = make_graph(single);
+    const TaskGraph three = make_graph(replicated);
+    REQUIRE(validate(three).empty());
+    CHECK(three.processor_count() == 6);
+    CHECK(three.stages.size() == 3 * one.stages.size());
+    CHECK(three.collectives.size() == one.stages.size() * 2);  // per stage and minibatch
+    const auto one_times = evaluate_times(one);
+    const auto three_times = evaluate_times(three);
+    CHECK(same_times(simulate_times(three), three_times));  // nothing shares a medium here
+    // Replica r's copy of task i is task i + r x (the pipeline's tasks); before the first update
+    // nothing waits for an all-reduce.
+    std::int64_t first_update = INT64_MAX;
+    for (const auto& t : one.tasks) {
+      if (t.kind == TaskKind::U) first_update = std::min(first_update, one_times[static_cast<std::size_t>(t.id)].start_cycles);
+    }
+    const auto n = one.tasks.size();
+    for (std::size_t r = 0; r < 3; ++r) {
+      for (std::size_t i = 0; i < n; ++i) {
+        if (one_times[i].end_cycles >= first_update) continue;
+        CHECK(three_times[i + r * n].start_cycles == one_times[i].start_cycles);
+      }
+    }
+    // The replicas take longer than the pipeline alone by at least one all-reduce.
+    CHECK(evaluate(three).total_cycles > evaluate(one).total_cycles);
+  }
+}
+
+TEST_CASE("a data-parallel graph's JSON round-trips with its collectives") {
+  GraphConfig config = graph_config("mlp", "1f1b", "h100", 4, 2, 1);
+  config.params = {"widths=64,64,64", "batch=8", "dp=2", "allreduce=hierarchical", "processors_per_node=2"};
+  const TaskGraph g = make_graph(config);
+  const std::string text = graph_to_json(g);
+  const TaskGraph back = graph_from_json(text, "g.json");
+  CHECK(graph_to_json(back) == text);
+  REQUIRE(back.collectives.size() == g.collectives.size());
+  CHECK(back.collectives[0].processors == g.collectives[0].processors);
+  CHECK(same_times(evaluate_times(back), evaluate_times(g)));
+}
+
+TEST_CASE("data parallelism's bad configurations are clear errors") {
+  GraphConfig config = graph_config("mlp", "1f1b", "h100", 6, 2, 1);
+  config.params = {"widths=64,64,64", "batch=8", "dp=4"};
+  CHECK_THROWS_WITH_AS(make_graph(config), doctest::Contains("6 processors do not divide"), Error);
+  config.params.back() = "dp=0";
+  CHECK_THROWS_WITH_AS(make_graph(config), doctest::Contains("dp must be 1 to 4096"), Error);
+  config.params = {"widths=64,64,64", "batch=8", "dp=2", "allreduce=butterfly"};
+  CHECK_THROWS_WITH_AS(make_graph(config), doctest::Contains("unknown all-reduce algorithm"), Error);
+  config.processors = 6;
+  config.params = {"widths=64,64,64", "batch=8", "dp=6", "allreduce=hierarchical", "processors_per_node=4"};
+  CHECK_THROWS_WITH_AS(make_graph(config), doctest::Contains("same number of ranks on every node"), Error);
+  config.processors = 2;
+  config.params = {"widths=64,64,64", "batch=8", "nics_per_node=9", "processors_per_node=8"};
+  CHECK_THROWS_WITH_AS(make_graph(config), doctest::Contains("nics_per_node must be 1 to processors_per_node"), Error);
+  config.params = {"widths=64,64,64", "batch=8", "nic=ib-hdr", "processors_per_node=0"};
+  CHECK_THROWS_WITH_AS(make_graph(config), doctest::Contains("set processors_per_node too"), Error);
+  // Asynchronous schedules update per microbatch: no all-reduce before one update per minibatch.
+  config = graph_config("mlp", "pipedream", "h100", 4, 2, 1);
+  config.params = {"widths=64,64,64", "batch=8", "dp=2"};
+  CHECK_THROWS_WITH_AS(make_graph(config), doctest::Contains("unknown parameter"), Error);
+}
