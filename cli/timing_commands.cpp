@@ -143,7 +143,7 @@ void run(const TimingOptions& options) {
                "mean_util", "bubble", "peak_memory", "link_bytes"});
   for (const auto& e : runs) {
     const Result& r = e.result;
-    table.add_row({std::to_string(e.graph.processor_count()), std::to_string(r.total_cycles),
+    table.add_row({std::to_string(graph_gpus(e.graph)), std::to_string(r.total_cycles),
                    fmt::format("{:.4g}", r.total_s), fmt::format("{:.0f}", r.iteration_cycles),
                    fmt::format("{:.4g}", r.iteration_s),
                    baseline_iteration > 0 ? fmt::format("{:.2f}x", graph_replicas(e.graph) * baseline_iteration / r.iteration_cycles) : "-",

@@ -1,12 +1,14 @@
-// Data parallelism and its all-reduces: the collectives' times against their closed forms (ring,
+// Data and tensor parallelism: the all-reduces' times against their closed forms (ring,
 // hierarchical, across nodes through NICs, and with NICs shared), both predicting engines; the
-// replicas' compute against the single pipeline's; the graph's JSON; bad configurations.
+// replicas' compute against the single pipeline's; the graph's JSON; bad configurations; a
+// tensor-parallel rank's sizes (Korthikanti et al.) and its all-reduces.
 #include <doctest/doctest.h>
 
 #include <cmath>
 
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/hardware.hpp"
+#include "pipetwin/models/layer.hpp"
 #include "pipetwin/models/network_registry.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/graph_io.hpp"
@@ -192,4 +194,56 @@ TEST_CASE("data parallelism's bad configurations are clear errors") {
   config = graph_config("mlp", "pipedream", "h100", 4, 2, 1);
   config.params = {"widths=64,64,64", "batch=8", "dp=2"};
   CHECK_THROWS_WITH_AS(make_graph(config), doctest::Contains("unknown parameter"), Error);
+}
+
+TEST_CASE("a tensor-parallel transformer block is one rank's share (Korthikanti et al. 2022's sizes)") {
+  const std::int64_t s = 512, h = 1024, a = 16, e = 2;
+  const TransformerBlockSpec spec{a, 4, false};
+  const Layer whole = transformer_block_layer("block", {s, h}, spec, e);
+  CHECK(tensor_parallel_layer(whole, 1).parameters == whole.parameters);
+  for (const std::int64_t t : {2, 4, 8}) {
+    INFO("t = " << t);
+    const Layer rank = tensor_parallel_layer(whole, t);
+    // Split: QKV, proj, fc1, fc2 weights (12 h^2) and the QKV and fc1 biases (7 h); whole: the
+    // proj and fc2 biases and two layer norms (6 h).
+    CHECK(rank.parameters == (12 * h * h + 7 * h) / t + 6 * h);
+    // Activations per sample without sequence parallelism: s h (10 + 24 / t) + 5 a s^2 / t, in
+    // 2-byte units.
+    CHECK(rank.stash_bytes == (10 * s * h + 24 * s * h / t + 5 * a * s * s / t) * e / 2);
+    CHECK(rank.forward_macs * static_cast<double>(t) == doctest::Approx(whole.forward_macs));
+    CHECK(rank.weight_grad_flops * static_cast<double>(t) == doctest::Approx(whole.weight_grad_flops));
+  }
+  CHECK_THROWS_WITH_AS(tensor_parallel_layer(whole, 3), doctest::Contains("heads (16) to divide"), Error);
+  const Layer conv = dense_layer("fc", {16}, DenseSpec{8}, 4);
+  CHECK_THROWS_WITH_AS(tensor_parallel_layer(conv, 2), doctest::Contains("cannot be split tensor-parallel"), Error);
+}
+
+TEST_CASE("tp=t adds the Megatron all-reduces to a block's forward and backward, as rings over NVLink") {
+  // Roofline costs (no kernel tiling), so that the split compute is exactly the whole's / t.
+  const auto forward_cycles = [](int t, TaskKind kind) {
+    GraphConfig config = graph_config("gpt", "sequential", "h100", t, 1, 1);
+    config.params = {"layers=2", "hidden=1024", "heads=16", "seq=512", "vocab=1024", "batch=2", "dtype_bytes=2",
+                     "precision=bf16", "cost_model=roofline", "tp=" + std::to_string(t)};
+    const TaskGraph g = make_graph(config);
+    for (const auto& task : g.tasks) {
+      if (task.kind == kind) return std::make_pair(task.cost_cycles, g);
+    }
+    FAIL("no task of that kind");
+    return std::make_pair(std::int64_t{0}, g);
+  };
+  const HardwareProfile h100 = make_hardware("h100", Params());
+  const double clock = h100.clock_hz();
+  const double activation = 2.0 * 512 * 1024 * 2;  // samples x s x h x 2 bytes
+  for (const int t : {2, 4, 8}) {
+    INFO("t = " << t);
+    const auto [one, g1] = forward_cycles(1, TaskKind::F);
+    const auto [split, gt] = forward_cycles(t, TaskKind::F);
+    CHECK(gt.processor_count() == 1);  // one tensor-parallel group of t GPUs
+    const double ring = 2.0 * (t - 1) * (h100.link.latency_s + activation / t / h100.link.bytes_per_s) * clock;
+    // Forward: two all-reduces per block (2 blocks), the embedding's one, the LM head's three of
+    // 4 bytes per token; the compute is at least 1/t of the whole's.
+    const double all_reduces = 5 * ring + 3 * 2.0 * (t - 1) * (h100.link.latency_s + 2.0 * 512 * 4 / t / h100.link.bytes_per_s) * clock;
+    CHECK(static_cast<double>(split) >= all_reduces + static_cast<double>(one) / t - 10);
+    CHECK(static_cast<double>(split) <= all_reduces + static_cast<double>(one));
+  }
 }

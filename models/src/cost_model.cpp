@@ -84,6 +84,20 @@ std::int64_t task_overhead_cycles(const HardwareProfile& hw) {
   return ceil_cycles(overhead_s * hw.processor.clock_hz);
 }
 
+// A tensor-parallel layer's all-reduces among its ranks, each a ring over the profile's link
+// between processors (the ranks of a group share a node): 2(t-1) steps of latency and 1/t of
+// the bytes. Counted in the task's time, as the ranks wait for them (Megatron-LM runs them on the
+// compute stream); no other traffic shares these links in the placements pipetwin makes.
+double tensor_parallel_seconds(const HardwareProfile& hw, const Layer& layer, TaskKind kind, std::int64_t samples) {
+  double seconds = 0;
+  const double t = static_cast<double>(layer.tensor_parallel);
+  for (const auto& all_reduce : tensor_parallel_all_reduces(layer, kind)) {
+    const double bytes = static_cast<double>(all_reduce.bytes_per_sample) * static_cast<double>(samples);
+    seconds += all_reduce.count * 2 * (t - 1) * (hw.link.latency_s + bytes / t / hw.link.bytes_per_s);
+  }
+  return seconds;
+}
+
 std::int64_t layer_cycles(const HardwareProfile& hw, const Layer& layer, TaskKind kind, std::int64_t samples,
                           const OptimizerSpec& optimizer) {
   const bool calibrated = hw.cost_model != CostModelKind::unit && hw.calibration;
@@ -100,7 +114,8 @@ std::int64_t layer_cycles(const HardwareProfile& hw, const Layer& layer, TaskKin
     return ceil_cycles((calibrated_seconds(*hw.calibration, layer, kind, samples) + between_s) * hw.clock_hz());
   }
   if (hw.cost_model == CostModelKind::operator_level) {
-    return ceil_cycles(operator_layer_seconds(hw.processor, layer, kind, samples, optimizer) * hw.clock_hz());
+    return ceil_cycles((operator_layer_seconds(hw.processor, layer, kind, samples, optimizer) +
+                        tensor_parallel_seconds(hw, layer, kind, samples)) * hw.clock_hz());
   }
   const LayerWork work = layer_work(layer, kind, samples, optimizer);
   if (work.flops <= 0 && work.bytes <= 0) return 0;  // nothing to launch
@@ -110,7 +125,7 @@ std::int64_t layer_cycles(const HardwareProfile& hw, const Layer& layer, TaskKin
   const double roofline = std::max(work.flops / flops_per_cycle, work.bytes / bytes_per_cycle);
   // An update is one fused multi-tensor kernel for all its layers: no launch per layer.
   const double launch = kind == TaskKind::U ? 0.0 : p.layer_overhead_s * p.clock_hz;
-  return ceil_cycles(roofline + launch);
+  return ceil_cycles(roofline + launch + tensor_parallel_seconds(hw, layer, kind, samples) * p.clock_hz);
 }
 
 }  // namespace

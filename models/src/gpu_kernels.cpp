@@ -50,13 +50,18 @@ void linear(Kernels& k, TaskKind kind, const Linear& l, double rows) {
 Kernels transformer_kernels(const Layer& layer, TaskKind kind, double b, double e) {
   const double s = static_cast<double>(layer.input_shape[0]);
   const double h = static_cast<double>(layer.input_shape[1]);
-  const double a = static_cast<double>(layer.transformer.heads);
-  const double f = static_cast<double>(layer.transformer.ffn_multiplier) * h;
-  const double d = h / a, t = b * s;
+  // Tensor parallelism (Megatron-LM, Shoeybi et al. 2019): one rank of tp holds a / tp heads
+  // and f / tp of the MLP (QKV and fc1 split by columns, proj and fc2 by rows); the layer norms,
+  // dropouts and residual adds run whole on every rank (no sequence parallelism).
+  const double tp = static_cast<double>(layer.tensor_parallel);
+  const double heads = static_cast<double>(layer.transformer.heads);
+  const double a = heads / tp;  // this rank's heads
+  const double f = static_cast<double>(layer.transformer.ffn_multiplier) * h / tp;  // its MLP width
+  const double d = h / heads, t = b * s;
   const double scores = b * a * s * s;  // elements of the s x s attention tensors
   const bool forward = kind == TaskKind::F || kind == TaskKind::RC;
-  const Linear qkv{"qkv", "qkv.dgrad", "qkv.wgrad", h, 3 * h};
-  const Linear proj{"proj", "proj.dgrad", "proj.wgrad", h, h};
+  const Linear qkv{"qkv", "qkv.dgrad", "qkv.wgrad", h, 3 * h / tp};
+  const Linear proj{"proj", "proj.dgrad", "proj.wgrad", h / tp, h};
   const Linear fc1{"fc1", "fc1.dgrad", "fc1.wgrad", h, f};
   const Linear fc2{"fc2", "fc2.dgrad", "fc2.wgrad", f, h};
   Kernels k;
@@ -81,9 +86,9 @@ Kernels transformer_kernels(const Layer& layer, TaskKind kind, double b, double 
     memory(k, "scale_mask_softmax", 2 * scores * e);    // fused (Megatron FusedScaleMaskSoftmax)
     memory(k, "attention_dropout", scores * (2 * e + 1));  // and its 1-byte mask
     gemm(k, "context", s, d, s, b * a);                 // A V
-    memory(k, "context.transpose", 2 * t * h * e);       // [b, a, s, d] -> [s, b, h], contiguous
+    memory(k, "context.transpose", 2 * t * a * d * e);   // [b, a, s, d] -> [s, b, a d], contiguous
   } else {
-    memory(k, "context.transpose.dgrad", 2 * t * h * e);
+    memory(k, "context.transpose.dgrad", 2 * t * a * d * e);
     gemm(k, "context.dgrad_a", s, s, d, b * a);         // dA = dC V^T
     gemm(k, "context.dgrad_v", s, d, s, b * a);         // dV = A^T dC
     memory(k, "attention_dropout.dgrad", scores * (2 * e + 1));
@@ -107,7 +112,8 @@ Kernels transformer_kernels(const Layer& layer, TaskKind kind, double b, double 
 Kernels embedding_kernels(const Layer& layer, TaskKind kind, double b, double e) {
   const double s = static_cast<double>(layer.input_shape[0]);
   const double h = static_cast<double>(layer.output_shape[1]);
-  const double v = static_cast<double>(layer.vocab), t = b * s;
+  const double v = static_cast<double>(layer.vocab) / static_cast<double>(layer.tensor_parallel);  // this rank's rows
+  const double t = b * s;
   Kernels k;
   if (kind == TaskKind::BA) return k;  // token ids have no gradient
   if (kind == TaskKind::BW) {
@@ -128,7 +134,8 @@ Kernels embedding_kernels(const Layer& layer, TaskKind kind, double b, double e)
 Kernels lm_head_kernels(const Layer& layer, TaskKind kind, double b, double e) {
   const double s = static_cast<double>(layer.input_shape[0]);
   const double h = static_cast<double>(layer.input_shape[1]);
-  const double v = static_cast<double>(layer.vocab), t = b * s;
+  const double v = static_cast<double>(layer.vocab) / static_cast<double>(layer.tensor_parallel);  // this rank's share
+  const double t = b * s;
   const Linear logits{"logits", "logits.dgrad", "logits.wgrad", h, v};
   Kernels k;
   if (kind == TaskKind::BW) {

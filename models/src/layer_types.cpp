@@ -145,29 +145,36 @@ Layer dense_layer(const std::string& name, const Shape& input_shape, const Dense
   return layer;
 }
 
-Layer transformer_block_layer(const std::string& name, const Shape& input_sh,
-                              const TransformerBlockSpec& spec, std::int64_t bytes_per_element) {
+// One rank's share of a transformer block split over `ranks` (Megatron-LM): the weight GEMMs,
+// attention heads and MLP columns divide; layer norms, dropouts and residual adds do not.
+Layer transformer_block_rank(const std::string& name, const Shape& input_sh, const TransformerBlockSpec& spec,
+                             std::int64_t bytes_per_element, std::int64_t ranks) {
   require(input_sh.size() == 2, name, "transformer_block needs a sequence x hidden input, got " +
                                           shape_to_string(input_sh));
-  const std::int64_t s = input_sh[0], h = input_sh[1], a = spec.heads, f = spec.ffn_multiplier;
+  const std::int64_t s = input_sh[0], h = input_sh[1], a = spec.heads, f = spec.ffn_multiplier, t = ranks;
   require(a > 0 && h % a == 0, name, "heads (" + std::to_string(a) +
                                           ") must divide the hidden size (" + std::to_string(h) + ")");
   require(f > 0, name, "ffn_multiplier must be positive");
+  require(t >= 1 && a % t == 0, name, "tensor parallelism over " + std::to_string(t) + " ranks needs the heads (" +
+                                          std::to_string(a) + ") to divide among them");
   require_sizes(name, {d(34) * d(s) * d(h) * d(bytes_per_element), d(5) * d(a) * d(s) * d(s) * d(bytes_per_element),
                        d(2 * f + 4) * d(h) * d(h) * d(bytes_per_element)});
   // Weight GEMMs: QKV (3h^2), output projection (h^2), MLP (2 f h^2) per token.
-  const double weight_macs = d(s * (4 * h * h + 2 * f * h * h));
+  const double weight_macs = d(s * (4 * h * h + 2 * f * h * h)) / d(t);
   // Attention: scores Q K^T and context A V, s^2 h each.
-  const double attention_macs = d(2 * s * s * h);
-  const double elementwise = d(5 * a * s * s + 16 * s * h + 8 * f * s * h + 2 * s * h);
+  const double attention_macs = d(2 * s * s * h) / d(t);
+  const double elementwise = d(5 * a * s * s + 8 * f * s * h) / d(t) + d(16 * s * h + 2 * s * h);
   Layer layer;
   layer.name = name;
   layer.element_bytes = bytes_per_element;
   layer.type = "transformer_block";
+  layer.tensor_parallel = t;
   layer.input_shape = input_sh;
   layer.output_shape = input_sh;
   layer.forward_macs = weight_macs + attention_macs;
-  layer.parameters = 4 * h * h + 4 * h + 2 * f * h * h + f * h + h + 4 * h;
+  // QKV and fc1 (and their biases) split by columns, proj and fc2 by rows (their biases whole),
+  // two layer norms whole.
+  layer.parameters = (4 * h * h + 2 * f * h * h + 3 * h + f * h) / t + h + h + 4 * h;
   layer.forward_flops = 2 * layer.forward_macs + elementwise;
   // The attention products have no weights: both of their gradients are activation gradients.
   layer.activation_grad_flops = 2 * weight_macs + 4 * attention_macs + elementwise;
@@ -175,25 +182,29 @@ Layer transformer_block_layer(const std::string& name, const Shape& input_sh,
   layer.param_bytes = layer.parameters * bytes_per_element;
   layer.input_bytes = s * h * bytes_per_element;
   layer.output_bytes = s * h * bytes_per_element;
-  // Korthikanti et al. 2022: 34 s h + 5 a s^2 bytes per sample at 2-byte activations. The
+  // Korthikanti et al. 2022: 34 s h + 5 a s^2 bytes per sample at 2-byte activations, and with
+  // tensor parallelism over t ranks (no sequence parallelism) s h (10 + 24 / t) + 5 a s^2 / t. The
   // 5 a s^2 are the attention core's (scores, softmax, its dropout mask and output): selective
   // recomputation drops them and runs Q K^T, the softmax, the dropout and A V again (the two
   // products' 4 s^2 h FLOPs and the 5 a s^2 element-wise ones counted above).
   layer.transformer = spec;
+  const std::int64_t linear_bytes = (10 * s * h + 24 * s * h / t) * bytes_per_element / 2;
   if (spec.flash_attention) {
     // FlashAttention keeps no s x s tensor: only its output (counted in the 34 s h) and one fp32
     // log-sum-exp per head and position; its backward recomputes the scores (Dao et al. 2022).
-    layer.stash_bytes = 34 * s * h * bytes_per_element / 2 + 4 * a * s;
+    layer.stash_bytes = linear_bytes + 4 * a * s / t;
     return layer;
   }
-  layer.stash_bytes = (34 * s * h + 5 * a * s * s) * bytes_per_element / 2;
-  layer.selective_stash_bytes = 5 * a * s * s * bytes_per_element / 2;
-  layer.selective_recompute_flops = 2 * attention_macs + d(5 * a * s * s);
+  layer.selective_stash_bytes = 5 * a * s * s / t * bytes_per_element / 2;
+  layer.stash_bytes = linear_bytes + layer.selective_stash_bytes;
+  layer.selective_recompute_flops = 2 * attention_macs + d(5 * a * s * s) / d(t);
   return layer;
 }
 
-Layer embedding_layer(const std::string& name, const Shape& input_s, const EmbeddingSpec& spec,
-                      std::int64_t bytes_per_element) {
+// Megatron-LM's vocab-parallel embedding: each of `ranks` holds 1 / ranks of the token table's
+// rows (the vocabulary padded to a multiple of the ranks); the position table is whole.
+Layer embedding_rank(const std::string& name, const Shape& input_s, const EmbeddingSpec& spec,
+                     std::int64_t bytes_per_element, std::int64_t ranks) {
   require(input_s.size() == 1, name, "embedding needs a sequence of token ids as input");
   require(spec.vocab > 0 && spec.hidden > 0, name, "vocab and hidden must be positive");
   const std::int64_t s = input_s[0], h = spec.hidden;
@@ -205,7 +216,8 @@ Layer embedding_layer(const std::string& name, const Shape& input_s, const Embed
   layer.vocab = spec.vocab;
   layer.input_shape = input_s;
   layer.output_shape = {s, h};
-  layer.parameters = (spec.vocab + s) * h;  // token and position embeddings
+  layer.tensor_parallel = ranks;
+  layer.parameters = ((spec.vocab + ranks - 1) / ranks + s) * h;  // token and position embeddings
   layer.forward_flops = d(s * h);           // adding the position embedding
   layer.activation_grad_flops = 0;          // token ids have no gradient
   layer.weight_grad_flops = d(2 * s * h);   // scatter-add into both tables
@@ -216,17 +228,20 @@ Layer embedding_layer(const std::string& name, const Shape& input_s, const Embed
   return layer;
 }
 
-Layer lm_head_layer(const std::string& name, const Shape& input_sh, const LmHeadSpec& spec,
-                    std::int64_t bytes_per_element) {
+// The LM head's logits split by vocabulary columns over `ranks` (vocab-parallel cross entropy);
+// the final layer norm is whole on each.
+Layer lm_head_rank(const std::string& name, const Shape& input_sh, const LmHeadSpec& spec,
+                   std::int64_t bytes_per_element, std::int64_t ranks) {
   require(input_sh.size() == 2, name, "lm_head needs a sequence x hidden input");
   require(spec.vocab > 0, name, "vocab must be positive");
-  const std::int64_t s = input_sh[0], h = input_sh[1], v = spec.vocab;
+  const std::int64_t s = input_sh[0], h = input_sh[1], v = (spec.vocab + ranks - 1) / ranks;  // this rank's
   require_sizes(name, {(d(h) + 2) * d(v) * d(bytes_per_element), d(s) * (d(h) + d(v)) * d(bytes_per_element)});
   Layer layer;
   layer.name = name;
   layer.element_bytes = bytes_per_element;
   layer.type = "lm_head";
-  layer.vocab = v;
+  layer.vocab = spec.vocab;
+  layer.tensor_parallel = ranks;
   layer.input_shape = input_sh;
   layer.output_shape = {1};
   layer.forward_macs = d(s * h * v);
@@ -240,6 +255,60 @@ Layer lm_head_layer(const std::string& name, const Shape& input_sh, const LmHead
   layer.output_bytes = bytes_per_element;  // the loss
   layer.stash_bytes = (s * h + s * v) * bytes_per_element;
   return layer;
+}
+
+Layer transformer_block_layer(const std::string& name, const Shape& input_sh, const TransformerBlockSpec& spec,
+                              std::int64_t bytes_per_element) {
+  return transformer_block_rank(name, input_sh, spec, bytes_per_element, 1);
+}
+
+Layer embedding_layer(const std::string& name, const Shape& input_s, const EmbeddingSpec& spec,
+                      std::int64_t bytes_per_element) {
+  return embedding_rank(name, input_s, spec, bytes_per_element, 1);
+}
+
+Layer lm_head_layer(const std::string& name, const Shape& input_sh, const LmHeadSpec& spec,
+                    std::int64_t bytes_per_element) {
+  return lm_head_rank(name, input_sh, spec, bytes_per_element, 1);
+}
+
+Layer tensor_parallel_layer(const Layer& layer, std::int64_t ranks) {
+  if (ranks < 1) throw Error("tensor parallelism needs at least one rank, got " + std::to_string(ranks));
+  Layer split;
+  if (layer.type == "transformer_block") {
+    split = transformer_block_rank(layer.name, layer.input_shape, layer.transformer, layer.element_bytes, ranks);
+  } else if (layer.type == "embedding") {
+    split = embedding_rank(layer.name, layer.input_shape, {layer.vocab, layer.output_shape.at(1)}, layer.element_bytes, ranks);
+  } else if (layer.type == "lm_head") {
+    split = lm_head_rank(layer.name, layer.input_shape, {layer.vocab}, layer.element_bytes, ranks);
+  } else if (ranks == 1) {
+    return layer;
+  } else {
+    throw Error("layer '" + layer.name + "' (" + layer.type + ") cannot be split tensor-parallel: only transformer "
+                "blocks, embeddings and LM heads can (a gpt model)");
+  }
+  // What the network set beside the layer's own costs.
+  split.shortcut_bytes = layer.shortcut_bytes;
+  split.cut_allowed_after = layer.cut_allowed_after;
+  if (layer.activation_grad_flops == 0) split.activation_grad_flops = 0;
+  return split;
+}
+
+std::vector<TensorParallelAllReduce> tensor_parallel_all_reduces(const Layer& layer, TaskKind kind) {
+  if (layer.tensor_parallel <= 1 || kind == TaskKind::BW || kind == TaskKind::U) return {};
+  const bool forward = kind == TaskKind::F || kind == TaskKind::RC;
+  const std::int64_t activation = shape_elements(layer.input_shape.size() == 2 ? layer.input_shape : layer.output_shape) *
+                                  layer.element_bytes;  // s x h
+  std::vector<TensorParallelAllReduce> all;
+  if (layer.type == "transformer_block") {
+    all.push_back({2, activation});  // forward: proj and fc2 outputs; backward: qkv and fc1 input gradients
+  } else if (layer.type == "embedding" && forward) {
+    all.push_back({1, activation});
+  } else if (layer.type == "lm_head") {
+    if (forward) all.push_back({3, layer.input_shape[0] * 4});  // per token, fp32: max, sum, target logit
+    if (!forward || kind == TaskKind::B) all.push_back({1, activation});
+  }
+  return all;
 }
 
 }  // namespace pipetwin

@@ -39,6 +39,17 @@ NetworkBuilder::NetworkBuilder(std::string name, std::vector<std::int64_t> input
   network_.input_shape = shape_;
 }
 
+Network tensor_parallel_network(const Network& network, std::int64_t ranks) {
+  if (ranks == 1) return network;
+  if (network.activation_memory != "executor") {
+    throw Error("tensor parallelism and activation_memory=" + network.activation_memory +
+                " do not combine: the framework's saved tensors were measured unsplit");
+  }
+  Network split = network;
+  for (auto& layer : split.layers) layer = tensor_parallel_layer(layer, ranks);
+  return split;
+}
+
 NetworkBuilder& NetworkBuilder::add(Layer layer) {
   if (network_.layers.empty()) layer.activation_grad_flops = 0;  // no gradient for the input
   shape_ = layer.output_shape;

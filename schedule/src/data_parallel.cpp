@@ -12,8 +12,10 @@
 
 namespace pipetwin {
 
-std::vector<ParamSpec> data_parallel_params() {
-  return {{"dp", "1", "data-parallel replicas d: the processors are split into d pipelines of P/d, each stage's "
+std::vector<ParamSpec> parallel_params() {
+  return {{"tp", "1", "tensor-parallel ranks t: each processor of the pipeline is a group of t GPUs splitting every "
+                      "transformer block, embedding and LM head (Megatron-LM), with their all-reduces over the node's link"},
+          {"dp", "1", "data-parallel replicas d: the processors are split into d pipelines of P/d, each stage's "
                       "gradients all-reduced across them before its update (batch is per replica)"},
           {"allreduce", "ring", "the replicas' all-reduce: ring (one ring over all of them) or hierarchical (rings "
                                 "inside each node around rings across the nodes)"},
@@ -21,8 +23,11 @@ std::vector<ParamSpec> data_parallel_params() {
                                      "neighbouring ranks, Megatron-LM's default) or tp-pp-dp (a pipeline's stages)"}};
 }
 
-DataParallelism data_parallelism(const Params& params) {
-  DataParallelism dp;
+Parallelism parallelism(const Params& params) {
+  Parallelism dp;
+  const std::int64_t tensor = params.get_int("tp", 1);
+  if (tensor < 1 || tensor > 4096) throw Error("tp must be 1 to 4096 ranks, got " + std::to_string(tensor));
+  dp.tensor = static_cast<int>(tensor);
   const std::int64_t replicas = params.get_int("dp", 1);
   if (replicas < 1 || replicas > 4096) throw Error("dp must be 1 to 4096 replicas, got " + std::to_string(replicas));
   dp.replicas = static_cast<int>(replicas);
@@ -35,11 +40,11 @@ DataParallelism data_parallelism(const Params& params) {
   return dp;
 }
 
-int data_parallel_rank(const DataParallelism& dp, int replica, int local, int per_replica) {
+int data_parallel_rank(const Parallelism& dp, int replica, int local, int per_replica) {
   return dp.rank_order == "tp-dp-pp" ? replica + dp.replicas * local : local + per_replica * replica;
 }
 
-TaskGraph replicate_data_parallel(const TaskGraph& pipeline, const HardwareProfile& hw, const DataParallelism& dp) {
+TaskGraph replicate_data_parallel(const TaskGraph& pipeline, const HardwareProfile& hw, const Parallelism& dp) {
   const int d = dp.replicas;
   const int per_replica = pipeline.processor_count();
   if (pipeline.semantics != WeightSemantics::synchronous) {

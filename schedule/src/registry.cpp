@@ -38,7 +38,7 @@ const ParamSpec kRecomputeParam{"recompute", "none",
 
 // A synchronous stage schedule's own parameters, and data parallelism's.
 std::vector<ParamSpec> with_data_parallel(std::vector<ParamSpec> specs) {
-  for (auto& spec : data_parallel_params()) specs.push_back(std::move(spec));
+  for (auto& spec : parallel_params()) specs.push_back(std::move(spec));
   return specs;
 }
 
@@ -152,7 +152,7 @@ GraphConfig single_replica(GraphConfig config) {
   for (const auto& item : config.params) {
     std::string key = item.substr(0, item.find('='));
     if (key.rfind("schedule.", 0) == 0) key = key.substr(9);
-    if (!declares(data_parallel_params(), key)) kept.push_back(item);
+    if (!declares(parallel_params(), key)) kept.push_back(item);
   }
   config.params = std::move(kept);
   return config;
@@ -161,6 +161,11 @@ GraphConfig single_replica(GraphConfig config) {
 int graph_replicas(const TaskGraph& graph) {
   const auto dp = graph.parameters.find("schedule.dp");
   return dp == graph.parameters.end() ? 1 : std::stoi(dp->second);
+}
+
+int graph_gpus(const TaskGraph& graph) {
+  const auto tp = graph.parameters.find("schedule.tp");
+  return graph.processor_count() * (tp == graph.parameters.end() ? 1 : std::stoi(tp->second));
 }
 
 GraphConfig graph_config(const std::string& model, const std::string& schedule, const std::string& hardware,
@@ -271,19 +276,32 @@ ScheduleRequest make_request(const GraphConfig& config) {
 TaskGraph make_graph(const GraphConfig& config) {
   ScheduleRequest request = make_request(config);
   const ScheduleEntry& entry = find_schedule(config.schedule);
-  const DataParallelism dp = data_parallelism(request.params);
-  if (dp.replicas == 1) {
+  const Parallelism parallel = parallelism(request.params);
+  const int t = parallel.tensor, d = parallel.replicas;
+  if (t * d == 1) {
     TaskGraph graph = entry.generate(request);
     graph.parameters = request.resolved_parameters;
     return graph;
   }
-  // d pipelines of P/d processors, one generated and replicated.
-  if (request.processors % dp.replicas != 0) {
-    throw Error("dp=" + std::to_string(dp.replicas) + " splits the processors into " + std::to_string(dp.replicas) +
-                " equal pipelines; " + std::to_string(request.processors) + " processors do not divide");
+  // t x d GPUs per pipeline processor: the pipeline's processors are tensor-parallel groups, one
+  // pipeline generated and replicated d times.
+  if (request.processors % (t * d) != 0) {
+    throw Error("tp=" + std::to_string(t) + " x dp=" + std::to_string(d) + " needs the processors (GPUs) to be a multiple of " +
+                std::to_string(t * d) + "; " + std::to_string(request.processors) + " processors do not divide");
   }
-  request.processors /= dp.replicas;
-  TaskGraph graph = replicate_data_parallel(entry.generate(request), request.hardware, dp);
+  if (t > 1) {
+    request.network = tensor_parallel_network(request.network, t);
+    ClusterSpec& cluster = request.hardware.cluster;
+    if (cluster.clustered() && (cluster.processors_per_node % t != 0 || cluster.nics_per_node != cluster.processors_per_node)) {
+      throw Error("tp=" + std::to_string(t) + " needs tensor-parallel groups inside a node (processors_per_node " +
+                  std::to_string(cluster.processors_per_node) + " a multiple of it) and a NIC per GPU (nics_per_node " +
+                  std::to_string(cluster.nics_per_node) + "), so that each group's GPUs are alike");
+    }
+    cluster.ranks_per_processor = t;
+  }
+  request.processors /= t * d;
+  TaskGraph graph = entry.generate(request);
+  if (d > 1) graph = replicate_data_parallel(graph, request.hardware, parallel);
   graph.parameters = request.resolved_parameters;
   return graph;
 }

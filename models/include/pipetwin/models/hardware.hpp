@@ -51,13 +51,16 @@ struct ClusterSpec {
   std::int32_t nics_per_node = 0;        // NICs of a node; processor k of a node uses NIC k mod this
   LinkSpec nic;                          // a NIC's bandwidth per direction and end-to-end latency
   std::string source;                    // where the node's figures come from
+  // GPUs each processor of a graph stands for (a tensor-parallel group in lockstep; its first
+  // GPU's links are simulated, the others' are alike): processor k is GPUs k x this and on.
+  std::int32_t ranks_per_processor = 1;
 
   bool clustered() const { return processors_per_node > 0; }
   std::int32_t node_of(std::int32_t processor) const {
-    return clustered() ? processor / processors_per_node : 0;
+    return clustered() ? processor * ranks_per_processor / processors_per_node : 0;
   }
   std::int32_t nic_of(std::int32_t processor) const {
-    return clustered() ? (processor % processors_per_node) % nics_per_node : 0;
+    return clustered() ? (processor * ranks_per_processor % processors_per_node) % nics_per_node : 0;
   }
 };
 

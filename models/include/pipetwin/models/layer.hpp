@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "pipetwin/models/task_kind.hpp"
+
 namespace pipetwin {
 
 struct PoolSpec {
@@ -80,6 +82,10 @@ struct Layer {
   DenseSpec dense;
   TransformerBlockSpec transformer;
   std::int64_t vocab = 0;  // embedding and lm_head: vocabulary size
+  // Tensor parallelism: the ranks this layer is split over (Megatron-LM's column and row splits of
+  // transformer blocks, vocab-parallel embedding and LM head). Its costs and sizes above are one
+  // rank's; the all-reduces between the ranks are tensor_parallel_all_reduces().
+  std::int64_t tensor_parallel = 1;
 };
 
 struct EmbeddingSpec {
@@ -100,6 +106,22 @@ Layer dense_layer(const std::string& name, const std::vector<std::int64_t>& inpu
 // Input shape {sequence, hidden}.
 Layer transformer_block_layer(const std::string& name, const std::vector<std::int64_t>& input_sh,
                               const TransformerBlockSpec& spec, std::int64_t bytes_per_element);
+// The same layer as one of `ranks` tensor-parallel ranks holds and runs it (transformer blocks,
+// embeddings and LM heads; other layers cannot be split and are refused).
+Layer tensor_parallel_layer(const Layer& layer, std::int64_t ranks);
+
+// One all-reduce a tensor-parallel layer's task makes its ranks do: `count` of `bytes_per_sample`
+// each (times the task's samples).
+struct TensorParallelAllReduce {
+  int count = 0;
+  std::int64_t bytes_per_sample = 0;
+};
+// What a task of `kind` all-reduces among the layer's ranks (Megatron-LM): a transformer block's
+// forward two (after the attention's and the MLP's row-parallel GEMMs), its activation gradient
+// two (at the column-parallel inputs); the embedding's forward one; the LM head's forward three
+// small ones (the vocab-parallel cross entropy's maximum, sum and target logit) and its activation
+// gradient one. None for one rank, or for weight gradients.
+std::vector<TensorParallelAllReduce> tensor_parallel_all_reduces(const Layer& layer, TaskKind kind);
 // Input shape {sequence} (token ids).
 Layer embedding_layer(const std::string& name, const std::vector<std::int64_t>& input_s,
                       const EmbeddingSpec& spec, std::int64_t bytes_per_element);

@@ -73,11 +73,14 @@ void attach_calibration(HardwareProfile& hardware, const Calibration& calibratio
 // an error for gpipe). Parameters nobody takes are kept, so they still fail loudly.
 GraphConfig without_other_schedules_params(GraphConfig config);
 
-// `config` as one replica: data parallelism's parameters (dp, allreduce, rank_order) dropped, for
+// `config` as one replica on one GPU: data and tensor parallelism's parameters (tp, dp, allreduce,
+// rank_order) dropped, for
 // the P = 1 baseline a speedup is measured against.
 GraphConfig single_replica(GraphConfig config);
 // The data-parallel replicas a graph was made with (its schedule.dp parameter); 1 when none. A
 // graph of d replicas trains d batches per iteration.
 int graph_replicas(const TaskGraph& graph);
+// The GPUs a graph stands for: its processors, times the tensor-parallel ranks of each (tp=).
+int graph_gpus(const TaskGraph& graph);
 
 }  // namespace pipetwin
