@@ -9,6 +9,7 @@ void add_schedule_command(CLI::App& app);   // schedule -> graph.json / graph.do
 void add_timing_commands(CLI::App& app);    // evaluate (analytic), simulate (SystemC)
 void add_show_command(CLI::App& app);       // show -> ASCII space-time diagram
 void add_sweep_command(CLI::App& app);      // sweep -> schedules x processor counts, in parallel
+void add_search_command(CLI::App& app);     // search -> the best t x p x d, microbatch and schedule
 void add_import_command(CLI::App& app);     // import-schedule -> a PyTorch schedule CSV as a graph
 void add_devices_command(CLI::App& app);
 void add_run_command(CLI::App& app);        // run -> train under a schedule on an executor, measured

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   pipetwin::cli::add_timing_commands(app);
   pipetwin::cli::add_show_command(app);
   pipetwin::cli::add_sweep_command(app);
+  pipetwin::cli::add_search_command(app);
   pipetwin::cli::add_import_command(app);
   pipetwin::cli::add_devices_command(app);
   pipetwin::cli::add_run_command(app);

@@ -38,29 +38,6 @@ struct SweepOptions {
 // One configuration, in a worker: the core's row as a JSON line.
 std::string run_one(const std::string& engine, const GraphConfig& config) { return sweep_row(engine, config).dump(); }
 
-class ProgressBar {
- public:
-  ProgressBar(std::size_t total) : total_(total), shown_(::isatty(STDERR_FILENO) && std::getenv("CI") == nullptr) {}
-  void update(std::size_t done) {
-    if (!shown_) return;
-    const std::size_t width = 30, filled = total_ ? done * width / total_ : width;
-    std::cerr << "\rsweep [" << std::string(filled, '#') << std::string(width - filled, '.') << "] "
-              << done << "/" << total_ << " configurations" << std::flush;
-    if (done == total_) std::cerr << "\r" << std::string(70, ' ') << "\r" << std::flush;
-  }
-
- private:
-  std::size_t total_;
-  bool shown_;
-};
-
-std::string csv_escape(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (const char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
-}
-
 void run(const SweepOptions& options) {
   check_engine(options.engine);
   SweepRequest request;
@@ -76,7 +53,7 @@ void run(const SweepOptions& options) {
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return configs[a].processors > configs[b].processors; });
-  ProgressBar bar(configs.size());
+  ProgressBar bar("sweep", configs.size());
   const auto lines = run_in_processes(
       configs.size(), jobs, [&](std::size_t k) { return run_one(options.engine, configs[order[k]]); },
       [&](std::size_t done) { bar.update(done); });
@@ -86,20 +63,7 @@ void run(const SweepOptions& options) {
 
   auto number = [](const nlohmann::ordered_json& r, const char* key) { return r.at(key).get<double>(); };
   auto ok = [](const nlohmann::ordered_json& r) { return r.at("error").get<std::string>().empty(); };
-  if (!options.csv_file.empty()) {
-    std::ostringstream csv;
-    const auto& columns = sweep_columns();
-    for (std::size_t c = 0; c < columns.size(); ++c) csv << (c ? "," : "") << columns[c];
-    csv << "\n";
-    for (const auto& row : rows) {
-      for (std::size_t c = 0; c < columns.size(); ++c) {
-        const auto& value = row.at(columns[c]);
-        csv << (c ? "," : "") << (value.is_null() ? "" : value.is_string() ? csv_escape(value.get<std::string>()) : value.dump());
-      }
-      csv << "\n";
-    }
-    write_output_file(options.csv_file, csv.str());
-  }
+  if (!options.csv_file.empty()) write_output_file(options.csv_file, rows_to_csv(sweep_columns(), rows));
   if (options.json) {
     std::cout << nlohmann::ordered_json(rows).dump(2) << "\n";
     return;

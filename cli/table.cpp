@@ -1,7 +1,12 @@
-// Text tables for the CLI.
+// Text tables, CSV rows and the progress bar of the CLI.
 #include "table.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -40,6 +45,42 @@ std::string human_bytes(std::int64_t bytes) {
     ++unit;
   }
   return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", value, units[unit]);
+}
+
+namespace {
+
+std::string csv_escape(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (const char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+}  // namespace
+
+std::string rows_to_csv(const std::vector<std::string>& columns, const std::vector<nlohmann::ordered_json>& rows) {
+  std::ostringstream csv;
+  for (std::size_t c = 0; c < columns.size(); ++c) csv << (c ? "," : "") << columns[c];
+  csv << "\n";
+  for (const auto& row : rows) {
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      const auto& value = row.at(columns[c]);
+      csv << (c ? "," : "") << (value.is_null() ? "" : value.is_string() ? csv_escape(value.get<std::string>()) : value.dump());
+    }
+    csv << "\n";
+  }
+  return csv.str();
+}
+
+ProgressBar::ProgressBar(std::string label, std::size_t total)
+    : label_(std::move(label)), total_(total), shown_(::isatty(STDERR_FILENO) && std::getenv("CI") == nullptr) {}
+
+void ProgressBar::update(std::size_t done) {
+  if (!shown_) return;
+  const std::size_t width = 30, filled = total_ ? done * width / total_ : width;
+  std::cerr << "\r" << label_ << " [" << std::string(filled, '#') << std::string(width - filled, '.') << "] " << done
+            << "/" << total_ << " configurations" << std::flush;
+  if (done == total_) std::cerr << "\r" << std::string(70, ' ') << "\r" << std::flush;
 }
 
 }  // namespace pipetwin::cli

@@ -1,10 +1,12 @@
-// A plain text table with right-aligned columns (a last "note" column may be left-aligned), and
-// human-readable byte counts.
+// A plain text table with right-aligned columns (a last "note" column may be left-aligned),
+// human-readable byte counts, rows as CSV, and a progress bar.
 #pragma once
 #include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace pipetwin::cli {
 
@@ -22,5 +24,20 @@ class Table {
 };
 
 std::string human_bytes(std::int64_t bytes);  // "1.50 GiB"
+
+// Rows of JSON objects as CSV with these columns (null: empty; strings quoted where needed).
+std::string rows_to_csv(const std::vector<std::string>& columns, const std::vector<nlohmann::ordered_json>& rows);
+
+// "label [#####.....] done/total configurations" on standard error, on a terminal outside CI.
+class ProgressBar {
+ public:
+  ProgressBar(std::string label, std::size_t total);
+  void update(std::size_t done);
+
+ private:
+  std::string label_;
+  std::size_t total_;
+  bool shown_;
+};
 
 }  // namespace pipetwin::cli

@@ -97,8 +97,13 @@ void add_stashes(TaskGraph& g, const Network& net, RecomputeMode recompute) {
     if (rc != recomputation.end() && (recompute == RecomputeMode::selective || recompute == RecomputeMode::blocks)) {
       // The forward keeps all but the selective (or blocks') part; its RC makes that part again.
       const std::int64_t part = recomputed_stash_bytes(net, t.first_layer, t.last_layer, recompute) * samples;
+      // Blocks are made again one at a time, each freed before the next: the largest is the most
+      // the recomputation holds (the RC task stands for all of them).
+      const std::int64_t held = recompute == RecomputeMode::blocks
+                                    ? net.largest_block_recompute_bytes(t.first_layer, t.last_layer) * samples
+                                    : part;
       g.buffers.push_back({{BufferKind::stash, t.id, -1}, t.resource, bytes - part, t.id, readers->second});
-      g.buffers.push_back({{BufferKind::stash, rc->second, -1}, t.resource, part, rc->second, readers->second});
+      g.buffers.push_back({{BufferKind::stash, rc->second, -1}, t.resource, held, rc->second, readers->second});
       continue;
     }
     if (rc != recomputation.end()) {  // the forward's stash lives while it runs; its input until the RC

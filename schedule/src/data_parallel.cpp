@@ -19,6 +19,9 @@ std::vector<ParamSpec> parallel_params() {
                       "gradients all-reduced across them before its update (batch is per replica)"},
           {"allreduce", "ring", "the replicas' all-reduce: ring (one ring over all of them) or hierarchical (rings "
                                 "inside each node around rings across the nodes)"},
+          {"zero", "0", "1: ZeRO stage 1 / Megatron's distributed optimizer: each replica keeps and updates 1/d of "
+                         "the optimizer state (master weights, moments), after a reduce-scatter of the gradients and "
+                         "before an all-gather of the weights (timed as the all-reduce they make up)"},
           {"rank_order", "tp-dp-pp", "how ranks are placed, innermost first: tp-dp-pp (a stage's replicas on "
                                      "neighbouring ranks, Megatron-LM's default) or tp-pp-dp (a pipeline's stages)"}};
 }
@@ -33,6 +36,9 @@ Parallelism parallelism(const Params& params) {
   dp.replicas = static_cast<int>(replicas);
   dp.algorithm = params.get_string("allreduce", "ring");
   to_string(collective_algorithm_from_string(dp.algorithm));  // throws on an unknown name
+  const std::int64_t zero = params.get_int("zero", 0);
+  if (zero != 0 && zero != 1) throw Error("zero must be 0 (none) or 1 (optimizer state sharded over the replicas), got " + std::to_string(zero));
+  dp.zero = zero == 1;
   dp.rank_order = params.get_string("rank_order", "tp-dp-pp");
   if (dp.rank_order != "tp-dp-pp" && dp.rank_order != "tp-pp-dp") {
     throw Error(unknown_name_message("rank order", dp.rank_order, {"tp-dp-pp", "tp-pp-dp"}));
@@ -70,6 +76,7 @@ TaskGraph replicate_data_parallel(const TaskGraph& pipeline, const HardwareProfi
     for (int q = 0; q < per_replica; ++q) {
       ProcessorInfo info = pipeline.processors[static_cast<std::size_t>(q)];
       info.name = "p" + std::to_string(rank(r, q));
+      if (dp.zero) info.static_bytes = (info.static_bytes + d - 1) / d;  // its optimizer state: 1/d of it
       if (info.memory_system >= 0) info.memory_system = rank(r, q);  // SM partitions: one system per replica's GPU
       g.processors[static_cast<std::size_t>(rank(r, q))] = info;
     }
@@ -101,6 +108,10 @@ TaskGraph replicate_data_parallel(const TaskGraph& pipeline, const HardwareProfi
       for (auto& dep : copy.deps) dep.task += offset;
       if (copy.placement == Placement::processor) {
         copy.resource = rank(r, t.resource);
+        if (dp.zero && copy.kind == TaskKind::U) {  // it updates 1/d of the stage's weights
+          copy.cost_cycles = (copy.cost_cycles + d - 1) / d;
+          copy.memory_cycles = std::min(copy.cost_cycles, (copy.memory_cycles + d - 1) / d);
+        }
       } else {
         copy.resource = link_of[static_cast<std::size_t>(t.resource)];
         copy.cost_cycles = links.transfer_cycles(copy.resource, copy.bytes);

@@ -1,6 +1,7 @@
 // A network: an ordered chain of layers with shapes and analytic costs, plus its batch size.
 // Built-in networks are created by name (network_registry.hpp); user networks come from JSON.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -57,11 +58,19 @@ struct Network {
   // transformer block's stash but its input (Megatron-LM's checkpoint of every block).
   std::int64_t block_recompute_bytes(int first, int last) const {
     std::int64_t bytes = 0;
-    for (int l = first; l <= last; ++l) {
-      const Layer& layer = layers[static_cast<std::size_t>(l)];
-      if (layer.type == "transformer_block") bytes += layer.stash_bytes - layer.input_bytes;
-    }
+    for (int l = first; l <= last; ++l) bytes += block_recompute_part(l);
     return bytes;
+  }
+  // Per sample, the most of it live at once: the backward recomputes one block at a time and is
+  // done with its activations before the next (Megatron-LM's checkpointed blocks).
+  std::int64_t largest_block_recompute_bytes(int first, int last) const {
+    std::int64_t bytes = 0;
+    for (int l = first; l <= last; ++l) bytes = std::max(bytes, block_recompute_part(l));
+    return bytes;
+  }
+  std::int64_t block_recompute_part(int l) const {
+    const Layer& layer = layers[static_cast<std::size_t>(l)];
+    return layer.type == "transformer_block" ? layer.stash_bytes - layer.input_bytes : 0;
   }
   // Layer indices after which a pipeline cut may fall (never inside a residual block, never
   // after the last layer).

@@ -19,11 +19,12 @@ struct Parallelism {
                                         // of t GPUs in lockstep (tensor_parallel_network)
   int replicas = 1;                     // d
   std::string algorithm = "ring";       // all-reduce: ring or hierarchical
+  bool zero = false;                    // ZeRO-1: optimizer state and update sharded over the replicas
   std::string rank_order = "tp-dp-pp";  // innermost first: replicas of a stage on neighbouring
                                         // ranks (Megatron's default); tp-pp-dp: a pipeline's stages
 };
 
-// The parameters the synchronous stage schedules take for it (tp, dp, allreduce, rank_order).
+// The parameters the synchronous stage schedules take for it (tp, dp, allreduce, zero, rank_order).
 std::vector<ParamSpec> parallel_params();
 // What the schedule's parameters ask for; throws on bad values.
 Parallelism parallelism(const Params& schedule_params);
