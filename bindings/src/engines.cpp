@@ -1,12 +1,16 @@
 // Running a graph on a predicting engine (the SystemC simulator, when built, or the analytic
-// evaluator) and the one sweep definition (pipetwin/sim/sweep.hpp), for _api.py and _sweep.py.
+// evaluator), the one sweep definition (pipetwin/sim/sweep.hpp) and the parallel-configuration
+// search (pipetwin/sim/search.hpp), for _api.py, _sweep.py and _search.py.
 // SystemC's kernel is one per process: run_engine() may be called any number of times in one
 // process (not from several threads; sweeps use processes).
 #include <pybind11/stl.h>
 
+#include <tuple>
+
 #include "bindings.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/sim/engines.hpp"
+#include "pipetwin/sim/search.hpp"
 #include "pipetwin/sim/sweep.hpp"
 
 namespace pipetwin::python {
@@ -51,6 +55,42 @@ void bind_engines(py::module_& m) {
   }, py::arg("rows"), py::arg("baseline"),
      "The rows of sweep_points(), run, in order -> the table as JSON: the baseline's own run removed, speedups in.");
   m.def("sweep_columns", &sweep_columns, "The columns of every sweep row, in order.");
+  m.def("search_points",
+        [](const std::string& model, const std::string& hardware, int gpus, std::int64_t batch,
+           const std::vector<std::string>& schedules, const std::vector<std::int64_t>& microbatch_sizes, int max_tp,
+           int minibatches, const ParamsArg& params) {
+          SearchRequest request;
+          request.base = graph_config(model, "1f1b", hardware, gpus, 1, minibatches, params, "");
+          request.gpus = gpus;
+          request.global_batch = batch;
+          request.schedules = schedules;
+          request.microbatch_sizes = microbatch_sizes;
+          request.max_tensor_parallel = max_tp;
+          std::vector<std::tuple<std::string, int, int, int, std::vector<std::string>>> points;
+          for (const auto& c : search_configs(request)) {
+            points.emplace_back(c.schedule, c.processors, c.microbatches, c.minibatches, c.params);
+          }
+          return points;
+        },
+        py::arg("model"), py::arg("hardware"), py::arg("gpus"), py::arg("batch"), py::arg("schedules"),
+        py::arg("microbatch_sizes"), py::arg("max_tp"), py::arg("minibatches"), py::arg("params") = py::none(),
+        "The candidates a search runs: (schedule, processors, microbatches, minibatches, params) each.");
+  m.def("search_row",
+        [](const std::string& engine, const std::string& model, const std::string& schedule, const std::string& hardware,
+           int processors, int microbatches, int minibatches, const std::vector<std::string>& params) {
+          GraphConfig config = pipetwin::graph_config(model, schedule, hardware, processors, microbatches, minibatches);
+          config.params = params;
+          return search_row(engine, config).dump();
+        },
+        py::arg("engine"), py::arg("model"), py::arg("schedule"), py::arg("hardware"), py::arg("processors"),
+        py::arg("microbatches"), py::arg("minibatches"), py::arg("params"),
+        "One search candidate run: its row (search_columns()) as JSON.");
+  m.def("rank_search", [](const std::vector<std::string>& rows) {
+    std::vector<nlohmann::ordered_json> parsed;
+    for (const auto& row : rows) parsed.push_back(nlohmann::ordered_json::parse(row));
+    return nlohmann::ordered_json(rank_search(std::move(parsed))).dump();
+  }, py::arg("rows"), "The search's rows, run -> ranked (those that fit first, by iteration time) as JSON.");
+  m.def("search_columns", &search_columns, "The columns of every search row, in order.");
 }
 
 }  // namespace pipetwin::python

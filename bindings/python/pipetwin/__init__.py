@@ -8,6 +8,7 @@ the CPU executor measures, all reporting one Result schema.
     r = pipetwin.simulate(model="resnet56", schedule="1f1b", processors=4, microbatches=8)
     r.iteration_s, r.bubble_fraction, r.peak_memory_bytes
     frame = pipetwin.sweep("resnet56", ["gpipe", "1f1b", "pipedream"], [1, 2, 4, 8])
+    best = pipetwin.search("gpt", gpus=64, batch=512)   # tp x pp x dp, microbatch size, schedule
     t = pipetwin.run(model="lenet5", schedule="1f1b", processors=2, minibatches=20)
 
 Errors from the core arrive as pipetwin.PipetwinError (a ValueError) with the CLI's messages; an
@@ -19,9 +20,10 @@ from . import _core
 from . import plotting  # matplotlib itself is imported only when a figure is drawn
 from ._api import (Params, PathArg, Table, build_graph, chrome_trace, evaluate, network_layers, profile, run, simulate,
                    task_frame, validate)
+from ._search import search
 from ._sweep import sweep
 
 __all__ = ["Graph", "PipetwinError", "Result", "TrainingResult", "build_graph", "chrome_trace", "evaluate", "hardware",
-           "network_layers", "networks", "profile", "run", "schedules", "simulate", "sweep", "task_frame",
+           "network_layers", "networks", "profile", "run", "schedules", "search", "simulate", "sweep", "task_frame",
            "validate", "plotting", "HAVE_SYSTEMC", "Params", "PathArg", "Table"]
 __version__ = "0.1.0"

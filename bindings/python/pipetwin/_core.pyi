@@ -216,6 +216,10 @@ def profile(model: str, microbatches: typing.SupportsInt | typing.SupportsIndex 
     """
     Times every task kind of every layer on one CPU thread (with concurrent > 1: that many copies at once, the table for as many processor threads); returns the calibration table as JSON text.
     """
+def rank_search(rows: collections.abc.Sequence[str]) -> str:
+    """
+    The search's rows, run -> ranked (those that fit first, by iteration time) as JSON.
+    """
 def run_engine(graph: Graph, engine: str = 'systemc', memory_timeline: bool = False) -> Result:
     """
     Predicts a Result for `graph` with the SystemC simulator or the analytic evaluator.
@@ -223,6 +227,18 @@ def run_engine(graph: Graph, engine: str = 'systemc', memory_timeline: bool = Fa
 def schedules() -> list[dict[str, typing.Any]]:
     """
     The registered schedules: name, description, weight semantics and parameters of each.
+    """
+def search_columns() -> list[str]:
+    """
+    The columns of every search row, in order.
+    """
+def search_points(model: str, hardware: str, gpus: typing.SupportsInt | typing.SupportsIndex, batch: typing.SupportsInt | typing.SupportsIndex, schedules: collections.abc.Sequence[str], microbatch_sizes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], max_tp: typing.SupportsInt | typing.SupportsIndex, minibatches: typing.SupportsInt | typing.SupportsIndex, params: dict[str, typing.Any] | collections.abc.Iterable[str] | None = None) -> list[tuple[str, int, int, int, list[str]]]:
+    """
+    The candidates a search runs: (schedule, processors, microbatches, minibatches, params) each.
+    """
+def search_row(engine: str, model: str, schedule: str, hardware: str, processors: typing.SupportsInt | typing.SupportsIndex, microbatches: typing.SupportsInt | typing.SupportsIndex, minibatches: typing.SupportsInt | typing.SupportsIndex, params: collections.abc.Sequence[str]) -> str:
+    """
+    One search candidate run: its row (search_columns()) as JSON.
     """
 def sweep_columns() -> list[str]:
     """
