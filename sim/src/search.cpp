@@ -30,6 +30,11 @@ std::vector<GraphConfig> search_configs(const SearchRequest& request) {
   int max_t = request.max_tensor_parallel;
   if (max_t <= 0) max_t = probe.hardware.cluster.clustered() ? probe.hardware.cluster.processors_per_node : 8;
   const int stages = static_cast<int>(probe.network.allowed_cuts().size()) + 1;
+  // Schedules without data and tensor parallelism (the asynchronous ones) get only t = d = 1.
+  const auto parallel = [](const std::string& schedule) {
+    const auto& specs = find_schedule(schedule).params;
+    return std::any_of(specs.begin(), specs.end(), [](const ParamSpec& spec) { return spec.name == "dp"; });
+  };
   std::vector<GraphConfig> configs;
   for (const int t : divisors(request.gpus)) {
     if (t > max_t) continue;
@@ -43,6 +48,7 @@ std::vector<GraphConfig> search_configs(const SearchRequest& request) {
         const std::int64_t microbatches = replica_batch / b;
         if (microbatches > 1 << 20) continue;
         for (const auto& schedule : request.schedules) {
+          if (t * d > 1 && !parallel(schedule)) continue;
           GraphConfig config = single_replica(request.base);
           config.schedule = schedule;
           config.processors = request.gpus;
@@ -54,8 +60,10 @@ std::vector<GraphConfig> search_configs(const SearchRequest& request) {
           }
           config.params = std::move(kept);
           config.params.push_back("model.batch=" + std::to_string(replica_batch));
-          config.params.push_back("schedule.tp=" + std::to_string(t));
-          config.params.push_back("schedule.dp=" + std::to_string(d));
+          if (t * d > 1) {
+            config.params.push_back("schedule.tp=" + std::to_string(t));
+            config.params.push_back("schedule.dp=" + std::to_string(d));
+          }
           configs.push_back(without_other_schedules_params(config));
         }
       }
