@@ -4,14 +4,13 @@ tp x pp x dp = the GPUs, each predicted in a worker process (or on a Dask cluste
 predicted iteration time among those that fit in memory. The candidates, rows and ranking come from
 the core (pipetwin/sim/search.hpp)."""
 import json
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from . import _core
 from ._api import Params, PathArg, Table, _params, default_engine, frame
 from ._checks import checked
+from ._workers import run_jobs
 
 _Job = Tuple[str, str, str, str, int, int, int, List[str]]
 
@@ -42,14 +41,6 @@ def search(model: PathArg = "gpt", gpus: int = 8, batch: int = 0, *, hardware: P
     engine = engine or default_engine()
     jobs_list: List[_Job] = [(engine, os.fspath(model), s, os.fspath(hardware), p, m, k, list(ps))
                              for s, p, m, k, ps in points]
-    workers = jobs or os.cpu_count() or 1
-    if client is not None:
-        rows = client.gather(client.map(_one, jobs_list, pure=False))
-    elif workers <= 1 or len(jobs_list) <= 1:
-        rows = [_one(j) for j in jobs_list]
-    else:
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method)) as pool:
-            rows = list(pool.map(_one, jobs_list, chunksize=max(1, len(jobs_list) // (4 * workers))))
-    out: Table = frame(json.loads(_core.rank_search(list(rows))))
+    rows = run_jobs(_one, jobs_list, jobs, client)
+    out: Table = frame(json.loads(_core.rank_search(rows)))
     return out

@@ -1,17 +1,16 @@
 """Schedules x processor counts, each configuration predicted in a worker process (SystemC's kernel
 is one per process, so parallel simulations need processes), returned as one table. What a row
 holds and what speedup means come from the core (pipetwin/sim/sweep.hpp), as for `pipetwin sweep`:
-speedup = the baseline schedule's (default: sequential) steady-state iteration time at P = 1 over
-the row's."""
+speedup = the baseline schedule's (default: sequential) steady-state iteration time at P = 1 (one
+replica) over the row's, times the row's data-parallel replicas."""
 import json
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from . import _core
 from ._api import Params, PathArg, Table, _params, default_engine, frame
 from ._checks import checked
+from ._workers import run_jobs
 
 _Job = Tuple[str, str, str, str, int, int, int, Any, str]
 
@@ -41,13 +40,7 @@ def sweep(model: PathArg = "resnet56", schedules: Union[str, Sequence[str]] = "a
     points = _core.sweep_points(names, [int(p) for p in processors], baseline or "")
     jobs_list: List[_Job] = [(engine, os.fspath(model), s, os.fspath(hardware), p, microbatches, minibatches, _params(params),
                               os.fspath(calibration)) for s, p in points]
-    workers = jobs or os.cpu_count() or 1
-    if workers <= 1 or len(jobs_list) <= 1:
-        rows = [_one(j) for j in jobs_list]
-    else:
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method)) as pool:
-            rows = list(pool.map(_one, jobs_list, chunksize=max(1, len(jobs_list) // (4 * workers))))
+    rows = run_jobs(_one, jobs_list, jobs)
     table = json.loads(_core.finish_sweep(rows, baseline or ""))
     for row in table:
         if row["speedup"] is None:
