@@ -56,7 +56,7 @@ void run(RunOptions& options) {
   validate_or_throw(graph);
   std::unique_ptr<Dataset> test_data;
   if (options.test) test_data = load_data(options.executor, request.network, "test");
-  const BatchSampler sampler(*data, request.network.batch, config.microbatches, config.minibatches, options.executor.seed);
+  const BatchSampler sampler = graph_sampler(*data, graph, request.network, options.executor.seed);
   TrainingOptions training = training_options(options.executor);
   training.record_memory_timeline = !options.trace_file.empty();
   const int report_every = std::max(1, config.minibatches / 10);

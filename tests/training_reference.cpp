@@ -69,22 +69,28 @@ void sgd_step(Vector& w, Vector& velocity, const Vector& grad, const SgdSettings
 }  // namespace
 
 std::vector<Vector> sequential_sgd(const Network& network, const BatchSampler& data, int minibatches, int microbatches,
-                                   const SgdSettings& sgd, std::vector<Vector> weights) {
+                                   const SgdSettings& sgd, std::vector<Vector> weights, int groups) {
   const auto ops = cpu::make_layer_ops(network.layers);
   std::vector<Vector> velocity;
   for (const auto& w : weights) velocity.push_back(Vector::Zero(w.size()));
   std::vector<const Vector*> current;
   for (const auto& w : weights) current.push_back(&w);
+  const auto add = [](std::vector<Vector>& sum, std::vector<Vector> more) {
+    if (sum.empty()) {
+      sum = std::move(more);
+    } else {
+      for (std::size_t l = 0; l < sum.size(); ++l) sum[l] += more[l];
+    }
+  };
   for (int k = 0; k < minibatches; ++k) {
     std::vector<Vector> sum;
-    for (int m = 0; m < microbatches; ++m) {
-      auto grads = microbatch_gradients(ops, data, k, m, static_cast<double>(network.batch), current, current, current,
-                                        std::vector<int>(weights.size(), 1));
-      if (sum.empty()) {
-        sum = std::move(grads);
-      } else {
-        for (std::size_t l = 0; l < sum.size(); ++l) sum[l] += grads[l];
+    for (int group = 0; group < groups; ++group) {
+      std::vector<Vector> part;
+      for (int m = group * microbatches / groups; m < (group + 1) * microbatches / groups; ++m) {
+        add(part, microbatch_gradients(ops, data, k, m, static_cast<double>(network.batch), current, current, current,
+                                       std::vector<int>(weights.size(), 1)));
       }
+      add(sum, std::move(part));
     }
     for (std::size_t l = 0; l < weights.size(); ++l) sgd_step(weights[l], velocity[l], sum[l], sgd);
   }

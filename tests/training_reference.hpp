@@ -18,8 +18,11 @@ struct SgdSettings {
   double momentum = 0.0;
 };
 
+// `groups` > 1: the microbatches' gradients summed in that many equal groups, then the groups'
+// sums in order (the order data-parallel replicas sum them: their own, then each other's).
 std::vector<cpu::Vector> sequential_sgd(const Network& network, const BatchSampler& data, int minibatches,
-                                        int microbatches, const SgdSettings& sgd, std::vector<cpu::Vector> weights);
+                                        int microbatches, const SgdSettings& sgd, std::vector<cpu::Vector> weights,
+                                        int groups = 1);
 
 std::vector<cpu::Vector> delayed_sgd_replay(const TaskGraph& graph, const Network& network, const BatchSampler& data,
                                             const SgdSettings& sgd, std::vector<cpu::Vector> initial);

@@ -68,7 +68,7 @@ void bind_executor(py::module_& m) {
     const Network network = network_of(*graph.graph);
     const Dataset train_data = load_dataset_for(data, data_dir, network, "train");
     const TaskGraph& g = *graph.graph;
-    const BatchSampler sampler(train_data, network.batch, g.microbatches, g.minibatches, seed);
+    const BatchSampler sampler = graph_sampler(train_data, g, network, seed);
     TrainingOptions options;
     options.learning_rate = learning_rate;
     options.momentum = momentum;

@@ -28,7 +28,8 @@
 //           copy(lane, x, to) for every type above and for stashes (to: a processor or kHost; a
 //           processor's lane may share what it holds already, a link's lane copies);
 //           clone(lane, params) -> a copy of its own on the lane's processor;
-//           stash_input(const LayerStash&) -> const Tensor&; bytes(x) for every type above.
+//           stash_input(const LayerStash&) -> const Tensor&; bytes(x) for every type above;
+//           move_bytes(lane, bytes, to): an all-reduce step's bytes across the lane's link
 #pragma once
 #include <atomic>
 #include <algorithm>
@@ -107,9 +108,9 @@ class GraphExecution {
   };
 
   const Task& task(std::int32_t id) const { return g_.tasks[static_cast<std::size_t>(id)]; }
-  std::int32_t home_of_layer(std::int32_t layer) const {
-    return g_.stages[static_cast<std::size_t>(stage_of_layer_[static_cast<std::size_t>(layer)])].processor;
-  }
+  // The sampler's microbatch a task trains on: replica r takes microbatches [r M, (r + 1) M) of
+  // the minibatch (the sampler deals replicas x M of them).
+  std::int32_t sampled_microbatch(const Task& t) const { return flow_.replica(t) * g_.microbatches + t.microbatch; }
   const LinkInfo& link_of(const Task& t) const { return g_.links[static_cast<std::size_t>(t.resource)]; }
 
   std::int64_t payload_bytes(const Payload& p) const {
@@ -143,7 +144,7 @@ class GraphExecution {
   void fail(std::exception_ptr error);
 
   ParamsPtr weights(std::int32_t layer, std::int32_t version, const Task& reader);
-  void store_weights(std::int32_t layer, std::int32_t version, ParamsPtr value);
+  void store_weights(std::int32_t layer_key, std::int32_t version, ParamsPtr value);  // flow_.layer_key
   std::int64_t stage_weight_bytes(std::int32_t stage, std::int32_t version);
   std::shared_ptr<Stash> stash(const Task& t);
   const Payload& payload(std::int32_t id) const { return *payloads_[static_cast<std::size_t>(id)]; }
@@ -199,7 +200,9 @@ class GraphExecution {
   std::map<StashKey, std::shared_ptr<Stash>> stashes_;
   std::map<StashKey, std::shared_ptr<KeptInput>> inputs_;
   std::map<std::int32_t, std::vector<Params>> accumulators_;  // per update task
-  std::vector<Params> momentum_;                               // per layer (touched by its U only)
+  std::vector<Params> momentum_;                               // per layer key (touched by its U only)
+  std::map<std::int32_t, std::pair<std::vector<Params>, std::int32_t>> reduced_;  // per all-reduce: the
+                                                                 // sum and the updates yet to take it
   std::vector<double> loss_sum_;
   std::vector<std::int32_t> loss_parts_;
 };
@@ -240,7 +243,7 @@ void GraphExecution<B>::record_layer_seconds(const Task& t, std::int32_t layer, 
 template <typename B>
 typename GraphExecution<B>::ParamsPtr GraphExecution<B>::weights(std::int32_t layer, std::int32_t version, const Task& reader) {
   std::lock_guard<std::mutex> lock(registry_mutex_);
-  const auto it = versions_.find({layer, version});
+  const auto it = versions_.find({flow_.layer_key(reader, layer), version});
   if (it == versions_.end()) {
     throw Error("schedule error: " + describe_task(g_, reader) + " reads version " + std::to_string(version) +
                 " of layer " + std::to_string(layer) + ", which no finished update wrote (a missing dependency)");
@@ -249,25 +252,26 @@ typename GraphExecution<B>::ParamsPtr GraphExecution<B>::weights(std::int32_t la
 }
 
 template <typename B>
-void GraphExecution<B>::store_weights(std::int32_t layer, std::int32_t version, ParamsPtr value) {
+void GraphExecution<B>::store_weights(std::int32_t layer_key, std::int32_t version, ParamsPtr value) {
   std::lock_guard<std::mutex> lock(registry_mutex_);
-  versions_[{layer, version}] = std::move(value);
+  versions_[{layer_key, version}] = std::move(value);
 }
 
 // The bytes of one stored version of every layer of a stage (accounted as one weights buffer).
 template <typename B>
 std::int64_t GraphExecution<B>::stage_weight_bytes(std::int32_t stage, std::int32_t version) {
   const StageInfo& s = g_.stages.at(static_cast<std::size_t>(stage));
+  const std::int32_t replica_layers = stage / flow_.stages_per_replica * flow_.layers;
   std::int64_t bytes = 0;
   std::lock_guard<std::mutex> lock(registry_mutex_);
-  for (std::int32_t l = s.first_layer; l <= s.last_layer; ++l) bytes += b_.bytes(*versions_.at({l, version}));
+  for (std::int32_t l = s.first_layer; l <= s.last_layer; ++l) bytes += b_.bytes(*versions_.at({replica_layers + l, version}));
   return bytes;
 }
 
 template <typename B>
 std::shared_ptr<typename GraphExecution<B>::Stash> GraphExecution<B>::stash(const Task& t) {
   std::lock_guard<std::mutex> lock(registry_mutex_);
-  const auto it = stashes_.find(stash_key(t));
+  const auto it = stashes_.find(flow_.stash_key(t));
   if (it == stashes_.end()) throw Error("schedule error: " + describe_task(g_, t) + " runs before the forward it belongs to");
   return it->second;
 }
@@ -283,8 +287,9 @@ std::shared_ptr<typename GraphExecution<B>::Stash> GraphExecution<B>::run_forwar
   for (std::int32_t l = t.first_layer; l <= t.last_layer; ++l) {
     const auto begin = layer_begin(lane);
     const ParamsPtr w = weights(l, t.version_read, t);
+    // The loss is the mean over the whole batch: every replica's samples (data parallelism).
     in = b_.forward(lane, l, *w, in, kept->layers[static_cast<std::size_t>(l - t.first_layer)], &labels,
-                    static_cast<double>(net_.batch), loss);
+                    static_cast<double>(net_.batch * flow_.replicas), loss);
     record_layer(t, lane, l, t.kind, begin);
   }
   kept->owner = t.id;
@@ -296,11 +301,11 @@ std::shared_ptr<typename GraphExecution<B>::Stash> GraphExecution<B>::run_forwar
 
 template <typename B>
 void GraphExecution<B>::keep_stash(const Task& t, std::shared_ptr<Stash> kept) {
-  const auto readers = flow_.stash_readers.find(stash_key(t));
+  const auto readers = flow_.stash_readers.find(flow_.stash_key(t));
   kept->readers_left = readers == flow_.stash_readers.end() ? 0 : readers->second;
   if (kept->readers_left > 0) {
     std::lock_guard<std::mutex> lock(registry_mutex_);
-    stashes_[stash_key(t)] = std::move(kept);
+    stashes_[flow_.stash_key(t)] = std::move(kept);
   } else {
     memory_.release({BufferKind::stash, kept->owner, -1}, t.resource, kept->bytes, t.id);
   }
@@ -332,7 +337,7 @@ void GraphExecution<B>::forward(const Task& t, Lane& lane, Payload& out) {
   Labels labels;
   const bool last = t.last_layer + 1 == static_cast<std::int32_t>(net_.size());
   const bool first = t.first_layer == 0;
-  if (first || last) b_.load(lane, t.minibatch, t.microbatch, first ? &in : nullptr, last ? &labels : nullptr);
+  if (first || last) b_.load(lane, t.minibatch, sampled_microbatch(t), first ? &in : nullptr, last ? &labels : nullptr);
   if (!first) in = input_activation(t, lane);
   if (b_.samples_of(in) != n) throw Error("internal: forward input has " + std::to_string(b_.samples_of(in)) + " samples");
   const bool recomputed = flow_.recomputed[static_cast<std::size_t>(t.id)];
@@ -341,7 +346,7 @@ void GraphExecution<B>::forward(const Task& t, Lane& lane, Payload& out) {
     input->bytes = b_.bytes(input->activation);
     memory_.allocate({BufferKind::kept_input, t.id, -1}, t.resource, input->bytes, t.id);
     std::lock_guard<std::mutex> lock(registry_mutex_);
-    inputs_[stash_key(t)] = std::move(input);
+    inputs_[flow_.stash_key(t)] = std::move(input);
   }
   double loss = 0;
   std::shared_ptr<Stash> kept = run_forward_layers(t, lane, in, labels, &loss);
@@ -354,7 +359,7 @@ void GraphExecution<B>::forward(const Task& t, Lane& lane, Payload& out) {
     {
       std::lock_guard<std::mutex> lock(registry_mutex_);
       loss_sum_[static_cast<std::size_t>(t.minibatch)] += loss;
-      if (++loss_parts_[static_cast<std::size_t>(t.minibatch)] == g_.microbatches) finished_minibatch = t.minibatch;
+      if (++loss_parts_[static_cast<std::size_t>(t.minibatch)] == g_.microbatches * flow_.replicas) finished_minibatch = t.minibatch;
     }
     if (finished_minibatch >= 0 && options_.on_minibatch) options_.on_minibatch(finished_minibatch + 1);
   }
@@ -374,14 +379,14 @@ void GraphExecution<B>::recompute(const Task& t, Lane& lane) {
   std::shared_ptr<KeptInput> input;
   {
     std::lock_guard<std::mutex> lock(registry_mutex_);
-    const auto it = inputs_.find(stash_key(t));
+    const auto it = inputs_.find(flow_.stash_key(t));
     if (it == inputs_.end()) throw Error("schedule error: " + describe_task(g_, t) + " runs before its forward");
     input = std::move(it->second);
     inputs_.erase(it);
   }
   Activation in = b_.copy(lane, input->activation, t.resource);
   Labels labels;
-  if (t.last_layer + 1 == static_cast<std::int32_t>(net_.size())) b_.load(lane, t.minibatch, t.microbatch, nullptr, &labels);
+  if (t.last_layer + 1 == static_cast<std::int32_t>(net_.size())) b_.load(lane, t.minibatch, sampled_microbatch(t), nullptr, &labels);
   double loss = 0;
   keep_stash(t, run_forward_layers(t, lane, in, labels, &loss));
   b_.finish(lane);
@@ -495,19 +500,46 @@ void GraphExecution<B>::update(const Task& t, Lane& lane) {
   const StageInfo& stage = g_.stages.at(static_cast<std::size_t>(t.stage));
   std::vector<Params> sum;
   std::int64_t accumulated_bytes = 0;
+  std::int32_t collective = -1;  // the all-reduce of the replicas' gradient sums it waits for
+  for (const auto& d : t.deps) collective = std::max(collective, task(d.task).collective);
   {
     std::lock_guard<std::mutex> lock(registry_mutex_);
+    if (collective >= 0 && reduced_.find(collective) == reduced_.end()) {
+      // The first of the all-reduce's updates to run sums every replica's gradients, in rank
+      // order (so every replica gets the same bits); its steps have all ended, so every sum is
+      // complete, and none is taken before this.
+      const auto& updates = flow_.collective_updates.at(collective);
+      std::vector<Params> total;
+      for (const auto u : updates) {
+        const auto& part = accumulators_.at(u);
+        if (total.empty()) {
+          for (const auto& g : part) total.push_back(b_.clone(lane, g));
+        } else {
+          for (std::size_t i = 0; i < total.size(); ++i) b_.accumulate(lane, total[i], part[i]);
+        }
+      }
+      reduced_[collective] = {std::move(total), static_cast<std::int32_t>(updates.size())};
+    }
     const auto it = accumulators_.find(t.id);
     if (it != accumulators_.end()) {
       sum = std::move(it->second);
       accumulators_.erase(it);
       for (const auto& s : sum) accumulated_bytes += b_.bytes(s);
     }
+    if (collective >= 0) {  // the replicas' sum replaces its own
+      auto& [total, users] = reduced_.at(collective);
+      sum.clear();
+      for (const auto& g : total) sum.push_back(b_.clone(lane, g));
+      if (--users == 0) reduced_.erase(collective);
+    }
   }
-  // Gradients that arrived over links, in microbatch order.
+  // Gradients that arrived over links, in microbatch order (not an all-reduce's steps: they
+  // only move the bytes; the sum is taken above).
   std::vector<std::int32_t> arrived;
   for (const auto& d : t.deps) {
-    if (d.carries == Carries::weight_gradient && is_link_task(task(d.task))) arrived.push_back(d.task);
+    if (d.carries == Carries::weight_gradient && is_link_task(task(d.task)) && task(d.task).collective < 0) {
+      arrived.push_back(d.task);
+    }
   }
   std::sort(arrived.begin(), arrived.end(), [&](std::int32_t a, std::int32_t b) {
     return task(a).microbatch < task(b).microbatch;
@@ -528,8 +560,8 @@ void GraphExecution<B>::update(const Task& t, Lane& lane) {
     const auto begin = layer_begin(lane);
     const auto i = static_cast<std::size_t>(l - stage.first_layer);
     const ParamsPtr old = weights(l, t.version_read, t);
-    Params* velocity = options_.momentum > 0 ? &momentum_[static_cast<std::size_t>(l)] : nullptr;
-    store_weights(l, t.version_written,
+    Params* velocity = options_.momentum > 0 ? &momentum_[static_cast<std::size_t>(flow_.layer_key(t, l))] : nullptr;
+    store_weights(flow_.layer_key(t, l), t.version_written,
                   std::make_shared<const Params>(b_.sgd(lane, *old, sum[i], velocity, options_.learning_rate, options_.momentum)));
     record_layer(t, lane, l, TaskKind::U, begin);
   }
@@ -552,6 +584,10 @@ void GraphExecution<B>::move(const Task& t, Lane& lane, Payload& out) {
     kept->layers = std::move(copy);
     memory_.release({BufferKind::stash, kept->owner, -1}, from, kept->bytes, t.id);
     kept->location = to;
+    return;
+  }
+  if (t.collective >= 0) {  // an all-reduce's step: its bytes cross the link; the update sums them
+    b_.move_bytes(lane, t.bytes, to);
     return;
   }
   const Dep* moved = data_dependency(t);  // what the transfer carries
@@ -616,7 +652,7 @@ void GraphExecution<B>::execute(const Task& t, Lane& lane) {
     case TaskKind::ON:
       move(t, lane, *out);
       b_.finish(lane);
-      keep(t, std::move(out), link_of(t).dst);
+      if (t.collective < 0) keep(t, std::move(out), link_of(t).dst);  // an all-reduce's step hands on nothing
       return;
     default:
       throw Error("the " + name_ + " executor cannot run " + describe_task(g_, t));
@@ -646,7 +682,7 @@ void GraphExecution<B>::finished(const Task& t) {
     std::shared_ptr<Stash> gone;
     {
       std::lock_guard<std::mutex> lock(registry_mutex_);
-      const auto it = stashes_.find(stash_key(t));
+      const auto it = stashes_.find(flow_.stash_key(t));
       if (it != stashes_.end() && --it->second->readers_left == 0) {
         gone = it->second;
         stashes_.erase(it);
@@ -660,8 +696,9 @@ void GraphExecution<B>::finished(const Task& t) {
     {
       std::lock_guard<std::mutex> lock(registry_mutex_);
       for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) {
-        if (--readers_left_[{l, t.version_read}] == 0 && t.version_read != flow_.newest_version[static_cast<std::size_t>(l)]) {
-          const auto it = versions_.find({l, t.version_read});
+        const std::int32_t key = flow_.layer_key(t, l);
+        if (--readers_left_[{key, t.version_read}] == 0 && t.version_read != flow_.newest_version[static_cast<std::size_t>(l)]) {
+          const auto it = versions_.find({key, t.version_read});
           if (it != versions_.end()) {
             freed += b_.bytes(*it->second);
             versions_.erase(it);
@@ -784,10 +821,10 @@ TrainingRun GraphExecution<B>::run() {
                 " (the schedule's declared memory; the " + name_ + " executor refuses to start)");
   }
   const auto n = g_.tasks.size();
-  stage_of_layer_.assign(net_.size(), -1);
-  for (std::size_t s = 0; s < g_.stages.size(); ++s) {
-    for (std::int32_t l = g_.stages[s].first_layer; l <= g_.stages[s].last_layer; ++l) {
-      stage_of_layer_[static_cast<std::size_t>(l)] = static_cast<std::int32_t>(s);
+  stage_of_layer_.assign(net_.size(), -1);  // replica 0's stages; replica r's are r S later
+  for (std::int32_t s = 0; s < flow_.stages_per_replica; ++s) {
+    for (std::int32_t l = g_.stages[static_cast<std::size_t>(s)].first_layer; l <= g_.stages[static_cast<std::size_t>(s)].last_layer; ++l) {
+      stage_of_layer_[static_cast<std::size_t>(l)] = s;
     }
   }
   for (std::size_t l = 0; l < net_.size(); ++l) {
@@ -812,12 +849,16 @@ TrainingRun GraphExecution<B>::run() {
   loss_parts_.assign(static_cast<std::size_t>(g_.minibatches), 0);
   TrainingRun run;
   run.initial_weights = initial_weights(net_, options_.seed);
-  for (std::size_t l = 0; l < net_.size(); ++l) {
-    const std::int32_t home = home_of_layer(static_cast<std::int32_t>(l));
-    store_weights(static_cast<std::int32_t>(l), 0, std::make_shared<const Params>(b_.upload(run.initial_weights[l], home)));
-    momentum_.push_back(options_.momentum > 0 ? b_.zeros(run.initial_weights[l].size(), home) : Params());
-    const std::int32_t stage = stage_of_layer_[l];
-    if (options_.momentum > 0) memory_.allocate({BufferKind::optimizer_state, -1, stage}, home, b_.bytes(momentum_.back()), -1);
+  momentum_.resize(static_cast<std::size_t>(flow_.replicas) * net_.size());
+  for (std::int32_t r = 0; r < flow_.replicas; ++r) {  // every replica starts from the same weights
+    for (std::size_t l = 0; l < net_.size(); ++l) {
+      const std::int32_t stage = r * flow_.stages_per_replica + stage_of_layer_[l];
+      const std::int32_t home = g_.stages[static_cast<std::size_t>(stage)].processor;
+      const auto key = static_cast<std::size_t>(r) * net_.size() + l;
+      store_weights(static_cast<std::int32_t>(key), 0, std::make_shared<const Params>(b_.upload(run.initial_weights[l], home)));
+      momentum_[key] = options_.momentum > 0 ? b_.zeros(run.initial_weights[l].size(), home) : Params();
+      if (options_.momentum > 0) memory_.allocate({BufferKind::optimizer_state, -1, stage}, home, b_.bytes(momentum_[key]), -1);
+    }
   }
   for (std::size_t s = 0; s < g_.stages.size(); ++s) {
     const auto stage = static_cast<std::int32_t>(s);
@@ -852,7 +893,9 @@ TrainingRun GraphExecution<B>::run() {
   run.result = summary_.result(name_, options_.record_memory_timeline);
   run.result.out_of_memory.clear();  // the tracker throws instead
   run.layer_times = layer_log_.take();
-  for (std::size_t k = 0; k < loss_sum_.size(); ++k) run.minibatch_loss.push_back(loss_sum_[k] / static_cast<double>(net_.batch));
+  for (std::size_t k = 0; k < loss_sum_.size(); ++k) {
+    run.minibatch_loss.push_back(loss_sum_[k] / static_cast<double>(net_.batch * flow_.replicas));
+  }
   for (std::size_t l = 0; l < net_.size(); ++l) {
     run.final_weights.push_back(b_.download(*weights(static_cast<std::int32_t>(l), flow_.newest_version[l], g_.tasks.front())));
   }

@@ -5,12 +5,20 @@
 
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/buffers.hpp"
+#include "pipetwin/schedule/registry.hpp"
 
 namespace pipetwin::exec {
 
 GraphFlow read_graph_flow(const TaskGraph& graph, std::int32_t layer_count) {
   const auto n = graph.tasks.size();
   GraphFlow flow;
+  flow.replicas = graph_replicas(graph);
+  flow.layers = layer_count;
+  if (flow.replicas < 1 || graph.stages.size() % static_cast<std::size_t>(flow.replicas) != 0) {
+    throw Error("graph: " + std::to_string(graph.stages.size()) + " stages do not split into " +
+                std::to_string(flow.replicas) + " data-parallel replicas");
+  }
+  flow.stages_per_replica = std::max<std::int32_t>(1, static_cast<std::int32_t>(graph.stages.size()) / flow.replicas);
   flow.output_readers.assign(n, 0);
   flow.accumulate_into.assign(n, -1);
   flow.sends_weight_gradient.assign(n, false);
@@ -28,6 +36,11 @@ GraphFlow read_graph_flow(const TaskGraph& graph, std::int32_t layer_count) {
       if (d.carries != Carries::order) ++flow.field_readers[{d.task, d.carries}];
       if (t.kind == TaskKind::RC && d.carries == Carries::stash) flow.recomputed[static_cast<std::size_t>(d.task)] = true;
       if (d.carries == Carries::output_gradients) flow.sends_output_gradients[static_cast<std::size_t>(d.task)] = true;
+      if (source.collective >= 0 && t.kind == TaskKind::U) {  // an update waiting for an all-reduce
+        auto& updates = flow.collective_updates[source.collective];
+        if (std::find(updates.begin(), updates.end(), t.id) == updates.end()) updates.push_back(t.id);
+      }
+      if (t.collective >= 0) continue;  // a collective's step reads the gradients in place
       if (d.carries != Carries::weight_gradient || is_link_task(source)) continue;  // over a link: from the payload
       if (reads) {
         flow.sends_weight_gradient[static_cast<std::size_t>(d.task)] = true;
@@ -41,10 +54,10 @@ GraphFlow read_graph_flow(const TaskGraph& graph, std::int32_t layer_count) {
   // version_read reads that version of every layer of its stage.
   for (const auto& t : graph.tasks) {
     if (is_link_task(t)) continue;
-    if (is_backward(t.kind)) ++flow.stash_readers[stash_key(t)];
+    if (is_backward(t.kind)) ++flow.stash_readers[flow.stash_key(t)];
     if (t.stage >= 0 && t.version_read >= 0) {
       const StageInfo& stage = graph.stages.at(static_cast<std::size_t>(t.stage));
-      for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) ++flow.version_readers[{l, t.version_read}];
+      for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) ++flow.version_readers[{flow.layer_key(t, l), t.version_read}];
     }
     if (t.kind == TaskKind::U) {
       flow.version_writer[{t.stage, t.version_written}] = t.id;
@@ -54,6 +67,11 @@ GraphFlow read_graph_flow(const TaskGraph& graph, std::int32_t layer_count) {
         newest = std::max(newest, t.version_written);
       }
     }
+  }
+  for (auto& [collective, updates] : flow.collective_updates) {  // rank order: the sum's order everywhere
+    std::sort(updates.begin(), updates.end(), [&](std::int32_t a, std::int32_t b) {
+      return graph.tasks[static_cast<std::size_t>(a)].resource < graph.tasks[static_cast<std::size_t>(b)].resource;
+    });
   }
   return flow;
 }

@@ -2,7 +2,7 @@
 // each task's output (reads_output, the IR's rule) and how many dependencies carry each of its
 // fields (a field's only reader may take it over instead of copying it), which updates each
 // weight gradient is summed into in place, and how many tasks read each stash and each weight
-// version (so each is freed after its last reader). Nothing is inferred: every relation comes from a typed dependency or a
+// version (so each is freed after its last reader), and which updates share each all-reduce. Nothing is inferred: every relation comes from a typed dependency or a
 // task's declared fields. The graph's declared buffers are not read: the executor holds and
 // frees its tensors by these rules, and the conformance test compares the two.
 #pragma once
@@ -16,12 +16,21 @@
 
 namespace pipetwin::exec {
 
-using StashKey = std::tuple<std::int32_t, std::int32_t, std::int32_t>;  // (first layer, minibatch, microbatch)
+// (first layer key, minibatch, microbatch): the layer as layer_key() numbers it
+using StashKey = std::tuple<std::int32_t, std::int32_t, std::int32_t>;
 
 inline bool is_link_task(const Task& task) { return task.placement == Placement::link; }
-inline StashKey stash_key(const Task& task) { return {task.first_layer, task.minibatch, task.microbatch}; }
 
 struct GraphFlow {
+  // Data-parallel replicas (dp=): replica r holds stages [r S, (r + 1) S) and its own copy of
+  // every layer, so the registries key a layer l of replica r as r x layers + l.
+  std::int32_t replicas = 1;
+  std::int32_t stages_per_replica = 1;
+  std::int32_t layers = 0;
+  std::int32_t replica(const Task& task) const { return task.stage >= 0 ? task.stage / stages_per_replica : 0; }
+  std::int32_t layer_key(const Task& task, std::int32_t layer) const { return replica(task) * layers + layer; }
+  StashKey stash_key(const Task& task) const { return {layer_key(task, task.first_layer), task.minibatch, task.microbatch}; }
+
   std::vector<std::int32_t> output_readers;           // per task: dependencies that read its output
   std::map<std::pair<std::int32_t, Carries>, std::int32_t> field_readers;  // (producer, what it carries):
                                                                            // dependencies carrying it
@@ -31,9 +40,11 @@ struct GraphFlow {
   std::vector<bool> sends_output_gradients;           // BA: a BW takes the gradients at its layers' outputs
   std::vector<bool> recomputed;                       // F: an RC takes its stash (it keeps only its input)
   std::map<StashKey, std::int32_t> stash_readers;     // backward tasks of each forward's stash
-  std::map<std::pair<std::int32_t, std::int32_t>, std::int32_t> version_readers;  // (layer, version)
+  std::map<std::pair<std::int32_t, std::int32_t>, std::int32_t> version_readers;  // (layer key, version)
   std::vector<std::int32_t> newest_version;           // per layer
   std::map<std::pair<std::int32_t, std::int32_t>, std::int32_t> version_writer;  // (stage, version) -> U
+  std::map<std::int32_t, std::vector<std::int32_t>> collective_updates;  // collective -> the updates waiting
+                                                                         // for it, in rank order
 };
 
 GraphFlow read_graph_flow(const TaskGraph& graph, std::int32_t layer_count);

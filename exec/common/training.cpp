@@ -53,10 +53,14 @@ void check_run_inputs(const TaskGraph& graph, const Network& network, const Batc
     throw Error("dataset " + data.data().name + " has samples of " + shape_to_string(data.data().sample_shape) +
                 ", but " + network.name + " takes " + shape_to_string(network.input_shape));
   }
-  if (!graph.collectives.empty()) {
-    throw Error("the executors do not run collectives yet: " + graph.collectives.front().name + " (" +
-                std::to_string(graph.collectives.size()) + " in all, from dp=" + std::to_string(graph_replicas(graph)) +
-                ") is for the predicting engines (analytic, systemc)");
+  const std::int32_t replicas = graph_replicas(graph);
+  if (data.microbatches() != graph.microbatches * replicas) {
+    throw Error("the data sampler deals " + std::to_string(data.microbatches()) + " microbatches per minibatch; the graph's " +
+                std::to_string(replicas) + " replica(s) of " + std::to_string(graph.microbatches) + " take " +
+                std::to_string(graph.microbatches * replicas));
+  }
+  for (const auto& layer : network.layers) {
+    if (layer.tensor_parallel > 1) throw Error("the executors do not run tensor-parallel layers (tp=) yet");
   }
   check_executor_network(network);
   exec::make_layer_specs(network.layers);  // throws, naming the layer, for what the executors cannot run
@@ -65,6 +69,11 @@ void check_run_inputs(const TaskGraph& graph, const Network& network, const Batc
     throw Error(network.name + " has " + std::to_string(last.dense.out_features) + " outputs, but dataset " +
                 data.data().name + " has " + std::to_string(data.data().classes) + " classes");
   }
+}
+
+BatchSampler graph_sampler(const Dataset& data, const TaskGraph& graph, const Network& network, std::uint64_t seed) {
+  const std::int32_t replicas = graph_replicas(graph);
+  return BatchSampler(data, network.batch * replicas, graph.microbatches * replicas, graph.minibatches, seed);
 }
 
 }  // namespace pipetwin

@@ -15,6 +15,7 @@
 #include "lanes.hpp"
 #include "layer_kernels.hpp"
 #include "pipetwin/exec/profiling.hpp"
+#include "pipetwin/schedule/registry.hpp"
 
 namespace pipetwin::cuda {
 namespace {
@@ -146,6 +147,10 @@ class CudaBackend {
   static const Tensor& stash_input(const LayerStash& s) { return s.input; }
   template <typename T>
   static std::int64_t bytes(const T& x) { return bytes_of(x); }
+  // All-reduce steps: run_cuda refuses graphs with collectives before anything runs.
+  static void move_bytes(Lane&, std::int64_t, std::int32_t) {
+    throw Error("the CUDA executor does not run collectives yet");
+  }
 
  private:
   const LayerComposition& op(std::int32_t l) const { return ops_[static_cast<std::size_t>(l)]; }
@@ -195,6 +200,10 @@ void measure_copies(const CudaOptions& options, int repeats, double* bytes_per_s
 TrainingRun run_cuda(const TaskGraph& graph, const Network& network, const BatchSampler& data,
                           const TrainingOptions& training, const CudaOptions& options, std::string* placement) {
   check_run_inputs(graph, network, data);
+  if (!graph.collectives.empty()) {
+    throw Error("the CUDA executor does not run collectives yet: dp=" + std::to_string(graph_replicas(graph)) +
+                " trains on the CPU executor (--device cpu) or is predicted (simulate, evaluate)");
+  }
   check_training_options(training);
   CudaBackend backend(graph, network, data, options);
   if (placement != nullptr) *placement = backend.description();

@@ -49,6 +49,7 @@ class BatchSampler {
   BatchSampler(const Dataset& data, std::int64_t batch, std::int32_t microbatches, std::int32_t minibatches,
                std::uint64_t seed, bool shuffle = true);
   std::int64_t samples_per_microbatch() const { return batch_ / microbatches_; }
+  std::int32_t microbatches() const { return microbatches_; }
   void fill(std::int32_t minibatch, std::int32_t microbatch, Eigen::MatrixXf& samples,
             std::vector<std::int32_t>& labels) const;
   const Dataset& data() const { return data_; }

@@ -58,6 +58,11 @@ std::vector<HostWeights> initial_weights(const Network& network, std::uint64_t s
 // another microbatch size, samples or classes that do not fit) or when a layer is one the
 // executors cannot run. Every executor checks this first.
 void check_run_inputs(const TaskGraph& graph, const Network& network, const BatchSampler& data);
+
+// The sampler `graph` trains from: its data-parallel replicas' batches together (dp=d: d x batch
+// samples a minibatch, replica r on microbatches [r M, (r + 1) M)), so that d replicas train on
+// what one large-batch run would.
+BatchSampler graph_sampler(const Dataset& data, const TaskGraph& graph, const Network& network, std::uint64_t seed);
 // The executors train in fp32 with SGD (momentum from TrainingOptions) and keep their own
 // activations: Adam, mixed precision's master weights and activation_memory=pytorch are for
 // predictions only; throws saying so.
