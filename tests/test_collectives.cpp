@@ -13,6 +13,7 @@
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/graph_io.hpp"
 #include "pipetwin/schedule/registry.hpp"
+#include "pipetwin/schedule/torch_csv.hpp"
 #include "pipetwin/schedule/validator.hpp"
 #include "pipetwin/sim/simulator.hpp"
 
@@ -172,6 +173,8 @@ TEST_CASE("a data-parallel graph's JSON round-trips with its collectives") {
   REQUIRE(back.collectives.size() == g.collectives.size());
   CHECK(back.collectives[0].processors == g.collectives[0].processors);
   CHECK(same_times(evaluate_times(back), evaluate_times(g)));
+  // PyTorch's schedule CSV is one pipeline's: a replicated graph is refused.
+  CHECK_THROWS_WITH_AS(graph_to_torch_csv(g), doctest::Contains("describes one pipeline"), Error);
 }
 
 TEST_CASE("data parallelism's bad configurations are clear errors") {

@@ -46,6 +46,10 @@ std::string trim(const std::string& text) {
 }  // namespace
 
 std::string graph_to_torch_csv(const TaskGraph& g) {
+  if (!g.collectives.empty()) {
+    throw Error("PyTorch's schedule CSV describes one pipeline: build the graph without dp= (its " +
+                std::to_string(g.collectives.size()) + " all-reduces have no actions there)");
+  }
   if (g.semantics != WeightSemantics::synchronous) {
     throw Error("schedule " + g.schedule + " has " + to_string(g.semantics) +
                 " weights; PyTorch's schedule format describes one synchronous step");
