@@ -72,12 +72,14 @@ TaskGraph replicate_data_parallel(const TaskGraph& pipeline, const HardwareProfi
   g.buffers.clear();
   g.tasks.reserve(pipeline.tasks.size() * static_cast<std::size_t>(d));
   LinkTasks links(g, hw);
+  std::int32_t systems = 0;  // memory systems of one replica (SM partitions of one GPU share one)
+  for (const auto& p : pipeline.processors) systems = std::max(systems, p.memory_system + 1);
   for (int r = 0; r < d; ++r) {
     for (int q = 0; q < per_replica; ++q) {
       ProcessorInfo info = pipeline.processors[static_cast<std::size_t>(q)];
       info.name = "p" + std::to_string(rank(r, q));
       if (dp.zero) info.static_bytes = (info.static_bytes + d - 1) / d;  // its optimizer state: 1/d of it
-      if (info.memory_system >= 0) info.memory_system = rank(r, q);  // SM partitions: one system per replica's GPU
+      if (info.memory_system >= 0) info.memory_system += r * systems;  // each replica's GPU has its own
       g.processors[static_cast<std::size_t>(rank(r, q))] = info;
     }
     for (const auto& stage : pipeline.stages) {
