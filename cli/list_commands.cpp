@@ -80,7 +80,11 @@ void list_hardware(bool json) {
                      {"peak_flops_per_s", p.peak_flops_per_s}, {"efficiency", p.efficiency},
                      {"memory_bytes", p.memory_bytes}, {"memory_bytes_per_s", p.memory_bytes_per_s},
                      {"link", hw.link.name}, {"host_link", hw.host_link.name},
-                     {"topology", hw.topology}, {"validated", hw.validated},
+                     {"topology", hw.topology},
+                     {"processors_per_node", hw.cluster.processors_per_node},
+                     {"nics_per_node", hw.cluster.nics_per_node},
+                     {"nic", hw.cluster.clustered() ? hw.cluster.nic.name : ""},
+                     {"validated", hw.validated},
                      {"params", params_json(entry.params)}});
       continue;
     }
@@ -100,6 +104,10 @@ void list_hardware(bool json) {
           p.memory_bytes_per_s / 1e9, p.gpu.dispatch_s * 1e6, p.gpu.launch_s * 1e6, hw.link.name, hw.host_link.name,
           hw.topology,
           hw.validated ? ", validated" : ", not yet validated against measurement");
+    }
+    if (hw.cluster.clustered()) {
+      std::cout << fmt::format("      nodes of {} processors, {} NIC(s) of {} each between nodes\n",
+                               hw.cluster.processors_per_node, hw.cluster.nics_per_node, hw.cluster.nic.name);
     }
     // Parameters beyond the ones every profile takes (listed once below).
     print_params(std::vector<ParamSpec>(entry.params.begin() + static_cast<long>(common_count),
