@@ -94,7 +94,7 @@ void run(const SweepOptions& options) {
   table.print(std::cout);
   if (!options.baseline.empty()) {
     std::cout << "speedup: steady-state iteration time of " << options.baseline
-              << " at P=1 over that of the row\n";
+              << " at P=1 (one replica) over that of the row, times the row's data-parallel replicas\n";
   }
 }
 
