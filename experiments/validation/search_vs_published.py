@@ -9,7 +9,7 @@ and the measured microbatch sizes, and prints:
   - pipetwin's best among the measured configurations, and where it puts the published best;
   - over the measured configurations: Spearman rank correlation and MAPE of predicted vs measured.
 
-    experiments/validation/search_vs_published.py [--pipetwin build/bin/pipetwin] [--param zero=1]
+    experiments/validation/search_vs_published.py [--pipetwin build/bin/pipetwin] [--param zero=1] [--engine systemc]
 
 Framework settings as predict.py maps them: fp16 with fp32 master weights and Adam, every block's
 activations recomputed (recompute=blocks), blocking stage-to-stage sends (p2p=rendezvous). The
@@ -31,7 +31,7 @@ sys.path.insert(0, HERE)
 from predict import FRAMEWORK_RECOMPUTE, SOURCE_P2P, spearman  # noqa: E402
 
 
-def search(pipetwin, rows, extra):
+def search(pipetwin, rows, extra, engine):
     first = rows[0]
     sizes = sorted({int(r["micro_batch"]) for r in rows})
     params = {"layers": first["layers"], "hidden": first["hidden"], "heads": first["heads"], "seq": first["seq"],
@@ -40,7 +40,7 @@ def search(pipetwin, rows, extra):
               "recompute": FRAMEWORK_RECOMPUTE[first["recompute"]], "p2p": SOURCE_P2P.get(first["source"], "async")}
     args = [pipetwin, "search", "-m", "gpt", "--hardware", first["gpu"], "--gpus", first["gpus"],
             "--batch", first["global_batch"], "--microbatch-sizes", ",".join(map(str, sizes)),
-            "--schedules", first["schedule"], "--json"]
+            "--schedules", first["schedule"], "--json", "--engine", engine]
     for key, value in params.items():
         args += ["--param", f"{key}={value}"]
     for item in extra:
@@ -65,15 +65,18 @@ def main():
     parser.add_argument("--pipetwin", default=os.path.join(ROOT, "build", "bin", "pipetwin"))
     parser.add_argument("--rows", default=os.path.join(HERE, "parallel_rows.csv"))
     parser.add_argument("--param", action="append", default=[], help="extra key=value for every search")
+    parser.add_argument("--engine", choices=["analytic", "systemc"], default="analytic",
+                        help="the predicting engine (systemc: links shared by pipeline and all-reduce traffic)")
     args = parser.parse_args()
     groups = defaultdict(list)
     with open(args.rows) as f:
         for row in csv.DictReader(f):
             groups[(row["hidden"], row["layers"], row["gpus"])].append(row)
-    print(f"assumptions: {' '.join(args.param) or '(none)'}; hardware a100 as profiled (8 GPUs and 8 HDR NICs a node)")
+    print(f"assumptions: {' '.join(args.param) or '(none)'}; hardware a100 as profiled (8 GPUs and 8 HDR NICs a node); "
+          f"engine {args.engine}")
     same = 0
     for (hidden, layers, gpus), rows in groups.items():
-        found = search(args.pipetwin, rows, args.param)
+        found = search(args.pipetwin, rows, args.param, args.engine)
         by_split = {(r["tp"], r["pp"], r["dp"], r["microbatch_size"]): r for r in found}
         measured = {}
         for row in rows:  # repeated measurements of one configuration: their mean
