@@ -101,6 +101,18 @@ const char* to_string(CollectiveAlgorithm algorithm) {
 
 std::vector<std::string> collective_algorithm_names() { return {"ring", "hierarchical"}; }
 
+std::int64_t all_reduce_steps(const ClusterSpec& cluster, CollectiveAlgorithm algorithm,
+                              const std::vector<std::int32_t>& processors) {
+  const auto n = static_cast<std::int64_t>(processors.size());
+  if (n < 2) return 0;
+  std::map<std::int32_t, std::int64_t> per_node;
+  for (const auto p : processors) ++per_node[cluster.node_of(p)];
+  const auto m = static_cast<std::int64_t>(per_node.size());
+  const std::int64_t g = n / m;
+  if (algorithm == CollectiveAlgorithm::ring || m == 1 || g == 1 || g * m != n) return n * 2 * (n - 1);
+  return m * g * (g - 1) * 2 + g * m * 2 * (m - 1);  // inside the nodes twice, across them once
+}
+
 std::vector<std::vector<Dep>> add_all_reduce(TaskGraph& g, LinkTasks& links, const std::string& name,
                                              CollectiveAlgorithm algorithm, const std::vector<AllReduceRank>& ranks,
                                              std::int64_t bytes) {

@@ -28,6 +28,11 @@ struct AllReduceRank {
   std::int32_t ready_task = 0;
 };
 
+// The X tasks an all-reduce over `processors` (each rank's node by `cluster`) makes: what
+// add_all_reduce would append, counted without building it.
+std::int64_t all_reduce_steps(const ClusterSpec& cluster, CollectiveAlgorithm algorithm,
+                              const std::vector<std::int32_t>& processors);
+
 // Appends an all-reduce of `bytes` per rank to the graph (graph.collectives gets its record; every
 // step is an X task on a link `links` makes, carrying weight gradients). Returns, per rank, the
 // dependencies a task that needs the reduced gradients takes: the last step into the rank (data)

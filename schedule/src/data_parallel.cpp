@@ -64,6 +64,27 @@ TaskGraph replicate_data_parallel(const TaskGraph& pipeline, const HardwareProfi
     return local == kHost ? kHost : data_parallel_rank(dp, replica, local, per_replica);
   };
 
+  // Every task is held in memory (a few hundred bytes each): the replicas and their all-reduce
+  // steps stay within kMaxTasks, far beyond the 4096-GPU configurations studied (a third of a
+  // million tasks), or the configuration is a clear error before anything is built.
+  constexpr std::int64_t kMaxTasks = std::int64_t{1} << 24;
+  const CollectiveAlgorithm algorithm = collective_algorithm_from_string(dp.algorithm);
+  std::int64_t steps = 0;
+  for (const auto& u : pipeline.tasks) {
+    if (u.kind != TaskKind::U) continue;
+    std::vector<std::int32_t> ranks;
+    for (int r = 0; r < d; ++r) ranks.push_back(rank(r, u.resource));
+    std::sort(ranks.begin(), ranks.end());
+    steps += all_reduce_steps(hw.cluster, algorithm, ranks);
+  }
+  const std::int64_t total = static_cast<std::int64_t>(pipeline.tasks.size()) * d + steps;
+  if (total > kMaxTasks) {
+    throw Error("dp=" + std::to_string(d) + " makes " + std::to_string(total) + " tasks (" + std::to_string(steps) +
+                " of them all-reduce steps), more than the " + std::to_string(kMaxTasks) + " a graph may hold; use "
+                "fewer replicas, fewer microbatches or minibatches" +
+                (dp.algorithm == "ring" ? ", or allreduce=hierarchical (fewer steps across many nodes)" : ""));
+  }
+
   TaskGraph g = pipeline;
   g.processors.assign(static_cast<std::size_t>(per_replica * d), ProcessorInfo{});
   g.links.clear();
@@ -132,7 +153,6 @@ TaskGraph replicate_data_parallel(const TaskGraph& pipeline, const HardwareProfi
   }
 
   // Each stage's gradients, per minibatch, all-reduced across the replicas before their updates.
-  const CollectiveAlgorithm algorithm = collective_algorithm_from_string(dp.algorithm);
   std::vector<std::int32_t> position(g.tasks.size(), 0);  // of a processor task in its processor's order
   for (const auto& t : g.tasks) position[static_cast<std::size_t>(t.id)] = t.order;
   for (const auto& u : pipeline.tasks) {
