@@ -21,6 +21,8 @@
 //     equals its Result's (peaks, host peak, out-of-memory events), and its Result (a
 //     SummaryObserver's, from the events) equals the fast path's (evaluate / simulate, from the
 //     task times), key for key.
+// A second matrix runs data-parallel replicas (dp = 2, 3) of the synchronous schedules through
+// the same checks, the CPU executor against SGD on the larger batch.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -347,6 +349,54 @@ TEST_CASE("conformance: every schedule x P = 1..4 x recompute x {lenet5, resnet8
   CHECK(configurations >= static_cast<int>(schedule_names().size()) * 3);
   CHECK(engines_run.count("analytic") == 1);
   CHECK(engines_run.count("cpu") == 1);
+}
+
+TEST_CASE("conformance: data-parallel replicas of the synchronous schedules on every engine built here") {
+  int configurations = 0;
+  for (const auto& model : {std::string("lenet5"), std::string("mlp")}) {
+    for (const std::string schedule : {"sequential", "gpipe", "1f1b", "zb-h1", "zb-h2", "interleaved-1f1b"}) {
+      for (const auto& [P, d] : {std::pair<int, int>{1, 2}, {2, 2}, {2, 3}}) {
+        GraphConfig config = matrix_config(schedule, model, P);
+        if (config.processors != P) continue;
+        config.processors = P * d;
+        config.params.push_back("dp=" + std::to_string(d));
+        CAPTURE(model);
+        CAPTURE(schedule);
+        CAPTURE(P);
+        CAPTURE(d);
+        TaskGraph g;
+        ScheduleRequest request;
+        try {
+          request = make_request(config);
+          g = make_graph(config);
+        } catch (const Error&) {  // more stages than cut points
+          continue;
+        }
+        ++configurations;
+        REQUIRE(validate(g).empty());
+        REQUIRE(!g.collectives.empty());
+        for (const auto& name : engine_names()) check_engine_run(g, run_with_log(*make_engine(name), g), name);
+        // The CPU executor: the declared buffers, tensor by tensor, and large-batch SGD's weights.
+        const Network& net = request.network;
+        const Dataset data = data_for(net);
+        const BatchSampler sampler = graph_sampler(data, g, net, 7);
+        TrainingOptions training;
+        training.learning_rate = kLearningRate;
+        ExecutorEngine cpu_engine("cpu", cpu::run_cpu, net, sampler, training);
+        const Ran ran = run_with_log(cpu_engine, g);
+        check_engine_run(g, ran, "cpu");
+        SizeTotals sizes;
+        check_buffers(g, *ran.log, "cpu", sizes);
+        Network large = net;
+        large.batch *= d;
+        const auto expected = test::sequential_sgd(large, sampler, g.minibatches, g.microbatches * d, {kLearningRate, 0.0},
+                                                   cpu_engine.last_run().initial_weights, d);
+        CHECK(test::max_relative_difference(cpu_engine.last_run().final_weights, expected) <= 1e-5);
+      }
+    }
+  }
+  MESSAGE("data-parallel configurations " << configurations);
+  CHECK(configurations >= 24);
 }
 
 }  // namespace pipetwin
