@@ -217,8 +217,31 @@ TEST_CASE("a tensor-parallel transformer block is one rank's share (Korthikanti 
     CHECK(rank.weight_grad_flops * static_cast<double>(t) == doctest::Approx(whole.weight_grad_flops));
   }
   CHECK_THROWS_WITH_AS(tensor_parallel_layer(whole, 3), doctest::Contains("heads (16) to divide"), Error);
-  const Layer conv = dense_layer("fc", {16}, DenseSpec{8}, 4);
+  Conv2dSpec spec3x3;
+  spec3x3.out_channels = 8;
+  const Layer conv = conv2d_layer("conv", {3, 8, 8}, spec3x3, 4);
   CHECK_THROWS_WITH_AS(tensor_parallel_layer(conv, 2), doctest::Contains("cannot be split tensor-parallel"), Error);
+}
+
+TEST_CASE("a tensor-parallel dense pair is Megatron's: column-parallel, then row-parallel with its all-reduce") {
+  const Layer fc1 = dense_layer("fc1", {64}, DenseSpec{32}, 4);
+  DenseSpec last{10};
+  last.loss = true;
+  const Layer fc2 = dense_layer("fc2", {32}, last, 4);
+  const Layer column = tensor_parallel_layer(fc1, 4, TensorSplit::columns);
+  const Layer row = tensor_parallel_layer(fc2, 4, TensorSplit::rows);
+  CHECK(column.parameters == (64 * 32 + 32) / 4);  // its rows of W and of the bias
+  CHECK(row.parameters == 32 * 10 / 4 + 10);       // its columns of W; the bias whole
+  CHECK(column.forward_macs * 4 == doctest::Approx(fc1.forward_macs));
+  // The row-parallel layer sums its ranks' outputs in the forward; the column-parallel one its
+  // ranks' input gradients in the backward.
+  CHECK(tensor_parallel_all_reduces(row, TaskKind::F).size() == 1);
+  CHECK(tensor_parallel_all_reduces(row, TaskKind::F)[0].bytes_per_sample == 10 * 4);
+  CHECK(tensor_parallel_all_reduces(row, TaskKind::BA).empty());
+  CHECK(tensor_parallel_all_reduces(column, TaskKind::F).empty());
+  CHECK(tensor_parallel_all_reduces(column, TaskKind::BA)[0].bytes_per_sample == 64 * 4);
+  CHECK_THROWS_WITH_AS(tensor_parallel_layer(fc1, 3, TensorSplit::columns), doctest::Contains("output features (32)"), Error);
+  CHECK_THROWS_WITH_AS(tensor_parallel_layer(fc2, 2, TensorSplit::columns), doctest::Contains("cannot be column-parallel"), Error);
 }
 
 TEST_CASE("tp=t adds the Megatron all-reduces to a block's forward and backward, as rings over NVLink") {

@@ -133,6 +133,35 @@ TEST_CASE("data parallelism: d replicas and their all-reduces give the weights o
   }
 }
 
+TEST_CASE("tensor parallelism: Megatron's column- then row-parallel dense pairs, each shard on a thread, give the unsplit network's weights") {
+  const int steps = 8, M = 2;
+  const Dataset data = data_for(kMlp);
+  struct Split { std::string schedule; int P; int t; int d; };
+  for (const Split& split : std::vector<Split>{{"sequential", 1, 2, 1}, {"1f1b", 2, 2, 1}, {"gpipe", 2, 2, 1},
+                                               {"1f1b", 1, 2, 2}, {"zb-h1", 2, 2, 2}}) {
+    CAPTURE(split.schedule);
+    CAPTURE(split.P);
+    CAPTURE(split.t);
+    CAPTURE(split.d);
+    std::vector<std::string> params = {"tp=" + std::to_string(split.t), "dp=" + std::to_string(split.d)};
+    const double momentum = split.schedule == "1f1b" ? 0.9 : 0.0;
+    const Trained t = train(config_for(kMlp, split.schedule, split.P * split.t * split.d, M, steps, params), data, 0.05,
+                            momentum);
+    // The network the executor ran is split: fc1 by columns, fc2 by rows (then fc3, fc4).
+    REQUIRE(t.network.layers[0].tensor_split == TensorSplit::columns);
+    REQUIRE(t.network.layers[1].tensor_split == TensorSplit::rows);
+    CHECK(t.graph.processor_count() == split.P * split.d);  // a processor is a group of t ranks
+    // The reference: the unsplit network, sequential SGD on the d-times larger batch.
+    Network whole = make_request(config_for(kMlp, "sequential", 1, M, steps)).network;
+    whole.batch *= split.d;
+    const BatchSampler sampler(data, whole.batch, M * split.d, steps, 7);
+    const auto expected =
+        test::sequential_sgd(whole, sampler, steps, M * split.d, {0.05, momentum}, t.run.initial_weights, split.d);
+    CHECK(test::max_relative_difference(t.run.final_weights, expected) < 1e-5);
+    CHECK(test::max_relative_difference(t.run.final_weights, t.run.initial_weights) > 1e-3);
+  }
+}
+
 TEST_CASE("async: asynchronous schedules give exactly the weights of a delayed-SGD replay of their declared versions") {
   const int steps = 10;
   for (const Case& c : {kMlp, kLenet, kResnet}) {

@@ -59,9 +59,6 @@ void check_run_inputs(const TaskGraph& graph, const Network& network, const Batc
                 std::to_string(replicas) + " replica(s) of " + std::to_string(graph.microbatches) + " take " +
                 std::to_string(graph.microbatches * replicas));
   }
-  for (const auto& layer : network.layers) {
-    if (layer.tensor_parallel > 1) throw Error("the executors do not run tensor-parallel layers (tp=) yet");
-  }
   check_executor_network(network);
   exec::make_layer_specs(network.layers);  // throws, naming the layer, for what the executors cannot run
   const Layer& last = network.layers.back();

@@ -204,6 +204,12 @@ TrainingRun run_cuda(const TaskGraph& graph, const Network& network, const Batch
     throw Error("the CUDA executor does not run collectives yet: dp=" + std::to_string(graph_replicas(graph)) +
                 " trains on the CPU executor (--device cpu) or is predicted (simulate, evaluate)");
   }
+  for (const auto& layer : network.layers) {
+    if (layer.tensor_parallel > 1) {
+      throw Error("the CUDA executor does not run tensor-parallel layers yet: tp= trains on the CPU executor "
+                  "(--device cpu) or is predicted (simulate, evaluate)");
+    }
+  }
   check_training_options(training);
   CudaBackend backend(graph, network, data, options);
   if (placement != nullptr) *placement = backend.description();

@@ -29,6 +29,17 @@ struct CudaLayerKernels {
   static Tensor columns(const Tensor& t, std::int64_t begin, std::int64_t count) { return t.columns(begin, count); }
 
   Tensor dense(const Params& p, std::int64_t rows, std::int64_t cols, std::int64_t bias_at, const Tensor& x);
+  // Tensor-parallel dense layers: not on GPUs yet (run_cuda refuses them before anything runs).
+  Tensor dense_split(const Params&, std::int64_t, std::int64_t, std::int64_t, const Tensor&, std::int64_t, TensorSplit) {
+    throw Error("the CUDA executor does not run tensor-parallel layers yet");
+  }
+  Tensor dense_split_backward_input(const Params&, std::int64_t, std::int64_t, const Tensor&, std::int64_t, TensorSplit) {
+    throw Error("the CUDA executor does not run tensor-parallel layers yet");
+  }
+  void dense_split_backward_weight(const Tensor&, const Tensor&, std::int64_t, std::int64_t, std::int64_t, Params&,
+                                   std::int64_t, TensorSplit) {
+    throw Error("the CUDA executor does not run tensor-parallel layers yet");
+  }
   Tensor conv2d(const exec::ConvGeometry& g, const Params& p, std::int64_t bias_at, const Tensor& x);
   Tensor batch_norm(std::int64_t channels, std::int64_t positions, const Params& p, std::int64_t gamma_at,
                     std::int64_t beta_at, const Tensor& z, BatchNormStash& stash);

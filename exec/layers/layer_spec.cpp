@@ -68,7 +68,9 @@ LayerSpec::LayerSpec(const Layer& layer, bool feeds_residual, const std::vector<
     at += 2 * channels_;
   }
   parameter_count_ = at;
-  if (parameter_count_ != layer.parameters) {
+  // A tensor-parallel layer's declared parameters are one rank's; the executor holds the group's
+  // whole layer (its ranks' shards side by side).
+  if (parameter_count_ != layer.parameters && layer.tensor_parallel == 1) {
     throw Error("internal: layer '" + layer.name + "' has " + std::to_string(layer.parameters) +
                 " parameters by its cost declaration but " + std::to_string(parameter_count_) + " in the executor");
   }

@@ -203,8 +203,11 @@ Kernels conv2d_kernels(const Layer& layer, TaskKind kind, double b, double e) {
 
 Kernels dense_kernels(const Layer& layer, TaskKind kind, double b, double e) {
   const DenseSpec& spec = layer.dense;
-  const double in = static_cast<double>(shape_elements(layer.input_shape));
-  const double out = static_cast<double>(spec.out_features);
+  // A tensor-parallel rank's share: a column-parallel layer's outputs, a row-parallel one's inputs.
+  const double ranks = static_cast<double>(layer.tensor_parallel);
+  const double in = static_cast<double>(shape_elements(layer.input_shape)) /
+                    (layer.tensor_split == TensorSplit::rows ? ranks : 1.0);
+  const double out = static_cast<double>(spec.out_features) / (layer.tensor_split == TensorSplit::columns ? ranks : 1.0);
   const Linear l{"dense", "dense.dgrad", "dense.wgrad", in, out};
   Kernels k;
   if (kind == TaskKind::BW) {

@@ -29,6 +29,9 @@ void require_sizes(const std::string& layer, std::initializer_list<double> sizes
 
 }  // namespace
 
+Layer dense_rank(const std::string& name, const Shape& input_shape, const DenseSpec& spec,
+                 std::int64_t bytes_per_element, std::int64_t ranks, TensorSplit split);
+
 std::int64_t shape_elements(const Shape& shape) {
   double estimate = 1;
   for (const auto extent : shape) estimate *= static_cast<double>(extent);
@@ -120,6 +123,14 @@ Layer conv2d_layer(const std::string& name, const Shape& input_chw, const Conv2d
 
 Layer dense_layer(const std::string& name, const Shape& input_shape, const DenseSpec& spec,
                   std::int64_t bytes_per_element) {
+  return dense_rank(name, input_shape, spec, bytes_per_element, 1, TensorSplit::whole);
+}
+
+// One rank's share of a dense layer split over `ranks` by `split` (Megatron-LM's column- and
+// row-parallel linear layers): its weights, products and the features it holds are 1/ranks of
+// the layer's; a row-parallel layer's bias is whole (added once, after the sum).
+Layer dense_rank(const std::string& name, const Shape& input_shape, const DenseSpec& spec,
+                 std::int64_t bytes_per_element, std::int64_t ranks, TensorSplit split) {
   require(spec.out_features > 0, name, "out_features must be positive");
   const std::int64_t in = shape_elements(input_shape), out = spec.out_features;
   require(in > 0, name, "empty input");
@@ -142,6 +153,27 @@ Layer dense_layer(const std::string& name, const Shape& input_shape, const Dense
   layer.input_bytes = in * bytes_per_element;
   layer.output_bytes = (spec.loss ? 1 : out) * bytes_per_element;
   layer.stash_bytes = (in + out) * bytes_per_element;
+  if (split == TensorSplit::whole) {
+    layer.tensor_parallel = ranks;
+    return layer;
+  }
+  const std::int64_t divided = split == TensorSplit::columns ? out : in;
+  require(divided % ranks == 0, name, std::string("tensor parallelism over ") + std::to_string(ranks) + " ranks needs its " +
+                                          (split == TensorSplit::columns ? "output" : "input") + " features (" +
+                                          std::to_string(divided) + ") to divide among them");
+  require(!(split == TensorSplit::columns && spec.loss), name, "a loss layer cannot be column-parallel");
+  layer.tensor_parallel = ranks;
+  layer.tensor_split = split;
+  const double share = 1.0 / d(ranks);
+  layer.forward_macs *= share;
+  layer.forward_flops = 2 * layer.forward_macs + d(elementwise * (split == TensorSplit::columns ? out / ranks : out));
+  layer.activation_grad_flops = 2 * layer.forward_macs + d(elementwise * (split == TensorSplit::columns ? out / ranks : out));
+  layer.weight_grad_flops = 2 * layer.forward_macs + d(spec.bias ? (split == TensorSplit::columns ? out / ranks : out) : 0);
+  layer.parameters = in * out / ranks + (spec.bias ? (split == TensorSplit::columns ? out / ranks : out) : 0);
+  layer.param_bytes = layer.parameters * bytes_per_element;
+  // What a rank keeps: a column-parallel layer its whole input and its output shard, a
+  // row-parallel one its input shard and the summed output.
+  layer.stash_bytes = (split == TensorSplit::columns ? in + out / ranks : in / ranks + out) * bytes_per_element;
   return layer;
 }
 
@@ -272,10 +304,12 @@ Layer lm_head_layer(const std::string& name, const Shape& input_sh, const LmHead
   return lm_head_rank(name, input_sh, spec, bytes_per_element, 1);
 }
 
-Layer tensor_parallel_layer(const Layer& layer, std::int64_t ranks) {
+Layer tensor_parallel_layer(const Layer& layer, std::int64_t ranks, TensorSplit dense_split) {
   if (ranks < 1) throw Error("tensor parallelism needs at least one rank, got " + std::to_string(ranks));
   Layer split;
-  if (layer.type == "transformer_block") {
+  if (layer.type == "dense") {
+    split = dense_rank(layer.name, layer.input_shape, layer.dense, layer.element_bytes, ranks, dense_split);
+  } else if (layer.type == "transformer_block") {
     split = transformer_block_rank(layer.name, layer.input_shape, layer.transformer, layer.element_bytes, ranks);
   } else if (layer.type == "embedding") {
     split = embedding_rank(layer.name, layer.input_shape, {layer.vocab, layer.output_shape.at(1)}, layer.element_bytes, ranks);
@@ -300,7 +334,15 @@ std::vector<TensorParallelAllReduce> tensor_parallel_all_reduces(const Layer& la
   const std::int64_t activation = shape_elements(layer.input_shape.size() == 2 ? layer.input_shape : layer.output_shape) *
                                   layer.element_bytes;  // s x h
   std::vector<TensorParallelAllReduce> all;
-  if (layer.type == "transformer_block") {
+  if (layer.type == "dense") {
+    const bool backward_input = kind == TaskKind::BA || kind == TaskKind::B;
+    if (layer.tensor_split == TensorSplit::rows && forward) {
+      all.push_back({1, shape_elements(layer.output_shape) * layer.element_bytes});
+    }
+    if (layer.tensor_split == TensorSplit::columns && backward_input) {
+      all.push_back({1, shape_elements(layer.input_shape) * layer.element_bytes});
+    }
+  } else if (layer.type == "transformer_block") {
     all.push_back({2, activation});  // forward: proj and fc2 outputs; backward: qkv and fc1 input gradients
   } else if (layer.type == "embedding" && forward) {
     all.push_back({1, activation});

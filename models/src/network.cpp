@@ -46,7 +46,19 @@ Network tensor_parallel_network(const Network& network, std::int64_t ranks) {
                 " do not combine: the framework's saved tensors were measured unsplit");
   }
   Network split = network;
-  for (auto& layer : split.layers) layer = tensor_parallel_layer(layer, ranks);
+  auto& layers = split.layers;
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    // Dense layers in Megatron-LM's MLP pairs: column-parallel, then row-parallel (no cut between
+    // them: the shard does not leave its rank); one left over runs whole on every rank.
+    if (layers[l].type == "dense" && !layers[l].dense.loss && l + 1 < layers.size() && layers[l + 1].type == "dense") {
+      layers[l] = tensor_parallel_layer(layers[l], ranks, TensorSplit::columns);
+      layers[l].cut_allowed_after = false;
+      layers[l + 1] = tensor_parallel_layer(layers[l + 1], ranks, TensorSplit::rows);
+      ++l;
+      continue;
+    }
+    layers[l] = tensor_parallel_layer(layers[l], ranks);
+  }
   return split;
 }
 

@@ -270,6 +270,10 @@ ScheduleRequest make_request(const GraphConfig& config) {
   }
   record["model.batch"] = std::to_string(request.network.batch);
   request.resolved_parameters = record;
+  // Tensor parallelism: the network as one rank holds and runs it (what the graph is priced with
+  // and what an executor splits).
+  const std::int64_t ranks = request.params.get_int("tp", 1);
+  if (ranks > 1) request.network = tensor_parallel_network(request.network, ranks);
   return request;
 }
 
@@ -289,8 +293,7 @@ TaskGraph make_graph(const GraphConfig& config) {
     throw Error("tp=" + std::to_string(t) + " x dp=" + std::to_string(d) + " needs the processors (GPUs) to be a multiple of " +
                 std::to_string(t * d) + "; " + std::to_string(request.processors) + " processors do not divide");
   }
-  if (t > 1) {
-    request.network = tensor_parallel_network(request.network, t);
+  if (t > 1) {  // make_request has split the network
     ClusterSpec& cluster = request.hardware.cluster;
     if (cluster.clustered() && (cluster.processors_per_node % t != 0 || cluster.nics_per_node != cluster.processors_per_node)) {
       throw Error("tp=" + std::to_string(t) + " needs tensor-parallel groups inside a node (processors_per_node " +

@@ -47,6 +47,14 @@ struct TransformerBlockSpec {
   bool flash_attention = false;
 };
 
+// How a tensor-parallel dense layer is split among its ranks (Megatron-LM's MLP: a column-parallel
+// layer followed by a row-parallel one).
+enum class TensorSplit {
+  whole,    // every rank runs the whole layer
+  columns,  // each rank has 1/t of the output features (W's rows here: y = W x); its output is a shard
+  rows,     // each rank has 1/t of the input features; the ranks' partial outputs are summed
+};
+
 // Sizes pipetwin counts in 64-bit integers (a layer's elements, parameters and bytes; a minibatch's
 // bytes over all layers) stay below 2^50, so that sums over layers, samples, microbatches and
 // minibatches stay exact and far from overflow.
@@ -86,6 +94,7 @@ struct Layer {
   // transformer blocks, vocab-parallel embedding and LM head). Its costs and sizes above are one
   // rank's; the all-reduces between the ranks are tensor_parallel_all_reduces().
   std::int64_t tensor_parallel = 1;
+  TensorSplit tensor_split = TensorSplit::whole;  // dense layers
 };
 
 struct EmbeddingSpec {
@@ -106,9 +115,10 @@ Layer dense_layer(const std::string& name, const std::vector<std::int64_t>& inpu
 // Input shape {sequence, hidden}.
 Layer transformer_block_layer(const std::string& name, const std::vector<std::int64_t>& input_sh,
                               const TransformerBlockSpec& spec, std::int64_t bytes_per_element);
-// The same layer as one of `ranks` tensor-parallel ranks holds and runs it (transformer blocks,
-// embeddings and LM heads; other layers cannot be split and are refused).
-Layer tensor_parallel_layer(const Layer& layer, std::int64_t ranks);
+// The same layer as one of `ranks` tensor-parallel ranks holds and runs it: transformer blocks,
+// embeddings and LM heads, and dense layers split as `dense_split` says (other layers cannot be
+// split and are refused).
+Layer tensor_parallel_layer(const Layer& layer, std::int64_t ranks, TensorSplit dense_split = TensorSplit::whole);
 
 // One all-reduce a tensor-parallel layer's task makes its ranks do: `count` of `bytes_per_sample`
 // each (times the task's samples).
@@ -120,7 +130,8 @@ struct TensorParallelAllReduce {
 // forward two (after the attention's and the MLP's row-parallel GEMMs), its activation gradient
 // two (at the column-parallel inputs); the embedding's forward one; the LM head's forward three
 // small ones (the vocab-parallel cross entropy's maximum, sum and target logit) and its activation
-// gradient one. None for one rank, or for weight gradients.
+// gradient one; a row-parallel dense layer's forward one (its output), a column-parallel one's
+// activation gradient one (its input's). None for one rank, or for weight gradients.
 std::vector<TensorParallelAllReduce> tensor_parallel_all_reduces(const Layer& layer, TaskKind kind);
 // Input shape {sequence} (token ids).
 Layer embedding_layer(const std::string& name, const std::vector<std::int64_t>& input_s,

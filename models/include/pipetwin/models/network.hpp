@@ -78,8 +78,9 @@ struct Network {
 };
 
 // The network as one of `ranks` tensor-parallel ranks holds and runs it (tensor_parallel_layer on
-// every layer): its parameters, stashes and work are one rank's. Throws for layers that cannot be
-// split, and for activation_memory=pytorch (measured unsplit).
+// every layer; consecutive dense layers in column- then row-parallel pairs): its parameters,
+// stashes and work are one rank's. Throws for layers that cannot be split, and for
+// activation_memory=pytorch (measured unsplit).
 Network tensor_parallel_network(const Network& network, std::int64_t ranks);
 
 // Appends layers while tracking the current output shape; the first layer appended gets no

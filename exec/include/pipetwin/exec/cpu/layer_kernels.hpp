@@ -4,7 +4,10 @@
 // Eigen; every other kernel is Eigen's (exec/cpu/kernels/).
 #pragma once
 #include <cstdint>
+#include <thread>
 #include <vector>
+
+#include "pipetwin/models/layer.hpp"
 
 #include "pipetwin/exec/cpu/kernels.hpp"
 #include "pipetwin/exec/cpu/onednn_kernels.hpp"
@@ -31,6 +34,70 @@ struct CpuLayerKernels {
   }
   static Eigen::Map<const Matrix> weights(const Vector& p, std::int64_t rows, std::int64_t cols) {
     return Eigen::Map<const Matrix>(p.data(), rows, cols);
+  }
+
+  // ---- Tensor parallelism (Megatron-LM's column- and row-parallel linear layers) ----
+  // The `ranks` shards of a dense layer, each on a thread of its own (the ranks of a group); W is
+  // [out x in] (y = W x): a column-parallel layer's rank has rows [i out/t, (i+1) out/t) of W and
+  // makes those outputs; a row-parallel one's has the same columns, its partial outputs summed in
+  // rank order (the all-reduce), the bias added once.
+  template <typename Shard>
+  static void on_ranks(std::int64_t ranks, const Shard& shard) {
+    std::vector<std::thread> threads;
+    for (std::int64_t i = 1; i < ranks; ++i) threads.emplace_back([&shard, i] { shard(i); });
+    shard(0);
+    for (auto& thread : threads) thread.join();
+  }
+  Matrix dense_split(const Vector& p, std::int64_t rows, std::int64_t cols, std::int64_t bias_at, const Matrix& x,
+                     std::int64_t ranks, TensorSplit split) {
+    const auto w = weights(p, rows, cols);
+    const auto b = part(p, bias_at, rows);
+    if (split == TensorSplit::columns) {
+      const std::int64_t n = rows / ranks;
+      Matrix y(rows, x.cols());  // [out x samples]: each rank's rows
+      on_ranks(ranks, [&](std::int64_t i) {
+        y.middleRows(i * n, n).noalias() = w.middleRows(i * n, n) * x;
+        if (b.size() > 0) y.middleRows(i * n, n).colwise() += b.segment(i * n, n);
+      });
+      return y;
+    }
+    const std::int64_t n = cols / ranks;
+    std::vector<Matrix> partial(static_cast<std::size_t>(ranks));  // [out x samples] each
+    on_ranks(ranks, [&](std::int64_t i) { partial[static_cast<std::size_t>(i)].noalias() = w.middleCols(i * n, n) * x.middleRows(i * n, n); });
+    Matrix y = partial[0];
+    for (std::int64_t i = 1; i < ranks; ++i) y += partial[static_cast<std::size_t>(i)];
+    if (b.size() > 0) y.colwise() += b;
+    return y;
+  }
+  Matrix dense_split_backward_input(const Vector& p, std::int64_t rows, std::int64_t cols, const Matrix& dz,
+                                    std::int64_t ranks, TensorSplit split) {
+    const auto w = weights(p, rows, cols);
+    if (split == TensorSplit::rows) {  // each rank's input shard: its columns of W
+      const std::int64_t n = cols / ranks;
+      Matrix dx(cols, dz.cols());
+      on_ranks(ranks, [&](std::int64_t i) { dx.middleRows(i * n, n).noalias() = w.middleCols(i * n, n).transpose() * dz; });
+      return dx;
+    }
+    const std::int64_t n = rows / ranks;  // column-parallel: the partial input gradients summed
+    std::vector<Matrix> partial(static_cast<std::size_t>(ranks));
+    on_ranks(ranks, [&](std::int64_t i) {
+      partial[static_cast<std::size_t>(i)].noalias() = w.middleRows(i * n, n).transpose() * dz.middleRows(i * n, n);
+    });
+    Matrix dx = partial[0];
+    for (std::int64_t i = 1; i < ranks; ++i) dx += partial[static_cast<std::size_t>(i)];
+    return dx;
+  }
+  void dense_split_backward_weight(const Matrix& x, const Matrix& dz, std::int64_t rows, std::int64_t cols,
+                                   std::int64_t bias_at, Vector& grad, std::int64_t ranks, TensorSplit split) {
+    Eigen::Map<Matrix> dw(grad.data(), rows, cols);
+    if (split == TensorSplit::columns) {
+      const std::int64_t n = rows / ranks;
+      on_ranks(ranks, [&](std::int64_t i) { dw.middleRows(i * n, n).noalias() = dz.middleRows(i * n, n) * x.transpose(); });
+    } else {
+      const std::int64_t n = cols / ranks;
+      on_ranks(ranks, [&](std::int64_t i) { dw.middleCols(i * n, n).noalias() = dz * x.middleRows(i * n, n).transpose(); });
+    }
+    if (bias_at >= 0) grad.segment(bias_at, rows) = dz.rowwise().sum();
   }
 
   Matrix dense(const Vector& p, std::int64_t rows, std::int64_t cols, std::int64_t bias_at, const Matrix& x) {

@@ -68,6 +68,10 @@ class LayerComposition {
 
   explicit LayerComposition(LayerSpec spec) : s_(std::move(spec)) {}
   const LayerSpec& spec() const { return s_; }
+  // A tensor-parallel dense layer (Megatron's column- or row-parallel linear): its shards run on
+  // the kernels' ranks.
+  bool split() const { return s_.layer().tensor_split != TensorSplit::whole && s_.layer().tensor_parallel > 1; }
+  std::int64_t ranks() const { return s_.layer().tensor_parallel; }
 
   // The loss layer also takes the labels, adds the summed loss to *loss and stashes the gradient
   // of (loss / loss_scale).
@@ -78,7 +82,8 @@ class LayerComposition {
     Activation out;
     if (s_.feeds_residual()) out.shortcut = in.main;
     if (!s_.is_conv()) {
-      Tensor z = k.dense(p, s_.weight_rows(), s_.weight_cols(), at.bias, in.main);
+      Tensor z = split() ? k.dense_split(p, s_.weight_rows(), s_.weight_cols(), at.bias, in.main, ranks(), s_.layer().tensor_split)
+                         : k.dense(p, s_.weight_rows(), s_.weight_cols(), at.bias, in.main);
       if (s_.is_loss()) {
         if (labels == nullptr) throw Error("internal: loss layer without labels");
         *loss += k.softmax_cross_entropy(z, labels, loss_scale, &stash.loss_gradient);
@@ -128,7 +133,9 @@ class LayerComposition {
     Gradient in;
     in.first_sample = begin;
     in.main = s_.is_conv() ? k.conv2d_backward_input(s_.conv_geometry(), p, slice)
-                           : k.dense_backward_input(p, s_.weight_rows(), s_.weight_cols(), slice);
+                           : split() ? k.dense_split_backward_input(p, s_.weight_rows(), s_.weight_cols(), slice, ranks(),
+                                                                    s_.layer().tensor_split)
+                                     : k.dense_backward_input(p, s_.weight_rows(), s_.weight_cols(), slice);
     // This layer's input is a block input: add the gradient the next layer's residual sent back.
     if (s_.feeds_residual() && out != nullptr && !K::empty(out->shortcut)) {
       k.add(in.main, K::columns(out->shortcut, begin, end - begin));
@@ -142,7 +149,12 @@ class LayerComposition {
     if (s_.is_conv()) {
       k.conv2d_backward_weight(s_.conv_geometry(), stash.input, linear.dz, at.bias, grad);
     } else {
-      k.dense_backward_weight(stash.input, linear.dz, s_.weight_rows(), s_.weight_cols(), at.bias, grad);
+      if (split()) {
+        k.dense_split_backward_weight(stash.input, linear.dz, s_.weight_rows(), s_.weight_cols(), at.bias, grad, ranks(),
+                                      s_.layer().tensor_split);
+      } else {
+        k.dense_backward_weight(stash.input, linear.dz, s_.weight_rows(), s_.weight_cols(), at.bias, grad);
+      }
     }
   }
 
