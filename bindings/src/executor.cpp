@@ -27,7 +27,10 @@ Network network_of(const TaskGraph& graph) {
   for (const auto& [key, value] : graph.parameters) {
     if (key.rfind("model.", 0) == 0) params.set(key.substr(6), value);
   }
-  return make_network(graph.model, params);
+  const Network network = make_network(graph.model, params);
+  // A tensor-parallel graph's layers are split as its schedule's tp= says (make_request's rule).
+  const auto tp = graph.parameters.find("schedule.tp");
+  return tp == graph.parameters.end() ? network : tensor_parallel_network(network, std::stoll(tp->second));
 }
 
 struct TrainingResult {
