@@ -68,3 +68,12 @@ def test_validate_from_python_and_its_plot():
     from pipetwin import plotting
     ax = plotting.predicted_vs_measured(table)
     assert len(ax.collections) == 2  # one point set per schedule
+
+
+def test_tensor_parallel_training_from_python_matches_the_unsplit_network():
+    args = dict(model="mlp", schedule="1f1b", microbatches=2, minibatches=6, data="synthetic", learning_rate=0.1)
+    plain = pipetwin.run(processors=2, params={"widths": "32,16,12,8", "batch": 16}, **args)
+    split = pipetwin.run(processors=4, params={"widths": "32,16,12,8", "batch": 16, "tp": 2}, **args)
+    assert len(split.result.peak_memory_bytes) == 2  # two groups of two ranks
+    for a, b in zip(plain.weights(), split.weights()):
+        assert abs(a - b).max() <= 1e-5 * max(1.0, abs(a).max())
