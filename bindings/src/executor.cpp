@@ -1,5 +1,6 @@
 // The CPU executor from Python: train a graph for real, profile a network into a calibration
 // table, validate predictions against measurements. Long runs release the GIL.
+#include <algorithm>
 #include <optional>
 
 #include <pybind11/numpy.h>
@@ -29,8 +30,8 @@ Network network_of(const TaskGraph& graph) {
   }
   const Network network = make_network(graph.model, params);
   // A tensor-parallel graph's layers are split as its schedule's tp= says (make_request's rule).
-  const auto tp = graph.parameters.find("schedule.tp");
-  return tp == graph.parameters.end() ? network : tensor_parallel_network(network, std::stoll(tp->second));
+  const int ranks = graph_gpus(graph) / std::max(1, graph.processor_count());
+  return ranks > 1 ? tensor_parallel_network(network, ranks) : network;
 }
 
 struct TrainingResult {

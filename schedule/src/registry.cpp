@@ -158,15 +158,25 @@ GraphConfig single_replica(GraphConfig config) {
   return config;
 }
 
-int graph_replicas(const TaskGraph& graph) {
-  const auto dp = graph.parameters.find("schedule.dp");
-  return dp == graph.parameters.end() ? 1 : std::stoi(dp->second);
+namespace {
+
+// A graph's recorded schedule parameter `key` as a count of at least 1 (1 when absent); a graph
+// file may say anything, so a bad one is a clear error.
+int recorded_count(const TaskGraph& graph, const std::string& key) {
+  const auto it = graph.parameters.find(key);
+  if (it == graph.parameters.end()) return 1;
+  Params params;
+  params.set(key, it->second);
+  const std::int64_t value = params.get_int(key, 1);
+  if (value < 1 || value > 4096) throw Error("graph parameter " + key + " must be 1 to 4096, got " + it->second);
+  return static_cast<int>(value);
 }
 
-int graph_gpus(const TaskGraph& graph) {
-  const auto tp = graph.parameters.find("schedule.tp");
-  return graph.processor_count() * (tp == graph.parameters.end() ? 1 : std::stoi(tp->second));
-}
+}  // namespace
+
+int graph_replicas(const TaskGraph& graph) { return recorded_count(graph, "schedule.dp"); }
+
+int graph_gpus(const TaskGraph& graph) { return graph.processor_count() * recorded_count(graph, "schedule.tp"); }
 
 GraphConfig graph_config(const std::string& model, const std::string& schedule, const std::string& hardware,
                          int processors, int microbatches, int minibatches) {
