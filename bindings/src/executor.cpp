@@ -1,6 +1,5 @@
 // The CPU executor from Python: train a graph for real, profile a network into a calibration
 // table, validate predictions against measurements. Long runs release the GIL.
-#include <algorithm>
 #include <optional>
 
 #include <pybind11/numpy.h>
@@ -30,7 +29,7 @@ Network network_of(const TaskGraph& graph) {
   }
   const Network network = make_network(graph.model, params);
   // A tensor-parallel graph's layers are split as its schedule's tp= says (make_request's rule).
-  const int ranks = graph_gpus(graph) / std::max(1, graph.processor_count());
+  const int ranks = graph_tensor_parallel(graph);
   return ranks > 1 ? tensor_parallel_network(network, ranks) : network;
 }
 

@@ -153,8 +153,6 @@ TaskGraph replicate_data_parallel(const TaskGraph& pipeline, const HardwareProfi
   }
 
   // Each stage's gradients, per minibatch, all-reduced across the replicas before their updates.
-  std::vector<std::int32_t> position(g.tasks.size(), 0);  // of a processor task in its processor's order
-  for (const auto& t : g.tasks) position[static_cast<std::size_t>(t.id)] = t.order;
   for (const auto& u : pipeline.tasks) {
     if (u.kind != TaskKind::U) continue;
     if (u.microbatch >= 0) throw Error("internal: a synchronous update per microbatch");
@@ -166,7 +164,7 @@ TaskGraph replicate_data_parallel(const TaskGraph& pipeline, const HardwareProfi
       for (const auto& dep : update.deps) {
         const Task& p = g.tasks[static_cast<std::size_t>(dep.task)];
         if (dep.carries != Carries::weight_gradient || p.placement != Placement::processor || p.resource != update.resource) continue;
-        if (ready < 0 || position[static_cast<std::size_t>(p.id)] > position[static_cast<std::size_t>(ready)]) ready = p.id;
+        if (ready < 0 || p.order > g.tasks[static_cast<std::size_t>(ready)].order) ready = p.id;
         bytes = std::max(bytes, dep.bytes);
       }
       if (ready < 0) throw Error("internal: " + describe_task(g, update) + " sums no gradient on its processor");

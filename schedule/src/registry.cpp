@@ -176,7 +176,9 @@ int recorded_count(const TaskGraph& graph, const std::string& key) {
 
 int graph_replicas(const TaskGraph& graph) { return recorded_count(graph, "schedule.dp"); }
 
-int graph_gpus(const TaskGraph& graph) { return graph.processor_count() * recorded_count(graph, "schedule.tp"); }
+int graph_tensor_parallel(const TaskGraph& graph) { return recorded_count(graph, "schedule.tp"); }
+
+int graph_gpus(const TaskGraph& graph) { return graph.processor_count() * graph_tensor_parallel(graph); }
 
 GraphConfig graph_config(const std::string& model, const std::string& schedule, const std::string& hardware,
                          int processors, int microbatches, int minibatches) {
@@ -282,7 +284,7 @@ ScheduleRequest make_request(const GraphConfig& config) {
   request.resolved_parameters = record;
   // Tensor parallelism: the network as one rank holds and runs it (what the graph is priced with
   // and what an executor splits).
-  const std::int64_t ranks = request.params.get_int("tp", 1);
+  const int ranks = parallelism(request.params).tensor;  // checks tp, dp and the rest
   if (ranks > 1) request.network = tensor_parallel_network(request.network, ranks);
   return request;
 }

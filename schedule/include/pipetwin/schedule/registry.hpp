@@ -80,6 +80,8 @@ GraphConfig single_replica(GraphConfig config);
 // The data-parallel replicas a graph was made with (its schedule.dp parameter); 1 when none. A
 // graph of d replicas trains d batches per iteration.
 int graph_replicas(const TaskGraph& graph);
+// The tensor-parallel ranks each processor of a graph stands for (its schedule.tp); 1 when none.
+int graph_tensor_parallel(const TaskGraph& graph);
 // The GPUs a graph stands for: its processors, times the tensor-parallel ranks of each (tp=).
 int graph_gpus(const TaskGraph& graph);
 
