@@ -4,6 +4,12 @@
 
 namespace pipetwin::cli {
 
+// Thrown by a command that has nothing to print but must exit with `code` (say, an MPI rank whose
+// error rank 0 reports).
+struct QuietExit {
+  int code = 0;
+};
+
 void add_list_commands(CLI::App& app);      // models, schedules, hardware
 void add_schedule_command(CLI::App& app);   // schedule -> graph.json / graph.dot
 void add_timing_commands(CLI::App& app);    // evaluate (analytic), simulate (SystemC)

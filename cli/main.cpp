@@ -56,6 +56,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::cerr << "pipetwin: error: " << e.what() << " (see pipetwin --help)\n";
     return 2;
+  } catch (const pipetwin::cli::QuietExit& e) {
+    return e.code;
   } catch (const pipetwin::Error& e) {
     std::cerr << "pipetwin: error: " << e.what() << "\n";
     return 2;

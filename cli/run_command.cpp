@@ -1,7 +1,12 @@
 // `pipetwin run --device cpu|cuda`: trains a network under a schedule on CPU threads or GPUs and
 // reports the measured result in the simulator's schema (table or --json), the loss per minibatch, test
-// accuracy on request, and a Chrome trace of the measured run beside its prediction.
+// accuracy on request, and a Chrome trace of the measured run beside its prediction. With
+// --distributed (under mpirun or srun) each MPI rank runs its processors' tasks and rank 0 reports.
+#include <csignal>
+#include <cstring>
 #include <iostream>
+#include <optional>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -9,6 +14,7 @@
 #include "executor_setup.hpp"
 #include "graph_options.hpp"
 #include "pipetwin/exec/cpu/profiler.hpp"
+#include "pipetwin/exec/mpi/mpi_ranks.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/output_file.hpp"
 #include "pipetwin/schedule/summary.hpp"
@@ -29,15 +35,52 @@ struct RunOptions {
   bool json = false;
   bool quiet = false;
   std::string trace_file;
+  bool distributed = false;
+  double message_timeout_s = 60;
+  const CLI::Option* procs_given = nullptr;
 };
 
-void run(RunOptions& options) {
+// The line a rank writes when the MPI launcher ends it (another rank failed or was killed). A
+// signal handler may only write what was made before, so the line is made when the run starts:
+// the one process-wide buffer this program keeps, written once before the handler is installed.
+char stop_line[128];
+std::size_t stop_line_size = 0;
+
+extern "C" void stopped_by_launcher(int signal_number) {
+  if (stop_line_size > 0) {
+    const ssize_t written = ::write(STDERR_FILENO, stop_line, stop_line_size);
+    static_cast<void>(written);
+  }
+  std::_Exit(128 + signal_number);
+}
+
+void install_stop_line(std::int32_t rank) {
+  const std::string line = "pipetwin: rank " + std::to_string(rank) +
+                           ": ended by the MPI launcher (another rank failed, was killed or was interrupted)\n";
+  stop_line_size = std::min(line.size(), sizeof(stop_line));
+  std::memcpy(stop_line, line.data(), stop_line_size);
+  std::signal(SIGTERM, stopped_by_launcher);
+}
+
+void run(RunOptions& options, mpi::MpiSession* session) {
   check_device(options.executor.device);
-  const auto counts = parse_procs(options.graph.procs);
-  if (counts.size() != 1) throw Error("run: give one processor count in --procs");
+  const bool quiet = options.quiet || (session != nullptr && session->rank() != 0);  // rank 0 reports
   GraphConfig config = options.graph.config;
   default_hardware_for_device(options.executor, config.hardware);
-  config.processors = counts.front();
+  if (session != nullptr && options.procs_given->count() == 0) {
+    config.processors = session->ranks();  // one processor per rank unless --procs says otherwise
+  } else {
+    const auto counts = parse_procs(options.graph.procs);
+    if (counts.size() != 1) throw Error("run: give one processor count in --procs");
+    config.processors = counts.front();
+  }
+  if (session != nullptr && options.executor.device != "cpu") {
+    throw Error("--distributed runs on --device cpu only (the NCCL path of the CUDA executor is not built yet)");
+  }
+  if (session != nullptr && session->ranks() > config.processors) {
+    throw Error("--distributed: " + std::to_string(session->ranks()) + " ranks for " + std::to_string(config.processors) +
+                " processors; give each rank at least one (--procs, or fewer ranks in mpirun -np)");
+  }
   const ScheduleRequest request = make_request(config);
   check_executor_network(request.network);
   const auto data = load_data(options.executor, request.network, "train");
@@ -54,16 +97,32 @@ void run(RunOptions& options) {
   }
   const TaskGraph graph = make_graph(config);
   validate_or_throw(graph);
+  if (session != nullptr && !graph.collectives.empty()) {
+    throw Error("--distributed cannot run data parallelism (dp > 1) yet: its all-reduces are not built on MPI");
+  }
   std::unique_ptr<Dataset> test_data;
   if (options.test) test_data = load_data(options.executor, request.network, "test");
   const BatchSampler sampler = graph_sampler(*data, graph, request.network, options.executor.seed);
   TrainingOptions training = training_options(options.executor);
   training.record_memory_timeline = !options.trace_file.empty();
+  Distribution distribution;
+  if (session != nullptr) {
+    if (!(options.message_timeout_s > 0) || !std::isfinite(options.message_timeout_s)) {
+      throw Error("--message-timeout must be a positive number of seconds, got " + short_number(options.message_timeout_s));
+    }
+    distribution.transport = &session->transport();
+    distribution.message_timeout_s = options.message_timeout_s;
+    training.distribution = &distribution;
+  }
   const int report_every = std::max(1, config.minibatches / 10);
-  if (!options.quiet) {
-    std::cerr << fmt::format("training {} on {} ({} samples) under {} on {} processor(s) ({}): {} minibatches\n",
+  if (!quiet) {
+    std::cerr << fmt::format("training {} on {} ({} samples) under {} on {} processor(s) ({}{}): {} minibatches\n",
                              graph.model, data->name, data->size(), graph.schedule, graph.processor_count(),
-                             options.executor.device, config.minibatches);
+                             options.executor.device,
+                             session != nullptr ? fmt::format(", {} MPI ranks", session->ranks()) : "",
+                             config.minibatches);
+  }
+  if (!options.quiet) {  // from the rank whose processor computes the loss
     training.on_minibatch = [&](std::int32_t done) {
       if (done % report_every == 0 || done == config.minibatches) {
         std::cerr << fmt::format("  minibatch {}/{}\n", done, config.minibatches);
@@ -71,7 +130,22 @@ void run(RunOptions& options) {
     };
   }
   std::string placement;
-  const TrainingRun trained = executor_runner(options.executor, &placement)(graph, request.network, sampler, training);
+  const Runner runner = executor_runner(options.executor, &placement);
+  std::optional<TrainingRun> ran;
+  if (session == nullptr) {
+    ran = runner(graph, request.network, sampler, training);
+  } else {  // a rank's failure ends the whole job, with one line naming the rank
+    try {
+      install_stop_line(session->rank());
+      ran = runner(graph, request.network, sampler, training);
+    } catch (const std::exception& e) {
+      std::cerr << "pipetwin: rank " << session->rank() << ": error: " << e.what() << std::endl;
+      session->abort_job(1);
+    }
+    if (session->rank() != 0) return;
+    placement = fmt::format("{} MPI ranks of {}", session->ranks(), placement);
+  }
+  const TrainingRun& trained = *ran;
   cpu::Accuracy accuracy;
   if (test_data) accuracy = cpu::evaluate_accuracy(request.network, trained.final_weights, *test_data);
 
@@ -137,7 +211,28 @@ void add_run_command(CLI::App& app) {
   command->add_option("--trace", options->trace_file,
                       "write a Chrome trace (Perfetto) of the measured run, with the prediction of the same graph as "
                       "processes of their own, to compare them on one timeline");
-  command->callback([options] { run(*options); });
+  command->add_flag("--distributed", options->distributed,
+                    "run across processes: start under `mpirun -np N` (or srun); each MPI rank runs the tasks of its "
+                    "processors (contiguous blocks; --procs defaults to N), transfers between ranks are MPI messages, "
+                    "and rank 0 reports (docs/distributed.md)");
+  command->add_option("--message-timeout", options->message_timeout_s,
+                      "--distributed: seconds a task may wait for another rank's task while no message reaches its "
+                      "rank, before the job ends naming both")
+      ->capture_default_str();
+  options->procs_given = command->get_option("--procs");
+  command->callback([options] {
+    if (!options->distributed) {
+      run(*options, nullptr);
+      return;
+    }
+    mpi::MpiSession session;
+    try {
+      run(*options, &session);
+    } catch (const Error& e) {  // the same on every rank (the setup is): rank 0 says it
+      if (session.rank() == 0) throw;
+      throw QuietExit{2};
+    }
+  });
 }
 
 }  // namespace pipetwin::cli

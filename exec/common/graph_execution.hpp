@@ -30,6 +30,19 @@
 //           clone(lane, params) -> a copy of its own on the lane's processor;
 //           stash_input(const LayerStash&) -> const Tensor&; bytes(x) for every type above;
 //           move_bytes(lane, bytes, to): an all-reduce step's bytes across the lane's link
+//   ranks   pack(ByteWriter&, const T&) and unpack(ByteReader&, T&) for Tensor, Params and
+//           LayerStash: a transfer's data, or a stash, in a message to another rank (only runs
+//           across processes use them; ranks.hpp)
+//
+// Across processes (TrainingOptions::distribution, ranks.hpp), each rank runs the threads of its
+// own processors and of the links that leave them; a transfer to another rank's processor sends
+// its data, which that rank's listener thread keeps as the transfer's output; every other task
+// that a task of another rank waits for is announced by an empty message. Where a graph reads a
+// registry across processors without a transfer (LayerPipe's BA parts read their forward's stash
+// on a neighbouring processor), the forward's announcement carries the stash, and the reading
+// rank keeps a copy; weight versions that arrive by transfer are kept in the reading rank's
+// registry. Each rank frees its registries' entries after their last reader on that rank. Rank 0
+// merges every rank's events, losses and final weights into the run's TrainingRun.
 #pragma once
 #include <atomic>
 #include <algorithm>
@@ -40,9 +53,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "byte_codec.hpp"
+#include "rank_event_log.hpp"
 #include "graph_flow.hpp"
 #include "layer_time_log.hpp"
 #include "memory_tracker.hpp"
@@ -54,6 +72,14 @@
 #include "pipetwin/schedule/summary_observer.hpp"
 
 namespace pipetwin::exec {
+
+// Whether a backend can put its tensors into messages between ranks (pack / unpack).
+template <typename B, typename = void>
+struct PacksTensors : std::false_type {};
+template <typename B>
+struct PacksTensors<B, std::void_t<decltype(std::declval<const B&>().pack(std::declval<ByteWriter&>(),
+                                                                         std::declval<const typename B::Tensor&>()))>>
+    : std::true_type {};
 
 template <typename Backend>
 class GraphExecution {
@@ -73,7 +99,8 @@ class GraphExecution {
                  std::string name)
       : b_(backend), g_(graph), net_(network), options_(options), name_(std::move(name)),
         flow_(read_graph_flow(graph, static_cast<std::int32_t>(network.size()))),
-        start_(Clock::now()), summary_(graph), observers_(hub_observers(options), graph.clock_hz),
+        start_(Clock::now()), event_log_(make_event_log(graph, options)), summary_(graph),
+        observers_(hub_observers(options), graph.clock_hz),
         memory_(graph, observers_) {}
 
   TrainingRun run();
@@ -142,6 +169,32 @@ class GraphExecution {
   void move(const Task& t, Lane& lane, Payload& out);
   void finished(const Task& t);
   void fail(std::exception_ptr error);
+  template <typename Ready>
+  void await(std::unique_lock<std::mutex>& lock, std::condition_variable& wake, const Task& waiting, Ready ready);
+
+  // Across processes (ranks.hpp).
+  bool distributed() const { return options_.distribution != nullptr; }
+  std::int32_t rank_of_task(const Task& t) const;
+  bool is_local(const Task& t) const { return task_rank_[static_cast<std::size_t>(t.id)] == rank_; }
+  bool sends_away(const Task& t) const;  // a transfer to another rank's processor (its data goes along)
+  void plan_ranks();
+  bool reads_stash(const Task& t, StashKey* key) const;  // from the registry (key: which)
+  template <typename Hear>
+  void plan_stashes(Hear& hear);
+  template <typename Hear>
+  void plan_versions(Hear& hear);
+  void plan_registry_readers();
+  void announce(const Task& t);  // tells the other ranks waiting for `t` that it has ended
+  void listen();                 // this rank's messages: transfers' data and other ranks' ends
+  void mark_done(std::int32_t id);
+  void pack_payload(ByteWriter& w, const Payload& p) const;
+  std::unique_ptr<Payload> unpack_payload(const std::vector<unsigned char>& bytes) const;
+  std::int64_t now_ns() const { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); }
+  void gather_run(TrainingRun& run);
+  const Task& origin(const Task& t) const;  // a transfer's first source that is not a transfer
+  void keep_arrived(const Task& t, const RankMessage& message);
+  void drop_stash_reader(const StashKey& key, const Task& t);
+  void drop_version_reader(const Task& reader, std::int32_t stage, std::int32_t version, const Task& t);
 
   ParamsPtr weights(std::int32_t layer, std::int32_t version, const Task& reader);
   void store_weights(std::int32_t layer_key, std::int32_t version, ParamsPtr value);  // flow_.layer_key
@@ -164,9 +217,19 @@ class GraphExecution {
   std::string name_;
   GraphFlow flow_;
   Clock::time_point start_;
+  static std::unique_ptr<RankEventLog> make_event_log(const TaskGraph& graph, const TrainingOptions& options) {
+    if (options.distribution == nullptr) return nullptr;
+    const RankTransport& transport = *options.distribution->transport;
+    std::vector<bool> local;
+    const auto processors = static_cast<std::int32_t>(graph.processors.size());
+    for (std::int32_t p = 0; p < processors; ++p) local.push_back(rank_of_processor(p, processors, transport.ranks()) == transport.rank());
+    return std::make_unique<RankEventLog>(std::move(local));
+  }
+  std::unique_ptr<RankEventLog> event_log_;  // across processes: this rank's events, for rank 0
   // The run's own observers first (its Result and layer times come from them), then the caller's.
   std::vector<EngineObserver*> hub_observers(const TrainingOptions& options) {
     std::vector<EngineObserver*> all{&summary_};
+    if (event_log_) all.push_back(event_log_.get());
     if (options.record_layer_times) all.push_back(&layer_log_);
     all.insert(all.end(), options.observers.begin(), options.observers.end());
     return all;
@@ -205,6 +268,20 @@ class GraphExecution {
                                                                  // sum and the updates yet to take it
   std::vector<double> loss_sum_;
   std::vector<std::int32_t> loss_parts_;
+
+  // Across processes: set up by plan_ranks() before any thread starts.
+  std::int32_t rank_ = 0;
+  std::vector<std::int32_t> task_rank_;            // per task: the rank that runs it
+  std::vector<std::vector<std::int32_t>> notify_;  // per task of this rank: other ranks to tell it ended
+  std::int64_t messages_expected_ = 0;             // messages this rank will receive
+  std::atomic<std::int64_t> last_message_ns_{0};   // when this rank last heard from another
+  std::map<StashKey, std::int32_t> stash_readers_here_;  // this rank's readers (flow_.stash_readers'
+  std::map<std::pair<std::int32_t, std::int32_t>, std::int32_t> version_readers_here_;  // and version_readers')
+  std::map<StashKey, std::int32_t> stash_home_here_;       // a shipped stash: the processor it is kept on
+  std::vector<bool> reads_registry_;                       // per task: a transfer that reads a registry
+  std::vector<std::vector<std::int32_t>> ship_to_;         // per stash maker or update: ranks that read
+                                                           // its stash or its version without a transfer
+  std::vector<std::vector<unsigned char>> shipped_;        // per such task: that packed, until announced
 };
 
 template <typename B>
@@ -301,8 +378,17 @@ std::shared_ptr<typename GraphExecution<B>::Stash> GraphExecution<B>::run_forwar
 
 template <typename B>
 void GraphExecution<B>::keep_stash(const Task& t, std::shared_ptr<Stash> kept) {
-  const auto readers = flow_.stash_readers.find(flow_.stash_key(t));
-  kept->readers_left = readers == flow_.stash_readers.end() ? 0 : readers->second;
+  if constexpr (PacksTensors<B>::value) {
+    if (distributed() && !ship_to_[static_cast<std::size_t>(t.id)].empty()) {  // for another rank's readers
+      ByteWriter w;
+      w.value(static_cast<std::int64_t>(kept->layers.size()));
+      for (const auto& layer : kept->layers) b_.pack(w, layer);
+      shipped_[static_cast<std::size_t>(t.id)] = std::move(w.bytes());
+    }
+  }
+  const auto& readers_of = distributed() ? stash_readers_here_ : flow_.stash_readers;
+  const auto readers = readers_of.find(flow_.stash_key(t));
+  kept->readers_left = readers == readers_of.end() ? 0 : readers->second;
   if (kept->readers_left > 0) {
     std::lock_guard<std::mutex> lock(registry_mutex_);
     stashes_[flow_.stash_key(t)] = std::move(kept);
@@ -566,6 +652,14 @@ void GraphExecution<B>::update(const Task& t, Lane& lane) {
     record_layer(t, lane, l, TaskKind::U, begin);
   }
   memory_.allocate({BufferKind::weights, t.id, t.stage}, stage.processor, stage_weight_bytes(t.stage, t.version_written), t.id);
+  if constexpr (PacksTensors<B>::value) {
+    if (distributed() && !ship_to_[static_cast<std::size_t>(t.id)].empty()) {  // for another rank's readers
+      ByteWriter w;
+      w.value(static_cast<std::int64_t>(stage.last_layer - stage.first_layer + 1));
+      for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) b_.pack(w, *weights(l, t.version_written, t));
+      shipped_[static_cast<std::size_t>(t.id)] = std::move(w.bytes());
+    }
+  }
   b_.finish(lane);  // the sums are freed below
   memory_.release({BufferKind::gradient_sum, t.id, t.stage}, t.resource, accumulated_bytes, t.id);
 }
@@ -652,7 +746,16 @@ void GraphExecution<B>::execute(const Task& t, Lane& lane) {
     case TaskKind::ON:
       move(t, lane, *out);
       b_.finish(lane);
-      if (t.collective < 0) keep(t, std::move(out), link_of(t).dst);  // an all-reduce's step hands on nothing
+      if (t.collective >= 0) return;  // an all-reduce's step hands on nothing
+      if (sends_away(t)) {            // the receiving rank keeps it (listen)
+        ByteWriter message;
+        pack_payload(message, *out);
+        options_.distribution->transport->send(rank_of_processor(link_of(t).dst, static_cast<std::int32_t>(g_.processors.size()),
+                                                                 options_.distribution->transport->ranks()),
+                                               t.id, message.bytes());
+        return;
+      }
+      keep(t, std::move(out), link_of(t).dst);
       return;
     default:
       throw Error("the " + name_ + " executor cannot run " + describe_task(g_, t));
@@ -677,39 +780,59 @@ void GraphExecution<B>::finished(const Task& t) {
   for (const auto& p : released) {
     if (p) memory_.release({BufferKind::output, p->owner, -1}, p->accounted_on, p->accounted_bytes, t.id);
   }
-  if (is_link_task(t)) return;
-  if (is_backward(t.kind)) {
-    std::shared_ptr<Stash> gone;
-    {
-      std::lock_guard<std::mutex> lock(registry_mutex_);
-      const auto it = stashes_.find(flow_.stash_key(t));
-      if (it != stashes_.end() && --it->second->readers_left == 0) {
-        gone = it->second;
-        stashes_.erase(it);
+  if (is_link_task(t)) {
+    if (distributed() && reads_registry_[static_cast<std::size_t>(t.id)]) {  // counted as a reader here
+      const Task& source = task(data_dependency(t)->task);
+      if (data_dependency(t)->carries == Carries::stash) {
+        drop_stash_reader(flow_.stash_key(source), t);
+      } else {
+        drop_version_reader(source, source.stage, source.version_written, t);
       }
     }
-    if (gone) memory_.release({BufferKind::stash, gone->owner, -1}, gone->location, gone->bytes, t.id);
+    if (distributed() && (t.kind == TaskKind::OFF || t.kind == TaskKind::ON)) drop_stash_reader(flow_.stash_key(t), t);
+    return;
   }
-  if (t.stage >= 0 && t.version_read >= 0) {  // the version it read, when it was the last reader
-    const StageInfo& stage = g_.stages.at(static_cast<std::size_t>(t.stage));
-    std::int64_t freed = 0;
-    {
-      std::lock_guard<std::mutex> lock(registry_mutex_);
-      for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) {
-        const std::int32_t key = flow_.layer_key(t, l);
-        if (--readers_left_[{key, t.version_read}] == 0 && t.version_read != flow_.newest_version[static_cast<std::size_t>(l)]) {
-          const auto it = versions_.find({key, t.version_read});
-          if (it != versions_.end()) {
-            freed += b_.bytes(*it->second);
-            versions_.erase(it);
-          }
+  if (is_backward(t.kind)) drop_stash_reader(flow_.stash_key(t), t);
+  if (t.stage >= 0 && t.version_read >= 0) drop_version_reader(t, t.stage, t.version_read, t);
+}
+
+// `t` has read the stash `key`: the last reader frees it.
+template <typename B>
+void GraphExecution<B>::drop_stash_reader(const StashKey& key, const Task& t) {
+  std::shared_ptr<Stash> gone;
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex_);
+    const auto it = stashes_.find(key);
+    if (it != stashes_.end() && --it->second->readers_left == 0) {
+      gone = it->second;
+      stashes_.erase(it);
+    }
+  }
+  if (gone) memory_.release({BufferKind::stash, gone->owner, -1}, gone->location, gone->bytes, t.id);
+}
+
+// `t` has read `version` of the layers of `stage` (as `reader`, a task of that stage, numbers
+// them): the last reader frees it, unless it is the newest.
+template <typename B>
+void GraphExecution<B>::drop_version_reader(const Task& reader, std::int32_t stage_index, std::int32_t version, const Task& t) {
+  const StageInfo& stage = g_.stages.at(static_cast<std::size_t>(stage_index));
+  std::int64_t freed = 0;
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex_);
+    for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) {
+      const std::int32_t key = flow_.layer_key(reader, l);
+      if (--readers_left_[{key, version}] == 0 && version != flow_.newest_version[static_cast<std::size_t>(l)]) {
+        const auto it = versions_.find({key, version});
+        if (it != versions_.end()) {
+          freed += b_.bytes(*it->second);
+          versions_.erase(it);
         }
       }
     }
-    const auto writer = flow_.version_writer.find({t.stage, t.version_read});
-    const std::int32_t owner = writer == flow_.version_writer.end() ? -1 : writer->second;
-    memory_.release({BufferKind::weights, owner, t.stage}, stage.processor, freed, t.id);
   }
+  const auto writer = flow_.version_writer.find({stage_index, version});
+  const std::int32_t owner = writer == flow_.version_writer.end() ? -1 : writer->second;
+  memory_.release({BufferKind::weights, owner, stage_index}, stage.processor, freed, t.id);
 }
 
 // The first error stops every thread; run() rethrows it.
@@ -739,9 +862,40 @@ void GraphExecution<B>::run_task(std::int32_t id, Lane& lane) {
   execute(t, lane);
   finished(t);
   observers_.ended(id, Clock::now());
+  if (distributed()) announce(t);  // first: what it ships reaches other ranks before any later transfer
+  mark_done(id);
+}
+
+template <typename B>
+void GraphExecution<B>::mark_done(std::int32_t id) {
   std::lock_guard<std::mutex> lock(mutex_);
   done_[static_cast<std::size_t>(id)].store(true, std::memory_order_release);
   for (const auto r : wakes_[static_cast<std::size_t>(id)]) wake_[r].notify_all();
+}
+
+// Waits on `wake` until `ready()`. Across processes, when no message has reached this rank for
+// the message timeout while `waiting` still lacks another rank's task, throws naming both.
+template <typename B>
+template <typename Ready>
+void GraphExecution<B>::await(std::unique_lock<std::mutex>& lock, std::condition_variable& wake, const Task& waiting, Ready ready) {
+  if (!distributed()) {
+    wake.wait(lock, ready);
+    return;
+  }
+  const double timeout_s = options_.distribution->message_timeout_s;
+  const auto slice = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::min(1.0, timeout_s)));
+  while (!wake.wait_for(lock, slice, ready)) {
+    const double quiet_s = static_cast<double>(now_ns() - last_message_ns_.load()) * 1e-9;
+    if (quiet_s < timeout_s) continue;
+    for (const auto& d : waiting.deps) {
+      const Task& missing = task(d.task);
+      if (is_local(missing) || done_[static_cast<std::size_t>(d.task)].load()) continue;
+      throw Error("rank " + std::to_string(rank_) + ": " + describe_task(g_, waiting) + " waited " +
+                  short_number(quiet_s) + " s for " + describe_task(g_, missing) + " of rank " +
+                  std::to_string(rank_of_task(missing)) + ", and no message came (did rank " +
+                  std::to_string(rank_of_task(missing)) + " stop? --message-timeout sets the wait)");
+    }
+  }
 }
 
 // Spins (up to options_.handoff_spin_s) until `t`'s inputs are done or the run failed.
@@ -766,7 +920,7 @@ void GraphExecution<B>::worker(const std::vector<std::int32_t>& order, Lane& lan
       spin_until_ready(task(id));
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_[resource_of(task(id))].wait(lock, [&] { return failed_ || ready(task(id)); });
+        await(lock, wake_[resource_of(task(id))], task(id), [&] { return failed_ || ready(task(id)); });
         if (failed_) return;
       }
       run_task(id, lane);
@@ -787,7 +941,9 @@ void GraphExecution<B>::shared_link_worker(const std::vector<std::int32_t>& task
       {
         std::unique_lock<std::mutex> lock(mutex_);
         bool all_taken = false;
-        wake_[resource_of(task(tasks.front()))].wait(lock, [&] {
+        // (while waiting, the link's first untaken task stands for all in the message timeout)
+        const auto untaken = std::find_if(tasks.begin(), tasks.end(), [&](std::int32_t c) { return !claimed_[static_cast<std::size_t>(c)]; });
+        await(lock, wake_[resource_of(task(tasks.front()))], task(untaken == tasks.end() ? tasks.front() : *untaken), [&] {
           if (failed_) return true;
           all_taken = true;
           for (const auto candidate : tasks) {
@@ -812,6 +968,404 @@ void GraphExecution<B>::shared_link_worker(const std::vector<std::int32_t>& task
   }
 }
 
+// A processor's tasks run on its rank; a link's on the rank of its processor end (the sender's,
+// between two processors).
+template <typename B>
+std::int32_t GraphExecution<B>::rank_of_task(const Task& t) const {
+  const auto processors = static_cast<std::int32_t>(g_.processors.size());
+  const std::int32_t ranks = options_.distribution->transport->ranks();
+  if (t.placement == Placement::processor) return rank_of_processor(t.resource, processors, ranks);
+  const LinkInfo& link = link_of(t);
+  return rank_of_processor(link.src != kHost ? link.src : link.dst, processors, ranks);
+}
+
+template <typename B>
+bool GraphExecution<B>::sends_away(const Task& t) const {
+  if (!distributed() || !is_link_task(t) || t.kind != TaskKind::X || t.collective >= 0) return false;
+  const LinkInfo& link = link_of(t);
+  return link.dst != kHost && rank_of_processor(link.dst, static_cast<std::int32_t>(g_.processors.size()),
+                                                options_.distribution->transport->ranks()) != rank_of_task(t);
+}
+
+// Which rank runs each task, which other ranks each of this rank's tasks must tell, and how many
+// messages this rank will receive. Refuses graphs whose data would cross ranks other than by a
+// transfer to the reading task's processor or by a shipped stash (all-reduces of data
+// parallelism are not built here).
+template <typename B>
+void GraphExecution<B>::plan_ranks() {
+  const RankTransport& transport = *options_.distribution->transport;
+  rank_ = transport.rank();
+  const auto processors = static_cast<std::int32_t>(g_.processors.size());
+  if (transport.ranks() > processors) {
+    throw Error("a run across processes needs at least one processor per rank: " + std::to_string(transport.ranks()) +
+                " ranks, but the graph has " + std::to_string(processors) + " processors");
+  }
+  if (!g_.collectives.empty()) {
+    throw Error("a run across processes cannot run all-reduces yet (data parallelism, dp > 1): run it in one process");
+  }
+  if (!(options_.distribution->message_timeout_s > 0)) throw Error("the message timeout must be positive");
+  if (!PacksTensors<B>::value) throw Error("the " + name_ + " executor cannot run across processes yet");
+  const auto n = g_.tasks.size();
+  task_rank_.resize(n);
+  for (const auto& t : g_.tasks) task_rank_[static_cast<std::size_t>(t.id)] = rank_of_task(t);
+  notify_.assign(n, {});
+  ship_to_.assign(n, {});
+  shipped_.assign(n, {});
+  reads_registry_.assign(n, false);
+  std::set<std::pair<std::int32_t, std::int32_t>> heard;  // (task, rank): the task's end reaches that rank
+  const auto hear = [&](std::int32_t source, std::int32_t to) {
+    const std::int32_t from = task_rank_[static_cast<std::size_t>(source)];
+    if (from == to || !heard.insert({source, to}).second) return;
+    if (to == rank_) ++messages_expected_;
+    if (from == rank_) notify_[static_cast<std::size_t>(source)].push_back(to);
+  };
+  plan_stashes(hear);
+  plan_versions(hear);
+  plan_registry_readers();
+  for (const auto& t : g_.tasks) {
+    const std::int32_t to = task_rank_[static_cast<std::size_t>(t.id)];
+    for (const auto& d : t.deps) {
+      const Task& source = task(d.task);
+      const std::int32_t from = task_rank_[static_cast<std::size_t>(d.task)];
+      if (from == to) continue;
+      // What crosses ranks: a transfer's data, to the rank of its receiving processor; a stash,
+      // which its maker ships to every rank that reads it (plan_stashes); or the end of a task.
+      const bool carried = sends_away(source) && to == rank_of_processor(link_of(source).dst, processors, transport.ranks());
+      if (d.carries != Carries::order && d.carries != Carries::stash && !carried) {
+        throw Error("a run across processes cannot run " + describe_task(g_, t) + " on rank " + std::to_string(to) +
+                    ": it reads the " + to_string(d.carries) + " of " + describe_task(g_, source) + " on rank " +
+                    std::to_string(from) + " without a transfer to its processor");
+      }
+      hear(d.task, to);
+    }
+    if (sends_away(t)) hear(t.id, rank_of_processor(link_of(t).dst, processors, transport.ranks()));  // its data
+  }
+}
+
+// The stash a task reads from the registry, when it reads one: a backward's own; an offload's or
+// reload's (move() reads stash(t)); a transfer's that copies a forward's stashed input.
+template <typename B>
+bool GraphExecution<B>::reads_stash(const Task& t, StashKey* key) const {
+  if (!is_link_task(t)) {
+    if (!is_backward(t.kind)) return false;
+    *key = flow_.stash_key(t);
+    return true;
+  }
+  if (t.kind == TaskKind::OFF || t.kind == TaskKind::ON) {
+    *key = flow_.stash_key(t);
+    return true;
+  }
+  const Dep* moved = data_dependency(t);
+  if (moved == nullptr || moved->carries != Carries::stash || t.collective >= 0 || reads_output(task(moved->task), t, *moved)) return false;
+  *key = flow_.stash_key(task(moved->task));
+  return true;
+}
+
+// A stash read on another rank than its maker's (the forward, or its recomputation) is shipped
+// with the maker's announcement; announcements precede the maker's dependents (run_task), so it
+// arrives before any transfer that follows the maker. A recomputation must run on its forward's rank.
+template <typename B>
+template <typename Hear>
+void GraphExecution<B>::plan_stashes(Hear& hear) {
+  std::map<StashKey, std::int32_t> maker;
+  std::map<StashKey, std::int32_t> forward;
+  for (const auto& t : g_.tasks) {
+    if (is_link_task(t)) continue;
+    if (t.kind == TaskKind::F) forward[flow_.stash_key(t)] = t.id;
+    if ((t.kind == TaskKind::F && !flow_.recomputed[static_cast<std::size_t>(t.id)]) || t.kind == TaskKind::RC) {
+      maker[flow_.stash_key(t)] = t.id;
+    }
+  }
+  for (const auto& t : g_.tasks) {
+    const std::int32_t to = task_rank_[static_cast<std::size_t>(t.id)];
+    if (t.kind == TaskKind::RC) {
+      const auto f = forward.find(flow_.stash_key(t));
+      if (f != forward.end() && task_rank_[static_cast<std::size_t>(f->second)] != to) {
+        throw Error("a run across processes cannot run " + describe_task(g_, t) + " on rank " + std::to_string(to) +
+                    ": it recomputes from the input kept by " + describe_task(g_, task(f->second)) + " on rank " +
+                    std::to_string(task_rank_[static_cast<std::size_t>(f->second)]));
+      }
+    }
+    StashKey key;
+    if (!reads_stash(t, &key)) continue;
+    const auto m = maker.find(key);
+    if (m == maker.end() || task_rank_[static_cast<std::size_t>(m->second)] == to) continue;
+    auto& ranks = ship_to_[static_cast<std::size_t>(m->second)];
+    if (std::find(ranks.begin(), ranks.end(), to) == ranks.end()) ranks.push_back(to);
+    hear(m->second, to);
+    if (to != rank_) continue;
+    // Kept where this rank's first reader takes it from: host memory for a reload, else the reader's processor.
+    const std::int32_t home = is_link_task(t) ? link_of(t).src : t.resource;
+    auto [at, added] = stash_home_here_.emplace(key, home);
+    if (!added && is_link_task(t)) at->second = home;
+  }
+}
+
+// A weight version read on another rank than its update's, by a task of the stage that no
+// transfer brings it to (LayerPipe's BW near its layer's home), is shipped with the update's
+// announcement, which precedes everything that follows the update (run_task). (That rank's copy
+// is not accounted: the graph declares none.)
+template <typename B>
+template <typename Hear>
+void GraphExecution<B>::plan_versions(Hear& hear) {
+  for (const auto& t : g_.tasks) {
+    if (is_link_task(t) || t.stage < 0 || t.version_read < 0) continue;
+    const auto writer = flow_.version_writer.find({t.stage, t.version_read});
+    if (writer == flow_.version_writer.end()) continue;  // the initial weights: every rank has them
+    const std::int32_t to = task_rank_[static_cast<std::size_t>(t.id)];
+    if (task_rank_[static_cast<std::size_t>(writer->second)] == to) continue;
+    auto& ranks = ship_to_[static_cast<std::size_t>(writer->second)];
+    if (std::find(ranks.begin(), ranks.end(), to) == ranks.end()) ranks.push_back(to);
+    hear(writer->second, to);
+  }
+}
+
+// This rank's readers of each stash and weight version: its backwards and its stages' tasks, and
+// its transfers that copy a stash or a version out of the registry (each frees after its last
+// reader here).
+template <typename B>
+void GraphExecution<B>::plan_registry_readers() {
+  for (const auto& t : g_.tasks) {
+    if (task_rank_[static_cast<std::size_t>(t.id)] != rank_) continue;
+    StashKey key;
+    if (reads_stash(t, &key)) {
+      ++stash_readers_here_[key];
+      if (is_link_task(t) && t.kind == TaskKind::X) reads_registry_[static_cast<std::size_t>(t.id)] = true;
+    }
+    if (!is_link_task(t)) {
+      if (t.stage >= 0 && t.version_read >= 0) {
+        const StageInfo& stage = g_.stages.at(static_cast<std::size_t>(t.stage));
+        for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) ++version_readers_here_[{flow_.layer_key(t, l), t.version_read}];
+      }
+      continue;
+    }
+    const Dep* moved = data_dependency(t);
+    if (moved == nullptr || moved->carries != Carries::weights || t.collective >= 0 || reads_output(task(moved->task), t, *moved)) continue;
+    const Task& source = task(moved->task);
+    if (source.stage < 0) continue;
+    const StageInfo& stage = g_.stages.at(static_cast<std::size_t>(source.stage));
+    for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) ++version_readers_here_[{flow_.layer_key(source, l), source.version_written}];
+    reads_registry_[static_cast<std::size_t>(t.id)] = true;
+  }
+}
+
+// The other ranks waiting for `t`: a transfer's receiver has its data already (sends_away).
+template <typename B>
+void GraphExecution<B>::announce(const Task& t) {
+  const std::int32_t receiver = sends_away(t) ? rank_of_processor(link_of(t).dst, static_cast<std::int32_t>(g_.processors.size()),
+                                                                  options_.distribution->transport->ranks())
+                                              : -1;
+  static const std::vector<unsigned char> ended;
+  const auto& ship_to = ship_to_[static_cast<std::size_t>(t.id)];
+  for (const auto r : notify_[static_cast<std::size_t>(t.id)]) {
+    if (r == receiver) continue;
+    const bool shipping = std::find(ship_to.begin(), ship_to.end(), r) != ship_to.end();
+    options_.distribution->transport->send(r, t.id, shipping ? shipped_[static_cast<std::size_t>(t.id)] : ended);
+  }
+  shipped_[static_cast<std::size_t>(t.id)] = {};
+}
+
+template <typename B>
+const Task& GraphExecution<B>::origin(const Task& t) const {
+  const Task* at = &t;
+  while (is_link_task(*at)) {
+    const Dep* moved = data_dependency(*at);
+    if (moved == nullptr) break;
+    at = &task(moved->task);
+  }
+  return *at;
+}
+
+// What a message from another rank brings: a transfer's data (kept as its output; weight versions
+// also in this rank's registry), or a forward's stash (kept for this rank's backwards).
+template <typename B>
+void GraphExecution<B>::keep_arrived(const Task& t, const RankMessage& message) {
+  if (sends_away(t)) {
+    std::unique_ptr<Payload> out = unpack_payload(message.bytes);
+    const Task& source = origin(t);
+    if (!out->weights.empty() && source.stage >= 0) {
+      const StageInfo& stage = g_.stages.at(static_cast<std::size_t>(source.stage));
+      std::lock_guard<std::mutex> lock(registry_mutex_);
+      for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) {
+        versions_.emplace(std::make_pair(flow_.layer_key(source, l), source.version_written),
+                          out->weights.at(static_cast<std::size_t>(l - stage.first_layer)));
+      }
+    }
+    keep(t, std::move(out), link_of(t).dst);
+    return;
+  }
+  if (message.bytes.empty()) return;
+  if constexpr (PacksTensors<B>::value) {
+    ByteReader r(message.bytes);
+    if (t.kind == TaskKind::U) {  // the version it wrote, for this rank's readers
+      const StageInfo& stage = g_.stages.at(static_cast<std::size_t>(t.stage));
+      if (r.count<char>() != stage.last_layer - stage.first_layer + 1) throw Error("a message between ranks is malformed: a version's layers");
+      std::lock_guard<std::mutex> lock(registry_mutex_);
+      for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) {
+        Params w;
+        b_.unpack(r, w);
+        versions_.emplace(std::make_pair(flow_.layer_key(t, l), t.version_written), std::make_shared<const Params>(std::move(w)));
+      }
+      return;
+    }
+    auto kept = std::make_shared<Stash>();
+    kept->layers.resize(static_cast<std::size_t>(r.count<char>()));
+    for (auto& layer : kept->layers) b_.unpack(r, layer);
+    const StashKey key = flow_.stash_key(t);
+    const auto home = stash_home_here_.find(key);
+    const auto readers = stash_readers_here_.find(key);
+    if (home == stash_home_here_.end() || readers == stash_readers_here_.end()) {
+      throw Error("rank " + std::to_string(rank_) + ": the stash of " + describe_task(g_, t) + " arrived, but no task here reads it");
+    }
+    kept->owner = t.id;
+    kept->location = home->second;
+    kept->bytes = stash_bytes(kept->layers);
+    kept->readers_left = readers->second;
+    memory_.allocate({BufferKind::stash, t.id, -1}, kept->location, kept->bytes, t.id);
+    std::lock_guard<std::mutex> lock(registry_mutex_);
+    stashes_[key] = std::move(kept);
+  }
+}
+
+// This rank's listener: keeps each arriving transfer's data as that transfer's output, and marks
+// each announced task done, until every expected message has come or the run failed.
+template <typename B>
+void GraphExecution<B>::listen() {
+  try {
+    RankMessage message;
+    for (std::int64_t heard = 0; heard < messages_expected_ && !failed_;) {
+      if (!options_.distribution->transport->receive(message, 0.05)) continue;
+      ++heard;
+      last_message_ns_ = now_ns();
+      if (message.task < 0 || message.task >= static_cast<std::int32_t>(g_.tasks.size())) {
+        throw Error("rank " + std::to_string(rank_) + ": a message from rank " + std::to_string(message.from_rank) +
+                    " names task " + std::to_string(message.task) + ", which the graph does not have (do all ranks build the same graph?)");
+      }
+      const Task& t = task(message.task);
+      keep_arrived(t, message);
+      mark_done(t.id);
+    }
+  } catch (...) {
+    fail(std::current_exception());
+  }
+}
+
+// A transfer's output as bytes: each field's count, then its tensors (the backend packs each).
+template <typename B>
+void GraphExecution<B>::pack_payload(ByteWriter& w, const Payload& p) const {
+  if constexpr (!PacksTensors<B>::value) {
+    static_cast<void>(w), static_cast<void>(p);
+    throw Error("the " + name_ + " executor cannot run across processes yet");
+  } else {
+  b_.pack(w, p.activation.main);
+  b_.pack(w, p.activation.shortcut);
+  b_.pack(w, p.input_gradient.main);
+  b_.pack(w, p.input_gradient.shortcut);
+  w.value(static_cast<std::int64_t>(p.input_gradient.first_sample));
+  w.value(static_cast<std::int64_t>(p.output_gradients.size()));
+  for (const auto& g : p.output_gradients) {
+    b_.pack(w, g.main);
+    b_.pack(w, g.shortcut);
+    w.value(static_cast<std::int64_t>(g.first_sample));
+  }
+  w.value(static_cast<std::int64_t>(p.weights.size()));
+  for (const auto& x : p.weights) b_.pack(w, *x);
+  w.value(static_cast<std::int64_t>(p.weight_gradients.size()));
+  for (const auto& g : p.weight_gradients) b_.pack(w, g);
+  b_.pack(w, p.stash_input);
+  }
+}
+
+template <typename B>
+std::unique_ptr<typename GraphExecution<B>::Payload> GraphExecution<B>::unpack_payload(const std::vector<unsigned char>& bytes) const {
+  auto p = std::make_unique<Payload>();
+  if constexpr (!PacksTensors<B>::value) {
+    static_cast<void>(bytes);
+    throw Error("the " + name_ + " executor cannot run across processes yet");
+  } else {
+  ByteReader r(bytes);
+  const auto count = [&r] {
+    const auto k = r.value<std::int64_t>();
+    if (k < 0 || k > (std::int64_t{1} << 24)) throw Error("a message between ranks is malformed: a list of " + std::to_string(k));
+    return static_cast<std::size_t>(k);
+  };
+  b_.unpack(r, p->activation.main);
+  b_.unpack(r, p->activation.shortcut);
+  b_.unpack(r, p->input_gradient.main);
+  b_.unpack(r, p->input_gradient.shortcut);
+  p->input_gradient.first_sample = r.value<std::int64_t>();
+  p->output_gradients.resize(count());
+  for (auto& g : p->output_gradients) {
+    b_.unpack(r, g.main);
+    b_.unpack(r, g.shortcut);
+    g.first_sample = r.value<std::int64_t>();
+  }
+  p->weights.resize(count());
+  for (auto& x : p->weights) {
+    Params w;
+    b_.unpack(r, w);
+    x = std::make_shared<const Params>(std::move(w));
+  }
+  p->weight_gradients.resize(count());
+  for (auto& g : p->weight_gradients) b_.unpack(r, g);
+  b_.unpack(r, p->stash_input);
+  if (!r.done()) throw Error("a message between ranks is malformed: bytes left over");
+  }
+  return p;
+}
+
+// Rank 0 gathers every rank's events, loss sums and the newest weights of its layers, and makes
+// the run's TrainingRun from them as from one process's; the other ranks' runs hold no result.
+template <typename B>
+void GraphExecution<B>::gather_run(TrainingRun& run) {
+  RankTransport& transport = *options_.distribution->transport;
+  const auto processors = static_cast<std::int32_t>(g_.processors.size());
+  ByteWriter mine;
+  event_log_->pack(mine);
+  mine.values(loss_sum_.data(), static_cast<std::int64_t>(loss_sum_.size()));
+  std::vector<std::int32_t> own_layers;  // the layers whose stage runs here
+  for (std::size_t l = 0; l < net_.size(); ++l) {
+    const std::int32_t home = g_.stages[static_cast<std::size_t>(stage_of_layer_[l])].processor;
+    if (rank_of_processor(home, processors, transport.ranks()) == rank_) own_layers.push_back(static_cast<std::int32_t>(l));
+  }
+  mine.values(own_layers.data(), static_cast<std::int64_t>(own_layers.size()));
+  for (const auto l : own_layers) {
+    const HostWeights w = b_.download(*weights(l, flow_.newest_version[static_cast<std::size_t>(l)], g_.tasks.front()));
+    mine.values(w.data(), w.size());
+  }
+  const auto all = transport.gather(mine.bytes());
+  run.layer_times = layer_log_.take();
+  if (rank_ != 0) return;
+  std::vector<std::unique_ptr<ByteReader>> readers;
+  std::vector<ByteReader*> logs;
+  for (const auto& bytes : all) {
+    readers.push_back(std::make_unique<ByteReader>(bytes));
+    logs.push_back(readers.back().get());
+  }
+  SummaryObserver merged(g_);
+  std::vector<EngineObserver*> told{&merged};
+  RankEventLog::replay(logs, told);
+  run.result = merged.result(name_, options_.record_memory_timeline);
+  run.result.out_of_memory.clear();
+  std::vector<double> loss(loss_sum_.size(), 0.0);
+  run.final_weights.assign(net_.size(), HostWeights());
+  for (auto* r : logs) {
+    std::vector<double> part(static_cast<std::size_t>(r->count<double>()));
+    if (part.size() != loss.size()) throw Error("a message between ranks is malformed: loss sums of another length");
+    r->values(part.data(), static_cast<std::int64_t>(part.size()));
+    for (std::size_t k = 0; k < loss.size(); ++k) loss[k] += part[k];  // one rank has the loss layer; the others add 0
+    std::vector<std::int32_t> layers(static_cast<std::size_t>(r->count<std::int32_t>()));
+    r->values(layers.data(), static_cast<std::int64_t>(layers.size()));
+    for (const auto l : layers) {
+      if (l < 0 || l >= static_cast<std::int32_t>(net_.size())) throw Error("a message between ranks is malformed: layer " + std::to_string(l));
+      HostWeights w(r->count<float>());
+      r->values(w.data(), w.size());
+      run.final_weights[static_cast<std::size_t>(l)] = std::move(w);
+    }
+  }
+  for (const double sum : loss) run.minibatch_loss.push_back(sum / static_cast<double>(net_.batch * flow_.replicas));
+}
+
 template <typename B>
 TrainingRun GraphExecution<B>::run() {
   // The schedule's own memory declaration must fit before anything runs.
@@ -830,6 +1384,7 @@ TrainingRun GraphExecution<B>::run() {
   for (std::size_t l = 0; l < net_.size(); ++l) {
     if (stage_of_layer_[l] < 0) throw Error("graph: layer " + std::to_string(l) + " belongs to no stage");
   }
+  if (distributed()) plan_ranks();
   done_ = std::make_unique<std::atomic<bool>[]>(n);
   for (std::size_t i = 0; i < n; ++i) done_[i].store(false, std::memory_order_relaxed);
   claimed_.assign(n, 0);
@@ -844,7 +1399,7 @@ TrainingRun GraphExecution<B>::run() {
   payloads_.resize(n);
   dependents_left_.resize(n);
   for (std::size_t i = 0; i < n; ++i) dependents_left_[i] = flow_.output_readers[i];
-  readers_left_ = flow_.version_readers;
+  readers_left_ = distributed() ? version_readers_here_ : flow_.version_readers;
   loss_sum_.assign(static_cast<std::size_t>(g_.minibatches), 0.0);
   loss_parts_.assign(static_cast<std::size_t>(g_.minibatches), 0);
   TrainingRun run;
@@ -865,17 +1420,22 @@ TrainingRun GraphExecution<B>::run() {
     memory_.allocate({BufferKind::weights, -1, stage}, g_.stages[s].processor, stage_weight_bytes(stage, 0), -1);
   }
 
+  if (distributed()) options_.distribution->transport->barrier();  // every rank's clock starts here
   start_ = Clock::now();
+  last_message_ns_ = now_ns();
   observers_.restart(start_);
   std::vector<std::thread> threads;
   const auto by_processor = tasks_by_processor(g_);
   const auto by_link = tasks_by_link(g_);
+  const auto runs_here = [&](const std::vector<std::int32_t>& tasks) { return !distributed() || is_local(task(tasks.front())); };
+  if (messages_expected_ > 0) threads.emplace_back([this] { listen(); });
   for (std::size_t p = 0; p < by_processor.size(); ++p) {
+    if (!by_processor[p].empty() && !runs_here(by_processor[p])) continue;
     Lane& lane = b_.processor_lane(static_cast<std::int32_t>(p));
     threads.emplace_back([this, &by_processor, p, &lane] { worker(by_processor[p], lane); });
   }
   for (std::size_t k = 0; k < by_link.size(); ++k) {
-    if (by_link[k].empty()) continue;
+    if (by_link[k].empty() || !runs_here(by_link[k])) continue;
     Lane& lane = b_.link_lane(static_cast<std::int32_t>(k));
     if (g_.links[k].policy == LinkPolicy::in_order) {
       threads.emplace_back([this, &by_link, k, &lane] { worker(by_link[k], lane); });
@@ -889,6 +1449,10 @@ TrainingRun GraphExecution<B>::run() {
   }
   for (auto& thread : threads) thread.join();
   if (error_) std::rethrow_exception(error_);
+  if (distributed()) {
+    gather_run(run);
+    return run;
+  }
 
   run.result = summary_.result(name_, options_.record_memory_timeline);
   run.result.out_of_memory.clear();  // the tracker throws instead

@@ -90,6 +90,41 @@ class CpuBackend {
     static_cast<void>(sink);
   }
   static const Tensor& stash_input(const LayerStash& s) { return s.input; }
+  // A tensor in a message to another rank: rows, columns, then its floats (column-major).
+  static void pack(exec::ByteWriter& w, const Matrix& m) {
+    w.value(static_cast<std::int64_t>(m.rows()));
+    w.values(m.data(), m.size());
+  }
+  static void unpack(exec::ByteReader& r, Matrix& m) {
+    const auto rows = r.value<std::int64_t>();
+    const auto count = r.count<float>();
+    if (rows < 0 || (rows == 0 ? count != 0 : count % rows != 0)) throw Error("a message between ranks is malformed: a tensor's shape");
+    m.resize(rows, rows == 0 ? 0 : count / rows);
+    r.values(m.data(), count);
+  }
+  static void pack(exec::ByteWriter& w, const Vector& v) { w.values(v.data(), v.size()); }
+  static void unpack(exec::ByteReader& r, Vector& v) {
+    v.resize(r.count<float>());
+    r.values(v.data(), v.size());
+  }
+  // A forward's stash of one layer, for a backward on another rank's processor.
+  static void pack(exec::ByteWriter& w, const LayerStash& s) {
+    pack(w, s.input);
+    pack(w, s.activation);
+    pack(w, s.batch_norm.normalized);
+    pack(w, s.batch_norm.inv_std);
+    w.values(s.argmax.data(), static_cast<std::int64_t>(s.argmax.size()));
+    pack(w, s.loss_gradient);
+  }
+  static void unpack(exec::ByteReader& r, LayerStash& s) {
+    unpack(r, s.input);
+    unpack(r, s.activation);
+    unpack(r, s.batch_norm.normalized);
+    unpack(r, s.batch_norm.inv_std);
+    s.argmax.resize(static_cast<std::size_t>(r.count<std::int32_t>()));
+    r.values(s.argmax.data(), static_cast<std::int64_t>(s.argmax.size()));
+    unpack(r, s.loss_gradient);
+  }
   template <typename T>
   static std::int64_t bytes(const T& x) { return bytes_of(x); }
 

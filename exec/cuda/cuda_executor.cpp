@@ -210,6 +210,10 @@ TrainingRun run_cuda(const TaskGraph& graph, const Network& network, const Batch
                   "(--device cpu) or is predicted (simulate, evaluate)");
     }
   }
+  if (training.distribution != nullptr) {
+    throw Error("the CUDA executor does not run across processes yet (NCCL is not built): --distributed runs on "
+                "--device cpu");
+  }
   check_training_options(training);
   CudaBackend backend(graph, network, data, options);
   if (placement != nullptr) *placement = backend.description();

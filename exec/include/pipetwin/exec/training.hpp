@@ -10,6 +10,7 @@
 #include <Eigen/Core>
 
 #include "pipetwin/exec/dataset.hpp"
+#include "pipetwin/exec/ranks.hpp"
 #include "pipetwin/models/network.hpp"
 #include "pipetwin/schedule/engine.hpp"
 #include "pipetwin/schedule/result.hpp"
@@ -33,6 +34,10 @@ struct TrainingOptions {
   std::function<void(std::int32_t)> on_minibatch;
   // Told every task's start and end and every allocation and free, as they happen.
   std::vector<EngineObserver*> observers;
+  // Across processes (ranks.hpp): this process runs its rank's processors only, and rank 0's
+  // TrainingRun holds the whole run's result, losses and weights (the other ranks' hold none).
+  // Null: one process runs every processor.
+  const Distribution* distribution = nullptr;
 };
 
 // One layer's part of one task: F, BA or BW work of that layer, or its share of an update.

@@ -1,0 +1,48 @@
+// A run across processes (docs/distributed.md): which rank runs each processor, and the messages
+// ranks exchange. The executor core knows only this interface; exec/mpi/ implements it on MPI.
+// Every rank builds the same graph and runs the tasks of its own processors; a transfer between
+// processors of two ranks runs on the sender's rank and arrives as one message carrying its data;
+// a task that waits for a task of another rank is told by a message that it has ended.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace pipetwin {
+
+struct RankMessage {
+  std::int32_t from_rank = 0;
+  std::int32_t task = 0;             // the task that ended (and made the bytes, when any)
+  std::vector<unsigned char> bytes;  // a transfer's data; empty for "it has ended"
+};
+
+class RankTransport {
+ public:
+  virtual ~RankTransport() = default;
+  virtual std::int32_t rank() const = 0;
+  virtual std::int32_t ranks() const = 0;
+  // Sends `bytes` about `task` to `to_rank`; returns once the bytes may be reused. Any thread.
+  virtual void send(std::int32_t to_rank, std::int32_t task, const std::vector<unsigned char>& bytes) = 0;
+  // The next message sent to this rank, waiting up to `wait_s`; false when none came. One thread.
+  virtual bool receive(RankMessage& message, double wait_s) = 0;
+  // Every rank's `bytes` at rank 0, in rank order (empty on the others). Every rank calls it.
+  virtual std::vector<std::vector<unsigned char>> gather(const std::vector<unsigned char>& bytes) = 0;
+  // Returns once every rank has called it. Each rank's clock starts at its return, which aligns
+  // the ranks' task times to within the barrier's skew.
+  virtual void barrier() = 0;
+};
+
+// What TrainingOptions::distribution points at.
+struct Distribution {
+  RankTransport* transport = nullptr;
+  // A task that waits this long for another rank's task, while no message at all reaches its
+  // rank, fails naming both tasks and ranks (the other rank died, or a message was lost).
+  double message_timeout_s = 60;
+};
+
+// The rank of processor `processor` of `processors` on `ranks` ranks: contiguous blocks
+// (processor x ranks / processors), so ranks = processors gives one processor each.
+inline std::int32_t rank_of_processor(std::int32_t processor, std::int32_t processors, std::int32_t ranks) {
+  return static_cast<std::int32_t>(static_cast<std::int64_t>(processor) * ranks / processors);
+}
+
+}  // namespace pipetwin

@@ -1,0 +1,135 @@
+// The RankTransport on MPI_COMM_WORLD: a message is one MPI_Send of bytes tagged with its task
+// (MPI_THREAD_MULTIPLE: every worker thread sends; the rank's listener receives), polled with
+// MPI_Iprobe so that a waiting listener sleeps instead of spinning on a shared core.
+#include "pipetwin/exec/mpi/mpi_ranks.hpp"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <thread>
+
+#include "pipetwin/models/error.hpp"
+
+namespace pipetwin::mpi {
+namespace {
+
+void check(int code, const char* call) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  throw Error(std::string(call) + " failed: " + std::string(text, static_cast<std::size_t>(length)));
+}
+
+int byte_count(std::size_t bytes) {
+  if (bytes > static_cast<std::size_t>(INT_MAX)) {
+    throw Error("a message between ranks of " + std::to_string(bytes) + " bytes is larger than one MPI message (2 GiB)");
+  }
+  return static_cast<int>(bytes);
+}
+
+class MpiTransport final : public RankTransport {
+ public:
+  MpiTransport(std::int32_t rank, std::int32_t ranks) : rank_(rank), ranks_(ranks) {
+    int* upper = nullptr;
+    int found = 0;
+    check(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &upper, &found), "MPI_Comm_get_attr(MPI_TAG_UB)");
+    tag_limit_ = found != 0 && upper != nullptr ? *upper : 32767;  // the least the standard allows
+  }
+  std::int32_t rank() const override { return rank_; }
+  std::int32_t ranks() const override { return ranks_; }
+
+  void send(std::int32_t to_rank, std::int32_t task, const std::vector<unsigned char>& bytes) override {
+    if (task < 0 || task > tag_limit_) {
+      throw Error("task " + std::to_string(task) + " is beyond this MPI's largest message tag (" + std::to_string(tag_limit_) + ")");
+    }
+    check(MPI_Send(bytes.data(), byte_count(bytes.size()), MPI_BYTE, to_rank, task, MPI_COMM_WORLD), "MPI_Send");
+  }
+
+  bool receive(RankMessage& message, double wait_s) override {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                               std::chrono::duration<double>(wait_s));
+    for (int polls = 0;; ++polls) {
+      int ready = 0;
+      MPI_Status status;
+      check(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &ready, &status), "MPI_Iprobe");
+      if (ready != 0) {
+        int count = 0;
+        check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
+        message.from_rank = status.MPI_SOURCE;
+        message.task = status.MPI_TAG;
+        message.bytes.resize(static_cast<std::size_t>(count));
+        check(MPI_Recv(message.bytes.data(), count, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, MPI_COMM_WORLD,
+                       MPI_STATUS_IGNORE),
+              "MPI_Recv");
+        return true;
+      }
+      if (std::chrono::steady_clock::now() >= until) return false;
+      // A few quick polls for a message about to come, then short sleeps (ranks may share cores).
+      if (polls >= 64) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+
+  std::vector<std::vector<unsigned char>> gather(const std::vector<unsigned char>& bytes) override {
+    int mine = byte_count(bytes.size());
+    std::vector<int> sizes(static_cast<std::size_t>(rank_ == 0 ? ranks_ : 0));
+    check(MPI_Gather(&mine, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Gather");
+    std::vector<int> offsets(sizes.size());
+    std::size_t total = 0;
+    for (std::size_t r = 0; r < sizes.size(); ++r) {
+      offsets[r] = byte_count(total);
+      total += static_cast<std::size_t>(sizes[r]);
+    }
+    std::vector<unsigned char> all(std::max<std::size_t>(total, 1));
+    check(MPI_Gatherv(bytes.data(), mine, MPI_BYTE, all.data(), sizes.data(), offsets.data(), MPI_BYTE, 0, MPI_COMM_WORLD),
+          "MPI_Gatherv");
+    std::vector<std::vector<unsigned char>> out;
+    for (std::size_t r = 0; r < sizes.size(); ++r) {
+      out.emplace_back(all.begin() + offsets[r], all.begin() + offsets[r] + sizes[r]);
+    }
+    return out;
+  }
+
+  void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+
+ private:
+  std::int32_t rank_;
+  std::int32_t ranks_;
+  int tag_limit_ = 32767;
+};
+
+}  // namespace
+
+bool available() { return true; }
+
+MpiSession::MpiSession() {
+  int initialised = 0;
+  check(MPI_Initialized(&initialised), "MPI_Initialized");
+  if (initialised != 0) throw Error("MPI is already initialised in this process (one MpiSession per process)");
+  int provided = 0;
+  check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+  if (provided < MPI_THREAD_MULTIPLE) {
+    MPI_Finalize();
+    throw Error("this MPI library cannot be called from several threads at once (MPI_THREAD_MULTIPLE), which the executor needs");
+  }
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  rank_ = rank;
+  ranks_ = ranks;
+  transport_ = std::make_unique<MpiTransport>(rank_, ranks_);
+}
+
+MpiSession::~MpiSession() {
+  transport_.reset();
+  MPI_Finalize();
+}
+
+void MpiSession::abort_job(int exit_code) {
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::_Exit(exit_code);  // MPI_Abort does not return; should it, the process ends all the same
+}
+
+}  // namespace pipetwin::mpi
