@@ -23,6 +23,8 @@
 #include "pipetwin/sim/engines.hpp"
 #include "table.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace pipetwin::cli {
 namespace {
 
@@ -35,14 +37,16 @@ struct RunOptions {
   bool json = false;
   bool quiet = false;
   std::string trace_file;
+  std::string weights_file;
   bool distributed = false;
   double message_timeout_s = 60;
   const CLI::Option* procs_given = nullptr;
 };
 
-// The line a rank writes when the MPI launcher ends it (another rank failed or was killed). A
-// signal handler may only write what was made before, so the line is made when the run starts:
-// the one process-wide buffer this program keeps, written once before the handler is installed.
+// The line rank 0 writes when the MPI launcher ends it (another rank failed or was killed; the
+// other ranks end silently, so that the job says it once). A signal handler may only write what
+// was made before, so the line is made when the run starts: the one process-wide buffer this
+// program keeps, written once before the handler is installed.
 char stop_line[128];
 std::size_t stop_line_size = 0;
 
@@ -57,7 +61,7 @@ extern "C" void stopped_by_launcher(int signal_number) {
 void install_stop_line(std::int32_t rank) {
   const std::string line = "pipetwin: rank " + std::to_string(rank) +
                            ": ended by the MPI launcher (another rank failed, was killed or was interrupted)\n";
-  stop_line_size = std::min(line.size(), sizeof(stop_line));
+  stop_line_size = rank == 0 ? std::min(line.size(), sizeof(stop_line)) : 0;
   std::memcpy(stop_line, line.data(), stop_line_size);
   std::signal(SIGTERM, stopped_by_launcher);
 }
@@ -157,6 +161,14 @@ void run(RunOptions& options, mpi::MpiSession* session) {
     std::cerr << "wrote a Chrome trace of the measured run and the " << predicted.engine << " prediction to "
               << options.trace_file << "\n";
   }
+  if (!options.weights_file.empty()) {  // per layer: its name and its parameters (W | bias | gamma | beta)
+    nlohmann::json layers = nlohmann::json::array();
+    for (std::size_t l = 0; l < trained.final_weights.size(); ++l) {
+      const HostWeights& w = trained.final_weights[l];
+      layers.push_back({{"name", request.network.layers[l].name}, {"weights", std::vector<float>(w.data(), w.data() + w.size())}});
+    }
+    write_output_file(options.weights_file, nlohmann::json{{"model", graph.model}, {"layers", layers}}.dump() + "\n");
+  }
   const Result& r = trained.result;
   if (options.json) {
     auto j = result_to_json(graph, r, false);
@@ -211,6 +223,9 @@ void add_run_command(CLI::App& app) {
   command->add_option("--trace", options->trace_file,
                       "write a Chrome trace (Perfetto) of the measured run, with the prediction of the same graph as "
                       "processes of their own, to compare them on one timeline");
+  command->add_option("--weights-out", options->weights_file,
+                      "write the trained weights as JSON: per layer its name and its parameters (float32 values, "
+                      "exactly as trained)");
   command->add_flag("--distributed", options->distributed,
                     "run across processes: start under `mpirun -np N` (or srun); each MPI rank runs the tasks of its "
                     "processors (contiguous blocks; --procs defaults to N), transfers between ranks are MPI messages, "

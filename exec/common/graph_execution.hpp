@@ -274,7 +274,7 @@ class GraphExecution {
   std::vector<std::int32_t> task_rank_;            // per task: the rank that runs it
   std::vector<std::vector<std::int32_t>> notify_;  // per task of this rank: other ranks to tell it ended
   std::int64_t messages_expected_ = 0;             // messages this rank will receive
-  std::atomic<std::int64_t> last_message_ns_{0};   // when this rank last heard from another
+  std::unique_ptr<std::atomic<std::int64_t>[]> heard_from_ns_;  // per rank: when its last message came
   std::map<StashKey, std::int32_t> stash_readers_here_;  // this rank's readers (flow_.stash_readers'
   std::map<std::pair<std::int32_t, std::int32_t>, std::int32_t> version_readers_here_;  // and version_readers')
   std::map<StashKey, std::int32_t> stash_home_here_;       // a shipped stash: the processor it is kept on
@@ -873,8 +873,9 @@ void GraphExecution<B>::mark_done(std::int32_t id) {
   for (const auto r : wakes_[static_cast<std::size_t>(id)]) wake_[r].notify_all();
 }
 
-// Waits on `wake` until `ready()`. Across processes, when no message has reached this rank for
-// the message timeout while `waiting` still lacks another rank's task, throws naming both.
+// Waits on `wake` until `ready()`. Across processes, when `waiting` still lacks a task of another
+// rank, and no message has come from that rank for the message timeout since this wait began,
+// throws naming both tasks and the rank.
 template <typename B>
 template <typename Ready>
 void GraphExecution<B>::await(std::unique_lock<std::mutex>& lock, std::condition_variable& wake, const Task& waiting, Ready ready) {
@@ -883,17 +884,19 @@ void GraphExecution<B>::await(std::unique_lock<std::mutex>& lock, std::condition
     return;
   }
   const double timeout_s = options_.distribution->message_timeout_s;
-  const auto slice = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::min(1.0, timeout_s)));
+  const auto slice = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::min(0.1, timeout_s)));
+  const std::int64_t began_ns = now_ns();
   while (!wake.wait_for(lock, slice, ready)) {
-    const double quiet_s = static_cast<double>(now_ns() - last_message_ns_.load()) * 1e-9;
-    if (quiet_s < timeout_s) continue;
     for (const auto& d : waiting.deps) {
       const Task& missing = task(d.task);
       if (is_local(missing) || done_[static_cast<std::size_t>(d.task)].load()) continue;
-      throw Error("rank " + std::to_string(rank_) + ": " + describe_task(g_, waiting) + " waited " +
-                  short_number(quiet_s) + " s for " + describe_task(g_, missing) + " of rank " +
-                  std::to_string(rank_of_task(missing)) + ", and no message came (did rank " +
-                  std::to_string(rank_of_task(missing)) + " stop? --message-timeout sets the wait)");
+      const std::int32_t other = rank_of_task(missing);
+      const std::int64_t since_ns = std::max(began_ns, heard_from_ns_[static_cast<std::size_t>(other)].load());
+      const double quiet_s = static_cast<double>(now_ns() - since_ns) * 1e-9;
+      if (quiet_s < timeout_s) continue;
+      throw Error(describe_task(g_, waiting) + " waited " + short_number(quiet_s) + " s for " + describe_task(g_, missing) +
+                  " of rank " + std::to_string(other) + ", and no message came from that rank: it, or a rank it waits for, has stopped or "
+                  "hangs (--message-timeout sets the wait)");
     }
   }
 }
@@ -1215,7 +1218,8 @@ void GraphExecution<B>::keep_arrived(const Task& t, const RankMessage& message) 
     const auto home = stash_home_here_.find(key);
     const auto readers = stash_readers_here_.find(key);
     if (home == stash_home_here_.end() || readers == stash_readers_here_.end()) {
-      throw Error("rank " + std::to_string(rank_) + ": the stash of " + describe_task(g_, t) + " arrived, but no task here reads it");
+      throw Error("the stash of " + describe_task(g_, t) + " arrived from another rank, but no task of rank " +
+                  std::to_string(rank_) + " reads it");
     }
     kept->owner = t.id;
     kept->location = home->second;
@@ -1236,9 +1240,9 @@ void GraphExecution<B>::listen() {
     for (std::int64_t heard = 0; heard < messages_expected_ && !failed_;) {
       if (!options_.distribution->transport->receive(message, 0.05)) continue;
       ++heard;
-      last_message_ns_ = now_ns();
+      heard_from_ns_[static_cast<std::size_t>(message.from_rank)] = now_ns();
       if (message.task < 0 || message.task >= static_cast<std::int32_t>(g_.tasks.size())) {
-        throw Error("rank " + std::to_string(rank_) + ": a message from rank " + std::to_string(message.from_rank) +
+        throw Error("a message from rank " + std::to_string(message.from_rank) +
                     " names task " + std::to_string(message.task) + ", which the graph does not have (do all ranks build the same graph?)");
       }
       const Task& t = task(message.task);
@@ -1422,7 +1426,11 @@ TrainingRun GraphExecution<B>::run() {
 
   if (distributed()) options_.distribution->transport->barrier();  // every rank's clock starts here
   start_ = Clock::now();
-  last_message_ns_ = now_ns();
+  if (distributed()) {
+    const auto ranks = static_cast<std::size_t>(options_.distribution->transport->ranks());
+    heard_from_ns_ = std::make_unique<std::atomic<std::int64_t>[]>(ranks);
+    for (std::size_t r = 0; r < ranks; ++r) heard_from_ns_[r] = now_ns();
+  }
   observers_.restart(start_);
   std::vector<std::thread> threads;
   const auto by_processor = tasks_by_processor(g_);
