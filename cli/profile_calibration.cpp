@@ -1,10 +1,14 @@
 // The CLI's options to exec's profile_cpu or profile_cuda, with progress on stderr.
 #include "profile_calibration.hpp"
 
+#include <algorithm>
 #include <iostream>
+
+#include <fmt/format.h>
 
 #include "pipetwin/exec/cpu/profiler.hpp"
 #include "pipetwin/exec/cuda/cuda_plugin.hpp"
+#include "pipetwin/exec/rank_link.hpp"
 #include "pipetwin/models/error.hpp"
 
 namespace pipetwin::cli {
@@ -20,6 +24,25 @@ Calibration profile_device_calibration(const GraphConfig& config, const Executor
     return cuda::load_cuda_plugin().entry_points->profile(config, *data, repeats, executor.seed, executor.cuda, report);
   }
   return cpu::profile_cpu(config, *data, repeats, executor.seed, report, concurrent);
+}
+
+Calibration profile_across_ranks(const GraphConfig& config, const ExecutorOptions& executor, int repeats, bool progress,
+                                 int concurrent, RankTransport& transport) {
+  if (executor.device != "cpu") throw Error("--distributed profiles --device cpu only");
+  transport.barrier();  // the ranks' profiles run at once
+  Calibration calibration = profile_device_calibration(config, executor, repeats, progress, concurrent);
+  const RankLinkTimes link = time_rank_link(transport, repeats);
+  if (transport.rank() != 0) return calibration;
+  calibration.concurrent = concurrent * transport.ranks();
+  calibration.copy_latency_s = std::max(0.0, calibration.copy_latency_s) + link.latency_s;
+  if (link.bytes_per_s > 0) calibration.copy_bytes_per_s = link.bytes_per_s;
+  calibration.device_name += fmt::format(", {} MPI ranks", transport.ranks());
+  if (progress) {
+    for (const auto& [bytes, seconds] : link.one_way_s) {
+      std::cerr << fmt::format("  message of {} bytes between ranks: {:.1f} us one way\n", bytes, seconds * 1e6);
+    }
+  }
+  return calibration;
 }
 
 }  // namespace pipetwin::cli

@@ -1,15 +1,19 @@
 // `pipetwin profile --device cpu|cuda`: times F, BA, BW, B and U of every layer on one processor (a
 // CPU thread, or one SM partition / GPU / stream as --placement says), the executor's cost per
 // task and its copy bandwidth, and writes the calibration table that
-// `--calibration` feeds to evaluate / simulate / sweep / validate.
+// `--calibration` feeds to evaluate / simulate / sweep / validate. With --distributed (under
+// mpirun), every rank profiles at once, as the ranks of a run do, and the table's transfers are
+// messages between ranks 0 and 1, timed.
 #include <iostream>
 
 #include <fmt/format.h>
 
 #include "commands.hpp"
 #include "executor_setup.hpp"
+#include "pipetwin/exec/mpi/mpi_ranks.hpp"
 #include "pipetwin/models/output_file.hpp"
 #include "profile_calibration.hpp"
+#include "rank_followers.hpp"
 #include "pipetwin/models/error.hpp"
 #include "table.hpp"
 
@@ -23,16 +27,27 @@ struct ProfileCommandOptions {
   int concurrent = 1;
   std::string output;
   bool quiet = false;
+  bool distributed = false;
 };
 
-void run(const ProfileCommandOptions& options) {
+void run(const ProfileCommandOptions& options, mpi::MpiSession* session) {
   check_device(options.executor.device);
+  if (session != nullptr && options.executor.device != "cpu") throw Error("--distributed profiles --device cpu only");
+  if (session != nullptr && session->ranks() < 2) throw Error("--distributed: start at least 2 ranks (mpirun -np 2)");
+  if (session != nullptr && options.concurrent != 1) {
+    throw Error("--distributed: the ranks profile at once already (one copy each); leave out --concurrent");
+  }
+  const bool rank0 = session == nullptr || session->rank() == 0;
   GraphConfig config = options.config;
   default_hardware_for_device(options.executor, config.hardware);
   if (config.microbatches < 1) throw Error("--microbatches must be at least 1");
   const ScheduleRequest request = make_request(config);
   const std::string output = options.output.empty() ? "calibration-" + request.network.name + "-" + options.executor.device + ".json" : options.output;
-  const Calibration calibration = profile_device_calibration(config, options.executor, options.repeats, !options.quiet, options.concurrent);
+  const Calibration calibration =
+      session != nullptr
+          ? profile_across_ranks(config, options.executor, options.repeats, !options.quiet && rank0, 1, session->transport())
+          : profile_device_calibration(config, options.executor, options.repeats, !options.quiet, options.concurrent);
+  if (!rank0) return;
   const double us = 1e6;
   Table table({"layer", "F_us", "BA_us", "BW_us", "B_us", "U_us"});
   for (const auto& layer : request.network.layers) {
@@ -76,7 +91,10 @@ void add_profile_command(CLI::App& app) {
       ->check(CLI::Range(1, 4096));
   command->add_option("--output,-o", options->output, "calibration file (default calibration-<model>-<device>.json)");
   command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");
-  command->callback([options] { run(*options); });
+  command->add_flag("--distributed", options->distributed,
+                    "the table for `run --distributed` (start under mpirun -np N, N >= 2): every rank profiles at "
+                    "once, and transfers are timed as messages between ranks 0 and 1; rank 0 writes the table");
+  command->callback([options] { with_ranks(options->distributed, [&](mpi::MpiSession* session) { run(*options, session); }); });
 }
 
 }  // namespace pipetwin::cli

@@ -21,6 +21,7 @@
 #include "pipetwin/schedule/validator.hpp"
 #include "pipetwin/schedule/views.hpp"
 #include "pipetwin/sim/engines.hpp"
+#include "rank_followers.hpp"
 #include "table.hpp"
 
 #include <nlohmann/json.hpp>
@@ -143,8 +144,7 @@ void run(RunOptions& options, mpi::MpiSession* session) {
       install_stop_line(session->rank());
       ran = runner(graph, request.network, sampler, training);
     } catch (const std::exception& e) {
-      std::cerr << "pipetwin: rank " << session->rank() << ": error: " << e.what() << std::endl;
-      session->abort_job(1);
+      end_job(*session, e);
     }
     if (session->rank() != 0) return;
     placement = fmt::format("{} MPI ranks of {}", session->ranks(), placement);
@@ -157,7 +157,13 @@ void run(RunOptions& options, mpi::MpiSession* session) {
     EngineOptions predicting;
     predicting.record_memory_timeline = true;
     const Result predicted = run_engine(default_engine(), graph, predicting);
-    write_output_file(options.trace_file, chrome_trace_json(graph, {&trained.result, &predicted}));
+    TraceRanks ranks;  // across processes: one process per rank in the trace
+    if (session != nullptr) {
+      const auto processors = static_cast<std::int32_t>(graph.processors.size());
+      for (std::int32_t p = 0; p < processors; ++p) ranks.rank_of_processor.push_back(rank_of_processor(p, processors, session->ranks()));
+      for (const auto& link : graph.links) ranks.rank_of_link.push_back(rank_of_link(link, processors, session->ranks()));
+    }
+    write_output_file(options.trace_file, chrome_trace_json(graph, {&trained.result, &predicted}, ranks));
     std::cerr << "wrote a Chrome trace of the measured run and the " << predicted.engine << " prediction to "
               << options.trace_file << "\n";
   }
@@ -235,19 +241,7 @@ void add_run_command(CLI::App& app) {
                       "rank, before the job ends naming both")
       ->capture_default_str();
   options->procs_given = command->get_option("--procs");
-  command->callback([options] {
-    if (!options->distributed) {
-      run(*options, nullptr);
-      return;
-    }
-    mpi::MpiSession session;
-    try {
-      run(*options, &session);
-    } catch (const Error& e) {  // the same on every rank (the setup is): rank 0 says it
-      if (session.rank() == 0) throw;
-      throw QuietExit{2};
-    }
-  });
+  command->callback([options] { with_ranks(options->distributed, [&](mpi::MpiSession* session) { run(*options, session); }); });
 }
 
 }  // namespace pipetwin::cli

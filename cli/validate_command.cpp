@@ -1,6 +1,8 @@
 // `pipetwin validate --device cpu|cuda`: predicted (simulator, from a calibration table) against
 // measured (the executor) step time, speedup over one processor and peak memory, per schedule and
-// processor count, with errors and whether the two rank the schedules alike (Kendall tau).
+// processor count, with errors and whether the two rank the schedules alike (Kendall tau). With
+// --distributed (under mpirun), runs with at least as many processors as ranks run across the
+// ranks, and their tables are taken by every rank at once, with transfers timed as messages.
 #include <algorithm>
 #include <iostream>
 
@@ -14,6 +16,8 @@
 #include "profile_calibration.hpp"
 #include "pipetwin/exec/cpu/validation.hpp"
 #include "pipetwin/exec/cuda_probe.hpp"
+#include "pipetwin/exec/mpi/mpi_ranks.hpp"
+#include "rank_followers.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/validator.hpp"
 #include "table.hpp"
@@ -33,6 +37,8 @@ struct ValidateOptions {
   bool json = false;
   bool quiet = false;
   double target = 0.05;  // the step-time error a verdict is asked for
+  bool distributed = false;
+  double message_timeout_s = 60;
 };
 
 // Every configuration, and the calibration, must see processors of one size: SM partitions
@@ -46,20 +52,50 @@ void fix_partition_size(ExecutorOptions& executor, int largest_p, bool say) {
   if (say) std::cerr << "SM partitions of " << executor.cuda.partition_sms << " SMs for every P (--partition-sms)\n";
 }
 
-void run(ValidateOptions& options) {
+void run(ValidateOptions& options, mpi::MpiSession* session) {
   check_device(options.executor.device);
   const std::string engine = options.engine.empty() ? default_engine() : options.engine;
   check_engine(engine);
   const auto counts = parse_procs(options.procs);
+  if (session != nullptr) {
+    if (options.executor.device != "cpu") throw Error("--distributed validates --device cpu only");
+    if (!(options.message_timeout_s > 0)) throw Error("--message-timeout must be a positive number of seconds");
+    for (const int p : counts) {
+      if (p != 1 && p < session->ranks()) {
+        throw Error(fmt::format("--distributed: P={} is fewer processors than the {} ranks (each rank runs at least one; "
+                                "P=1, the baselines, runs on rank 0 alone)",
+                                p, session->ranks()));
+      }
+    }
+  }
   const std::vector<std::string> schedules = parse_schedule_list(options.schedules);
   fix_partition_size(options.executor, *std::max_element(counts.begin(), counts.end()), !options.quiet);
   GraphConfig config = options.config;
   default_hardware_for_device(options.executor, config.hardware);
   const ScheduleRequest request = make_request(config);
   const bool profiled_here = config.calibration_file.empty();
+  if (session != nullptr && session->rank() != 0) {  // the other ranks do what rank 0 asks
+    try {
+      follow_rank_leader(session->transport(), config, options.executor, options.repeats, options.message_timeout_s);
+    } catch (const std::exception& e) {
+      end_job(*session, e);
+    }
+    return;
+  }
+  std::unique_ptr<RankLeader> leader;
+  if (session != nullptr) {
+    leader = std::make_unique<RankLeader>(session->transport(), config, options.executor, options.repeats,
+                                          options.message_timeout_s);
+  }
   const auto data = load_data(options.executor, request.network, "train");
   ValidationOptions validation;
-  if (profiled_here) {
+  if (profiled_here && leader) {
+    validation.calibrate = [&, said = false](int processors) mutable {
+      const bool say = !options.quiet && !said;
+      said = true;
+      return leader->calibrate(processors, say);
+    };
+  } else if (profiled_here) {
     // Calibrations at the start of every round of runs (A/B/A/B), progress only for the first;
     // on the CPU, P copies at once for P processor threads.
     validation.calibrate = [&, said = false](int processors) mutable {
@@ -77,9 +113,18 @@ void run(ValidateOptions& options) {
   validation.training = training_options(options.executor);
   if (!options.quiet) validation.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
   std::string placement;
-  const ValidationReport report =
-      validate(config, *data, validation, [&](const TaskGraph& graph) { return run_engine(engine, graph); },
-                    executor_runner(options.executor, &placement));
+  ValidationReport report;
+  try {
+    report = validate(config, *data, validation, [&](const TaskGraph& graph) { return run_engine(engine, graph); },
+                      leader ? leader->runner() : executor_runner(options.executor, &placement));
+  } catch (const std::exception& e) {
+    if (leader) end_job(*session, e);  // the followers wait for requests: the job ends with this rank
+    throw;
+  }
+  if (leader) {
+    placement = fmt::format("{} MPI ranks, {}", session->ranks(), placement.empty() ? "CPU threads" : placement);
+    leader.reset();  // the followers are done
+  }
   const auto& rows = report.rows;
   // A machine whose speed drifted between the first round's calibration and the last is named.
   const double drift = report.calibration_drift;
@@ -203,7 +248,14 @@ void add_validate_command(CLI::App& app) {
       ->check(CLI::Range(0, 1000));
   command->add_flag("--json", options->json, "print the table as JSON");
   command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");
-  command->callback([options] { run(*options); });
+  command->add_flag("--distributed", options->distributed,
+                    "validate runs across processes (start under mpirun -np N): configurations with at least N "
+                    "processors run across the ranks, and their tables are taken on every rank at once, with "
+                    "transfers timed as messages between ranks; P=1 baselines run on rank 0 alone");
+  command->add_option("--message-timeout", options->message_timeout_s,
+                      "--distributed: seconds a task may wait for a silent rank before the job ends")
+      ->capture_default_str();
+  command->callback([options] { with_ranks(options->distributed, [&](mpi::MpiSession* session) { run(*options, session); }); });
 }
 
 }  // namespace pipetwin::cli

@@ -186,6 +186,8 @@ class GraphExecution {
   void plan_registry_readers();
   void announce(const Task& t);  // tells the other ranks waiting for `t` that it has ended
   void listen();                 // this rank's messages: transfers' data and other ranks' ends
+  void want_listener(int change);  // +1 / -1: a thread starts / stops needing the listener
+  void send_to_rank(std::int32_t rank, std::int32_t task, const std::vector<unsigned char>& bytes);
   void mark_done(std::int32_t id);
   void pack_payload(ByteWriter& w, const Payload& p) const;
   std::unique_ptr<Payload> unpack_payload(const std::vector<unsigned char>& bytes) const;
@@ -275,6 +277,14 @@ class GraphExecution {
   std::vector<std::vector<std::int32_t>> notify_;  // per task of this rank: other ranks to tell it ended
   std::int64_t messages_expected_ = 0;             // messages this rank will receive
   std::unique_ptr<std::atomic<std::int64_t>[]> heard_from_ns_;  // per rank: when its last message came
+  // The listener polls only while it is wanted (so that it takes no core from a computing thread):
+  // while a task of this rank waits for another rank's, while a thread of this rank sends (a
+  // large message completes only as its receiver polls: two ranks sending to each other must
+  // both listen), and once every worker has ended, for what is left. Under `listen_mutex_`.
+  std::mutex listen_mutex_;
+  std::condition_variable listen_wake_;
+  std::int32_t listen_wanted_ = 0;
+  bool workers_done_ = false;
   std::map<StashKey, std::int32_t> stash_readers_here_;  // this rank's readers (flow_.stash_readers'
   std::map<std::pair<std::int32_t, std::int32_t>, std::int32_t> version_readers_here_;  // and version_readers')
   std::map<StashKey, std::int32_t> stash_home_here_;       // a shipped stash: the processor it is kept on
@@ -750,9 +760,9 @@ void GraphExecution<B>::execute(const Task& t, Lane& lane) {
       if (sends_away(t)) {            // the receiving rank keeps it (listen)
         ByteWriter message;
         pack_payload(message, *out);
-        options_.distribution->transport->send(rank_of_processor(link_of(t).dst, static_cast<std::int32_t>(g_.processors.size()),
-                                                                 options_.distribution->transport->ranks()),
-                                               t.id, message.bytes());
+        send_to_rank(rank_of_processor(link_of(t).dst, static_cast<std::int32_t>(g_.processors.size()),
+                                       options_.distribution->transport->ranks()),
+                     t.id, message.bytes());
         return;
       }
       keep(t, std::move(out), link_of(t).dst);
@@ -842,6 +852,7 @@ void GraphExecution<B>::fail(std::exception_ptr error) {
   if (!failed_) error_ = std::move(error);
   failed_ = true;
   for (std::size_t r = 0; r < g_.processors.size() + g_.links.size(); ++r) wake_[r].notify_all();
+  listen_wake_.notify_all();
 }
 
 // Processors are resources 0..P-1, links P.. (one condition variable each).
@@ -886,6 +897,25 @@ void GraphExecution<B>::await(std::unique_lock<std::mutex>& lock, std::condition
   const double timeout_s = options_.distribution->message_timeout_s;
   const auto slice = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::min(0.1, timeout_s)));
   const std::int64_t began_ns = now_ns();
+  bool remote = false;  // does it wait for another rank's task? then the listener must listen
+  for (const auto& d : waiting.deps) remote = remote || (!is_local(task(d.task)) && !done_[static_cast<std::size_t>(d.task)].load());
+  if (remote) {
+    lock.unlock();
+    want_listener(+1);
+    lock.lock();
+  }
+  struct Unwant {  // however the wait ends
+    GraphExecution* self;
+    std::unique_lock<std::mutex>& lock;
+    bool active;
+    ~Unwant() {
+      if (!active) return;
+      const bool held = lock.owns_lock();
+      if (held) lock.unlock();
+      self->want_listener(-1);
+      if (held) lock.lock();
+    }
+  } unwant{this, lock, remote};
   while (!wake.wait_for(lock, slice, ready)) {
     for (const auto& d : waiting.deps) {
       const Task& missing = task(d.task);
@@ -978,8 +1008,7 @@ std::int32_t GraphExecution<B>::rank_of_task(const Task& t) const {
   const auto processors = static_cast<std::int32_t>(g_.processors.size());
   const std::int32_t ranks = options_.distribution->transport->ranks();
   if (t.placement == Placement::processor) return rank_of_processor(t.resource, processors, ranks);
-  const LinkInfo& link = link_of(t);
-  return rank_of_processor(link.src != kHost ? link.src : link.dst, processors, ranks);
+  return rank_of_link(link_of(t), processors, ranks);
 }
 
 template <typename B>
@@ -1163,7 +1192,7 @@ void GraphExecution<B>::announce(const Task& t) {
   for (const auto r : notify_[static_cast<std::size_t>(t.id)]) {
     if (r == receiver) continue;
     const bool shipping = std::find(ship_to.begin(), ship_to.end(), r) != ship_to.end();
-    options_.distribution->transport->send(r, t.id, shipping ? shipped_[static_cast<std::size_t>(t.id)] : ended);
+    send_to_rank(r, t.id, shipping ? shipped_[static_cast<std::size_t>(t.id)] : ended);
   }
   shipped_[static_cast<std::size_t>(t.id)] = {};
 }
@@ -1237,8 +1266,23 @@ template <typename B>
 void GraphExecution<B>::listen() {
   try {
     RankMessage message;
+    std::int64_t idle_since_ns = now_ns();  // once the workers are done: since the last message
     for (std::int64_t heard = 0; heard < messages_expected_ && !failed_;) {
-      if (!options_.distribution->transport->receive(message, 0.05)) continue;
+      bool draining = false;
+      {
+        std::unique_lock<std::mutex> lock(listen_mutex_);
+        listen_wake_.wait(lock, [&] { return failed_ || listen_wanted_ > 0 || workers_done_; });
+        draining = workers_done_;
+      }
+      if (failed_) break;
+      if (!options_.distribution->transport->receive(message, 0.002)) {
+        if (draining && static_cast<double>(now_ns() - idle_since_ns) * 1e-9 > options_.distribution->message_timeout_s) {
+          throw Error("every task of rank " + std::to_string(rank_) + " has ended, but " +
+                      std::to_string(messages_expected_ - heard) + " messages from other ranks never came");
+        }
+        continue;
+      }
+      idle_since_ns = now_ns();
       ++heard;
       heard_from_ns_[static_cast<std::size_t>(message.from_rank)] = now_ns();
       if (message.task < 0 || message.task >= static_cast<std::int32_t>(g_.tasks.size())) {
@@ -1252,6 +1296,25 @@ void GraphExecution<B>::listen() {
   } catch (...) {
     fail(std::current_exception());
   }
+}
+
+template <typename B>
+void GraphExecution<B>::want_listener(int change) {
+  std::lock_guard<std::mutex> lock(listen_mutex_);
+  listen_wanted_ += change;
+  if (listen_wanted_ > 0) listen_wake_.notify_one();
+}
+
+template <typename B>
+void GraphExecution<B>::send_to_rank(std::int32_t rank, std::int32_t task_id, const std::vector<unsigned char>& bytes) {
+  want_listener(+1);
+  try {
+    options_.distribution->transport->send(rank, task_id, bytes);
+  } catch (...) {
+    want_listener(-1);
+    throw;
+  }
+  want_listener(-1);
 }
 
 // A transfer's output as bytes: each field's count, then its tensors (the backend packs each).
@@ -1436,7 +1499,8 @@ TrainingRun GraphExecution<B>::run() {
   const auto by_processor = tasks_by_processor(g_);
   const auto by_link = tasks_by_link(g_);
   const auto runs_here = [&](const std::vector<std::int32_t>& tasks) { return !distributed() || is_local(task(tasks.front())); };
-  if (messages_expected_ > 0) threads.emplace_back([this] { listen(); });
+  std::thread listener;
+  if (messages_expected_ > 0) listener = std::thread([this] { listen(); });
   for (std::size_t p = 0; p < by_processor.size(); ++p) {
     if (!by_processor[p].empty() && !runs_here(by_processor[p])) continue;
     Lane& lane = b_.processor_lane(static_cast<std::int32_t>(p));
@@ -1456,6 +1520,14 @@ TrainingRun GraphExecution<B>::run() {
     }
   }
   for (auto& thread : threads) thread.join();
+  if (listener.joinable()) {  // what is left for it to receive, it receives now
+    {
+      std::lock_guard<std::mutex> lock(listen_mutex_);
+      workers_done_ = true;
+    }
+    listen_wake_.notify_all();
+    listener.join();
+  }
   if (error_) std::rethrow_exception(error_);
   if (distributed()) {
     gather_run(run);

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # `pipetwin run --distributed` under mpirun, as a user runs it (docs/distributed.md):
-#  1. 4 ranks train lenet5 under 1f1b to the weights of the same run in one process, bit for bit;
+#  1. 4 ranks train lenet5 under 1f1b to the weights of the same run in one process, bit for bit,
+#     and its Chrome trace has one process per rank;
 #  2. more ranks than processors is one clear error, said once;
 #  3. a rank killed mid-run ends the job within 10 s, with one line on stderr;
 #  4. a rank that stops answering (SIGSTOP) ends the job after --message-timeout, with an error
-#     naming the waiting rank and task and the rank it waited for.
+#     naming the waiting rank and task and the rank it waited for;
+#  5. validate --distributed (with its tables across ranks) predicts and measures every row.
 # Usage: mpi_run.sh PIPETWIN MPIEXEC
 set -euo pipefail
 pipetwin=$1
@@ -17,11 +19,12 @@ fail() { echo "FAILED: $*"; exit 1; }
 
 echo "1. mpirun -np 4 pipetwin run --distributed -m lenet5 -s 1f1b --microbatches 8"
 "${mpirun[@]}" -np 4 "$pipetwin" run --distributed -m lenet5 -s 1f1b --microbatches 8 --data synthetic \
-  --weights-out "$folder/across.json" -q > "$folder/across.txt"
+  --weights-out "$folder/across.json" --trace "$folder/trace.json" -q > "$folder/across.txt" 2> /dev/null
 "$pipetwin" run -m lenet5 -s 1f1b --microbatches 8 -p 4 --data synthetic --weights-out "$folder/alone.json" -q > /dev/null
 cmp -s "$folder/across.json" "$folder/alone.json" || fail "the weights of 4 ranks differ from one process's"
 grep -q "4 MPI ranks" "$folder/across.txt" || fail "rank 0 did not report the run: $(cat "$folder/across.txt")"
-echo "   weights bit-equal to one process's"
+grep -q '"name":"rank 3 (cpu)"' "$folder/trace.json" || fail "the trace has no process for rank 3"
+echo "   weights bit-equal to one process's; the trace has a process per rank"
 
 echo "2. more ranks than processors"
 if "${mpirun[@]}" -np 3 "$pipetwin" run --distributed -m lenet5 -p 2 > /dev/null 2> "$folder/error.txt"; then
@@ -83,4 +86,18 @@ kill -9 "$victim" 2> /dev/null || true
 grep -q "pipetwin: rank [0-9]: error: task .* waited [0-9.]* s for task .* of rank [0-9], and no message came from that rank" "$folder/stderr.txt" ||
   fail "no error naming the rank waited for: $(cat "$folder/stderr.txt")"
 echo "   ended within ${took} s: $(grep "no message came" "$folder/stderr.txt" | head -1)"
-echo "4 passed, 0 failed"
+
+echo "5. validate --distributed"
+"${mpirun[@]}" -np 2 "$pipetwin" validate --distributed -m mlp --schedules gpipe,layerpipe -p 1,2 --runs 1 --steps 4 \
+  --repeats 2 --data synthetic --json -q > "$folder/validate.json"
+python3 - "$folder/validate.json" <<'PY' || fail "validate --distributed: $(cat "$folder/validate.json")"
+import json, math, sys
+report = json.load(open(sys.argv[1]))
+rows = report["rows"]
+assert len(rows) == 4 and sorted(r["processors"] for r in rows) == [1, 1, 2, 2], rows
+for r in rows:
+    assert r["measured_step_s"] > 0 and r["predicted_step_s"] > 0 and math.isfinite(r["replay_error"]), r
+assert "2 MPI ranks" in report["placement"], report["placement"]
+PY
+echo "   4 rows predicted and measured, P=2 across the ranks"
+echo "5 passed, 0 failed"

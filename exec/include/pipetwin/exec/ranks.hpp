@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "pipetwin/schedule/task_graph.hpp"
+
 namespace pipetwin {
 
 struct RankMessage {
@@ -43,6 +45,11 @@ struct Distribution {
 // (processor x ranks / processors), so ranks = processors gives one processor each.
 inline std::int32_t rank_of_processor(std::int32_t processor, std::int32_t processors, std::int32_t ranks) {
   return static_cast<std::int32_t>(static_cast<std::int64_t>(processor) * ranks / processors);
+}
+
+// The rank that runs a link's transfers: its processor end's (the sender's, between two processors).
+inline std::int32_t rank_of_link(const LinkInfo& link, std::int32_t processors, std::int32_t ranks) {
+  return rank_of_processor(link.src != kHost ? link.src : link.dst, processors, ranks);
 }
 
 }  // namespace pipetwin

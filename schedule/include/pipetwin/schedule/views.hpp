@@ -16,6 +16,13 @@ std::string chrome_trace_json(const TaskGraph& graph, const Result& result);
 // Several results of one graph in one trace (say, a prediction and a measurement), overlaid in
 // Perfetto: result i gets its own two processes (pids 2i + 1 and 2i + 2), named by its engine.
 std::string chrome_trace_json(const TaskGraph& graph, const std::vector<const Result*>& results);
+// The same, with results[0] measured across processes: one process per rank, holding that rank's
+// processors and links as threads (rank_of_processor[p], rank_of_link[l]: which rank ran them).
+struct TraceRanks {
+  std::vector<std::int32_t> rank_of_processor;
+  std::vector<std::int32_t> rank_of_link;
+};
+std::string chrome_trace_json(const TaskGraph& graph, const std::vector<const Result*>& results, const TraceRanks& ranks);
 
 // One row per processor, time across; each task shows as its kind and global microbatch number
 // (F3, B2, W1 for a weight gradient, A1 for an activation gradient, U for an update), idle time

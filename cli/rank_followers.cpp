@@ -1,0 +1,116 @@
+// Rank 0 leads, the other ranks follow (see rank_followers.hpp). A request is one message from
+// rank 0 to each follower: a letter (p: profile, r: run, d: done), then a decimal processor
+// count (p) or a graph's JSON (r).
+#include "rank_followers.hpp"
+
+#include <algorithm>
+#include <iostream>
+
+#include "pipetwin/exec/cpu/cpu_executor.hpp"
+#include "pipetwin/models/error.hpp"
+#include "pipetwin/schedule/graph_io.hpp"
+#include "commands.hpp"
+#include "profile_calibration.hpp"
+
+namespace pipetwin::cli {
+namespace {
+
+constexpr std::int32_t kRequestTag = 0;
+
+int copies_per_rank(int processors, std::int32_t ranks) { return (processors + ranks - 1) / ranks; }
+
+BatchSampler sampler_for(const GraphConfig& config, const Network& network, const Dataset& data,
+                         const ExecutorOptions& executor) {
+  return BatchSampler(data, network.batch, config.microbatches, config.minibatches, executor.seed);
+}
+
+}  // namespace
+
+void with_ranks(bool distributed, const std::function<void(mpi::MpiSession*)>& body) {
+  if (!distributed) {
+    body(nullptr);
+    return;
+  }
+  mpi::MpiSession session;
+  try {
+    body(&session);
+  } catch (const Error&) {
+    if (session.rank() == 0) throw;
+    throw QuietExit{2};
+  }
+}
+
+void end_job(mpi::MpiSession& session, const std::exception& error) {
+  std::cerr << "pipetwin: rank " << session.rank() << ": error: " << error.what() << std::endl;
+  session.abort_job(1);
+}
+
+RankLeader::RankLeader(RankTransport& transport, const GraphConfig& config, const ExecutorOptions& executor, int repeats,
+                       double message_timeout_s)
+    : transport_(transport), config_(config), executor_(executor), repeats_(repeats) {
+  distribution_.transport = &transport_;
+  distribution_.message_timeout_s = message_timeout_s;
+}
+
+RankLeader::~RankLeader() {
+  try {
+    tell('d', "");
+  } catch (...) {  // the job is ending on an error already: the launcher ends the followers
+  }
+}
+
+void RankLeader::tell(char command, const std::string& text) {
+  std::vector<unsigned char> bytes(text.size() + 1);
+  bytes[0] = static_cast<unsigned char>(command);
+  std::copy(text.begin(), text.end(), bytes.begin() + 1);
+  for (std::int32_t r = 1; r < transport_.ranks(); ++r) transport_.send(r, kRequestTag, bytes);
+}
+
+Calibration RankLeader::calibrate(int processors, bool progress) {
+  if (processors < transport_.ranks()) return profile_device_calibration(config_, executor_, repeats_, progress, processors);
+  tell('p', std::to_string(processors));
+  return profile_across_ranks(config_, executor_, repeats_, progress, copies_per_rank(processors, transport_.ranks()), transport_);
+}
+
+Runner RankLeader::runner() {
+  return [this](const TaskGraph& graph, const Network& network, const BatchSampler& data, const TrainingOptions& options) {
+    if (graph.processor_count() < transport_.ranks()) return cpu::run_cpu(graph, network, data, options);
+    tell('r', graph_to_json(graph));
+    TrainingOptions across = options;
+    across.distribution = &distribution_;
+    return cpu::run_cpu(graph, network, data, across);
+  };
+}
+
+void follow_rank_leader(RankTransport& transport, const GraphConfig& config, const ExecutorOptions& executor, int repeats,
+                        double message_timeout_s) {
+  const ScheduleRequest request = make_request(config);
+  const auto data = load_data(executor, request.network, "train");
+  const BatchSampler sampler = sampler_for(config, request.network, *data, executor);
+  TrainingOptions training = training_options(executor);
+  Distribution distribution;
+  distribution.transport = &transport;
+  distribution.message_timeout_s = message_timeout_s;
+  training.distribution = &distribution;
+  RankMessage request_message;
+  for (;;) {
+    while (!transport.receive(request_message, 1.0)) {
+    }  // rank 0 may run alone for long (a baseline); the launcher ends this rank if rank 0 dies
+    if (request_message.from_rank != 0 || request_message.task != kRequestTag || request_message.bytes.empty()) {
+      throw Error("a follower rank got a message that is no request from rank 0 (task " +
+                  std::to_string(request_message.task) + " from rank " + std::to_string(request_message.from_rank) + ")");
+    }
+    const char command = static_cast<char>(request_message.bytes.front());
+    const std::string text(request_message.bytes.begin() + 1, request_message.bytes.end());
+    if (command == 'd') return;
+    if (command == 'p') {
+      profile_across_ranks(config, executor, repeats, false, copies_per_rank(std::stoi(text), transport.ranks()), transport);
+    } else if (command == 'r') {
+      cpu::run_cpu(graph_from_json(text, "rank 0"), request.network, sampler, training);
+    } else {
+      throw Error(std::string("a follower rank got an unknown request '") + command + "' from rank 0");
+    }
+  }
+}
+
+}  // namespace pipetwin::cli
