@@ -169,8 +169,12 @@ class GraphExecution {
   void move(const Task& t, Lane& lane, Payload& out);
   void finished(const Task& t);
   void fail(std::exception_ptr error);
+  // `waiting` stands for what the thread waits for (in the message timeout); `others`, the other
+  // tasks it may take instead (a shared link's), which also want the listener.
   template <typename Ready>
-  void await(std::unique_lock<std::mutex>& lock, std::condition_variable& wake, const Task& waiting, Ready ready);
+  void await(std::unique_lock<std::mutex>& lock, std::condition_variable& wake, const Task& waiting, Ready ready,
+             const std::vector<std::int32_t>* others = nullptr);
+  bool waits_for_other_rank(const Task& t) const;
 
   // Across processes (ranks.hpp).
   bool distributed() const { return options_.distribution != nullptr; }
@@ -889,7 +893,8 @@ void GraphExecution<B>::mark_done(std::int32_t id) {
 // throws naming both tasks and the rank.
 template <typename B>
 template <typename Ready>
-void GraphExecution<B>::await(std::unique_lock<std::mutex>& lock, std::condition_variable& wake, const Task& waiting, Ready ready) {
+void GraphExecution<B>::await(std::unique_lock<std::mutex>& lock, std::condition_variable& wake, const Task& waiting, Ready ready,
+                              const std::vector<std::int32_t>* others) {
   if (!distributed()) {
     wake.wait(lock, ready);
     return;
@@ -897,8 +902,10 @@ void GraphExecution<B>::await(std::unique_lock<std::mutex>& lock, std::condition
   const double timeout_s = options_.distribution->message_timeout_s;
   const auto slice = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::min(0.1, timeout_s)));
   const std::int64_t began_ns = now_ns();
-  bool remote = false;  // does it wait for another rank's task? then the listener must listen
-  for (const auto& d : waiting.deps) remote = remote || (!is_local(task(d.task)) && !done_[static_cast<std::size_t>(d.task)].load());
+  bool remote = waits_for_other_rank(waiting);  // then the listener must listen
+  if (others != nullptr) {
+    for (const auto id : *others) remote = remote || (!claimed_[static_cast<std::size_t>(id)] && waits_for_other_rank(task(id)));
+  }
   if (remote) {
     lock.unlock();
     want_listener(+1);
@@ -929,6 +936,13 @@ void GraphExecution<B>::await(std::unique_lock<std::mutex>& lock, std::condition
                   "hangs (--message-timeout sets the wait)");
     }
   }
+}
+
+template <typename B>
+bool GraphExecution<B>::waits_for_other_rank(const Task& t) const {
+  return std::any_of(t.deps.begin(), t.deps.end(), [&](const Dep& d) {
+    return !is_local(task(d.task)) && !done_[static_cast<std::size_t>(d.task)].load();
+  });
 }
 
 // Spins (up to options_.handoff_spin_s) until `t`'s inputs are done or the run failed.
@@ -988,7 +1002,7 @@ void GraphExecution<B>::shared_link_worker(const std::vector<std::int32_t>& task
             }
           }
           return all_taken;
-        });
+        }, &tasks);
         if (failed_ || id < 0) return;
         claimed_[static_cast<std::size_t>(id)] = 1;
         // The link's other threads look again: another task may be ready, or none left to take.
@@ -1266,7 +1280,8 @@ template <typename B>
 void GraphExecution<B>::listen() {
   try {
     RankMessage message;
-    std::int64_t idle_since_ns = now_ns();  // once the workers are done: since the last message
+    std::int64_t idle_since_ns = 0;     // once the workers are done: since the last message
+    std::int64_t drained_since_ns = 0;  // when the workers were done (0: not yet)
     for (std::int64_t heard = 0; heard < messages_expected_ && !failed_;) {
       bool draining = false;
       {
@@ -1274,6 +1289,7 @@ void GraphExecution<B>::listen() {
         listen_wake_.wait(lock, [&] { return failed_ || listen_wanted_ > 0 || workers_done_; });
         draining = workers_done_;
       }
+      if (draining && !drained_since_ns) drained_since_ns = idle_since_ns = now_ns();
       if (failed_) break;
       if (!options_.distribution->transport->receive(message, 0.002)) {
         if (draining && static_cast<double>(now_ns() - idle_since_ns) * 1e-9 > options_.distribution->message_timeout_s) {
@@ -1324,22 +1340,22 @@ void GraphExecution<B>::pack_payload(ByteWriter& w, const Payload& p) const {
     static_cast<void>(w), static_cast<void>(p);
     throw Error("the " + name_ + " executor cannot run across processes yet");
   } else {
-  b_.pack(w, p.activation.main);
-  b_.pack(w, p.activation.shortcut);
-  b_.pack(w, p.input_gradient.main);
-  b_.pack(w, p.input_gradient.shortcut);
-  w.value(static_cast<std::int64_t>(p.input_gradient.first_sample));
-  w.value(static_cast<std::int64_t>(p.output_gradients.size()));
-  for (const auto& g : p.output_gradients) {
-    b_.pack(w, g.main);
-    b_.pack(w, g.shortcut);
-    w.value(static_cast<std::int64_t>(g.first_sample));
-  }
-  w.value(static_cast<std::int64_t>(p.weights.size()));
-  for (const auto& x : p.weights) b_.pack(w, *x);
-  w.value(static_cast<std::int64_t>(p.weight_gradients.size()));
-  for (const auto& g : p.weight_gradients) b_.pack(w, g);
-  b_.pack(w, p.stash_input);
+    b_.pack(w, p.activation.main);
+    b_.pack(w, p.activation.shortcut);
+    b_.pack(w, p.input_gradient.main);
+    b_.pack(w, p.input_gradient.shortcut);
+    w.value(static_cast<std::int64_t>(p.input_gradient.first_sample));
+    w.value(static_cast<std::int64_t>(p.output_gradients.size()));
+    for (const auto& g : p.output_gradients) {
+      b_.pack(w, g.main);
+      b_.pack(w, g.shortcut);
+      w.value(static_cast<std::int64_t>(g.first_sample));
+    }
+    w.value(static_cast<std::int64_t>(p.weights.size()));
+    for (const auto& x : p.weights) b_.pack(w, *x);
+    w.value(static_cast<std::int64_t>(p.weight_gradients.size()));
+    for (const auto& g : p.weight_gradients) b_.pack(w, g);
+    b_.pack(w, p.stash_input);
   }
 }
 
@@ -1350,33 +1366,33 @@ std::unique_ptr<typename GraphExecution<B>::Payload> GraphExecution<B>::unpack_p
     static_cast<void>(bytes);
     throw Error("the " + name_ + " executor cannot run across processes yet");
   } else {
-  ByteReader r(bytes);
-  const auto count = [&r] {
-    const auto k = r.value<std::int64_t>();
-    if (k < 0 || k > (std::int64_t{1} << 24)) throw Error("a message between ranks is malformed: a list of " + std::to_string(k));
-    return static_cast<std::size_t>(k);
-  };
-  b_.unpack(r, p->activation.main);
-  b_.unpack(r, p->activation.shortcut);
-  b_.unpack(r, p->input_gradient.main);
-  b_.unpack(r, p->input_gradient.shortcut);
-  p->input_gradient.first_sample = r.value<std::int64_t>();
-  p->output_gradients.resize(count());
-  for (auto& g : p->output_gradients) {
-    b_.unpack(r, g.main);
-    b_.unpack(r, g.shortcut);
-    g.first_sample = r.value<std::int64_t>();
-  }
-  p->weights.resize(count());
-  for (auto& x : p->weights) {
-    Params w;
-    b_.unpack(r, w);
-    x = std::make_shared<const Params>(std::move(w));
-  }
-  p->weight_gradients.resize(count());
-  for (auto& g : p->weight_gradients) b_.unpack(r, g);
-  b_.unpack(r, p->stash_input);
-  if (!r.done()) throw Error("a message between ranks is malformed: bytes left over");
+    ByteReader r(bytes);
+    const auto count = [&r] {
+      const auto k = r.value<std::int64_t>();
+      if (k < 0 || k > (std::int64_t{1} << 24)) throw Error("a message between ranks is malformed: a list of " + std::to_string(k));
+      return static_cast<std::size_t>(k);
+    };
+    b_.unpack(r, p->activation.main);
+    b_.unpack(r, p->activation.shortcut);
+    b_.unpack(r, p->input_gradient.main);
+    b_.unpack(r, p->input_gradient.shortcut);
+    p->input_gradient.first_sample = r.value<std::int64_t>();
+    p->output_gradients.resize(count());
+    for (auto& g : p->output_gradients) {
+      b_.unpack(r, g.main);
+      b_.unpack(r, g.shortcut);
+      g.first_sample = r.value<std::int64_t>();
+    }
+    p->weights.resize(count());
+    for (auto& x : p->weights) {
+      Params w;
+      b_.unpack(r, w);
+      x = std::make_shared<const Params>(std::move(w));
+    }
+    p->weight_gradients.resize(count());
+    for (auto& g : p->weight_gradients) b_.unpack(r, g);
+    b_.unpack(r, p->stash_input);
+    if (!r.done()) throw Error("a message between ranks is malformed: bytes left over");
   }
   return p;
 }
