@@ -19,11 +19,6 @@ constexpr std::int32_t kRequestTag = 0;
 
 int copies_per_rank(int processors, std::int32_t ranks) { return (processors + ranks - 1) / ranks; }
 
-BatchSampler sampler_for(const GraphConfig& config, const Network& network, const Dataset& data,
-                         const ExecutorOptions& executor) {
-  return BatchSampler(data, network.batch, config.microbatches, config.minibatches, executor.seed);
-}
-
 }  // namespace
 
 void with_ranks(bool distributed, const std::function<void(mpi::MpiSession*)>& body) {
@@ -86,7 +81,7 @@ void follow_rank_leader(RankTransport& transport, const GraphConfig& config, con
                         double message_timeout_s) {
   const ScheduleRequest request = make_request(config);
   const auto data = load_data(executor, request.network, "train");
-  const BatchSampler sampler = sampler_for(config, request.network, *data, executor);
+  const BatchSampler sampler(*data, request.network.batch, config.microbatches, config.minibatches, executor.seed);  // validate's
   TrainingOptions training = training_options(executor);
   Distribution distribution;
   distribution.transport = &transport;

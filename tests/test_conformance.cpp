@@ -40,6 +40,7 @@
 #include "pipetwin/sim/engines.hpp"
 #include "pipetwin/sim/simulator.hpp"
 #include "schedule_test_helpers.hpp"
+#include "synthetic_data.hpp"
 #include "training_reference.hpp"
 #ifdef PIPETWIN_TEST_CUDA
 #include "pipetwin/exec/cuda/cuda_executor.hpp"
@@ -226,13 +227,6 @@ void check_engine_run(const TaskGraph& g, const Ran& ran, const std::string& eng
   }
 }
 
-Dataset data_for(const Network& net) {
-  const auto classes = static_cast<std::int32_t>(shape_elements(net.layers.back().output_shape) > 1
-                                                     ? shape_elements(net.layers.back().output_shape)
-                                                     : net.layers.back().dense.out_features);
-  return synthetic_dataset(net.input_shape, classes, 64, 3);
-}
-
 }  // namespace
 
 TEST_CASE("conformance: every schedule x P = 1..4 x recompute x {lenet5, resnet8, mlp} x every engine built here") {
@@ -304,7 +298,7 @@ TEST_CASE("conformance: every schedule x P = 1..4 x recompute x {lenet5, resnet8
 
         // The executors, against the references.
         const Network& net = request.network;
-        const Dataset data = data_for(net);
+        const Dataset data = test::synthetic_data_for(net);
         const BatchSampler sampler(data, net.batch, g.microbatches, g.minibatches, 7);
         TrainingOptions training;
         training.learning_rate = kLearningRate;
@@ -378,7 +372,7 @@ TEST_CASE("conformance: data-parallel replicas of the synchronous schedules on e
         for (const auto& name : engine_names()) check_engine_run(g, run_with_log(*make_engine(name), g), name);
         // The CPU executor: the declared buffers, tensor by tensor, and large-batch SGD's weights.
         const Network& net = request.network;
-        const Dataset data = data_for(net);
+        const Dataset data = test::synthetic_data_for(net);
         const BatchSampler sampler = graph_sampler(data, g, net, 7);
         TrainingOptions training;
         training.learning_rate = kLearningRate;

@@ -25,6 +25,7 @@
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/registry.hpp"
+#include "synthetic_data.hpp"
 #include "training_reference.hpp"
 
 namespace pipetwin {
@@ -71,11 +72,7 @@ Trained train(const GraphConfig& config, const Dataset& data, double learning_ra
 }
 
 Dataset data_for(const Case& c) {
-  const Network net = make_request(config_for(c, "sequential", 1, 1, 1)).network;
-  const std::int32_t classes = static_cast<std::int32_t>(shape_elements(net.layers.back().output_shape) > 1
-                                                             ? shape_elements(net.layers.back().output_shape)
-                                                             : net.layers.back().dense.out_features);
-  return synthetic_dataset(net.input_shape, classes, 64, 3);
+  return test::synthetic_data_for(make_request(config_for(c, "sequential", 1, 1, 1)).network);
 }
 
 // A run of d replicas (each of M microbatches) against sequential SGD of `network` on the d-times

@@ -181,6 +181,7 @@ class GraphExecution {
   std::int32_t rank_of_task(const Task& t) const;
   bool is_local(const Task& t) const { return task_rank_[static_cast<std::size_t>(t.id)] == rank_; }
   bool sends_away(const Task& t) const;  // a transfer to another rank's processor (its data goes along)
+  std::int32_t receiving_rank(const Task& t) const;  // a transfer's: the rank of its receiving processor
   void plan_ranks();
   bool reads_stash(const Task& t, StashKey* key) const;  // from the registry (key: which)
   template <typename Hear>
@@ -764,9 +765,7 @@ void GraphExecution<B>::execute(const Task& t, Lane& lane) {
       if (sends_away(t)) {            // the receiving rank keeps it (listen)
         ByteWriter message;
         pack_payload(message, *out);
-        send_to_rank(rank_of_processor(link_of(t).dst, static_cast<std::int32_t>(g_.processors.size()),
-                                       options_.distribution->transport->ranks()),
-                     t.id, message.bytes());
+        send_to_rank(receiving_rank(t), t.id, message.bytes());
         return;
       }
       keep(t, std::move(out), link_of(t).dst);
@@ -1026,11 +1025,15 @@ std::int32_t GraphExecution<B>::rank_of_task(const Task& t) const {
 }
 
 template <typename B>
+std::int32_t GraphExecution<B>::receiving_rank(const Task& t) const {
+  return rank_of_processor(link_of(t).dst, static_cast<std::int32_t>(g_.processors.size()),
+                           options_.distribution->transport->ranks());
+}
+
+template <typename B>
 bool GraphExecution<B>::sends_away(const Task& t) const {
   if (!distributed() || !is_link_task(t) || t.kind != TaskKind::X || t.collective >= 0) return false;
-  const LinkInfo& link = link_of(t);
-  return link.dst != kHost && rank_of_processor(link.dst, static_cast<std::int32_t>(g_.processors.size()),
-                                                options_.distribution->transport->ranks()) != rank_of_task(t);
+  return link_of(t).dst != kHost && receiving_rank(t) != rank_of_task(t);
 }
 
 // Which rank runs each task, which other ranks each of this rank's tasks must tell, and how many
@@ -1076,7 +1079,7 @@ void GraphExecution<B>::plan_ranks() {
       if (from == to) continue;
       // What crosses ranks: a transfer's data, to the rank of its receiving processor; a stash,
       // which its maker ships to every rank that reads it (plan_stashes); or the end of a task.
-      const bool carried = sends_away(source) && to == rank_of_processor(link_of(source).dst, processors, transport.ranks());
+      const bool carried = sends_away(source) && to == receiving_rank(source);
       if (d.carries != Carries::order && d.carries != Carries::stash && !carried) {
         throw Error("a run across processes cannot run " + describe_task(g_, t) + " on rank " + std::to_string(to) +
                     ": it reads the " + to_string(d.carries) + " of " + describe_task(g_, source) + " on rank " +
@@ -1084,7 +1087,7 @@ void GraphExecution<B>::plan_ranks() {
       }
       hear(d.task, to);
     }
-    if (sends_away(t)) hear(t.id, rank_of_processor(link_of(t).dst, processors, transport.ranks()));  // its data
+    if (sends_away(t)) hear(t.id, receiving_rank(t));  // its data
   }
 }
 
@@ -1198,9 +1201,7 @@ void GraphExecution<B>::plan_registry_readers() {
 // The other ranks waiting for `t`: a transfer's receiver has its data already (sends_away).
 template <typename B>
 void GraphExecution<B>::announce(const Task& t) {
-  const std::int32_t receiver = sends_away(t) ? rank_of_processor(link_of(t).dst, static_cast<std::int32_t>(g_.processors.size()),
-                                                                  options_.distribution->transport->ranks())
-                                              : -1;
+  const std::int32_t receiver = sends_away(t) ? receiving_rank(t) : -1;
   static const std::vector<unsigned char> ended;
   const auto& ship_to = ship_to_[static_cast<std::size_t>(t.id)];
   for (const auto r : notify_[static_cast<std::size_t>(t.id)]) {

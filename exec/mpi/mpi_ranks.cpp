@@ -102,8 +102,6 @@ class MpiTransport final : public RankTransport {
 
 }  // namespace
 
-bool available() { return true; }
-
 MpiSession::MpiSession() {
   int initialised = 0;
   check(MPI_Initialized(&initialised), "MPI_Initialized");

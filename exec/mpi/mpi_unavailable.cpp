@@ -7,8 +7,6 @@
 
 namespace pipetwin::mpi {
 
-bool available() { return false; }
-
 MpiSession::MpiSession() {
   throw Error("this pipetwin was built without MPI, so it cannot run across processes "
               "(install Open MPI, e.g. apt-get install libopenmpi-dev openmpi-bin, and build again)");

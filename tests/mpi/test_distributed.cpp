@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../schedule_test_helpers.hpp"
+#include "../synthetic_data.hpp"
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
 #include "pipetwin/exec/dataset.hpp"
 #include "pipetwin/exec/mpi/mpi_ranks.hpp"
@@ -21,13 +22,6 @@
 using namespace pipetwin;
 
 namespace {
-
-Dataset data_for(const Network& net) {
-  const auto& last = net.layers.back();
-  const auto classes = static_cast<std::int32_t>(shape_elements(last.output_shape) > 1 ? shape_elements(last.output_shape)
-                                                                                        : last.dense.out_features);
-  return synthetic_dataset(net.input_shape, classes, 64, 3);
-}
 
 bool bit_equal(const std::vector<HostWeights>& a, const std::vector<HostWeights>& b) {
   if (a.size() != b.size()) return false;
@@ -44,7 +38,7 @@ bool bit_equal(const std::vector<HostWeights>& a, const std::vector<HostWeights>
 std::string check(const GraphConfig& config, mpi::MpiSession& session) {
   const ScheduleRequest request = make_request(config);
   const TaskGraph graph = make_graph(config);
-  const Dataset data = data_for(request.network);
+  const Dataset data = test::synthetic_data_for(request.network);
   const BatchSampler sampler(data, request.network.batch, graph.microbatches, graph.minibatches, 7);
   TrainingOptions options;
   options.learning_rate = 0.05;

@@ -11,12 +11,6 @@
 
 namespace pipetwin::mpi {
 
-// True when this build has MPI.
-bool available();
-
-// True when this process looks launched by mpirun or srun (their environment variables are set).
-bool launched_by_mpi_launcher();
-
 // MPI_Init_thread (threads may call MPI at once) on construction, MPI_Finalize on destruction.
 // One per process. Throws pipetwin::Error when the build has no MPI or MPI cannot start.
 class MpiSession {
