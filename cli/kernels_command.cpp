@@ -1,6 +1,7 @@
 // `pipetwin kernels`: the GPU kernels the operator-level cost model times for each layer of a
 // network, with the cuBLAS tile, split-K and waves of each GEMM, so a prediction can be read
-// kernel by kernel (and checked against a profiler's trace).
+// kernel by kernel (and checked against a profiler's trace); on a systolic-array profile, each
+// layer task's GEMMs with their fold cycles and DRAM cycles.
 #include <iostream>
 #include <memory>
 #include <regex>
@@ -12,6 +13,7 @@
 #include "pipetwin/models/cost_model.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/gpu_kernels.hpp"
+#include "pipetwin/models/systolic_array.hpp"
 #include "pipetwin/schedule/registry.hpp"
 
 namespace pipetwin::cli {
@@ -29,35 +31,84 @@ std::string describe(const GpuKernel& k) {
   return fmt::format("{:g}x{:g}x{:g}{}", k.gemm.m, k.gemm.n, k.gemm.k, batch);
 }
 
-void run(const KernelsOptions& options) {
-  GraphConfig config = options.config;
-  config.schedule = "sequential";
-  config.processors = 1;
-  const ScheduleRequest request = make_request(config);
-  const HardwareProfile& hw = request.hardware;
-  if (hw.cost_model != CostModelKind::operator_level) {
-    throw Error("kernels: hardware " + hw.name + " uses the " + to_string(hw.cost_model) +
-                " cost model; choose a GPU profile (v100, a100, a100-40gb, h100, h100-pcie, h200) or pass cost_model=operator");
-  }
-  const Network& net = request.network;
-  if (net.batch % request.microbatches != 0) {
-    throw Error("kernels: --microbatches " + std::to_string(request.microbatches) + " does not divide the batch of " +
-                std::to_string(net.batch));
-  }
-  const std::int64_t samples = net.batch / request.microbatches;
+std::vector<const Layer*> matching_layers(const Network& net, const std::string& layer_pattern) {
   std::regex pattern;
   try {
-    pattern = std::regex(options.layer);
+    pattern = std::regex(layer_pattern);
   } catch (const std::regex_error& error) {
-    throw Error("kernels: --layer '" + options.layer + "' is not a regular expression (" + error.what() + ")");
+    throw Error("kernels: --layer '" + layer_pattern + "' is not a regular expression (" + error.what() + ")");
   }
   std::vector<const Layer*> layers;
   for (const Layer& layer : net.layers) {
     if (std::regex_search(layer.name, pattern)) layers.push_back(&layer);
   }
   if (layers.empty()) {
-    throw Error("kernels: no layer of " + net.name + " matches --layer '" + options.layer + "'");
+    throw Error("kernels: no layer of " + net.name + " matches --layer '" + layer_pattern + "'");
   }
+  return layers;
+}
+
+// A systolic array's GEMMs per layer task: shape, folds' compute cycles, DRAM cycles.
+void print_systolic(const KernelsOptions& options, const Network& net, const HardwareProfile& hw, std::int64_t samples) {
+  const SystolicSpec& spec = hw.processor.systolic;
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  if (!options.json) {
+    std::cout << fmt::format("{} on {}: a {}x{} systolic array, {} dataflow, {} samples per microbatch (cycles at {:g} GHz)\n",
+                             net.name, hw.name, spec.rows, spec.cols, to_string(spec.dataflow), samples, hw.clock_hz() / 1e9);
+  }
+  for (const Layer* layer : matching_layers(net, options.layer)) {
+    for (const TaskKind kind : {TaskKind::F, TaskKind::BA, TaskKind::BW}) {
+      if (layer->type != "conv2d" && layer->type != "dense") {
+        if (!options.json && kind == TaskKind::F) std::cout << fmt::format("{}: {} (not modelled by the array)\n", layer->name, layer->type);
+        continue;
+      }
+      nlohmann::ordered_json gemms = nlohmann::ordered_json::array();
+      std::int64_t compute = 0;
+      double dram = 0;
+      for (const ArrayGemm& g : layer_gemms(*layer, kind, samples)) {
+        const std::int64_t cycles = gemm_compute_cycles(g, spec);
+        const double dram_cycles = gemm_dram_words(g, spec) * static_cast<double>(spec.word_bytes) / spec.dram_bytes_per_cycle;
+        compute += cycles;
+        dram += dram_cycles;
+        gemms.push_back({{"m", g.m}, {"k", g.k}, {"n", g.n}, {"compute_cycles", cycles}, {"dram_cycles", dram_cycles}});
+      }
+      const std::int64_t total = systolic_layer_cycles(*layer, kind, samples, spec);
+      if (options.json) {
+        out.push_back({{"layer", layer->name}, {"kind", to_string(kind)}, {"gemms", gemms}, {"compute_cycles", compute},
+                       {"dram_cycles", dram}, {"cycles", total}});
+      } else {
+        const auto& g = gemms.front();
+        std::cout << fmt::format("{:<24} {:<3} {:>5} x GEMM {}x{}x{}  compute {:>12} cycles  DRAM {:>12.0f}  task {:>12}\n",
+                                 layer->name, to_string(kind), gemms.size(), g["m"].get<std::int64_t>(),
+                                 g["k"].get<std::int64_t>(), g["n"].get<std::int64_t>(), compute, dram, total);
+      }
+    }
+  }
+  if (options.json) std::cout << out.dump(2) << "\n";
+}
+
+void run(const KernelsOptions& options) {
+  GraphConfig config = options.config;
+  config.schedule = "sequential";
+  config.processors = 1;
+  const ScheduleRequest request = make_request(config);
+  const HardwareProfile& hw = request.hardware;
+  const Network& net = request.network;
+  if (net.batch % request.microbatches != 0) {
+    throw Error("kernels: --microbatches " + std::to_string(request.microbatches) + " does not divide the batch of " +
+                std::to_string(net.batch));
+  }
+  const std::int64_t samples = net.batch / request.microbatches;
+  if (hw.processor.accelerator.model == "systolic") {
+    print_systolic(options, net, hw, samples);
+    return;
+  }
+  if (hw.cost_model != CostModelKind::operator_level) {
+    throw Error("kernels: hardware " + hw.name + " uses the " + to_string(hw.cost_model) +
+                " cost model; choose a GPU profile (v100, a100, a100-40gb, h100, h100-pcie, h200) or pass cost_model=operator, "
+                "or the systolic profile");
+  }
+  const auto layers = matching_layers(net, options.layer);
   const ProcessorSpec& p = hw.processor;
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   if (!options.json) {
@@ -116,13 +167,15 @@ void run(const KernelsOptions& options) {
 void add_kernels_command(CLI::App& app) {
   auto options = std::make_shared<KernelsOptions>();
   auto* command = app.add_subcommand(
-      "kernels", "list the GPU kernels the operator cost model times for each layer (GEMM tiles, waves, bytes, us)");
+      "kernels", "list the GPU kernels the operator cost model times for each layer (GEMM tiles, waves, bytes, us), "
+                 "or a systolic array's GEMMs and cycles (--hardware systolic)");
   options->config.model = "gpt";
   options->config.hardware = "a100";
   options->config.microbatches = 1;
   command->add_option("--model,-m", options->config.model, "network from `pipetwin models`, or a network file")
       ->capture_default_str();
-  command->add_option("--hardware", options->config.hardware, "GPU hardware profile from `pipetwin hardware`")
+  command->add_option("--hardware", options->config.hardware,
+                      "GPU hardware profile from `pipetwin hardware`, or one with a systolic array (systolic)")
       ->capture_default_str();
   command->add_option("--microbatches", options->config.microbatches,
                       "microbatches per minibatch: the kernels are those of one microbatch (batch / microbatches samples)")

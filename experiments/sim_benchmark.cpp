@@ -44,7 +44,11 @@ int main() {
     const TaskGraph graph = make_graph(config);
     // Engine only; engine plus the summary (idle attribution, memory timeline, link use).
     const double engine = tasks_per_second(graph, [](const TaskGraph& g) { simulate_times(g); });
-    const double full = tasks_per_second(graph, [](const TaskGraph& g) { simulate(g, SimOptions{true}); });
+    const double full = tasks_per_second(graph, [](const TaskGraph& g) {
+      SimOptions options;
+      options.record_memory_timeline = true;
+      simulate(g, options);
+    });
     const double analytic = tasks_per_second(graph, [](const TaskGraph& g) { evaluate(g, true); });
     const std::string name = "resnet110 " + schedule + " P=" + std::to_string(processors) + " M=64 K=2";
     std::printf("%-36s %8zu %16.3g %16.3g %16.3g\n", name.c_str(), graph.tasks.size(), engine, full, analytic);

@@ -213,7 +213,7 @@ TEST_CASE("GPU profiles carry the datasheets' peaks, bandwidths and capacities")
   CHECK(make_hardware("v100", Params::parse({"precision=fp16"})).processor.peak_flops_per_s == doctest::Approx(125e12));
   CHECK(to_string(make_hardware("a100", Params::parse({"cost_model=roofline"})).cost_model) == "roofline");
   CHECK_THROWS_WITH_AS(make_hardware("a100", Params::parse({"cost_model=exact"})),
-                       "hardware parameter cost_model: unit, roofline or operator expected, got 'exact'", Error);
+                       "hardware parameter cost_model: unit, roofline, operator or systolic expected, got 'exact'", Error);
   CHECK_THROWS_WITH_AS(make_hardware("unit", Params::parse({"cost_model=operator"})),
                        doctest::Contains("the operator cost model needs the GPU's figures"), Error);
   CHECK_THROWS_WITH_AS(make_hardware("cpu-core", Params::parse({"dispatch_s=1e-6"})),

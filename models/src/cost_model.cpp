@@ -2,6 +2,8 @@
 // operator-level model (each layer's kernels, gpu_kernels.hpp, timed by gpu_timing.hpp).
 #include "pipetwin/models/cost_model.hpp"
 
+#include "pipetwin/models/systolic_array.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -113,6 +115,9 @@ std::int64_t layer_cycles(const HardwareProfile& hw, const Layer& layer, TaskKin
     const double between_s = kind == TaskKind::U ? 0.0 : hw.calibration->layer_overhead_s;
     return ceil_cycles((calibrated_seconds(*hw.calibration, layer, kind, samples) + between_s) * hw.clock_hz());
   }
+  if (hw.cost_model == CostModelKind::systolic) {
+    return systolic_layer_cycles(layer, kind, samples, hw.processor.systolic);
+  }
   if (hw.cost_model == CostModelKind::operator_level) {
     return ceil_cycles((operator_layer_seconds(hw.processor, layer, kind, samples, optimizer) +
                         tensor_parallel_seconds(hw, layer, kind, samples)) * hw.clock_hz());
@@ -201,7 +206,8 @@ std::int64_t block_recompute_cycles(const HardwareProfile& hw, const Network& ne
 std::int64_t memory_traffic_cycles(const HardwareProfile& hw, const Network& net, TaskKind kind,
                                    int first_layer, int last_layer, std::int64_t samples) {
   // Calibrated times were measured with the memory traffic in them.
-  if (hw.cost_model == CostModelKind::unit || hw.calibration) return 0;
+  // A systolic array's DRAM traffic is part of its own cycle count (systolic_array.hpp).
+  if (hw.cost_model == CostModelKind::unit || hw.cost_model == CostModelKind::systolic || hw.calibration) return 0;
   if (kind == TaskKind::B) {
     return memory_traffic_cycles(hw, net, TaskKind::BA, first_layer, last_layer, samples) +
            memory_traffic_cycles(hw, net, TaskKind::BW, first_layer, last_layer, samples);

@@ -9,6 +9,7 @@
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/json_read.hpp"
 #include "pipetwin/models/names.hpp"
+#include "pipetwin/models/systolic_array.hpp"
 
 namespace pipetwin {
 namespace {
@@ -52,7 +53,11 @@ std::vector<ParamSpec> common_hardware_params() {
           {"nic", "", "link of each NIC between nodes (see `pipetwin hardware`)"},
           {"link_policy", "", "how the link between processors serves transfers: in-order or shared"},
           {"host_link_policy", "", "how the host link serves offloads and reloads: in-order or shared"},
-          {"cost_model", "", "roofline, or operator (GPU profiles: kernels timed from GEMM tiles and bytes)"},
+          {"cost_model", "", "roofline, operator (GPU profiles: kernels timed from GEMM tiles and bytes) or systolic"},
+          {"accelerator", "", "the simulator's processor model: fixed (the graph's costs), systolic, or a registered plug-in"},
+          {"dataflow", "", "systolic array: os, ws or is (output-, weight- or input-stationary)"},
+          {"array_rows", "", "systolic array: rows of MAC cells"},
+          {"array_cols", "", "systolic array: columns of MAC cells"},
           {"gemm_efficiency", "", "operator model: fraction of the tensor peak a GEMM tile reaches"},
           {"l2_bytes_per_s", "", "operator model: L2 bandwidth feeding GEMM tiles"},
           {"memory_efficiency", "", "operator model: fraction of DRAM bandwidth memory-bound kernels reach"},
@@ -60,6 +65,42 @@ std::vector<ParamSpec> common_hardware_params() {
           {"kernel_s", "", "operator model: least time of one kernel"},
           {"dispatch_s", "", "operator model: host time of one framework operator"},
           {"launch_s", "", "operator model: host time of one CUDA kernel launch"}};
+}
+
+// The "accelerator" object: {"model": name, other keys: the model's settings}; the parameters
+// accelerator, dataflow, array_rows and array_cols override it.
+void read_accelerator(const JsonReader& root, const Params& params, HardwareProfile* hw) {
+  AcceleratorSpec& a = hw->processor.accelerator;
+  if (root.has("accelerator")) {
+    const JsonReader section = root.at("accelerator");
+    section.require_object();
+    a.model = section.get_string("model");
+    for (const auto& item : section.value().items()) {
+      if (item.key() == "model") continue;
+      a.settings[item.key()] = item.value().is_string() ? item.value().get<std::string>() : item.value().dump();
+    }
+  }
+  a.model = params.get_string("accelerator", a.model);
+  if (a.model.empty()) throw Error("hardware " + hw->name + ": accelerator needs a model name");
+  for (auto [param, key] : {std::make_pair("dataflow", "dataflow"), std::make_pair("array_rows", "rows"),
+                            std::make_pair("array_cols", "cols")}) {
+    if (params.has(param)) a.settings[key] = params.get_string(param, "");
+  }
+  const bool systolic_settings = a.model == "systolic" || hw->cost_model == CostModelKind::systolic;
+  if (systolic_settings) {
+    if (a.model != "systolic") {
+      throw Error("hardware " + hw->name + ": the systolic cost model needs the systolic accelerator's settings "
+                  "(\"accelerator\": {\"model\": \"systolic\", ...}), not '" + a.model + "'");
+    }
+    hw->processor.systolic = systolic_spec_from_settings(a.settings, hw->processor.clock_hz);
+  } else {
+    for (const char* key : {"dataflow", "array_rows", "array_cols"}) {
+      if (params.has(key)) {
+        throw Error("hardware " + hw->name + ": " + key + " is a setting of the systolic accelerator, which this profile "
+                    "does not model (accelerator=systolic cost_model=systolic, or a profile with a systolic array)");
+      }
+    }
+  }
 }
 
 void check_positive(double value, const std::string& what, const std::string& source) {
@@ -151,6 +192,7 @@ std::string to_string(CostModelKind kind) {
     case CostModelKind::unit: return "unit";
     case CostModelKind::roofline: return "roofline";
     case CostModelKind::operator_level: return "operator";
+    case CostModelKind::systolic: return "systolic";
   }
   return "?";
 }
@@ -194,7 +236,7 @@ HardwareProfile hardware_from_json_text(const std::string& text, const std::stri
                                         const Params& params) {
   const nlohmann::json document = JsonReader::parse(text, source);
   const JsonReader root(document, source);
-  root.check_keys({"name", "description", "cost_model", "processor", "link", "host_link",
+  root.check_keys({"name", "description", "cost_model", "accelerator", "processor", "link", "host_link",
                    "host_memory_bytes", "topology", "cluster", "validated"});
   HardwareProfile hw;
   hw.name = root.get_string("name");
@@ -207,10 +249,12 @@ HardwareProfile hardware_from_json_text(const std::string& text, const std::stri
     hw.cost_model = CostModelKind::roofline;
   } else if (cost_model == "operator") {
     hw.cost_model = CostModelKind::operator_level;
+  } else if (cost_model == "systolic") {
+    hw.cost_model = CostModelKind::systolic;
   } else if (params.has("cost_model")) {
-    throw Error("hardware parameter cost_model: unit, roofline or operator expected, got '" + cost_model + "'");
+    throw Error("hardware parameter cost_model: unit, roofline, operator or systolic expected, got '" + cost_model + "'");
   } else {
-    root.at("cost_model").fail("\"unit\", \"roofline\" or \"operator\"");
+    root.at("cost_model").fail("\"unit\", \"roofline\", \"operator\" or \"systolic\"");
   }
   hw.validated = root.get_bool("validated", false);
 
@@ -287,6 +331,8 @@ HardwareProfile hardware_from_json_text(const std::string& text, const std::stri
     p.shared_memory_system = true;
     hw.name += ":sms=" + std::to_string(sms);
   }
+
+  read_accelerator(root, params, &hw);
 
   hw.link = make_link(params.get_string("link", root.get_string("link")));
   hw.host_link = make_link(params.get_string("host_link", root.get_string("host_link")));

@@ -91,6 +91,12 @@ std::string graph_to_json(const TaskGraph& g) {
   out << "  \"schedule\": " << ordered_json(g.schedule).dump() << ",\n";
   out << "  \"model\": " << ordered_json(g.model).dump() << ",\n";
   out << "  \"hardware\": " << ordered_json(g.hardware).dump() << ",\n";
+  if (g.accelerator != "fixed") {
+    ordered_json accelerator = ordered_json::object();
+    accelerator["model"] = g.accelerator;
+    for (const auto& [key, value] : g.accelerator_settings) accelerator[key] = value;
+    out << "  \"accelerator\": " << accelerator.dump() << ",\n";
+  }
   out << "  \"parameters\": " << parameters.dump() << ",\n";
   out << "  \"semantics\": \"" << to_string(g.semantics) << "\",\n";
   out << "  \"microbatches\": " << g.microbatches << ",\n";
@@ -143,7 +149,7 @@ std::string graph_to_json(const TaskGraph& g) {
 TaskGraph graph_from_json(const std::string& text, const std::string& source) {
   const nlohmann::json document = JsonReader::parse(text, source);
   const JsonReader root(document, source);
-  root.check_keys({"format", "version", "schedule", "model", "hardware", "parameters", "semantics",
+  root.check_keys({"format", "version", "schedule", "model", "hardware", "accelerator", "parameters", "semantics",
                    "microbatches", "minibatches", "samples_per_microbatch", "clock_hz", "host_memory_capacity_bytes",
                    "schedule_metrics", "processors", "links", "stages", "tasks", "buffers", "collectives"});
   if (root.get_string("format") != kFormat) root.at("format").fail(std::string("\"") + kFormat + "\"");
@@ -159,6 +165,14 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
   g.schedule = root.get_string("schedule");
   g.model = root.get_string("model");
   g.hardware = root.get_string("hardware");
+  if (root.has("accelerator")) {
+    const JsonReader accelerator = root.at("accelerator");
+    accelerator.require_object();
+    g.accelerator = accelerator.get_string("model");
+    for (const auto& item : accelerator.value().items()) {
+      if (item.key() != "model") g.accelerator_settings[item.key()] = accelerator.at(item.key()).as_string();
+    }
+  }
   const JsonReader parameters = root.at("parameters");
   parameters.require_object();
   for (const auto& item : parameters.value().items()) {

@@ -69,6 +69,8 @@ TaskGraph empty_graph(const ScheduleRequest& request, const std::string& schedul
   g.schedule = schedule_name;
   g.model = request.network.name;
   g.hardware = hw.name;
+  g.accelerator = hw.processor.accelerator.model;
+  g.accelerator_settings = hw.processor.accelerator.settings;
   g.semantics = semantics;
   g.microbatches = request.microbatches;
   g.minibatches = request.minibatches;

@@ -17,8 +17,8 @@ void FairShare::advance(std::int64_t now) {
   last_update_ = now;
 }
 
-std::vector<std::int32_t> FairShare::take_finished() {
-  std::vector<std::int32_t> finished;
+void FairShare::take_finished(std::vector<std::int32_t>& finished) {
+  finished.clear();
   for (auto it = active_.begin(); it != active_.end();) {
     if (it->remaining_cycles <= kDone) {
       finished.push_back(it->id);
@@ -27,7 +27,6 @@ std::vector<std::int32_t> FairShare::take_finished() {
       ++it;
     }
   }
-  return finished;
 }
 
 std::int64_t FairShare::next_completion(std::int64_t now) const {

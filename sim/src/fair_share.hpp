@@ -14,8 +14,9 @@ class FairShare {
   void add(std::int32_t job, std::int64_t service_cycles) {
     active_.push_back({job, static_cast<double>(service_cycles)});
   }
-  // Jobs whose service is complete, in the order they were added; they leave.
-  std::vector<std::int32_t> take_finished();
+  // Jobs whose service is complete, in the order they were added; they leave. Replaces
+  // `finished`'s contents (a buffer the caller reuses).
+  void take_finished(std::vector<std::int32_t>& finished);
   // When the next job will finish at the current share, or -1 when nothing is active.
   std::int64_t next_completion(std::int64_t now) const;
   bool empty() const { return active_.empty(); }

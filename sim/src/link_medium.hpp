@@ -5,26 +5,34 @@
 // the link's latency, then needs cost - latency cycles of service at full bandwidth; transfers
 // in service on the medium at the same time share its bandwidth equally (round-robin packet
 // arbitration in the limit of small packets, so completion times are within one packet of
-// packet-level round robin). Alone, a transfer takes exactly its cost.
+// packet-level round robin). Alone, a transfer takes exactly its cost. One SC_METHOD process: it
+// wakes at arrivals, at the end of latencies and at the earliest completion.
 #pragma once
-#include <map>
 #include <vector>
 
-#include <systemc>
-
 #include "fair_share.hpp"
-#include "run_state.hpp"
-#include "worker_pool.hpp"
+#include "interfaces.hpp"
 
 namespace pipetwin::sim {
 
-class LinkMedium final : public Steppable {
+class LinkMediumModule final : public sc_core::sc_module, public task_sink_if {
  public:
-  LinkMedium(RunState& run, WorkerLease& lease);
+  sc_core::sc_port<task_board_if> board;
+  sc_core::sc_export<task_sink_if> ready_in;
+  sc_core::sc_signal<int> in_service;  // for VCD traces: transfers admitted and not finished
 
-  // Makes `link` an in-order link of this medium, serving `queue` (its task ids, in order).
-  void serve_in_order(std::int32_t link, std::vector<std::int32_t> queue);
-  void arrive(std::int32_t task);  // the transfer's dependencies have finished
+  SC_HAS_PROCESS(LinkMediumModule);
+  // Per task (transfers; shared by all media): `queue_position`, its position in its link's task
+  // order; `in_order_slot`, its link's index among its medium's in-order links, or -1.
+  LinkMediumModule(const sc_core::sc_module_name& name, const std::vector<std::int32_t>& queue_position,
+                   const std::vector<std::int32_t>& in_order_slot);
+  const char* kind() const override { return "pipetwin::sim::LinkMediumModule"; }
+
+  // Adds an in-order link of this medium, serving `queue` (its task ids, in order); returns its slot.
+  std::int32_t serve_in_order(std::vector<std::int32_t> queue);
+  void trace_occupancy() { traced_ = true; }
+  // Transfers with no dependencies arrive when the simulation starts.
+  void arrive_at_start(std::int32_t task) { initial_.push_back(task); }
 
  private:
   struct Waiting {
@@ -37,16 +45,21 @@ class LinkMedium final : public Steppable {
     std::vector<char> arrived;        // per queue position: dependencies ended
     bool busy = false;                // a transfer of this link is admitted and not finished
   };
-  void admit(std::int32_t task);      // starts it: latency, then service
+  void task_ready(std::int32_t task) override;  // the transfer's dependencies have finished
+  void admit(std::int32_t task);                // starts it: latency, then service
   void admit_next(InOrderLink& link);
-  void step() override;
+  void step();
 
-  RunState& run_;
   std::vector<Waiting> waiting_;      // admitted, in their latency; in admission order
-  std::map<std::int32_t, InOrderLink> in_order_;   // by link index
-  std::map<std::int32_t, std::size_t> position_;   // task -> its position in its in-order link's queue
+  const std::vector<std::int32_t>& queue_position_;
+  const std::vector<std::int32_t>& in_order_slot_;
+  std::vector<InOrderLink> in_order_;  // by slot
+  std::vector<std::int32_t> finished_;  // reused by each step
+  std::vector<std::int32_t> initial_;
   FairShare bandwidth_;
-  Worker& worker_;
+  int admitted_ = 0;
+  bool traced_ = false;
+  sc_core::sc_event wake_;
 };
 
 }  // namespace pipetwin::sim

@@ -1,20 +1,21 @@
-// One simulation run in SystemC's process-global kernel: a model per processor and per link
-// medium (serving each of its links by the link's policy), each on a pooled worker process; run
-// until nothing is left to happen; collect the task times.
-#define SC_INCLUDE_DYNAMIC_PROCESSES
+// One simulation run: a fresh SystemC context at the graph's clock, the module hierarchy
+// elaborated from the graph (platform.hpp), the kernel run until nothing is left to happen, the
+// task times collected.
 #include "pipetwin/sim/simulator.hpp"
 
-#include <map>
+#include <filesystem>
+#include <limits>
 #include <memory>
 
 #include <systemc>
 
-#include "link_medium.hpp"
-#include "memory_system.hpp"
+#include "kernel_session.hpp"
 #include "pipetwin/models/error.hpp"
+#include "pipetwin/models/network_registry.hpp"
 #include "pipetwin/schedule/summary.hpp"
 #include "pipetwin/schedule/validator.hpp"
-#include "processor_model.hpp"
+#include "pipetwin/sim/accelerator.hpp"
+#include "platform.hpp"
 
 // libsystemc.so's own main() calls sc_main(); pipetwin's programs bring their own main() and
 // start the kernel with sc_start(), so this definition only satisfies the linker.
@@ -23,9 +24,9 @@ int sc_main(int, char*[]) { return 1; }
 namespace pipetwin {
 namespace {
 
-std::string deadlock_message(const TaskGraph& g, const sim::RunState& run,
-                             const std::vector<std::unique_ptr<sim::ProcessorModel>>& processors) {
-  std::string message = "deadlock: " + std::to_string(g.tasks.size() - run.finished()) + " of " +
+std::string deadlock_message(const TaskGraph& g, const sim::TaskBoard& board,
+                             const std::vector<std::unique_ptr<sim::ProcessorModule>>& processors) {
+  std::string message = "deadlock: " + std::to_string(g.tasks.size() - board.finished()) + " of " +
                         std::to_string(g.tasks.size()) + " tasks never ran";
   int listed = 0;
   for (const auto& processor : processors) {
@@ -36,77 +37,95 @@ std::string deadlock_message(const TaskGraph& g, const sim::RunState& run,
                " is stuck before " + describe_task(g, t);
     std::string waits;
     for (const auto& dep : t.deps) {
-      if (!run.done(dep.task)) waits += (waits.empty() ? "" : ", ") + describe_task(g, g.tasks[dep.task]);
+      if (!board.done(dep.task)) waits += (waits.empty() ? "" : ", ") + describe_task(g, g.tasks[dep.task]);
     }
     if (!waits.empty()) message += ", which waits for " + waits;
   }
   return message;
 }
 
+// The network a graph names, built again from its model and model.* parameters.
+Network network_named_by(const TaskGraph& g) {
+  Params params;
+  for (const auto& [key, value] : g.parameters) {
+    if (key.rfind("model.", 0) == 0) params.set(key.substr(6), value);
+  }
+  try {
+    return make_network(g.model, params);
+  } catch (const Error& error) {
+    throw Error("accelerator '" + g.accelerator + "' computes task cycles from the network's layers, and the network "
+                "this graph names (" + g.model + ") cannot be built again: " + error.what());
+  }
+}
+
+// Up to how many cycles a run can last: every task's cost, at most twice over for transfers
+// that share a medium or memory traffic that waits (the clock only has to hold it).
+std::int64_t longest_cycles(const TaskGraph& g) {
+  double total = 0;
+  for (const auto& t : g.tasks) total += static_cast<double>(t.cost_cycles) + static_cast<double>(t.memory_cycles);
+  return total >= 9e18 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(total);
+}
+
+// SystemC opens the VCD file itself (a device such as /dev/null is written in place, never
+// replaced); a missing folder or a directory is our error to report.
+void check_vcd_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path file(path);
+  const fs::path folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  std::error_code error;
+  if (!fs::is_directory(folder, error)) throw Error("cannot write the VCD trace " + path + ": no folder " + folder.string());
+  if (fs::is_directory(file, error)) throw Error("cannot write the VCD trace " + path + ": it is a folder");
+}
+
 }  // namespace
 
-std::vector<TaskTiming> simulate_times(const TaskGraph& g) {
+std::vector<TaskTiming> simulate_times(const TaskGraph& g, const SimOptions& options) {
   const auto problems = structural_problems(g);  // a deadlock is ours to find, not the validator's
   if (!problems.empty()) throw Error("cannot simulate: " + problems.front());
-  // SystemC's clock never goes back within a process: this run starts where the last one ended,
-  // and can last at most the sum of its tasks' costs (below kMaxTotalCycles).
-  std::int64_t longest = 0;
-  for (const auto& t : g.tasks) longest += t.cost_cycles;
-  const sc_dt::uint64 now = sc_core::sc_time_stamp().value();
-  if (now > ~sc_dt::uint64{0} - static_cast<sc_dt::uint64>(longest)) {
-    throw Error("cannot simulate: SystemC's clock in this process has run " + std::to_string(now) +
-                " cycles over earlier runs and would overflow in this one (up to " + std::to_string(longest) +
-                " cycles); run it in a new process, or use the analytic engine");
+  const sim::AcceleratorRegistry builtin;
+  const sim::AcceleratorRegistry& registry = options.accelerators ? *options.accelerators : builtin;
+  registry.check(g.accelerator);
+  Network rebuilt;
+  const Network* network = options.network;
+  if (network == nullptr && g.accelerator != "fixed") {
+    rebuilt = network_named_by(g);
+    network = &rebuilt;
   }
-  const auto queues = tasks_by_processor(g);
-  sim::RunState run(g);
-  sim::WorkerLease lease;  // declared before the models: they detach before it ends
-  std::vector<std::unique_ptr<sim::ProcessorModel>> processors;
-  std::vector<std::unique_ptr<sim::LinkMedium>> media;
-  std::map<std::int32_t, std::unique_ptr<sim::MemorySystem>> memory_systems;
-  std::vector<sim::ProcessorModel*> processor_of;
-  std::vector<sim::LinkMedium*> medium_of_link;
-  std::map<std::string, sim::LinkMedium*> shared;
-  for (std::size_t p = 0; p < queues.size(); ++p) {
-    const std::int32_t system = g.processors[p].memory_system;
-    sim::MemorySystem* memory = nullptr;
-    if (system >= 0) {
-      auto& shared_memory = memory_systems[system];
-      if (!shared_memory) shared_memory = std::make_unique<sim::MemorySystem>(run, lease);
-      memory = shared_memory.get();
-    }
-    processors.push_back(std::make_unique<sim::ProcessorModel>(run, queues[p], memory, lease));
-    processor_of.push_back(processors.back().get());
+  const Network empty;
+  // Accelerator models may make tasks longer than their graph costs: their runs get a clock that
+  // reaches 2^56 cycles, and a task that would end beyond it is an error (processor_module.cpp).
+  sim::KernelSession session(g.clock_hz, g.accelerator == "fixed" ? longest_cycles(g) : std::int64_t{1} << 56);
+  sim::Platform platform("platform", g, session, registry, network ? *network : empty);
+  sc_core::sc_trace_file* vcd = nullptr;
+  if (!options.vcd_path.empty()) {
+    check_vcd_path(options.vcd_path);
+    std::string stem = options.vcd_path;  // SystemC appends ".vcd"
+    if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".vcd") == 0) stem.resize(stem.size() - 4);
+    vcd = sc_core::sc_create_vcd_trace_file(stem.c_str());
+    vcd->set_time_unit(static_cast<double>(session.period_units()) * sc_core::sc_get_time_resolution().to_seconds(),
+                       sc_core::SC_SEC);
+    platform.trace(vcd);
   }
-  for (const auto& link : g.links) {
-    sim::LinkMedium*& group = shared[link.shared_group];
-    if (link.shared_group.empty() || group == nullptr) {
-      media.push_back(std::make_unique<sim::LinkMedium>(run, lease));
-      if (!link.shared_group.empty()) group = media.back().get();
-      medium_of_link.push_back(media.back().get());
-    } else {
-      medium_of_link.push_back(group);
-    }
+  try {
+    sc_core::sc_start();
+  } catch (const sc_core::sc_report& report) {
+    if (vcd) sc_core::sc_close_vcd_trace_file(vcd);
+    throw Error(std::string("SystemC: ") + report.what());
   }
-  const auto by_link = tasks_by_link(g);
-  for (std::size_t k = 0; k < g.links.size(); ++k) {
-    if (g.links[k].policy == LinkPolicy::in_order) medium_of_link[k]->serve_in_order(static_cast<std::int32_t>(k), by_link[k]);
+  if (vcd) sc_core::sc_close_vcd_trace_file(vcd);
+  if (platform.board().error()) std::rethrow_exception(platform.board().error());
+  if (platform.board().finished() != g.tasks.size()) {
+    throw Error(deadlock_message(g, platform.board(), platform.processors()));
   }
-  run.bind(std::move(processor_of), std::move(medium_of_link));
-  for (const auto& t : g.tasks) {  // transfers with nothing to wait for start at once
-    if (t.placement == Placement::link && t.deps.empty()) run.medium_of_link(t.resource)->arrive(t.id);
-  }
-  sc_core::sc_start();
-  if (run.finished() != g.tasks.size()) throw Error(deadlock_message(g, run, processors));
-  return run.take_times();
+  return platform.board().take_times();
 }
 
 Result simulate(const TaskGraph& graph, const SimOptions& options) {
-  return summarize(graph, simulate_times(graph), "systemc", options.record_memory_timeline);
+  return summarize(graph, simulate_times(graph, options), "systemc", options.record_memory_timeline);
 }
 
 Result SystemcEngine::run(const TaskGraph& graph, const EngineOptions& options) {
-  return summarize_replay(graph, simulate_times(graph), name(), options);
+  return summarize_replay(graph, simulate_times(graph, options_), name(), options);
 }
 
 }  // namespace pipetwin

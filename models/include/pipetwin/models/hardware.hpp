@@ -11,6 +11,7 @@
 
 #include "pipetwin/models/link_policy.hpp"
 #include "pipetwin/models/params.hpp"
+#include "pipetwin/models/systolic_array.hpp"
 
 namespace pipetwin {
 
@@ -18,6 +19,15 @@ enum class CostModelKind {
   unit,      // every F, BA, BW of a layer is 1 cycle, B is 2, U and transfers 0 (LayerPipe's model)
   roofline,  // overhead + max(FLOPs / (peak x efficiency), bytes / memory bandwidth)
   operator_level,  // GPUs: each layer's kernels timed from their GEMM tiles and bytes (gpu_timing.hpp)
+  systolic,  // a systolic array: each layer's GEMMs in folds of the array, SCALE-Sim's count (systolic_array.hpp)
+};
+
+// The model the simulator gives each processor (docs/accelerators.md): "fixed" takes each task's
+// cycles from the graph (the cost model's), "systolic" computes them from the layers' shapes, and
+// a user's model registered by name does what it likes with its settings.
+struct AcceleratorSpec {
+  std::string model = "fixed";
+  std::map<std::string, std::string> settings;  // the hardware file's other "accelerator" keys, as text
 };
 
 // The operator-level model's figures for a GPU (cost_model "operator"); docs/cost-model.md gives
@@ -75,6 +85,8 @@ struct ProcessorSpec {
   std::int64_t sm_count = 0;       // GPUs: SMs this processor has (0 = not a GPU)
   bool shared_memory_system = false;  // processors share one memory system (SM partitions)
   GpuSpec gpu;                     // cost_model "operator" only
+  AcceleratorSpec accelerator;     // what the simulator's processor modules model
+  SystolicSpec systolic;           // accelerator "systolic" (and cost_model "systolic") only
 };
 
 struct Calibration;  // calibration.hpp

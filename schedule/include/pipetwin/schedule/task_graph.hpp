@@ -162,6 +162,11 @@ struct TaskGraph {
   std::string schedule;
   std::string model;
   std::string hardware;
+  // The simulator's processor model and its settings (the hardware's AcceleratorSpec): "fixed"
+  // runs each task for its cost_cycles; another computes the cycles from the layers of the
+  // network the graph names (docs/accelerators.md).
+  std::string accelerator = "fixed";
+  std::map<std::string, std::string> accelerator_settings;
   std::map<std::string, std::string> parameters;  // every resolved parameter, for the record
   WeightSemantics semantics = WeightSemantics::synchronous;
   std::int32_t microbatches = 1;          // per minibatch
