@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "pipetwin/models/systolic_array.hpp"
 #include "pipetwin/models/hardware.hpp"
 #include "pipetwin/models/network_registry.hpp"
 #include "pipetwin/schedule/registry.hpp"
@@ -76,6 +77,7 @@ void list_hardware(bool json) {
     if (json) {
       out.push_back({{"name", entry.name}, {"description", entry.description},
                      {"cost_model", to_string(hw.cost_model)},
+                     {"accelerator", p.accelerator.model},
                      {"clock_hz", p.clock_hz}, {"precision", hw.precision},
                      {"peak_flops_per_s", p.peak_flops_per_s}, {"efficiency", p.efficiency},
                      {"memory_bytes", p.memory_bytes}, {"memory_bytes_per_s", p.memory_bytes_per_s},
@@ -104,6 +106,18 @@ void list_hardware(bool json) {
           p.memory_bytes_per_s / 1e9, p.gpu.dispatch_s * 1e6, p.gpu.launch_s * 1e6, hw.link.name, hw.host_link.name,
           hw.topology,
           hw.validated ? ", validated" : ", not yet validated against measurement");
+    }
+    if (hw.cost_model == CostModelKind::systolic) {
+      const SystolicSpec& a = p.systolic;
+      std::cout << fmt::format(
+          "      systolic array {}x{} ({} dataflow), {:g} GHz, SRAMs {} / {} / {}, DRAM {:g} GB/s, {}, link {}, host {}, {}{}\n",
+          a.rows, a.cols, to_string(a.dataflow), p.clock_hz / 1e9, human_bytes(a.ifmap_sram_bytes),
+          human_bytes(a.filter_sram_bytes), human_bytes(a.ofmap_sram_bytes), a.dram_bytes_per_cycle * p.clock_hz / 1e9,
+          human_bytes(p.memory_bytes), hw.link.name, hw.host_link.name, hw.topology,
+          hw.validated ? ", validated" : ", not yet validated against measurement");
+    }
+    if (p.accelerator.model != "fixed") {
+      std::cout << fmt::format("      simulator accelerator model: {}\n", p.accelerator.model);
     }
     if (hw.cluster.clustered()) {
       std::cout << fmt::format("      nodes of {} processors, {} NIC(s) of {} each between nodes\n",

@@ -16,6 +16,9 @@
 #include "pipetwin/schedule/summary.hpp"
 #include "pipetwin/schedule/validator.hpp"
 #include "pipetwin/schedule/views.hpp"
+#ifdef PIPETWIN_HAVE_SYSTEMC
+#include "pipetwin/sim/simulator.hpp"
+#endif
 #include "table.hpp"
 
 namespace pipetwin::cli {
@@ -26,6 +29,7 @@ struct TimingOptions {
   GraphOptions graph;
   std::string graph_file;
   std::string trace_file;
+  std::string vcd_file;  // simulate only
   bool json = false;
   bool task_times = false;
   bool per_processor = false;
@@ -117,6 +121,15 @@ void run(const TimingOptions& options) {
       throw Error(describe_out_of_memory(e.graph, e.result.out_of_memory.front()));
     }
   }
+  if (!options.vcd_file.empty()) {
+    if (runs.size() != 1) throw Error("--vcd needs a single processor count in --procs");
+#ifdef PIPETWIN_HAVE_SYSTEMC
+    SimOptions vcd;
+    vcd.vcd_path = options.vcd_file;
+    simulate_times(runs[0].graph, vcd);
+    std::cerr << "wrote SystemC's VCD trace to " << options.vcd_file << " (open it in GTKWave)\n";
+#endif
+  }
   if (tracing) {
     write_output_file(options.trace_file, chrome_trace_json(runs[0].graph, runs[0].result));
     std::cerr << "wrote Chrome trace to " << options.trace_file << " (open it in ui.perfetto.dev)\n";
@@ -198,6 +211,11 @@ void add_timing_command(CLI::App& app, const std::string& name, const std::strin
   command->add_option("--trace", options->trace_file,
                       "write a Chrome trace (Perfetto) of the run: a track per processor and link, "
                       "bubbles labelled, memory counters");
+  if (engine == "systemc") {
+    command->add_option("--vcd", options->vcd_file,
+                        "also write SystemC's own VCD trace: each processor's busy signal and each link medium's "
+                        "transfers in service, in the module hierarchy's names, at the clock period (GTKWave)");
+  }
   command->callback([options] { run(*options); });
 }
 

@@ -5,7 +5,8 @@ For every conv and dense layer of lenet5, vgg16 and resnet20, under the os, ws a
 dataflows, this compares the compute cycles `pipetwin kernels --hardware systolic --json` gives
 with those of SCALE-Sim v2 (PyPI `scalesim`, an independent implementation): SCALE-Sim builds its
 own operand matrices from the layer's convolution parameters (its topology: input height and
-width with the padding added, filter height and width, channels, filters, stride), maps them on
+width with the padding added (the rows the convolution reads), filter height and width,
+channels, filters, stride), maps them on
 the array and generates its demand matrices; their length is its compute cycle count without
 memory stalls. Dense layers are 1x1 convolutions on a 1x1 input. SCALE-Sim's conv topology has one
 image, so the forward tasks are compared at one sample; the backward GEMMs (activation and
@@ -104,7 +105,12 @@ def conv_cycles(config, dataflow, conv):
     from scalesim.layout_utils import layouts
     from scalesim.topology_utils import topologies
     topology = topologies()
-    h, w = conv["height"] + 2 * conv["padding"], conv["width"] + 2 * conv["padding"]
+    # SCALE-Sim counts output rows as ceil((H - k + s) / s) of its (padded) input, PyTorch and
+    # pipetwin as floor((H + 2p - k) / s) + 1: with a stride, a padded input can give SCALE-Sim one
+    # row more. Giving it the rows the convolution reads, (out - 1) s + k, makes both the same.
+    out_h = (conv["height"] + 2 * conv["padding"] - conv["kernel"]) // conv["stride"] + 1
+    out_w = (conv["width"] + 2 * conv["padding"] - conv["kernel"]) // conv["stride"] + 1
+    h, w = (out_h - 1) * conv["stride"] + conv["kernel"], (out_w - 1) * conv["stride"] + conv["kernel"]
     topology.load_layer_params_from_list(conv["name"], [conv["name"], h, w, conv["kernel"], conv["kernel"],
                                                         conv["channels"], conv["filters"], conv["stride"],
                                                         conv["stride"], 1, 1])

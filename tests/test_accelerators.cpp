@@ -203,7 +203,9 @@ TEST_CASE("SystemC's VCD trace has each processor's busy signal at the clock per
   const std::string vcd = text.str();
   CHECK(vcd.find("busy") != std::string::npos);
   CHECK(vcd.find("$scope module platform $end") != std::string::npos);
-  CHECK(vcd.find("#28") != std::string::npos);  // the last task ends at cycle 28 (1 ns units)
+  // The last task ends at cycle 28 = 28 ns; the run's resolution is the finest that holds it, 1 fs.
+  CHECK(vcd.find("$timescale\n     1 fs\n$end") != std::string::npos);
+  CHECK(vcd.find("#28000000\n") != std::string::npos);
   options.vcd_path = (folder / "missing" / "run.vcd").string();
   CHECK_THROWS_WITH_AS(simulate_times(chain_graph(1e9, 7), options), doctest::Contains("no folder"), Error);
   std::filesystem::remove_all(folder);

@@ -102,8 +102,9 @@ std::vector<TaskTiming> simulate_times(const TaskGraph& g, const SimOptions& opt
     std::string stem = options.vcd_path;  // SystemC appends ".vcd"
     if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".vcd") == 0) stem.resize(stem.size() - 4);
     vcd = sc_core::sc_create_vcd_trace_file(stem.c_str());
-    vcd->set_time_unit(static_cast<double>(session.period_units()) * sc_core::sc_get_time_resolution().to_seconds(),
-                       sc_core::SC_SEC);
+    // VCD counts time in the run's resolution (a power of ten, as VCD requires): one clock
+    // period is period_units() of it.
+    vcd->set_time_unit(sc_core::sc_get_time_resolution().to_seconds(), sc_core::SC_SEC);
     platform.trace(vcd);
   }
   try {
