@@ -30,6 +30,9 @@ struct TimingOptions {
   std::string graph_file;
   std::string trace_file;
   std::string vcd_file;  // simulate only
+  bool packets = false;  // simulate only: packet-level links
+  std::int64_t packet_bytes = 4096;
+  std::int32_t credits = 0;
   bool json = false;
   bool task_times = false;
   bool per_processor = false;
@@ -121,10 +124,19 @@ void run(const TimingOptions& options) {
       throw Error(describe_out_of_memory(e.graph, e.result.out_of_memory.front()));
     }
   }
+#ifdef PIPETWIN_HAVE_SYSTEMC
+  SimOptions sim;
+  sim.packet_links = options.packets;
+  sim.packet_bytes = options.packet_bytes;
+  sim.packet_credits = options.credits;
+  if (options.packets) {  // the same graphs again, their links packet by packet
+    for (auto& e : runs) e.result = SystemcEngine(sim).run(e.graph, EngineOptions{tracing, {}});
+  }
+#endif
   if (!options.vcd_file.empty()) {
     if (runs.size() != 1) throw Error("--vcd needs a single processor count in --procs");
 #ifdef PIPETWIN_HAVE_SYSTEMC
-    SimOptions vcd;
+    SimOptions vcd = sim;
     vcd.vcd_path = options.vcd_file;
     simulate_times(runs[0].graph, vcd);
     std::cerr << "wrote SystemC's VCD trace to " << options.vcd_file << " (open it in GTKWave)\n";
@@ -215,6 +227,16 @@ void add_timing_command(CLI::App& app, const std::string& name, const std::strin
     command->add_option("--vcd", options->vcd_file,
                         "also write SystemC's own VCD trace: each processor's busy signal and each link medium's "
                         "transfers in service, in the module hierarchy's names, at the clock period (GTKWave)");
+    command->add_flag("--packets", options->packets,
+                      "serve links packet by packet (round robin, credit-based flow control) instead of the fluid "
+                      "model; equal where nothing contends, slower to simulate");
+    command->add_option("--packet-bytes", options->packet_bytes, "with --packets: bytes per packet")
+        ->capture_default_str()
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+    command->add_option("--credits", options->credits,
+                        "with --packets: receive buffers per link (0: enough for the link's round trip)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 1 << 20));
   }
   command->callback([options] { run(*options); });
 }

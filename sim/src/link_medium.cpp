@@ -1,18 +1,17 @@
 // The link medium module's process.
 #include "link_medium.hpp"
 
-#include <algorithm>
-
 namespace pipetwin::sim {
 
 LinkMediumModule::LinkMediumModule(const sc_core::sc_module_name& name, const std::vector<std::int32_t>& queue_position,
-                                   const std::vector<std::int32_t>& in_order_slot)
+                                   const std::vector<std::int32_t>& in_order_slot, std::unique_ptr<LinkService> service)
     : sc_core::sc_module(name),
       board("board"),
       ready_in("ready_in"),
       in_service("in_service", 0),
       queue_position_(queue_position),
       in_order_slot_(in_order_slot),
+      service_(std::move(service)),
       wake_("wake") {
   ready_in.bind(*this);
   SC_METHOD(step);
@@ -27,10 +26,8 @@ std::int32_t LinkMediumModule::serve_in_order(std::vector<std::int32_t> queue) {
 }
 
 void LinkMediumModule::admit(std::int32_t task) {
-  const TaskGraph& g = board->graph();
   board->start(task);
-  ++admitted_;
-  waiting_.push_back({board->now_cycles() + g.links[g.tasks[task].resource].latency_cycles, task});
+  service_->admit(task, board->now_cycles());
   wake_.notify(sc_core::SC_ZERO_TIME);
 }
 
@@ -54,26 +51,12 @@ void LinkMediumModule::task_ready(std::int32_t task) {
 void LinkMediumModule::step() {
   for (const auto task : initial_) task_ready(task);
   initial_.clear();
-  const TaskGraph& g = board->graph();
   const std::int64_t now = board->now_cycles();
-  bandwidth_.advance(now);
   bool changed = true;
   while (changed) {  // a finish may admit the next transfer of an in-order link at once
-    changed = false;
-    // Admit to service the transfers whose latency has passed, in admission order.
-    for (auto it = waiting_.begin(); it != waiting_.end();) {
-      if (it->enters_cycles <= now) {
-        const Task& t = g.tasks[it->task];
-        bandwidth_.add(it->task, std::max<std::int64_t>(0, t.cost_cycles - g.links[t.resource].latency_cycles));
-        it = waiting_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    bandwidth_.take_finished(finished_);
+    service_->advance(now, finished_);
+    changed = !finished_.empty();
     for (const auto task : finished_) {
-      changed = true;
-      --admitted_;
       board->finish(task);
       const std::int32_t slot = in_order_slot_[task];
       if (slot >= 0) {
@@ -82,11 +65,8 @@ void LinkMediumModule::step() {
       }
     }
   }
-  if (traced_) in_service.write(admitted_);
-  std::int64_t next = bandwidth_.next_completion(now);
-  for (const auto& w : waiting_) {
-    if (next < 0 || w.enters_cycles < next) next = w.enters_cycles;
-  }
+  if (traced_) in_service.write(service_->in_service());
+  const std::int64_t next = service_->next_event(now);
   if (next < 0) {
     sc_core::next_trigger(wake_);
   } else {

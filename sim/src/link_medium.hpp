@@ -1,17 +1,17 @@
 // A link medium: one link, or every link of a shared group (a bus, a switch, the copy path of
-// one GPU). Each link serves its transfers by its policy: an in-order link admits one transfer at
-// a time, in its task order (the next when the previous has ended and its dependencies have);
-// a shared link admits each transfer when its dependencies end. An admitted transfer first waits
-// the link's latency, then needs cost - latency cycles of service at full bandwidth; transfers
-// in service on the medium at the same time share its bandwidth equally (round-robin packet
-// arbitration in the limit of small packets, so completion times are within one packet of
-// packet-level round robin). Alone, a transfer takes exactly its cost. One SC_METHOD process: it
-// wakes at arrivals, at the end of latencies and at the earliest completion.
+// one GPU). Each link admits its transfers by its policy: an in-order link one at a time, in its
+// task order (the next when the previous has ended and its dependencies have); a shared link each
+// transfer when its dependencies end. Admitted transfers are served by the medium's service
+// (link_service.hpp): fluid (the default: latency, then an equal share of the bandwidth) or
+// packet-level (packets round robin with credit-based flow control). One SC_METHOD process: it
+// wakes at arrivals and at the service's next event.
 #pragma once
 #include <vector>
 
-#include "fair_share.hpp"
+#include <memory>
+
 #include "interfaces.hpp"
+#include "link_service.hpp"
 
 namespace pipetwin::sim {
 
@@ -25,7 +25,7 @@ class LinkMediumModule final : public sc_core::sc_module, public task_sink_if {
   // Per task (transfers; shared by all media): `queue_position`, its position in its link's task
   // order; `in_order_slot`, its link's index among its medium's in-order links, or -1.
   LinkMediumModule(const sc_core::sc_module_name& name, const std::vector<std::int32_t>& queue_position,
-                   const std::vector<std::int32_t>& in_order_slot);
+                   const std::vector<std::int32_t>& in_order_slot, std::unique_ptr<LinkService> service);
   const char* kind() const override { return "pipetwin::sim::LinkMediumModule"; }
 
   // Adds an in-order link of this medium, serving `queue` (its task ids, in order); returns its slot.
@@ -35,10 +35,6 @@ class LinkMediumModule final : public sc_core::sc_module, public task_sink_if {
   void arrive_at_start(std::int32_t task) { initial_.push_back(task); }
 
  private:
-  struct Waiting {
-    std::int64_t enters_cycles;  // after the latency
-    std::int32_t task;
-  };
   struct InOrderLink {
     std::vector<std::int32_t> queue;  // task ids in the link's order
     std::size_t next = 0;             // the next to admit
@@ -46,18 +42,16 @@ class LinkMediumModule final : public sc_core::sc_module, public task_sink_if {
     bool busy = false;                // a transfer of this link is admitted and not finished
   };
   void task_ready(std::int32_t task) override;  // the transfer's dependencies have finished
-  void admit(std::int32_t task);                // starts it: latency, then service
+  void admit(std::int32_t task);                // starts it: hands it to the service
   void admit_next(InOrderLink& link);
   void step();
 
-  std::vector<Waiting> waiting_;      // admitted, in their latency; in admission order
   const std::vector<std::int32_t>& queue_position_;
   const std::vector<std::int32_t>& in_order_slot_;
   std::vector<InOrderLink> in_order_;  // by slot
   std::vector<std::int32_t> finished_;  // reused by each step
   std::vector<std::int32_t> initial_;
-  FairShare bandwidth_;
-  int admitted_ = 0;
+  std::unique_ptr<LinkService> service_;
   bool traced_ = false;
   sc_core::sc_event wake_;
 };

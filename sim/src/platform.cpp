@@ -15,7 +15,7 @@ std::string module_name_for(const std::string& text) {
 }
 
 Platform::Platform(const sc_core::sc_module_name& name, const TaskGraph& g, const KernelSession& session,
-                   const AcceleratorRegistry& registry, const Network& network)
+                   const AcceleratorRegistry& registry, const Network& network, const PacketSettings* packets)
     : sc_core::sc_module(name), queue_position_(g.tasks.size(), -1), in_order_slot_(g.tasks.size(), -1) {
   // Link media: a link of its own, or one per shared group.
   std::vector<std::int32_t> medium_of_link;
@@ -31,7 +31,14 @@ Platform::Platform(const sc_core::sc_module_name& name, const TaskGraph& g, cons
     }
     const std::string medium_name = module_name_for(link.shared_group.empty() ? link.name : link.shared_group);
     medium_of_link.push_back(static_cast<std::int32_t>(media_.size()));
-    media_.push_back(std::make_unique<LinkMediumModule>(medium_name.c_str(), queue_position_, in_order_slot_));
+    std::unique_ptr<LinkService> service;
+    if (packets != nullptr) {
+      service = std::make_unique<PacketService>(g, *packets);
+    } else {
+      service = std::make_unique<FluidService>(g);
+    }
+    media_.push_back(
+        std::make_unique<LinkMediumModule>(medium_name.c_str(), queue_position_, in_order_slot_, std::move(service)));
   }
   board_ = std::make_unique<TaskBoard>("board", g, session, medium_of_link);
 

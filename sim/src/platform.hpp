@@ -23,8 +23,9 @@ namespace pipetwin::sim {
 
 class Platform final : public sc_core::sc_module {
  public:
+  // `packets`: the media serve transfers packet by packet with these settings; null: fluid.
   Platform(const sc_core::sc_module_name& name, const TaskGraph& graph, const KernelSession& session,
-           const AcceleratorRegistry& registry, const Network& network);
+           const AcceleratorRegistry& registry, const Network& network, const PacketSettings* packets);
   const char* kind() const override { return "pipetwin::sim::Platform"; }
 
   // Adds each processor's busy signal and each medium's transfers in service to `file`.

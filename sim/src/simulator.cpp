@@ -95,7 +95,15 @@ std::vector<TaskTiming> simulate_times(const TaskGraph& g, const SimOptions& opt
   // Accelerator models may make tasks longer than their graph costs: their runs get a clock that
   // reaches 2^56 cycles, and a task that would end beyond it is an error (processor_module.cpp).
   sim::KernelSession session(g.clock_hz, g.accelerator == "fixed" ? longest_cycles(g) : std::int64_t{1} << 56);
-  sim::Platform platform("platform", g, session, registry, network ? *network : empty);
+  sim::PacketSettings packets;
+  if (options.packet_links) {
+    if (options.packet_bytes < 1) throw Error("packet links: the packet size must be at least 1 byte");
+    if (options.packet_credits < 0) throw Error("packet links: credits must be 0 (automatic) or more");
+    packets.packet_bytes = options.packet_bytes;
+    packets.credits = options.packet_credits;
+  }
+  sim::Platform platform("platform", g, session, registry, network ? *network : empty,
+                         options.packet_links ? &packets : nullptr);
   sc_core::sc_trace_file* vcd = nullptr;
   if (!options.vcd_path.empty()) {
     check_vcd_path(options.vcd_path);

@@ -32,6 +32,12 @@ struct SimOptions {
   // The network the graph trains, for accelerator models that compute from its layers; null: the
   // network the graph names (graph.model and its model.* parameters) is built again.
   const Network* network = nullptr;
+  // Links served packet by packet (packets of packet_bytes, round robin, credit-based flow control
+  // with packet_credits receive buffers per link, 0: enough for the link's round trip) instead of
+  // the fluid model (docs/simulator.md, "Links").
+  bool packet_links = false;
+  std::int64_t packet_bytes = 4096;
+  std::int32_t packet_credits = 0;
   // A VCD file of each processor's busy signal and each link medium's transfers in service, in
   // SystemC's own format (empty: none). The file is written as the simulation runs.
   std::string vcd_path;

@@ -1,0 +1,103 @@
+// How a link medium serves the transfers it has admitted (docs/simulator.md, "Links"):
+//  - FluidService (the default): a transfer waits its link's latency, then needs cost - latency
+//    cycles of service; transfers in service at once share the medium equally (processor sharing,
+//    the limit of small packets).
+//  - PacketService: a transfer is cut into packets of at most packet_bytes; one packet at a time
+//    is serialised onto the medium, round robin over the transfers with a packet to send and a
+//    credit for their link; a packet arrives its link's latency after its serialisation ends, and
+//    its credit returns one latency later (credit-based flow control: a link has `credits`
+//    receive buffers). A transfer ends when its last packet has arrived.
+// Alone on its medium with credits for the link's round trip, a transfer takes exactly its cost
+// in both (latency + service); under contention their completion times differ by at most about
+// one packet per transfer sharing the medium.
+#pragma once
+#include <cstdint>
+#include <queue>
+#include <vector>
+
+#include "fair_share.hpp"
+#include "pipetwin/schedule/task_graph.hpp"
+
+namespace pipetwin::sim {
+
+class LinkService {
+ public:
+  virtual ~LinkService() = default;
+  // The transfer has been admitted (its dependencies ended, its link's policy let it in) at `now`.
+  virtual void admit(std::int32_t task, std::int64_t now) = 0;
+  // Serves everything up to `now`; `finished` gets the transfers that ended at or before it.
+  virtual void advance(std::int64_t now, std::vector<std::int32_t>& finished) = 0;
+  // When something next happens, or -1 when nothing will without a new admission.
+  virtual std::int64_t next_event(std::int64_t now) const = 0;
+  virtual int in_service() const = 0;  // admitted, not finished
+};
+
+class FluidService final : public LinkService {
+ public:
+  explicit FluidService(const TaskGraph& graph) : graph_(graph) {}
+  void admit(std::int32_t task, std::int64_t now) override;
+  void advance(std::int64_t now, std::vector<std::int32_t>& finished) override;
+  std::int64_t next_event(std::int64_t now) const override;
+  int in_service() const override { return admitted_; }
+
+ private:
+  struct Waiting {
+    std::int64_t enters_cycles;  // after the latency
+    std::int32_t task;
+  };
+  const TaskGraph& graph_;
+  std::vector<Waiting> waiting_;  // in their latency, in admission order
+  FairShare bandwidth_;
+  int admitted_ = 0;
+};
+
+// Packet mode's figures (SimOptions): packet size, and receive buffers per link (0: enough for the
+// link's round trip, so that flow control never holds a lone transfer back).
+struct PacketSettings {
+  std::int64_t packet_bytes = 4096;
+  std::int32_t credits = 0;
+};
+
+class PacketService final : public LinkService {
+ public:
+  PacketService(const TaskGraph& graph, const PacketSettings& settings);
+  void admit(std::int32_t task, std::int64_t now) override;
+  void advance(std::int64_t now, std::vector<std::int32_t>& finished) override;
+  std::int64_t next_event(std::int64_t now) const override;
+  int in_service() const override { return static_cast<int>(flows_.size()); }
+
+  // Receive buffers a link gets with `settings` (its own, or enough for its round trip).
+  static std::int32_t credits_of(const LinkInfo& link, const PacketSettings& settings);
+
+ private:
+  struct Flow {
+    std::int32_t task;
+    std::int32_t link;
+    std::int64_t bytes;           // payload (0: one empty packet)
+    std::int64_t service_cycles;  // cost - latency: what all its packets' serialisation adds up to
+    std::int64_t packets;
+    std::int64_t sent = 0;
+    std::int64_t arrived = 0;
+  };
+  struct Event {
+    std::int64_t cycles;
+    bool credit;          // a credit returns to `link`; else a packet of `task` arrives
+    std::int32_t task;
+    std::int32_t link;
+    bool operator>(const Event& other) const { return cycles > other.cycles; }
+  };
+  std::int64_t packet_cycles(const Flow& flow, std::int64_t packet) const;  // serialisation of one
+  Flow* flow_of(std::int32_t task);
+  bool start_next_packet(std::int64_t now);
+
+  const TaskGraph& graph_;
+  PacketSettings settings_;
+  std::vector<Flow> flows_;                   // admitted, not finished, in admission order
+  std::size_t next_flow_ = 0;                 // round robin: where the next search starts
+  std::int32_t sending_ = -1;                 // the task whose packet is on the medium, or -1
+  std::int64_t sending_until_ = 0;
+  std::vector<std::int32_t> credits_;         // per link of the graph: buffers free at its receiver
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+};
+
+}  // namespace pipetwin::sim
