@@ -12,6 +12,7 @@ LinkMediumModule::LinkMediumModule(const sc_core::sc_module_name& name, const st
       queue_position_(queue_position),
       in_order_slot_(in_order_slot),
       service_(std::move(service)),
+      packets_(dynamic_cast<PacketService*>(service_.get())),
       wake_("wake") {
   ready_in.bind(*this);
   SC_METHOD(step);
@@ -48,6 +49,11 @@ void LinkMediumModule::task_ready(std::int32_t task) {
   admit_next(link);
 }
 
+void LinkMediumModule::packet_forwarded(std::int32_t task, std::int64_t released) {
+  if (released == 1) task_ready(task);
+  wake_.notify(sc_core::SC_ZERO_TIME);
+}
+
 void LinkMediumModule::step() {
   for (const auto task : initial_) task_ready(task);
   initial_.clear();
@@ -56,6 +62,15 @@ void LinkMediumModule::step() {
   while (changed) {  // a finish may admit the next transfer of an in-order link at once
     service_->advance(now, finished_);
     changed = !finished_.empty();
+    if (packets_ != nullptr && !packets_->forwarded().empty()) {
+      // Taken first: telling a medium (this one too) may forward more.
+      std::vector<std::int32_t> forwarded;
+      forwarded.swap(packets_->forwarded());
+      for (const auto next_hop : forwarded) {
+        packets_->cut_through_medium(next_hop)->packet_forwarded(next_hop, packets_->released(next_hop));
+      }
+      changed = true;
+    }
     for (const auto task : finished_) {
       board->finish(task);
       const std::int32_t slot = in_order_slot_[task];

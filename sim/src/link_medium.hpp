@@ -33,6 +33,9 @@ class LinkMediumModule final : public sc_core::sc_module, public task_sink_if {
   void trace_occupancy() { traced_ = true; }
   // Transfers with no dependencies arrive when the simulation starts.
   void arrive_at_start(std::int32_t task) { initial_.push_back(task); }
+  // Packet mode, cut-through: a packet of the hop before `task` (a next hop this medium serves)
+  // has arrived; the first one makes `task` ready (cut_through_->released says how many).
+  void packet_forwarded(std::int32_t task, std::int64_t released);
 
  private:
   struct InOrderLink {
@@ -52,6 +55,7 @@ class LinkMediumModule final : public sc_core::sc_module, public task_sink_if {
   std::vector<std::int32_t> finished_;  // reused by each step
   std::vector<std::int32_t> initial_;
   std::unique_ptr<LinkService> service_;
+  PacketService* packets_ = nullptr;  // service_, in packet mode
   bool traced_ = false;
   sc_core::sc_event wake_;
 };

@@ -35,8 +35,8 @@ std::int64_t FluidService::next_event(std::int64_t now) const {
   return next;
 }
 
-PacketService::PacketService(const TaskGraph& graph, const PacketSettings& settings)
-    : graph_(graph), settings_(settings), credits_(graph.links.size(), 0) {
+PacketService::PacketService(const TaskGraph& graph, const PacketSettings& settings, CutThrough* cut_through)
+    : graph_(graph), settings_(settings), cut_through_(cut_through), credits_(graph.links.size(), 0) {
   for (std::size_t k = 0; k < graph.links.size(); ++k) credits_[k] = credits_of(graph.links[k], settings);
 }
 
@@ -84,6 +84,11 @@ bool PacketService::start_next_packet(std::int64_t now) {
     const std::size_t i = (next_flow_ + tried) % flows_.size();
     Flow& flow = flows_[i];
     if (flow.sent == flow.packets || credits_[flow.link] == 0) continue;
+    // A next hop forwards only what has arrived from the hop before.
+    if (cut_through_ != nullptr && cut_through_->released[flow.task] >= 0 &&
+        flow.sent >= cut_through_->released[flow.task]) {
+      continue;
+    }
     --credits_[flow.link];
     sending_ = flow.task;
     sending_until_ = now + packet_cycles(flow, flow.sent);
@@ -115,7 +120,13 @@ void PacketService::advance(std::int64_t now, std::vector<std::int32_t>& finishe
         continue;
       }
       Flow* flow = flow_of(event.task);
-      if (++flow->arrived == flow->packets) {
+      ++flow->arrived;
+      if (cut_through_ != nullptr && cut_through_->follower[flow->task] >= 0) {
+        const std::int32_t next_hop = cut_through_->follower[flow->task];
+        cut_through_->released[next_hop] = flow->arrived;
+        forwarded_.push_back(next_hop);
+      }
+      if (flow->arrived == flow->packets) {
         finished.push_back(flow->task);
         const auto index = static_cast<std::size_t>(flow - flows_.data());
         flows_.erase(flows_.begin() + static_cast<std::ptrdiff_t>(index));

@@ -9,7 +9,9 @@
 //    receive buffers). A transfer ends when its last packet has arrived.
 // Alone on its medium with credits for the link's round trip, a transfer takes exactly its cost
 // in both (latency + service); under contention their completion times differ by at most about
-// one packet per transfer sharing the medium.
+// one packet per transfer sharing the medium. In packet mode a route of several hops (the next
+// hop's transfer depends only on this one and carries its bytes) is cut-through: the next hop is
+// admitted when this hop's first packet arrives, and forwards each packet once it has arrived.
 #pragma once
 #include <cstdint>
 #include <queue>
@@ -51,6 +53,15 @@ class FluidService final : public LinkService {
   int admitted_ = 0;
 };
 
+class LinkMediumModule;
+
+// Cut-through between the hops of a route (packet mode), per task of the graph.
+struct CutThrough {
+  std::vector<std::int32_t> follower;      // the next hop's transfer, which forwards this one's packets; -1: none
+  std::vector<std::int64_t> released;      // a next hop's packets that have arrived at its sender; -1: not a next hop
+  std::vector<LinkMediumModule*> medium;   // a next hop's medium
+};
+
 // Packet mode's figures (SimOptions): packet size, and receive buffers per link (0: enough for the
 // link's round trip, so that flow control never holds a lone transfer back).
 struct PacketSettings {
@@ -60,7 +71,13 @@ struct PacketSettings {
 
 class PacketService final : public LinkService {
  public:
-  PacketService(const TaskGraph& graph, const PacketSettings& settings);
+  // `cut_through`: the routes' hops (shared by every medium of the run); null: store and forward.
+  PacketService(const TaskGraph& graph, const PacketSettings& settings, CutThrough* cut_through);
+  // Next hops one of whose packets has arrived since the last call (their `released` counts are
+  // up to date); the medium tells their media.
+  std::vector<std::int32_t>& forwarded() { return forwarded_; }
+  LinkMediumModule* cut_through_medium(std::int32_t next_hop) const { return cut_through_->medium[next_hop]; }
+  std::int64_t released(std::int32_t next_hop) const { return cut_through_->released[next_hop]; }
   void admit(std::int32_t task, std::int64_t now) override;
   void advance(std::int64_t now, std::vector<std::int32_t>& finished) override;
   std::int64_t next_event(std::int64_t now) const override;
@@ -92,6 +109,8 @@ class PacketService final : public LinkService {
 
   const TaskGraph& graph_;
   PacketSettings settings_;
+  CutThrough* cut_through_;
+  std::vector<std::int32_t> forwarded_;
   std::vector<Flow> flows_;                   // admitted, not finished, in admission order
   std::size_t next_flow_ = 0;                 // round robin: where the next search starts
   std::int32_t sending_ = -1;                 // the task whose packet is on the medium, or -1

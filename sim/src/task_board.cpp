@@ -34,6 +34,7 @@ void TaskBoard::finish(std::int32_t task) {
   for (std::int32_t i = successor_begin_[task]; i < successor_begin_[task + 1]; ++i) {
     const std::int32_t next = successors_[static_cast<std::size_t>(i)];
     if (--pending_[next] != 0) continue;
+    if (!ready_early_.empty() && ready_early_[next]) continue;  // already admitted by its first packet
     sink_of_task_[next]->task_ready(next);
   }
 }

@@ -32,6 +32,8 @@ class TaskBoard final : public sc_core::sc_module, public task_board_if {
   bool done(std::int32_t task) const { return done_[task] != 0; }
   std::size_t finished() const { return finished_; }
   std::exception_ptr error() const { return error_; }
+  // Packet mode: transfers made ready by their hop before's first packet (cut-through), not by its end.
+  void set_ready_early(std::vector<char> early) { ready_early_ = std::move(early); }
   // After elaboration: each task's sink, looked up once (the ports' lookups cost too much per task).
   void end_of_elaboration() override;
   std::vector<TaskTiming> take_times() { return std::move(times_); }
@@ -41,6 +43,7 @@ class TaskBoard final : public sc_core::sc_module, public task_board_if {
   const KernelSession& session_;
   std::vector<std::int32_t> medium_of_link_;          // per link: its medium's index in `media`
   std::vector<task_sink_if*> sink_of_task_;          // per task: its processor or link medium
+  std::vector<char> ready_early_;                     // per task, or empty
   std::vector<std::int32_t> pending_;                 // unmet dependencies per task
   std::vector<std::int32_t> successor_begin_;         // per task + 1: where its successors start in successors_
   std::vector<std::int32_t> successors_;              // every task's successors, task by task
