@@ -139,6 +139,51 @@ TEST_CASE("on chain topologies, routes cut through and never end later than stor
   CHECK(faster >= 1);
 }
 
+TEST_CASE("a switch: input ports per sender, output queues per receiver, virtual cut-through") {
+  // Four processors on one switch (1 byte/cycle, latency 5); transfers of 4 packets of 1000 bytes
+  // with buffers enough that flow control never holds them back.
+  auto switch_graph = [](const std::vector<std::pair<int, int>>& pairs) {
+    TaskGraph g = link_graph(1, 5, {});
+    g.links.clear();
+    g.processors = {{"p0", 1 << 30, 0}, {"p1", 1 << 30, 0}, {"p2", 1 << 30, 0}, {"p3", 1 << 30, 0}};
+    for (const auto& [src, dst] : pairs) {
+      LinkInfo link{"p" + std::to_string(src) + "->p" + std::to_string(dst), src, dst, 1.0, 5, "switch", LinkPolicy::shared};
+      link.switched = true;
+      g.links.push_back(link);
+      Task t;
+      t.id = static_cast<std::int32_t>(g.tasks.size());
+      t.kind = TaskKind::X;
+      t.placement = Placement::link;
+      t.resource = t.id;
+      t.bytes = 4000;
+      t.cost_cycles = 5 + 4000;
+      g.tasks.push_back(t);
+    }
+    return g;
+  };
+  const SimOptions options = packets(1000, 1000);
+  // Two pairs apart: nothing shared in the switch, each at full rate (the fluid model, one shared
+  // medium for the switch, halves both).
+  const TaskGraph apart = switch_graph({{0, 1}, {2, 3}});
+  CHECK(ends(simulate_times(apart, options)) == std::vector<std::int64_t>{4005, 4005});
+  CHECK(ends(simulate_times(apart)) == std::vector<std::int64_t>{8005, 8005});
+  // Two senders to one receiver: its output queue alternates them, A0 B0 A1 B1 ...
+  const TaskGraph incast = switch_graph({{0, 2}, {1, 2}});
+  CHECK(ends(simulate_times(incast, options)) == std::vector<std::int64_t>{7 * 1000 + 5, 8 * 1000 + 5});
+  // One sender to two receivers: its input port alternates them.
+  const TaskGraph fan_out = switch_graph({{0, 1}, {0, 2}});
+  CHECK(ends(simulate_times(fan_out, options)) == std::vector<std::int64_t>{7 * 1000 + 5, 8 * 1000 + 5});
+  // Graphs of the switch topology mark their links switched, and where nothing contends the
+  // packet switch equals the fluid model.
+  GraphConfig config = test::graph_config("resnet20", "1f1b", "h100", 4, 4, 2);
+  config.params = {"topology=switch"};
+  const TaskGraph g = make_graph(config);
+  REQUIRE_FALSE(g.links.empty());
+  CHECK(g.links.front().switched);
+  const auto fluid = ends(simulate_times(g));
+  if (fluid == ends(evaluate_times(g))) CHECK(ends(simulate_times(g, packets(65536))) == fluid);
+}
+
 TEST_CASE("credit-based flow control holds a lone transfer to its credits per round trip") {
   // 5 packets of 1000 bytes, latency 100: a credit returns 2 x 100 after its packet left.
   const TaskGraph g = link_graph(1, 100, {5000});

@@ -122,6 +122,7 @@ std::string graph_to_json(const TaskGraph& g) {
     j["latency_cycles"] = l.latency_cycles;
     j["shared_group"] = l.shared_group;
     j["policy"] = to_string(l.policy);
+    if (l.switched) j["switched"] = true;
     return j;
   }, false);
   write_array(out, "stages", g.stages, [](const StageInfo& s) {
@@ -207,7 +208,7 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
   const JsonReader links = root.at("links");
   for (std::size_t i = 0; i < links.array_size(); ++i) {
     const JsonReader l = links.at(i);
-    l.check_keys({"name", "src", "dst", "bytes_per_cycle", "latency_cycles", "shared_group", "policy"});
+    l.check_keys({"name", "src", "dst", "bytes_per_cycle", "latency_cycles", "shared_group", "policy", "switched"});
     LinkInfo link{l.get_string("name"), as_i32(l.at("src")), as_i32(l.at("dst")),
                   l.get_double("bytes_per_cycle"), l.get_int("latency_cycles"),
                   l.get_string("shared_group")};
@@ -216,6 +217,7 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
     } catch (const Error& error) {
       throw Error(source + ": " + l.path() + "/policy: " + error.what());
     }
+    link.switched = l.get_bool("switched", false);
     g.links.push_back(link);
   }
   const JsonReader stages = root.at("stages");

@@ -46,6 +46,7 @@ std::vector<std::int32_t> LinkTasks::route(int src, int dst) {
       group = hw_.link.name;
     }
     links.push_back(add(from, to, "p" + std::to_string(from) + "->p" + std::to_string(to), hw_.link, group));
+    g_.links[static_cast<std::size_t>(links.back())].switched = hw_.topology == "switch";
   }
   return links;
 }

@@ -67,36 +67,70 @@ PacketService::Flow* PacketService::flow_of(std::int32_t task) {
   return nullptr;
 }
 
+PacketService::Port& PacketService::port(std::vector<Port>& ports, std::int32_t id) {
+  for (auto& p : ports) {
+    if (p.id == id) return p;
+  }
+  ports.push_back(Port{});
+  ports.back().id = id;
+  return ports.back();
+}
+
 void PacketService::admit(std::int32_t task, std::int64_t) {
   const Task& t = graph_.tasks[task];
+  const LinkInfo& link = graph_.links[t.resource];
   Flow flow;
   flow.task = task;
   flow.link = t.resource;
+  flow.input = link.switched ? link.src : 0;
+  flow.output = link.switched ? link.dst : -1;
   flow.bytes = std::max<std::int64_t>(0, t.bytes);
-  flow.service_cycles = std::max<std::int64_t>(0, t.cost_cycles - graph_.links[t.resource].latency_cycles);
+  flow.service_cycles = std::max<std::int64_t>(0, t.cost_cycles - link.latency_cycles);
   flow.packets = flow.bytes > 0 ? (flow.bytes + settings_.packet_bytes - 1) / settings_.packet_bytes : 1;
   flows_.push_back(flow);
+  port(inputs_, flow.input);
+  if (link.switched) port(outputs_, flow.output);
 }
 
-bool PacketService::start_next_packet(std::int64_t now) {
-  if (sending_ >= 0 || flows_.empty()) return false;
+void PacketService::delivered(const Packet& packet, std::int64_t sent) {
+  const std::int64_t latency = graph_.links[packet.link].latency_cycles;
+  events_.push({sent + latency, false, packet.task, packet.link});
+  events_.push({sent + 2 * latency, true, packet.task, packet.link});
+}
+
+bool PacketService::start_input(Port& input, std::int64_t now) {
+  if (input.busy || flows_.empty()) return false;
   for (std::size_t tried = 0; tried < flows_.size(); ++tried) {
-    const std::size_t i = (next_flow_ + tried) % flows_.size();
+    const std::size_t i = (input.next_flow + tried) % flows_.size();
     Flow& flow = flows_[i];
-    if (flow.sent == flow.packets || credits_[flow.link] == 0) continue;
+    if (flow.input != input.id || flow.sent == flow.packets || credits_[flow.link] == 0) continue;
     // A next hop forwards only what has arrived from the hop before.
     if (cut_through_ != nullptr && cut_through_->released[flow.task] >= 0 &&
         flow.sent >= cut_through_->released[flow.task]) {
       continue;
     }
     --credits_[flow.link];
-    sending_ = flow.task;
-    sending_until_ = now + packet_cycles(flow, flow.sent);
+    const std::int64_t cycles = packet_cycles(flow, flow.sent);
     ++flow.sent;
-    next_flow_ = i + 1;  // the next packet goes to the next transfer, round robin
+    input.busy = true;
+    input.until = now + cycles;
+    input.packet = {flow.task, flow.link, cycles, input.until};
+    input.next_flow = i + 1;  // the next packet goes to the next transfer, round robin
+    // On a switch the packet joins its output queue as its head arrives (virtual cut-through).
+    if (graph_.links[flow.link].switched) port(outputs_, flow.output).queue.push_back(input.packet);
     return true;
   }
   return false;
+}
+
+bool PacketService::start_output(Port& output, std::int64_t now) {
+  if (output.busy || output.queue.empty()) return false;
+  output.packet = output.queue.front();
+  output.queue.erase(output.queue.begin());
+  output.busy = true;
+  // It cannot leave before it has fully arrived at the switch.
+  output.until = std::max(now + output.packet.cycles, output.packet.input_ends);
+  return true;
 }
 
 void PacketService::advance(std::int64_t now, std::vector<std::int32_t>& finished) {
@@ -104,11 +138,16 @@ void PacketService::advance(std::int64_t now, std::vector<std::int32_t>& finishe
   bool changed = true;
   while (changed) {
     changed = false;
-    if (sending_ >= 0 && sending_until_ <= now) {  // a packet leaves the medium
-      const std::int64_t latency = graph_.links[flow_of(sending_)->link].latency_cycles;
-      events_.push({sending_until_ + latency, false, sending_, flow_of(sending_)->link});
-      events_.push({sending_until_ + 2 * latency, true, sending_, flow_of(sending_)->link});
-      sending_ = -1;
+    for (auto& input : inputs_) {  // a packet has left its sender
+      if (!input.busy || input.until > now) continue;
+      input.busy = false;
+      if (!graph_.links[input.packet.link].switched) delivered(input.packet, input.until);
+      changed = true;
+    }
+    for (auto& output : outputs_) {  // a packet has left the switch
+      if (!output.busy || output.until > now) continue;
+      output.busy = false;
+      delivered(output.packet, output.until);
       changed = true;
     }
     while (!events_.empty() && events_.top().cycles <= now) {
@@ -130,16 +169,23 @@ void PacketService::advance(std::int64_t now, std::vector<std::int32_t>& finishe
         finished.push_back(flow->task);
         const auto index = static_cast<std::size_t>(flow - flows_.data());
         flows_.erase(flows_.begin() + static_cast<std::ptrdiff_t>(index));
-        if (next_flow_ > index) --next_flow_;
+        for (auto& input : inputs_) {
+          if (input.next_flow > index) --input.next_flow;
+        }
       }
     }
-    if (start_next_packet(now)) changed = true;
+    for (auto& input : inputs_) changed = start_input(input, now) || changed;
+    for (auto& output : outputs_) changed = start_output(output, now) || changed;
   }
 }
 
 std::int64_t PacketService::next_event(std::int64_t) const {
-  std::int64_t next = sending_ >= 0 ? sending_until_ : -1;
-  if (!events_.empty() && (next < 0 || events_.top().cycles < next)) next = events_.top().cycles;
+  std::int64_t next = events_.empty() ? -1 : events_.top().cycles;
+  for (const auto* ports : {&inputs_, &outputs_}) {
+    for (const auto& p : *ports) {
+      if (p.busy && (next < 0 || p.until < next)) next = p.until;
+    }
+  }
   return next;
 }
 

@@ -9,7 +9,12 @@
 //    receive buffers). A transfer ends when its last packet has arrived.
 // Alone on its medium with credits for the link's round trip, a transfer takes exactly its cost
 // in both (latency + service); under contention their completion times differ by at most about
-// one packet per transfer sharing the medium. In packet mode a route of several hops (the next
+// one packet per transfer sharing the medium. A switched medium (LinkInfo::switched, topology
+// "switch") has an input port per sender and an output port per receiver instead of one shared
+// serialiser: each sender's packets go round robin through its input port, and wait in the
+// receiver's output queue (first come, first served) for its output port, which starts a packet
+// as soon as the packet has started arriving (virtual cut-through, equal port rates); so only
+// transfers from one sender, or to one receiver, contend. In packet mode a route of several hops (the next
 // hop's transfer depends only on this one and carries its bytes) is cut-through: the next hop is
 // admitted when this hop's first packet arrives, and forwards each packet once it has arrived.
 #pragma once
@@ -90,11 +95,28 @@ class PacketService final : public LinkService {
   struct Flow {
     std::int32_t task;
     std::int32_t link;
+    std::int32_t input;           // its input port (0 on a bus: one serialiser)
+    std::int32_t output;          // its output port on a switch; -1 on a bus
     std::int64_t bytes;           // payload (0: one empty packet)
     std::int64_t service_cycles;  // cost - latency: what all its packets' serialisation adds up to
     std::int64_t packets;
     std::int64_t sent = 0;
     std::int64_t arrived = 0;
+  };
+  struct Packet {
+    std::int32_t task;
+    std::int32_t link;
+    std::int64_t cycles;       // its serialisation
+    std::int64_t input_ends;   // when it has fully arrived at the switch
+  };
+  // A serialiser: a bus, or a switch's input or output port.
+  struct Port {
+    std::int32_t id = 0;                // the processor it belongs to (a switch), or 0 (a bus)
+    bool busy = false;
+    Packet packet{};                    // the one being sent
+    std::int64_t until = 0;             // when it has been sent
+    std::size_t next_flow = 0;          // input ports: round robin over flows_
+    std::vector<Packet> queue;          // output ports: packets waiting, first come first served
   };
   struct Event {
     std::int64_t cycles;
@@ -105,16 +127,18 @@ class PacketService final : public LinkService {
   };
   std::int64_t packet_cycles(const Flow& flow, std::int64_t packet) const;  // serialisation of one
   Flow* flow_of(std::int32_t task);
-  bool start_next_packet(std::int64_t now);
+  Port& port(std::vector<Port>& ports, std::int32_t id);
+  void delivered(const Packet& packet, std::int64_t sent);  // its arrival and credit, scheduled
+  bool start_input(Port& input, std::int64_t now);
+  bool start_output(Port& output, std::int64_t now);
 
   const TaskGraph& graph_;
   PacketSettings settings_;
   CutThrough* cut_through_;
   std::vector<std::int32_t> forwarded_;
   std::vector<Flow> flows_;                   // admitted, not finished, in admission order
-  std::size_t next_flow_ = 0;                 // round robin: where the next search starts
-  std::int32_t sending_ = -1;                 // the task whose packet is on the medium, or -1
-  std::int64_t sending_until_ = 0;
+  std::vector<Port> inputs_;                  // a bus's one serialiser, or a switch's input ports
+  std::vector<Port> outputs_;                 // a switch's output ports
   std::vector<std::int32_t> credits_;         // per link of the graph: buffers free at its receiver
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
 };

@@ -137,6 +137,9 @@ struct LinkInfo {
   std::int64_t latency_cycles = 0;
   std::string shared_group;        // links with the same non-empty group share one medium
   LinkPolicy policy = LinkPolicy::in_order;
+  // The group is a switch (topology "switch"), not a bus: packet-level links give it an input
+  // port per sender and an output queue per receiver; the fluid model shares one medium either way.
+  bool switched = false;
 };
 
 // A collective operation (docs/design.md, "Collectives"): its steps are X tasks on links, each
