@@ -225,7 +225,7 @@ void add_timing_command(CLI::App& app, const std::string& name, const std::strin
                       "bubbles labelled, memory counters");
   if (engine == "systemc") {
     command->add_option("--vcd", options->vcd_file,
-                        "also write SystemC's own VCD trace: each processor's busy signal and each link medium's "
+                        "also write SystemC's own VCD trace (FILE.vcd): each processor's busy signal and each link medium's "
                         "transfers in service, in the module hierarchy's names, at the clock period (GTKWave)");
     command->add_flag("--packets", options->packets,
                       "serve links packet by packet (round robin, credit-based flow control) instead of the fluid "

@@ -176,6 +176,11 @@ TEST_CASE("a plug-in accelerator is registered by name, chosen by the graph, and
   for (std::size_t i = 0; i < 4; ++i) CHECK(seen.start_seconds[i] == doctest::Approx(15e-9 * static_cast<double>(i)));
   // Without the registry the name is unknown, and the message lists the known ones.
   CHECK_THROWS_WITH_AS(simulate_times(g), doctest::Contains("unknown accelerator model 'scaled'"), Error);
+  // A factory that throws (no "factor" setting) ends the run, and the next run is unharmed.
+  g.accelerator_settings.clear();
+  CHECK_THROWS_AS(simulate_times(g, options), std::out_of_range);
+  g.accelerator_settings = {{"factor", "2"}};
+  CHECK(simulate_times(g, options).back().end_cycles == 4 * 20);
   // A model's error ends the run with its message.
   g.accelerator_settings = {{"factor", "-1"}};
   CHECK_THROWS_WITH_AS(simulate_times(g, options), doctest::Contains("a task takes 0 to 2^50"), Error);
@@ -208,6 +213,8 @@ TEST_CASE("SystemC's VCD trace has each processor's busy signal at the clock per
   CHECK(vcd.find("#28000000\n") != std::string::npos);
   options.vcd_path = (folder / "missing" / "run.vcd").string();
   CHECK_THROWS_WITH_AS(simulate_times(chain_graph(1e9, 7), options), doctest::Contains("no folder"), Error);
+  options.vcd_path = (folder / "run.txt").string();
+  CHECK_THROWS_WITH_AS(simulate_times(chain_graph(1e9, 7), options), doctest::Contains("must end in .vcd"), Error);
   std::filesystem::remove_all(folder);
 }
 

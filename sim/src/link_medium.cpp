@@ -1,6 +1,8 @@
 // The link medium module's process.
 #include "link_medium.hpp"
 
+#include "pipetwin/models/error.hpp"
+
 namespace pipetwin::sim {
 
 LinkMediumModule::LinkMediumModule(const sc_core::sc_module_name& name, const std::vector<std::int32_t>& queue_position,
@@ -82,6 +84,12 @@ void LinkMediumModule::step() {
   }
   if (traced_) in_service.write(service_->in_service());
   const std::int64_t next = service_->next_event(now);
+  if (next > board->horizon_cycles()) {
+    board->fail(std::make_exception_ptr(Error(
+        "cannot simulate: a transfer on " + std::string(name()) + " would end after cycle " +
+        std::to_string(board->horizon_cycles()) + ", the last this run's clock reaches")));
+    return;
+  }
   if (next < 0) {
     sc_core::next_trigger(wake_);
   } else {

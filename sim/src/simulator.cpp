@@ -58,8 +58,9 @@ Network network_named_by(const TaskGraph& g) {
   }
 }
 
-// Up to how many cycles a run can last: every task's cost, at most twice over for transfers
-// that share a medium or memory traffic that waits (the clock only has to hold it).
+// Up to how many cycles a run with the fixed model and fluid links can last: every task's cost and
+// memory traffic one after another (sharing a medium or a memory system conserves the work served,
+// so some task progresses at full rate whenever the run has not ended).
 std::int64_t longest_cycles(const TaskGraph& g) {
   double total = 0;
   for (const auto& t : g.tasks) total += static_cast<double>(t.cost_cycles) + static_cast<double>(t.memory_cycles);
@@ -71,6 +72,7 @@ std::int64_t longest_cycles(const TaskGraph& g) {
 void check_vcd_path(const std::string& path) {
   namespace fs = std::filesystem;
   const fs::path file(path);
+  if (file.extension() != ".vcd") throw Error("the VCD trace's file name must end in .vcd, got " + path);
   const fs::path folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
   std::error_code error;
   if (!fs::is_directory(folder, error)) throw Error("cannot write the VCD trace " + path + ": no folder " + folder.string());
@@ -82,6 +84,13 @@ void check_vcd_path(const std::string& path) {
 std::vector<TaskTiming> simulate_times(const TaskGraph& g, const SimOptions& options) {
   const auto problems = structural_problems(g);  // a deadlock is ours to find, not the validator's
   if (!problems.empty()) throw Error("cannot simulate: " + problems.front());
+  sim::PacketSettings packets;
+  if (options.packet_links) {
+    if (options.packet_bytes < 1) throw Error("packet links: the packet size must be at least 1 byte");
+    if (options.packet_credits < 0) throw Error("packet links: credits must be 0 (automatic) or more");
+    packets.packet_bytes = options.packet_bytes;
+    packets.credits = options.packet_credits;
+  }
   const sim::AcceleratorRegistry builtin;
   const sim::AcceleratorRegistry& registry = options.accelerators ? *options.accelerators : builtin;
   registry.check(g.accelerator);
@@ -92,23 +101,18 @@ std::vector<TaskTiming> simulate_times(const TaskGraph& g, const SimOptions& opt
     network = &rebuilt;
   }
   const Network empty;
-  // Accelerator models may make tasks longer than their graph costs: their runs get a clock that
-  // reaches 2^56 cycles, and a task that would end beyond it is an error (processor_module.cpp).
-  sim::KernelSession session(g.clock_hz, g.accelerator == "fixed" ? longest_cycles(g) : std::int64_t{1} << 56);
-  sim::PacketSettings packets;
-  if (options.packet_links) {
-    if (options.packet_bytes < 1) throw Error("packet links: the packet size must be at least 1 byte");
-    if (options.packet_credits < 0) throw Error("packet links: credits must be 0 (automatic) or more");
-    packets.packet_bytes = options.packet_bytes;
-    packets.credits = options.packet_credits;
-  }
+  // Accelerator models and packet links (flow control, one packet per round trip) may make tasks
+  // longer than their graph costs: those runs get a clock that reaches 2^56 cycles, and a task
+  // that would end beyond it is an error (processor_module.cpp, link_medium.cpp).
+  const bool costs_bound_the_run = g.accelerator == "fixed" && !options.packet_links;
+  sim::KernelSession session(g.clock_hz, costs_bound_the_run ? longest_cycles(g) : std::int64_t{1} << 56);
   sim::Platform platform("platform", g, session, registry, network ? *network : empty,
                          options.packet_links ? &packets : nullptr);
   sc_core::sc_trace_file* vcd = nullptr;
   if (!options.vcd_path.empty()) {
     check_vcd_path(options.vcd_path);
     std::string stem = options.vcd_path;  // SystemC appends ".vcd"
-    if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, ".vcd") == 0) stem.resize(stem.size() - 4);
+    stem.resize(stem.size() - 4);
     vcd = sc_core::sc_create_vcd_trace_file(stem.c_str());
     // VCD counts time in the run's resolution (a power of ten, as VCD requires): one clock
     // period is period_units() of it.
