@@ -137,6 +137,12 @@ TEST_CASE("on chain topologies, routes cut through and never end later than stor
   }
   CHECK(compared == 3);
   CHECK(faster >= 1);
+  // Free transfers (the unit model): every packet of a route arrives at once, at time 0 of its hop;
+  // the next hop is still made ready exactly once.
+  GraphConfig unit = test::graph_config("lenet5", "layerpipe", "unit", 4, 4, 2);
+  unit.params = {"topology=chain"};
+  const TaskGraph free_links = make_graph(unit);
+  CHECK(ends(simulate_times(free_links, packets(1000))) == ends(simulate_times(free_links)));
 }
 
 TEST_CASE("a switch: input ports per sender, output queues per receiver, virtual cut-through") {

@@ -51,8 +51,11 @@ void LinkMediumModule::task_ready(std::int32_t task) {
   admit_next(link);
 }
 
-void LinkMediumModule::packet_forwarded(std::int32_t task, std::int64_t released) {
-  if (released == 1) task_ready(task);
+void LinkMediumModule::packet_forwarded(std::int32_t task, CutThrough& cut_through) {
+  if (!cut_through.admitted[task]) {
+    cut_through.admitted[task] = 1;
+    task_ready(task);
+  }
   wake_.notify(sc_core::SC_ZERO_TIME);
 }
 
@@ -69,7 +72,7 @@ void LinkMediumModule::step() {
       std::vector<std::int32_t> forwarded;
       forwarded.swap(packets_->forwarded());
       for (const auto next_hop : forwarded) {
-        packets_->cut_through_medium(next_hop)->packet_forwarded(next_hop, packets_->released(next_hop));
+        packets_->cut_through_medium(next_hop)->packet_forwarded(next_hop, packets_->cut_through());
       }
       changed = true;
     }

@@ -6,9 +6,8 @@
 // packet-level (packets round robin with credit-based flow control). One SC_METHOD process: it
 // wakes at arrivals and at the service's next event.
 #pragma once
-#include <vector>
-
 #include <memory>
+#include <vector>
 
 #include "interfaces.hpp"
 #include "link_service.hpp"
@@ -33,9 +32,9 @@ class LinkMediumModule final : public sc_core::sc_module, public task_sink_if {
   void trace_occupancy() { traced_ = true; }
   // Transfers with no dependencies arrive when the simulation starts.
   void arrive_at_start(std::int32_t task) { initial_.push_back(task); }
-  // Packet mode, cut-through: a packet of the hop before `task` (a next hop this medium serves)
-  // has arrived; the first one makes `task` ready (cut_through_->released says how many).
-  void packet_forwarded(std::int32_t task, std::int64_t released);
+  // Packet mode, cut-through: packets of the hop before `task` (a next hop this medium serves)
+  // have arrived (`cut_through.released` says how many); the first makes `task` ready.
+  void packet_forwarded(std::int32_t task, CutThrough& cut_through);
 
  private:
   struct InOrderLink {

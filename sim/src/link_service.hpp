@@ -65,6 +65,7 @@ struct CutThrough {
   std::vector<std::int32_t> follower;      // the next hop's transfer, which forwards this one's packets; -1: none
   std::vector<std::int64_t> released;      // a next hop's packets that have arrived at its sender; -1: not a next hop
   std::vector<LinkMediumModule*> medium;   // a next hop's medium
+  std::vector<char> admitted;              // a next hop has been made ready (by its first packet)
 };
 
 // Packet mode's figures (SimOptions): packet size, and receive buffers per link (0: enough for the
@@ -82,7 +83,7 @@ class PacketService final : public LinkService {
   // up to date); the medium tells their media.
   std::vector<std::int32_t>& forwarded() { return forwarded_; }
   LinkMediumModule* cut_through_medium(std::int32_t next_hop) const { return cut_through_->medium[next_hop]; }
-  std::int64_t released(std::int32_t next_hop) const { return cut_through_->released[next_hop]; }
+  CutThrough& cut_through() const { return *cut_through_; }
   void admit(std::int32_t task, std::int64_t now) override;
   void advance(std::int64_t now, std::vector<std::int32_t>& finished) override;
   std::int64_t next_event(std::int64_t now) const override;

@@ -88,6 +88,7 @@ void Platform::plan_cut_through(const TaskGraph& g, const std::vector<std::int32
   cut_through_.follower.assign(g.tasks.size(), -1);
   cut_through_.released.assign(g.tasks.size(), -1);
   cut_through_.medium.assign(g.tasks.size(), nullptr);
+  cut_through_.admitted.assign(g.tasks.size(), 0);
   std::vector<char> early(g.tasks.size(), 0);
   for (const auto& t : g.tasks) {
     if (t.kind != TaskKind::X || t.deps.size() != 1 || t.collective >= 0) continue;
