@@ -225,7 +225,13 @@ TEST_CASE("hardware files choose the accelerator and check its settings") {
                        doctest::Contains("unknown dataflow 'xs'"), Error);
   CHECK_THROWS_WITH_AS(make_hardware("h100", Params::parse({"dataflow=os"})),
                        doctest::Contains("dataflow is a setting of the systolic accelerator"), Error);
-  CHECK_THROWS_WITH_AS(make_hardware("h100", Params::parse({"cost_model=systolic"})),
-                       doctest::Contains("the systolic cost model needs the systolic accelerator's settings"), Error);
+  // The systolic cost model on another profile: the default 32x32 array.
+  CHECK(make_hardware("h100", Params::parse({"cost_model=systolic"})).processor.systolic.cols == 32);
+  // The fixed model on a systolic profile runs the cost model's (the same array's) cycles.
+  GraphConfig fixed = test::graph_config("lenet5", "gpipe", "systolic", 2, 4, 1);
+  fixed.params = {"accelerator=fixed"};
+  GraphConfig array = fixed;
+  array.params.clear();
+  CHECK(flat(simulate_times(make_graph(fixed))) == flat(simulate_times(make_graph(array))));
   CHECK(make_hardware("h100", Params::parse({"accelerator=mine"})).processor.accelerator.model == "mine");
 }

@@ -12,6 +12,9 @@
 #include "pipetwin/sim/engines.hpp"
 #include "pipetwin/sim/search.hpp"
 #include "pipetwin/sim/sweep.hpp"
+#ifdef PIPETWIN_HAVE_SYSTEMC
+#include "pipetwin/sim/simulator.hpp"
+#endif
 
 namespace pipetwin::python {
 
@@ -19,12 +22,29 @@ void bind_engines(py::module_& m) {
   const auto names = engine_names();
   m.attr("HAVE_SYSTEMC") = std::find(names.begin(), names.end(), "systemc") != names.end();
   m.def("engine_names", &engine_names, "The predicting engines built in, the default first.");
-  m.def("run_engine", [](const Graph& graph, const std::string& engine, bool memory_timeline) {
+  m.def("run_engine", [](const Graph& graph, const std::string& engine, bool memory_timeline, bool packets,
+                         std::int64_t packet_bytes, std::int32_t credits, const std::string& vcd) {
     EngineOptions options;
     options.record_memory_timeline = memory_timeline;
-    return PyResult{graph.graph, run_engine(engine, *graph.graph, options)};
-  }, py::arg("graph"), py::arg("engine") = "systemc", py::arg("memory_timeline") = false,
-     "Predicts a Result for `graph` with the SystemC simulator or the analytic evaluator.");
+    if (!packets && vcd.empty()) return PyResult{graph.graph, run_engine(engine, *graph.graph, options)};
+    if (engine != "systemc") {
+      throw Error("packets and vcd are options of the SystemC simulator (engine 'systemc'), not of '" + engine + "'");
+    }
+#ifdef PIPETWIN_HAVE_SYSTEMC
+    SimOptions sim;
+    sim.packet_links = packets;
+    sim.packet_bytes = packet_bytes;
+    sim.packet_credits = credits;
+    sim.vcd_path = vcd;
+    return PyResult{graph.graph, SystemcEngine(sim).run(*graph.graph, options)};
+#else
+    check_engine(engine);  // says what to install
+    throw Error("this pipetwin was built without SystemC");
+#endif
+  }, py::arg("graph"), py::arg("engine") = "systemc", py::arg("memory_timeline") = false, py::arg("packets") = false,
+     py::arg("packet_bytes") = 4096, py::arg("credits") = 0, py::arg("vcd") = "",
+     "Predicts a Result for `graph` with the SystemC simulator or the analytic evaluator; the simulator's links "
+     "packet by packet (packets, packet_bytes, credits) and its VCD trace (vcd: a file name ending in .vcd) on request.");
   m.def("sweep_points", [](const std::vector<std::string>& schedules, const std::vector<int>& processors,
                            const std::string& baseline) {
     SweepRequest request;

@@ -86,12 +86,9 @@ void read_accelerator(const JsonReader& root, const Params& params, HardwareProf
                             std::make_pair("array_cols", "cols")}) {
     if (params.has(param)) a.settings[key] = params.get_string(param, "");
   }
-  const bool systolic_settings = a.model == "systolic" || hw->cost_model == CostModelKind::systolic;
-  if (systolic_settings) {
-    if (a.model != "systolic") {
-      throw Error("hardware " + hw->name + ": the systolic cost model needs the systolic accelerator's settings "
-                  "(\"accelerator\": {\"model\": \"systolic\", ...}), not '" + a.model + "'");
-    }
+  // The array's settings serve the systolic cost model and the systolic module, whichever model the
+  // simulator is given (accelerator=fixed on a systolic profile runs the cost model's cycles).
+  if (a.model == "systolic" || hw->cost_model == CostModelKind::systolic) {
     hw->processor.systolic = systolic_spec_from_settings(a.settings, hw->processor.clock_hz);
   } else {
     for (const char* key : {"dataflow", "array_rows", "array_cols"}) {

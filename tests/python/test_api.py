@@ -29,6 +29,21 @@ def test_simulator_equals_evaluator_without_contention():
     assert pipetwin.simulate(g).total_cycles == pipetwin.evaluate(g).total_cycles
 
 
+@pytest.mark.skipif(not pipetwin.HAVE_SYSTEMC, reason="built without SystemC")
+def test_packet_links_and_vcd_trace_from_python(tmp_path):
+    # Where no two transfers share a link at once (1f1b on h100, as the evaluator agrees), packet
+    # links give the fluid model's cycles; the VCD trace names the module hierarchy.
+    config = dict(model="resnet20", schedule="1f1b", hardware="h100", processors=4, microbatches=4)
+    fluid = pipetwin.simulate(**config)
+    assert pipetwin.simulate(**config, packets=True).total_cycles == fluid.total_cycles  # nothing contends
+    trace = tmp_path / "run.vcd"
+    pipetwin.simulate(**config, vcd=trace)
+    text = trace.read_text()
+    assert "$scope module platform $end" in text and "busy" in text
+    with pytest.raises(pipetwin.PipetwinError, match="options of the SystemC simulator"):
+        pipetwin.simulate(**config, engine="analytic", packets=True)
+
+
 def test_result_attributes_dict_and_task_table():
     r = pipetwin.simulate(model="lenet5", schedule="1f1b", processors=2, microbatches=4, memory_timeline=True)
     d = r.to_dict()

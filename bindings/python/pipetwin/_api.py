@@ -79,13 +79,17 @@ def _graph(graph: Optional[Graph], arguments: Dict[str, Any], defaults: Optional
 def simulate(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, schedule: Optional[str] = None,
              hardware: Optional[PathArg] = None, processors: Optional[int] = None, microbatches: Optional[int] = None,
              minibatches: Optional[int] = None, params: Params = None, calibration: Optional[PathArg] = None,
-             engine: Optional[str] = None, memory_timeline: bool = False) -> Result:
+             engine: Optional[str] = None, memory_timeline: bool = False, packets: bool = False,
+             packet_bytes: int = 4096, credits: int = 0, vcd: Optional[PathArg] = None) -> Result:
     """Predicts a Result: simulate(graph), or simulate(model=..., schedule=..., hardware=...,
     processors=..., microbatches=..., minibatches=..., params={...}, calibration=path), where a
     keyword left out takes build_graph()'s default. engine: 'systemc' (default when built) or
-    'analytic'."""
+    'analytic'. SystemC only: packets=True serves links packet by packet (packets of packet_bytes,
+    credits receive buffers per link, 0: enough for the round trip; docs/simulator.md); vcd=path
+    (ending in .vcd) writes SystemC's VCD trace of processors and links."""
     g = _graph(graph, locals())
-    return _core.run_engine(g, engine or default_engine(), memory_timeline)
+    return _core.run_engine(g, engine or default_engine(), memory_timeline, packets, packet_bytes, credits,
+                            _path(vcd) if vcd is not None else "")
 
 
 @checked

@@ -220,9 +220,9 @@ def rank_search(rows: collections.abc.Sequence[str]) -> str:
     """
     The search's rows, run -> ranked (those that fit first, by iteration time) as JSON.
     """
-def run_engine(graph: Graph, engine: str = 'systemc', memory_timeline: bool = False) -> Result:
+def run_engine(graph: Graph, engine: str = 'systemc', memory_timeline: bool = False, packets: bool = False, packet_bytes: typing.SupportsInt | typing.SupportsIndex = 4096, credits: typing.SupportsInt | typing.SupportsIndex = 0, vcd: str = '') -> Result:
     """
-    Predicts a Result for `graph` with the SystemC simulator or the analytic evaluator.
+    Predicts a Result for `graph` with the SystemC simulator or the analytic evaluator; the simulator's links packet by packet (packets, packet_bytes, credits) and its VCD trace (vcd: a file name ending in .vcd) on request.
     """
 def schedules() -> list[dict[str, typing.Any]]:
     """
