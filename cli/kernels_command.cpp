@@ -67,7 +67,7 @@ void print_systolic(const KernelsOptions& options, const Network& net, const Har
       double dram = 0;
       for (const ArrayGemm& g : layer_gemms(*layer, kind, samples)) {
         const std::int64_t cycles = gemm_compute_cycles(g, spec);
-        const double dram_cycles = gemm_dram_words(g, spec) * static_cast<double>(spec.word_bytes) / spec.dram_bytes_per_cycle;
+        const double dram_cycles = gemm_dram_cycles(g, spec);
         compute += cycles;
         dram += dram_cycles;
         gemms.push_back({{"m", g.m}, {"k", g.k}, {"n", g.n}, {"compute_cycles", cycles}, {"dram_cycles", dram_cycles}});

@@ -8,40 +8,28 @@
 
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/names.hpp"
+#include "pipetwin/models/params.hpp"
 
 namespace pipetwin {
 namespace {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-std::int64_t setting_int(const std::map<std::string, std::string>& settings, const std::string& key,
-                         std::int64_t fallback) {
+// A setting that must be positive, parsed by the project's number parsers (params.hpp).
+std::int64_t positive_int(const std::map<std::string, std::string>& settings, const std::string& key,
+                          std::int64_t fallback) {
   const auto it = settings.find(key);
   if (it == settings.end()) return fallback;
-  std::size_t used = 0;
-  long long value = 0;
-  try {
-    value = std::stoll(it->second, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != it->second.size() || value <= 0) {
-    throw Error("systolic accelerator: " + key + " must be a positive integer, got '" + it->second + "'");
-  }
+  const std::int64_t value = parse_int(it->second, "systolic accelerator: " + key);
+  if (value <= 0) throw Error("systolic accelerator: " + key + " must be a positive integer, got '" + it->second + "'");
   return value;
 }
 
-double setting_double(const std::map<std::string, std::string>& settings, const std::string& key, double fallback) {
+double positive_number(const std::map<std::string, std::string>& settings, const std::string& key, double fallback) {
   const auto it = settings.find(key);
   if (it == settings.end()) return fallback;
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(it->second, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != it->second.size() || !(value > 0) || !std::isfinite(value)) {
+  const double value = parse_double(it->second, "systolic accelerator: " + key);
+  if (!(value > 0) || !std::isfinite(value)) {
     throw Error("systolic accelerator: " + key + " must be a positive number, got '" + it->second + "'");
   }
   return value;
@@ -79,25 +67,29 @@ Dataflow dataflow_from_string(const std::string& text) {
 }
 
 SystolicSpec systolic_spec_from_settings(const std::map<std::string, std::string>& settings, double clock_hz) {
-  static const std::vector<std::string> known = {"rows", "cols", "dataflow", "word_bytes", "ifmap_sram_bytes",
-                                                 "filter_sram_bytes", "ofmap_sram_bytes", "dram_bytes_per_s",
-                                                 "vector_ops_per_cycle", "source"};
-  for (const auto& [key, value] : settings) {
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
-      throw Error("systolic accelerator: " + unknown_name_message("setting", key, known));
-    }
-  }
+  // Only the names are checked here; the defaults are SystolicSpec's.
+  Params(settings).check_known({{"rows", "", "rows of MAC cells"},
+                                {"cols", "", "columns of MAC cells"},
+                                {"dataflow", "", "os, ws or is"},
+                                {"word_bytes", "", "bytes of one operand element"},
+                                {"ifmap_sram_bytes", "", "input SRAM"},
+                                {"filter_sram_bytes", "", "weight SRAM"},
+                                {"ofmap_sram_bytes", "", "output SRAM"},
+                                {"dram_bytes_per_s", "", "DRAM bandwidth to the SRAMs"},
+                                {"vector_ops_per_cycle", "", "element-wise operations per cycle"},
+                                {"source", "", "where the figures come from (text)"}},
+                               "the systolic accelerator");
   SystolicSpec spec;
-  spec.rows = setting_int(settings, "rows", spec.rows);
-  spec.cols = setting_int(settings, "cols", spec.cols);
+  spec.rows = positive_int(settings, "rows", spec.rows);
+  spec.cols = positive_int(settings, "cols", spec.cols);
   const auto dataflow = settings.find("dataflow");
   if (dataflow != settings.end()) spec.dataflow = dataflow_from_string(dataflow->second);
-  spec.word_bytes = setting_int(settings, "word_bytes", spec.word_bytes);
-  spec.ifmap_sram_bytes = setting_int(settings, "ifmap_sram_bytes", spec.ifmap_sram_bytes);
-  spec.filter_sram_bytes = setting_int(settings, "filter_sram_bytes", spec.filter_sram_bytes);
-  spec.ofmap_sram_bytes = setting_int(settings, "ofmap_sram_bytes", spec.ofmap_sram_bytes);
-  spec.dram_bytes_per_cycle = setting_double(settings, "dram_bytes_per_s", spec.dram_bytes_per_cycle * clock_hz) / clock_hz;
-  spec.vector_ops_per_cycle = setting_double(settings, "vector_ops_per_cycle", static_cast<double>(spec.cols));
+  spec.word_bytes = positive_int(settings, "word_bytes", spec.word_bytes);
+  spec.ifmap_sram_bytes = positive_int(settings, "ifmap_sram_bytes", spec.ifmap_sram_bytes);
+  spec.filter_sram_bytes = positive_int(settings, "filter_sram_bytes", spec.filter_sram_bytes);
+  spec.ofmap_sram_bytes = positive_int(settings, "ofmap_sram_bytes", spec.ofmap_sram_bytes);
+  spec.dram_bytes_per_cycle = positive_number(settings, "dram_bytes_per_s", spec.dram_bytes_per_cycle * clock_hz) / clock_hz;
+  spec.vector_ops_per_cycle = positive_number(settings, "vector_ops_per_cycle", static_cast<double>(spec.cols));
   if (spec.rows > (1 << 16) || spec.cols > (1 << 16)) {
     throw Error("systolic accelerator: rows and cols must be at most 65536, got " + std::to_string(spec.rows) + "x" +
                 std::to_string(spec.cols));
@@ -134,6 +126,10 @@ double gemm_dram_words(const ArrayGemm& g, const SystolicSpec& s) {
   const bool inputs_fit = m * k * word <= static_cast<double>(s.ifmap_sram_bytes) / 2;
   const bool filters_fit = k * n * word <= static_cast<double>(s.filter_sram_bytes) / 2;
   return m * k * (inputs_fit ? 1 : col_folds) + k * n * (filters_fit ? 1 : row_folds) + m * n;
+}
+
+double gemm_dram_cycles(const ArrayGemm& gemm, const SystolicSpec& spec) {
+  return gemm_dram_words(gemm, spec) * static_cast<double>(spec.word_bytes) / spec.dram_bytes_per_cycle;
 }
 
 std::vector<ArrayGemm> layer_gemms(const Layer& layer, TaskKind kind, std::int64_t samples) {
@@ -188,8 +184,7 @@ std::int64_t systolic_layer_cycles(const Layer& layer, TaskKind kind, std::int64
   double cycles = 0;
   for (const auto& g : gemms) {
     const double compute = static_cast<double>(gemm_compute_cycles(g, spec));
-    const double dram = gemm_dram_words(g, spec) * static_cast<double>(spec.word_bytes) / spec.dram_bytes_per_cycle;
-    cycles += std::max(compute, dram);
+    cycles += std::max(compute, gemm_dram_cycles(g, spec));
   }
   // What the layer's FLOP count has beyond its GEMMs (bias, normalisation, ReLU, pooling).
   const double flops = kind == TaskKind::BA   ? layer.activation_grad_flops

@@ -53,6 +53,8 @@ std::int64_t gemm_compute_cycles(const ArrayGemm& gemm, const SystolicSpec& spec
 // Words read from DRAM and written back for one GEMM: an operand that fits half its SRAM (the
 // other half being filled) is read once, otherwise once per fold of the other operand.
 double gemm_dram_words(const ArrayGemm& gemm, const SystolicSpec& spec);
+// The cycles those words take at the DRAM's bandwidth.
+double gemm_dram_cycles(const ArrayGemm& gemm, const SystolicSpec& spec);
 
 // The GEMMs of one layer's task of `kind` (F, BA, BW; B is BA then BW; RC is F) for `samples`
 // samples: conv2d (per group) and dense layers. Throws for other layer types.
