@@ -91,18 +91,31 @@ void run(const TimingOptions& options) {
   double baseline_iteration = 0;
   std::string baseline_schedule = "same schedule";
   const bool tracing = !options.trace_file.empty();
+  // The engine the runs use: by name, or the simulator with its packet links and VCD trace.
+  std::unique_ptr<Engine> engine = make_engine(options.engine);
+#ifdef PIPETWIN_HAVE_SYSTEMC
+  if (options.packets || !options.vcd_file.empty()) {
+    SimOptions sim;
+    sim.packet_links = options.packets;
+    sim.packet_bytes = options.packet_bytes;
+    sim.packet_credits = options.credits;
+    sim.vcd_path = options.vcd_file;
+    engine = std::make_unique<SystemcEngine>(sim);
+  }
+#endif
   if (!options.graph_file.empty()) {
     Evaluated e{load_graph(options.graph_file), {}};
     validate_or_throw(e.graph);
-    e.result = run_engine(options.engine, e.graph, EngineOptions{tracing, {}});
+    e.result = engine->run(e.graph, EngineOptions{tracing, {}});
     runs.push_back(std::move(e));
   } else {
     const auto counts = parse_procs(options.graph.procs);
     if (tracing && counts.size() != 1) throw Error("--trace needs a single processor count in --procs");
+    if (!options.vcd_file.empty() && counts.size() != 1) throw Error("--vcd needs a single processor count in --procs");
     GraphConfig config = options.graph.config;
     for (const int p : counts) {
       config.processors = p;
-      runs.push_back(build_and_run(options.engine, config, true, tracing));
+      runs.push_back(build_and_run(*engine, config, true, tracing));
       if (p == 1) baseline_iteration = runs.back().result.iteration_cycles;
     }
     if (graph_replicas(runs.front().graph) > 1) baseline_iteration = 0;  // P = 1 was not one replica
@@ -124,23 +137,8 @@ void run(const TimingOptions& options) {
       throw Error(describe_out_of_memory(e.graph, e.result.out_of_memory.front()));
     }
   }
-#ifdef PIPETWIN_HAVE_SYSTEMC
-  SimOptions sim;
-  sim.packet_links = options.packets;
-  sim.packet_bytes = options.packet_bytes;
-  sim.packet_credits = options.credits;
-  if (options.packets) {  // the same graphs again, their links packet by packet
-    for (auto& e : runs) e.result = SystemcEngine(sim).run(e.graph, EngineOptions{tracing, {}});
-  }
-#endif
   if (!options.vcd_file.empty()) {
-    if (runs.size() != 1) throw Error("--vcd needs a single processor count in --procs");
-#ifdef PIPETWIN_HAVE_SYSTEMC
-    SimOptions vcd = sim;
-    vcd.vcd_path = options.vcd_file;
-    simulate_times(runs[0].graph, vcd);
     std::cerr << "wrote SystemC's VCD trace to " << options.vcd_file << " (open it in GTKWave)\n";
-#endif
   }
   if (tracing) {
     write_output_file(options.trace_file, chrome_trace_json(runs[0].graph, runs[0].result));

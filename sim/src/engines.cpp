@@ -46,11 +46,15 @@ Result run_engine(const std::string& name, const TaskGraph& graph, const EngineO
 
 Evaluated build_and_run(const std::string& engine, const GraphConfig& config, bool validate,
                         bool record_memory_timeline) {
+  return build_and_run(*make_engine(engine), config, validate, record_memory_timeline);
+}
+
+Evaluated build_and_run(Engine& engine, const GraphConfig& config, bool validate, bool record_memory_timeline) {
   Evaluated e{make_graph(config), {}};
   if (validate) validate_or_throw(e.graph);
   EngineOptions options;
   options.record_memory_timeline = record_memory_timeline;
-  e.result = run_engine(engine, e.graph, options);
+  e.result = engine.run(e.graph, options);
   return e;
 }
 

@@ -22,8 +22,9 @@ struct Evaluated {
   TaskGraph graph;
   Result result;
 };
-// Builds (validating when asked) and runs one configuration.
+// Builds (validating when asked) and runs one configuration, on the engine named or given.
 Evaluated build_and_run(const std::string& engine, const GraphConfig& config, bool validate,
                         bool record_memory_timeline = false);
+Evaluated build_and_run(Engine& engine, const GraphConfig& config, bool validate, bool record_memory_timeline = false);
 
 }  // namespace pipetwin
