@@ -51,9 +51,9 @@ void LinkMediumModule::task_ready(std::int32_t task) {
   admit_next(link);
 }
 
-void LinkMediumModule::packet_forwarded(std::int32_t task, CutThrough& cut_through) {
-  if (!cut_through.admitted[task]) {
-    cut_through.admitted[task] = 1;
+void LinkMediumModule::packet_forwarded(std::int32_t task, PacketNetwork& network) {
+  if (!network.admitted[task]) {
+    network.admitted[task] = 1;
     task_ready(task);
   }
   wake_.notify(sc_core::SC_ZERO_TIME);
@@ -72,7 +72,8 @@ void LinkMediumModule::step() {
       std::vector<std::int32_t> forwarded;
       forwarded.swap(packets_->forwarded());
       for (const auto next_hop : forwarded) {
-        packets_->cut_through_medium(next_hop)->packet_forwarded(next_hop, packets_->cut_through());
+        PacketNetwork& network = packets_->network();
+        network.medium[next_hop]->packet_forwarded(next_hop, network);
       }
       changed = true;
     }

@@ -33,8 +33,8 @@ class LinkMediumModule final : public sc_core::sc_module, public task_sink_if {
   // Transfers with no dependencies arrive when the simulation starts.
   void arrive_at_start(std::int32_t task) { initial_.push_back(task); }
   // Packet mode, cut-through: packets of the hop before `task` (a next hop this medium serves)
-  // have arrived (`cut_through.released` says how many); the first makes `task` ready.
-  void packet_forwarded(std::int32_t task, CutThrough& cut_through);
+  // have arrived (`network.released` says how many); the first makes `task` ready.
+  void packet_forwarded(std::int32_t task, PacketNetwork& network);
 
  private:
   struct InOrderLink {

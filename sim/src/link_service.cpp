@@ -35,10 +35,8 @@ std::int64_t FluidService::next_event(std::int64_t now) const {
   return next;
 }
 
-PacketService::PacketService(const TaskGraph& graph, const PacketSettings& settings, CutThrough* cut_through)
-    : graph_(graph), settings_(settings), cut_through_(cut_through), credits_(graph.links.size(), 0) {
-  for (std::size_t k = 0; k < graph.links.size(); ++k) credits_[k] = credits_of(graph.links[k], settings);
-}
+PacketService::PacketService(const TaskGraph& graph, const PacketSettings& settings, PacketNetwork& network)
+    : graph_(graph), settings_(settings), network_(network) {}
 
 std::int32_t PacketService::credits_of(const LinkInfo& link, const PacketSettings& settings) {
   if (settings.credits > 0) return settings.credits;
@@ -103,13 +101,10 @@ bool PacketService::start_input(Port& input, std::int64_t now) {
   for (std::size_t tried = 0; tried < flows_.size(); ++tried) {
     const std::size_t i = (input.next_flow + tried) % flows_.size();
     Flow& flow = flows_[i];
-    if (flow.input != input.id || flow.sent == flow.packets || credits_[flow.link] == 0) continue;
+    if (flow.input != input.id || flow.sent == flow.packets || network_.credits[flow.link] == 0) continue;
     // A next hop forwards only what has arrived from the hop before.
-    if (cut_through_ != nullptr && cut_through_->released[flow.task] >= 0 &&
-        flow.sent >= cut_through_->released[flow.task]) {
-      continue;
-    }
-    --credits_[flow.link];
+    if (network_.released[flow.task] >= 0 && flow.sent >= network_.released[flow.task]) continue;
+    --network_.credits[flow.link];
     const std::int64_t cycles = packet_cycles(flow, flow.sent);
     ++flow.sent;
     input.busy = true;
@@ -155,14 +150,14 @@ void PacketService::advance(std::int64_t now, std::vector<std::int32_t>& finishe
       events_.pop();
       changed = true;
       if (event.credit) {
-        ++credits_[event.link];
+        ++network_.credits[event.link];
         continue;
       }
       Flow* flow = flow_of(event.task);
       ++flow->arrived;
-      if (cut_through_ != nullptr && cut_through_->follower[flow->task] >= 0) {
-        const std::int32_t next_hop = cut_through_->follower[flow->task];
-        cut_through_->released[next_hop] = flow->arrived;
+      if (network_.follower[flow->task] >= 0) {
+        const std::int32_t next_hop = network_.follower[flow->task];
+        network_.released[next_hop] = flow->arrived;
         forwarded_.push_back(next_hop);
       }
       if (flow->arrived == flow->packets) {

@@ -60,8 +60,10 @@ class FluidService final : public LinkService {
 
 class LinkMediumModule;
 
-// Cut-through between the hops of a route (packet mode), per task of the graph.
-struct CutThrough {
+// What the packet media of one run share (the Platform holds it): each link's receive buffers,
+// and, per task, the cut-through between the hops of a route.
+struct PacketNetwork {
+  std::vector<std::int32_t> credits;       // per link: buffers free at its receiver
   std::vector<std::int32_t> follower;      // the next hop's transfer, which forwards this one's packets; -1: none
   std::vector<std::int64_t> released;      // a next hop's packets that have arrived at its sender; -1: not a next hop
   std::vector<LinkMediumModule*> medium;   // a next hop's medium
@@ -77,13 +79,12 @@ struct PacketSettings {
 
 class PacketService final : public LinkService {
  public:
-  // `cut_through`: the routes' hops (shared by every medium of the run); null: store and forward.
-  PacketService(const TaskGraph& graph, const PacketSettings& settings, CutThrough* cut_through);
+  // `network`: shared by every medium of the run.
+  PacketService(const TaskGraph& graph, const PacketSettings& settings, PacketNetwork& network);
   // Next hops one of whose packets has arrived since the last call (their `released` counts are
   // up to date); the medium tells their media.
   std::vector<std::int32_t>& forwarded() { return forwarded_; }
-  LinkMediumModule* cut_through_medium(std::int32_t next_hop) const { return cut_through_->medium[next_hop]; }
-  CutThrough& cut_through() const { return *cut_through_; }
+  PacketNetwork& network() const { return network_; }
   void admit(std::int32_t task, std::int64_t now) override;
   void advance(std::int64_t now, std::vector<std::int32_t>& finished) override;
   std::int64_t next_event(std::int64_t now) const override;
@@ -135,12 +136,11 @@ class PacketService final : public LinkService {
 
   const TaskGraph& graph_;
   PacketSettings settings_;
-  CutThrough* cut_through_;
+  PacketNetwork& network_;
   std::vector<std::int32_t> forwarded_;
   std::vector<Flow> flows_;                   // admitted, not finished, in admission order
   std::vector<Port> inputs_;                  // a bus's one serialiser, or a switch's input ports
   std::vector<Port> outputs_;                 // a switch's output ports
-  std::vector<std::int32_t> credits_;         // per link of the graph: buffers free at its receiver
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
 };
 

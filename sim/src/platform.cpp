@@ -33,7 +33,7 @@ Platform::Platform(const sc_core::sc_module_name& name, const TaskGraph& g, cons
     medium_of_link.push_back(static_cast<std::int32_t>(media_.size()));
     std::unique_ptr<LinkService> service;
     if (packets != nullptr) {
-      service = std::make_unique<PacketService>(g, *packets, &cut_through_);
+      service = std::make_unique<PacketService>(g, *packets, packet_network_);
     } else {
       service = std::make_unique<FluidService>(g);
     }
@@ -41,7 +41,7 @@ Platform::Platform(const sc_core::sc_module_name& name, const TaskGraph& g, cons
         std::make_unique<LinkMediumModule>(medium_name.c_str(), queue_position_, in_order_slot_, std::move(service)));
   }
   board_ = std::make_unique<TaskBoard>("board", g, session, medium_of_link);
-  if (packets != nullptr) plan_cut_through(g, medium_of_link);
+  if (packets != nullptr) plan_packets(g, *packets, medium_of_link);
 
   const auto queues = tasks_by_processor(g);
   std::map<std::int32_t, MemorySystemModule*> memory_of_system;
@@ -81,25 +81,28 @@ Platform::Platform(const sc_core::sc_module_name& name, const TaskGraph& g, cons
   }
 }
 
-void Platform::plan_cut_through(const TaskGraph& g, const std::vector<std::int32_t>& medium_of_link) {
+void Platform::plan_packets(const TaskGraph& g, const PacketSettings& settings,
+                            const std::vector<std::int32_t>& medium_of_link) {
+  packet_network_.credits.clear();
+  for (const auto& link : g.links) packet_network_.credits.push_back(PacketService::credits_of(link, settings));
   // A next hop: a transfer (X, not an offload or reload, not a collective's step) whose one
   // dependency is a transfer of the same bytes on a link that ends where its own begins
   // (LinkTasks::transfer's routes); one next hop per transfer.
-  cut_through_.follower.assign(g.tasks.size(), -1);
-  cut_through_.released.assign(g.tasks.size(), -1);
-  cut_through_.medium.assign(g.tasks.size(), nullptr);
-  cut_through_.admitted.assign(g.tasks.size(), 0);
+  packet_network_.follower.assign(g.tasks.size(), -1);
+  packet_network_.released.assign(g.tasks.size(), -1);
+  packet_network_.medium.assign(g.tasks.size(), nullptr);
+  packet_network_.admitted.assign(g.tasks.size(), 0);
   std::vector<char> early(g.tasks.size(), 0);
   for (const auto& t : g.tasks) {
     if (t.kind != TaskKind::X || t.deps.size() != 1 || t.collective >= 0) continue;
     const Task& before = g.tasks[t.deps[0].task];
     if (before.kind != TaskKind::X || before.collective >= 0 || before.bytes != t.bytes ||
-        g.links[before.resource].dst != g.links[t.resource].src || cut_through_.follower[before.id] >= 0) {
+        g.links[before.resource].dst != g.links[t.resource].src || packet_network_.follower[before.id] >= 0) {
       continue;
     }
-    cut_through_.follower[before.id] = t.id;
-    cut_through_.released[t.id] = 0;
-    cut_through_.medium[t.id] = media_[medium_of_link[t.resource]].get();
+    packet_network_.follower[before.id] = t.id;
+    packet_network_.released[t.id] = 0;
+    packet_network_.medium[t.id] = media_[medium_of_link[t.resource]].get();
     early[t.id] = 1;
   }
   board_->set_ready_early(std::move(early));

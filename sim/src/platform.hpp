@@ -34,11 +34,12 @@ class Platform final : public sc_core::sc_module {
   const std::vector<std::unique_ptr<ProcessorModule>>& processors() const { return processors_; }
 
  private:
-  void plan_cut_through(const TaskGraph& graph, const std::vector<std::int32_t>& medium_of_link);
+  // Packet mode: each link's receive buffers, and the hops of routes that cut through.
+  void plan_packets(const TaskGraph& graph, const PacketSettings& settings, const std::vector<std::int32_t>& medium_of_link);
 
   std::vector<std::int32_t> queue_position_;  // per task: its position in its link's order
   std::vector<std::int32_t> in_order_slot_;   // per task: its link's slot in its medium, or -1 (shared)
-  CutThrough cut_through_;                    // packet mode: the routes' hops
+  PacketNetwork packet_network_;              // packet mode: what the media share
   std::unique_ptr<TaskBoard> board_;
   std::vector<std::unique_ptr<ProcessorModule>> processors_;
   std::vector<std::unique_ptr<LinkMediumModule>> media_;
