@@ -12,26 +12,14 @@
 #include "pipetwin/exec/host_allocator.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/output_file.hpp"
-#include "pipetwin/models/network_registry.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
+#include "pipetwin/schedule/registry.hpp"
 #ifdef PIPETWIN_HAVE_SYSTEMC
 #include "pipetwin/sim/simulator.hpp"
 #endif
 
 namespace pipetwin::python {
 namespace {
-
-// The network a graph was built for, from its recorded model parameters.
-Network network_of(const TaskGraph& graph) {
-  Params params;
-  for (const auto& [key, value] : graph.parameters) {
-    if (key.rfind("model.", 0) == 0) params.set(key.substr(6), value);
-  }
-  const Network network = make_network(graph.model, params);
-  // A tensor-parallel graph's layers are split as its schedule's tp= says (make_request's rule).
-  const int ranks = graph_tensor_parallel(graph);
-  return ranks > 1 ? tensor_parallel_network(network, ranks) : network;
-}
 
 struct TrainingResult {
   PyResult result;
@@ -68,7 +56,7 @@ void bind_executor(py::module_& m) {
     checked.momentum = momentum;
     checked.handoff_spin_s = handoff_spin_us * 1e-6;
     check_training_options(checked);  // before the data is loaded
-    const Network network = network_of(*graph.graph);
+    const Network network = graph_network(*graph.graph);
     const Dataset train_data = load_dataset_for(data, data_dir, network, "train");
     const TaskGraph& g = *graph.graph;
     const BatchSampler sampler = graph_sampler(train_data, g, network, seed);

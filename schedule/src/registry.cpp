@@ -180,6 +180,16 @@ int graph_tensor_parallel(const TaskGraph& graph) { return recorded_count(graph,
 
 int graph_gpus(const TaskGraph& graph) { return graph.processor_count() * graph_tensor_parallel(graph); }
 
+Network graph_network(const TaskGraph& graph) {
+  Params params;
+  for (const auto& [key, value] : graph.parameters) {
+    if (key.rfind("model.", 0) == 0) params.set(key.substr(6), value);
+  }
+  const Network network = make_network(graph.model, params);
+  const int ranks = graph_tensor_parallel(graph);
+  return ranks > 1 ? tensor_parallel_network(network, ranks) : network;
+}
+
 GraphConfig graph_config(const std::string& model, const std::string& schedule, const std::string& hardware,
                          int processors, int microbatches, int minibatches) {
   GraphConfig config;

@@ -11,7 +11,7 @@
 
 #include "kernel_session.hpp"
 #include "pipetwin/models/error.hpp"
-#include "pipetwin/models/network_registry.hpp"
+#include "pipetwin/schedule/registry.hpp"
 #include "pipetwin/schedule/summary.hpp"
 #include "pipetwin/schedule/validator.hpp"
 #include "pipetwin/sim/accelerator.hpp"
@@ -44,14 +44,10 @@ std::string deadlock_message(const TaskGraph& g, const sim::TaskBoard& board,
   return message;
 }
 
-// The network a graph names, built again from its model and model.* parameters.
+// The network a graph names, built again from its record (graph_network).
 Network network_named_by(const TaskGraph& g) {
-  Params params;
-  for (const auto& [key, value] : g.parameters) {
-    if (key.rfind("model.", 0) == 0) params.set(key.substr(6), value);
-  }
   try {
-    return make_network(g.model, params);
+    return graph_network(g);
   } catch (const Error& error) {
     throw Error("accelerator '" + g.accelerator + "' computes task cycles from the network's layers, and the network "
                 "this graph names (" + g.model + ") cannot be built again: " + error.what());

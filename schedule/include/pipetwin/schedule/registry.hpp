@@ -84,5 +84,8 @@ int graph_replicas(const TaskGraph& graph);
 int graph_tensor_parallel(const TaskGraph& graph);
 // The GPUs a graph stands for: its processors, times the tensor-parallel ranks of each (tp=).
 int graph_gpus(const TaskGraph& graph);
+// The network a graph was built for, from its model and recorded model.* parameters, its layers
+// split as its tp= says (make_request's rule). Throws when the model cannot be built again.
+Network graph_network(const TaskGraph& graph);
 
 }  // namespace pipetwin
