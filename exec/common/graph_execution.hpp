@@ -562,8 +562,9 @@ void GraphExecution<B>::backward(const Task& t, Lane& lane, Payload& out) {
     if (input_grad) {
       std::int64_t sample_begin = 0, sample_end = n;  // the samples of this BA part
       if (l == t.first_layer) {
-        sample_begin = n * t.part / t.parts;
-        sample_end = n * (t.part + 1) / t.parts;
+        const SampleRange part = part_samples(t, n);
+        sample_begin = part.begin;
+        sample_end = part.end;
       }
       begin = layer_begin(lane);
       Gradient in = b_.input_gradient(lane, l, *w, linear, og, sample_begin, sample_end);

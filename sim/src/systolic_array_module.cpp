@@ -18,13 +18,12 @@ std::int64_t SystolicArrayModule::task_cycles(const Task& task) {
                 std::to_string(task.last_layer) + ", beyond network " + network_.name + "'s " +
                 std::to_string(network_.size()) + " layers");
   }
-  // A BA part runs its slice of the microbatch's samples.
+  // A BA part runs its slice of the microbatch's samples at its first layer, as the executors do.
   const std::int64_t n = graph_.samples_per_microbatch;
-  const std::int64_t samples = task.kind == TaskKind::BA && task.parts > 1
-                                   ? n * (task.part + 1) / task.parts - n * task.part / task.parts
-                                   : n;
+  const SampleRange part = part_samples(task, n);
   std::int64_t cycles = 0;
   for (std::int32_t l = task.first_layer; l <= task.last_layer; ++l) {
+    const std::int64_t samples = task.kind == TaskKind::BA && l == task.first_layer ? part.end - part.begin : n;
     cycles += systolic_layer_cycles(network_.layers[static_cast<std::size_t>(l)], task.kind, samples, spec_);
   }
   return cycles;

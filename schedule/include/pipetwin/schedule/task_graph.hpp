@@ -197,6 +197,17 @@ std::string describe_task(const TaskGraph& graph, const Task& task);
 
 // The ids a task depends on, in its deps' order.
 std::vector<std::int32_t> dep_ids(const Task& task);
+
+// The samples [begin, end) of a microbatch of `samples` that a task's part covers: a BA part's
+// slice at its first layer (LayerPipe's split), all of them for one part.
+struct SampleRange {
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+};
+inline SampleRange part_samples(const Task& task, std::int64_t samples) {
+  if (task.parts <= 1) return {0, samples};
+  return {samples * task.part / task.parts, samples * (task.part + 1) / task.parts};
+}
 // The first dependency that carries data (not order only), or null: what a transfer moves.
 const Dep* data_dependency(const Task& task);
 // Where memory of processor `where` (or of host memory, kHost) sits in per-memory lists that hold
