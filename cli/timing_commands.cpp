@@ -194,6 +194,19 @@ void run(const TimingOptions& options) {
                                e.graph.processor_count(), m.at("period_cycles"), m.at("iteration_bound_cycles"),
                                m.at("processor_bound_cycles"), m.at("lower_bound_cycles"));
     }
+    if (m.count("period_optimal")) {  // the exact scheduler's
+      const std::string period =
+          m.at("period_fixed") > 0 ? fmt::format("period {:.0f} as asked", m.at("period_cycles"))
+          : m.at("period_optimal") > 0 ? fmt::format("period {:.0f}, proven least", m.at("period_cycles"))
+                                       : fmt::format("period {:.0f}, not proven least (none below {:.0f})",
+                                                     m.at("period_cycles"), m.at("period_proven_lower_cycles"));
+      std::cout << fmt::format(
+          "P={}: exact scheduler ({:.1f} s): {}; {:.0f} bytes per iteration across processors ({}, at least "
+          "{:.0f}); greedy: period {:.0f}, {:.0f} bytes\n",
+          e.graph.processor_count(), m.at("solve_s"), period, m.at("scheduled_bytes"),
+          m.at("bytes_optimal") > 0 ? "proven fewest" : "not proven fewest", m.at("scheduled_bytes_lower_bound"),
+          m.at("greedy_period_cycles"), m.at("greedy_bytes"));
+    }
   }
   if (options.graph_file.empty()) {
     const int replicas = graph_replicas(runs.front().graph);

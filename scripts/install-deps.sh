@@ -5,7 +5,7 @@
 set -euo pipefail
 packages=(build-essential cmake pkg-config libsystemc-dev libeigen3-dev doctest-dev
           nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev libdnnl-dev dataset-fashion-mnist
-          python3-dev python3-venv libopenmpi-dev openmpi-bin)
+          python3-dev python3-venv libopenmpi-dev openmpi-bin coinor-libcbc-dev)
 missing=()
 for package in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then

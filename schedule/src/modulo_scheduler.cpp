@@ -146,8 +146,8 @@ double iteration_bound_cycles(const std::vector<ModuloTask>& tasks, const std::v
   return high;
 }
 
-ModuloSchedule modulo_schedule(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& edges,
-                               int processors) {
+ModuloSchedule modulo_lower_bounds(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& edges,
+                                   int processors) {
   if (processors < 1) throw Error("modulo scheduler: needs at least one processor");
   for (const auto& e : edges) {
     if (e.distance == 0 && e.from >= e.to) throw Error("modulo scheduler: tasks not in dependency order");
@@ -163,15 +163,29 @@ ModuloSchedule modulo_schedule(const std::vector<ModuloTask>& tasks, const std::
   // The iteration bound is a ratio; a bisection error below 1e-6 cycles is not a cycle.
   const auto loop_bound = static_cast<std::int64_t>(std::ceil(result.iteration_bound_cycles - 1e-6));
   result.lower_bound_cycles = std::max<std::int64_t>({1, loop_bound, result.processor_bound_cycles});
+  return result;
+}
+
+bool modulo_place_at(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& edges, int processors,
+                     std::int64_t period_cycles, ModuloSchedule& out) {
+  if (place(tasks, edges, processors, period_cycles, period_cycles / 2, true, out) ||
+      place(tasks, edges, processors, period_cycles, 0, true, out) ||
+      place(tasks, edges, processors, period_cycles, 0, false, out)) {
+    out.period_cycles = period_cycles;
+    return true;
+  }
+  return false;
+}
+
+ModuloSchedule modulo_schedule(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& edges,
+                               int processors) {
+  ModuloSchedule result = modulo_lower_bounds(tasks, edges, processors);
+  std::int64_t total = 0;
+  for (const auto& t : tasks) total += t.cost_cycles;
   std::int64_t period = result.lower_bound_cycles;
   const std::int64_t give_up = 64 * period + total;
   for (; period <= give_up; period = std::max(period + 1, period + period / 500)) {
-    if (place(tasks, edges, processors, period, period / 2, true, result) ||
-        place(tasks, edges, processors, period, 0, true, result) ||
-        place(tasks, edges, processors, period, 0, false, result)) {
-      result.period_cycles = period;
-      return result;
-    }
+    if (modulo_place_at(tasks, edges, processors, period, result)) return result;
   }
   throw Error("modulo scheduler: no period up to " + std::to_string(give_up) + " cycles meets every dependency");
 }

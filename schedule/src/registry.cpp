@@ -85,6 +85,12 @@ const std::vector<ScheduleEntry>& schedule_entries() {
        WeightSemantics::delayed,
        {{"stages", "", "pipeline stages for the delay rule (default: P, at most the network's cut points + 1)"},
         {"ba_parts", "2", "parts the activation gradient of a layer is split into"},
+        {"scheduler", "greedy", "greedy (the modulo heuristic) or exact (an integer program solved by CBC: "
+                                "least period, then fewest bytes, then least stash memory)"},
+        {"solve_seconds", "10", "exact scheduler: wall-clock limit of the solves; the best schedule found is used"},
+        {"solve_nodes", "0", "exact scheduler: branch-and-bound nodes per solve, 0 for no limit (a node limit, "
+                             "unlike a time limit, gives the same schedule on every machine)"},
+        {"period", "", "exact scheduler: schedule at this period in cycles (default: the least)"},
         kCutsParam},
        generate_layerpipe},
       {"pipefb", "PipeFB (reconstructed): each stage's forwards and backwards on two processors, "

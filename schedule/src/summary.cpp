@@ -234,6 +234,7 @@ nlohmann::ordered_json result_to_json(const TaskGraph& g, const Result& r, bool 
   j["link_utilization"] = r.link_utilization;
   j["total_link_bytes"] = std::accumulate(r.link_bytes.begin(), r.link_bytes.end(), std::int64_t{0});
   j["tasks"] = g.tasks.size();
+  if (!g.schedule_metrics.empty()) j["schedule_metrics"] = g.schedule_metrics;  // what the generator computed
   if (with_task_times) {
     nlohmann::ordered_json times = nlohmann::ordered_json::array();
     for (const auto& t : g.tasks) {

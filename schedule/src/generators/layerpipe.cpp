@@ -18,6 +18,7 @@
 #include "pipetwin/models/cost_model.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/buffers.hpp"
+#include "pipetwin/schedule/exact_modulo_scheduler.hpp"
 #include "pipetwin/schedule/generators.hpp"
 #include "pipetwin/schedule/modulo_scheduler.hpp"
 #include "pipetwin/schedule/weight_versions.hpp"
@@ -57,6 +58,14 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
   }
   const auto parts = request.params.get_int("ba_parts", 2);
   if (parts < 1 || parts > 8) throw Error("layerpipe: ba_parts must be between 1 and 8");
+  const std::string scheduler = request.params.get_string("scheduler", "greedy");
+  if (scheduler != "greedy" && scheduler != "exact") {
+    throw Error("layerpipe: scheduler=" + scheduler + " is not one of greedy, exact");
+  }
+  if (scheduler != "exact" && (request.params.has("period") || request.params.has("solve_seconds") ||
+                                request.params.has("solve_nodes"))) {
+    throw Error("layerpipe: period=, solve_seconds= and solve_nodes= need scheduler=exact");
+  }
   const StagePlan groups = plan_stages(request, stage_count);
   std::vector<int> delay(L, 0);  // Delay(l) = 2 S(l)
   for (int s = 0; s < stage_count; ++s) {
@@ -155,7 +164,39 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
     edge(t.weight_grad, t.update, 0, layers[l].param_bytes, Carries::weight_gradient);
     edge(t.update, t.forward, 1 + delay[l], 0, Carries::weights);  // Delay(l) = 2 S(l)
   }
-  const ModuloSchedule plan = modulo_schedule(tasks, edges, P);
+  ModuloSchedule plan;
+  std::vector<std::pair<std::string, double>> exact_metrics;
+  if (scheduler == "exact") {
+    // The stash of x_l is held from F_l to U_l: the exact scheduler's memory objective.
+    std::vector<ModuloEdge> solver_edges = edges;
+    for (int l = 0; l < L; ++l) {
+      ModuloEdge held{layer[l].forward, layer[l].update, 0, 0, 0};
+      held.held_bytes = layers[l].input_bytes * samples;
+      solver_edges.push_back(held);
+    }
+    ExactModuloOptions options;
+    options.time_limit_s = request.params.get_double("solve_seconds", 10);
+    if (!(options.time_limit_s > 0)) throw Error("layerpipe: solve_seconds must be positive");
+    options.max_nodes = static_cast<int>(request.params.get_int("solve_nodes", 0));
+    if (options.max_nodes < 0) throw Error("layerpipe: solve_nodes must be 0 (no limit) or more");
+    options.period_cycles = request.params.get_int("period", 0);
+    if (request.params.has("period") && options.period_cycles < 1) throw Error("layerpipe: period must be a positive number of cycles");
+    const ExactModuloResult exact = exact_modulo_schedule(tasks, solver_edges, P, options);
+    plan = exact.schedule;
+    exact_metrics = {{"period_proven_lower_cycles", static_cast<double>(exact.period_proven_lower_cycles)},
+                     {"period_optimal", exact.period_optimal ? 1.0 : 0.0},
+                     {"period_fixed", options.period_cycles > 0 ? 1.0 : 0.0},
+                     {"scheduled_bytes", static_cast<double>(exact.bytes)},
+                     {"scheduled_bytes_lower_bound", exact.bytes_lower_bound},
+                     {"bytes_optimal", exact.bytes_optimal ? 1.0 : 0.0},
+                     {"memory_optimal", exact.memory_optimal ? 1.0 : 0.0},
+                     {"greedy_period_cycles", static_cast<double>(exact.heuristic_period_cycles)},
+                     {"greedy_bytes", static_cast<double>(exact.heuristic_bytes)},
+                     {"solve_s", exact.solve_s}};
+  } else {
+    plan = modulo_schedule(tasks, edges, P);
+    exact_metrics = {{"scheduled_bytes", static_cast<double>(modulo_cross_bytes(plan, edges))}};
+  }
 
   TaskGraph g = empty_graph(request, "layerpipe", WeightSemantics::delayed);
   g.schedule_metrics = {{"period_cycles", static_cast<double>(plan.period_cycles)},
@@ -163,6 +204,7 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
                         {"processor_bound_cycles", static_cast<double>(plan.processor_bound_cycles)},
                         {"lower_bound_cycles", static_cast<double>(plan.lower_bound_cycles)},
                         {"pipeline_stages", static_cast<double>(stage_count)}};
+  for (const auto& [name, value] : exact_metrics) g.schedule_metrics[name] = value;
   for (int l = 0; l < L; ++l) {
     const int home = plan.processor[layer[l].forward];
     g.stages.push_back({l, l, home, -1, delay[l]});

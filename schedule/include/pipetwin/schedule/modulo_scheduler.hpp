@@ -21,6 +21,7 @@ struct ModuloEdge {
   int distance = 0;                 // iterations between the source and the target
   std::int64_t cross_cycles = 0;    // extra wait when they run on different processors
   std::int64_t cross_bytes = 0;     // bytes moved when they do (placement tie-breaker)
+  std::int64_t held_bytes = 0;      // memory kept from the source's start to the target's end
 };
 
 struct ModuloSchedule {
@@ -43,5 +44,13 @@ double iteration_bound_cycles(const std::vector<ModuloTask>& tasks, const std::v
 // earliest start; any processor, earliest start.
 ModuloSchedule modulo_schedule(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& edges,
                                int processors);
+
+// The bounds alone (iteration, processor and lower bound); period, processors and starts empty.
+ModuloSchedule modulo_lower_bounds(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& edges,
+                                   int processors);
+
+// Greedy placement (as modulo_schedule's) at exactly `period_cycles`; false if it fails there.
+bool modulo_place_at(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& edges, int processors,
+                     std::int64_t period_cycles, ModuloSchedule& out);
 
 }  // namespace pipetwin
