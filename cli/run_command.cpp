@@ -102,6 +102,10 @@ void run(RunOptions& options, mpi::MpiSession* session) {
   }
   const TaskGraph graph = make_graph(config);
   validate_or_throw(graph);
+  if (session != nullptr && graph.schedule_metrics.count("solve_nodes") && graph.schedule_metrics.at("solve_nodes") == 0) {
+    throw Error("--distributed with scheduler=exact: every rank schedules the graph itself, so give solve_nodes=N "
+                "(a node limit gives every rank the same schedule; a time limit may not)");
+  }
   if (session != nullptr && !graph.collectives.empty()) {
     throw Error("--distributed cannot run data parallelism (dp > 1) yet: its all-reduces are not built on MPI");
   }
