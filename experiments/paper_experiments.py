@@ -370,53 +370,92 @@ def experiment_stale_weights(runner):
 
 
 # 3. PipeFB vs PipeDream with offload -------------------------------------------------------------
+PIPEFB_HARDWARE = ("unit", "h100", "v100", "cpu-core")
+
+
 def experiment_pipefb(runner):
     steps = 32
-    cases = [(m, p) for m in ("alexnet", "vgg16", "resnet56", "resnet110") for p in (4, 8)]
+    cases = [(h, m, p) for h in PIPEFB_HARDWARE for m in ("alexnet", "vgg16", "resnet56", "resnet110") for p in (4, 8)]
+    # Per case: PipeDream with offload, PipeFB with one F-node per stage (paired, fnodes = P/2), and
+    # PipeFB with fewer F-nodes than B-nodes (fnodes = 1 .. P/2 - 1; docs/schedules/pipefb.md).
     configs = []
-    for m, p in cases:
-        configs += [(m, "pipefb", "h100", p, 1, steps), (m, "pipedream", "h100", p, 1, steps, ["offload=true"])]
-    results = runner.many(configs)
+    for h, m, p in cases:
+        configs.append((m, "pipedream", h, p, 1, steps, ["offload=true"]))
+        configs += [(m, "pipefb", h, p, 1, steps, [f"fnodes={f}"]) for f in range(1, p // 2 + 1)]
+    results = iter(runner.many(configs))
     rows = []
-    for i, (m, p) in enumerate(cases):
-        fb, pd = results[2 * i:2 * i + 2]
-        for name, r in (("pipefb", fb), ("pipedream", pd)):
+    for h, m, p in cases:
+        pd = next(results)
+        fb = {f: next(results) for f in range(1, p // 2 + 1)}
+        for name, r in [("pipedream", pd)] + [(f"pipefb fnodes={f}", r) for f, r in fb.items()]:
             if "error" in r:
-                raise RuntimeError(f"{name} {m} P={p}: {r['error']}")
-        rows.append({"model": m, "processors": p, "pipefb_cycles": fb["iteration_cycles"],
-                     "pipedream_offload_cycles": pd["iteration_cycles"],
-                     "speedup": pd["iteration_cycles"] / fb["iteration_cycles"],
-                     "pipefb_peak_bytes": max(fb["peak_memory_bytes"]), "pipedream_offload_peak_bytes": max(pd["peak_memory_bytes"])})
+                raise RuntimeError(f"{name} {h} {m} P={p}: {r['error']}")
+        paired = fb[p // 2]
+        best_f = min(fb, key=lambda f: (fb[f]["iteration_cycles"], f))
+        best = fb[best_f]
+        pd_peak = max(pd["peak_memory_bytes"])
+        rows.append({"hardware": h, "model": m, "processors": p,
+                     "pipedream_offload_cycles": pd["iteration_cycles"], "pipedream_offload_peak_bytes": pd_peak,
+                     "pipefb_cycles": paired["iteration_cycles"], "pipefb_peak_bytes": max(paired["peak_memory_bytes"]),
+                     "speedup": pd["iteration_cycles"] / paired["iteration_cycles"],
+                     "memory_ratio": max(paired["peak_memory_bytes"]) / pd_peak,
+                     "best_fnodes": best_f, "best_cycles": best["iteration_cycles"],
+                     "best_speedup": pd["iteration_cycles"] / best["iteration_cycles"],
+                     "best_memory_ratio": max(best["peak_memory_bytes"]) / pd_peak,
+                     "best_mean_utilization": best["mean_utilization"]})
     write_csv("pipefb_vs_pipedream_offload", rows)
 
     def draw(ax):
         xs = range(len(rows))
-        ax.bar(list(xs), [r["speedup"] for r in rows])
+        ax.bar([x - 0.2 for x in xs], [r["speedup"] for r in rows], width=0.4, label="PipeFB, one F-node per stage")
+        ax.bar([x + 0.2 for x in xs], [r["best_speedup"] for r in rows], width=0.4, label="PipeFB, best fnodes")
         ax.axhspan(1.48, 2.27, color="gray", alpha=0.2, label="paper: 1.48x to 2.27x")
-        ax.set_xticks(list(xs), [f"{r['model']}\nP={r['processors']}" for r in rows], fontsize=7)
+        ax.set_xticks(list(xs), [f"{r['hardware']}\n{r['model']}\nP={r['processors']}" for r in rows], fontsize=5)
         ax.set_ylabel("PipeFB throughput / PipeDream+offload")
-        ax.legend()
+        ax.legend(fontsize=7)
     plot("pipefb_vs_pipedream_offload", draw)
-    low, high = min(r["speedup"] for r in rows), max(r["speedup"] for r in rows)
-    ratios = [r["pipefb_peak_bytes"] / r["pipedream_offload_peak_bytes"] for r in rows]
-    return "\n".join([
+    lines = [
         "## 3. PipeFB vs PipeDream with activation offload",
         "",
         "Paper (PipeFB, abstract): **same peak memory** as PipeDream with the data transfer mechanism, "
         "**1.48x to 2.27x faster**.", "",
-        f"Command: `python3 experiments/paper_experiments.py pipefb`. `h100` profile (PCIe 5 host link), one "
-        f"microbatch per step, {steps} steps, P processors for both (PipeFB: P/2 stages).", "",
-        table(rows, [("model", "model", "{}"), ("processors", "P", "{}"), ("pipedream_offload_cycles", "PipeDream+offload cycles/step", "{:.4g}"),
-                     ("pipefb_cycles", "PipeFB cycles/step", "{:.4g}"), ("speedup", "PipeFB speedup", "{:.2f}x"),
-                     ("pipedream_offload_peak_bytes", "PipeDream+offload peak", "{:.3g}"),
-                     ("pipefb_peak_bytes", "PipeFB peak", "{:.3g}")]), "",
-        f"Peak device memory, PipeFB over PipeDream+offload: {min(ratios):.2f}x to {max(ratios):.2f}x (paper: the "
-        "same). A PipeFB F-node runs up to its weight lag ahead of its B-node, and its stashes wait on the F-node "
-        "until their offload ends; the B-node holds the reloaded stash and the stashed weight versions.", "",
-        f"Predicted PipeFB speedup: {low:.2f}x to {high:.2f}x (paper 1.48x to 2.27x). In our reconstruction a "
-        "PipeFB stage has half the processors' compute per stage of PipeDream's (P/2 stages, and a B-node carries "
-        "two thirds of the work), so it wins only where PipeDream's offload and reload stall its processors; the "
-        "paper's node roles and overlap are not public (docs/papers.md §4), and its hardware is unknown.", ""])
+        f"Command: `python3 experiments/paper_experiments.py pipefb`. One microbatch per step, {steps} steps, P "
+        "processors for both. Two reconstructions of PipeFB's node roles (docs/schedules/pipefb.md): **paired**, one "
+        "F-node and one B-node per stage (P/2 stages; `fnodes` = P/2, the default), and **roles**, fewer F-nodes than "
+        "B-nodes (P - fnodes stages, each F-node running the forwards of consecutive stages), of which the fastest "
+        "fnodes from 1 to P/2 is shown. Speedup and memory are against PipeDream with offload on the same P; memory "
+        "is the largest device peak.", ""]
+    for h in PIPEFB_HARDWARE:
+        sub = [r for r in rows if r["hardware"] == h]
+        lines += [f"### `{h}`", "",
+                  table(sub, [("model", "model", "{}"), ("processors", "P", "{}"),
+                              ("pipedream_offload_cycles", "PipeDream+offload cycles/step", "{:.4g}"),
+                              ("pipefb_cycles", "paired cycles/step", "{:.4g}"), ("speedup", "paired speedup", "{:.2f}x"),
+                              ("memory_ratio", "paired memory", "{:.2f}x"), ("best_fnodes", "best fnodes", "{}"),
+                              ("best_speedup", "best speedup", "{:.2f}x"), ("best_memory_ratio", "its memory", "{:.2f}x"),
+                              ("best_mean_utilization", "its mean utilization", "{:.2f}")]), ""]
+    in_range = [r for r in rows if r["best_speedup"] >= 1.48]
+    both = [r for r in in_range if r["best_memory_ratio"] <= 1.05]
+    best = max(rows, key=lambda r: r["best_speedup"])
+    low = min(r["speedup"] for r in rows)
+    high = max(r["speedup"] for r in rows)
+    lines += [
+        f"Paired PipeFB: {low:.2f}x to {high:.2f}x (paper 1.48x to 2.27x). Best over both reconstructions: "
+        f"**{best['best_speedup']:.2f}x** ({best['hardware']}, {best['model']}, P={best['processors']}, fnodes="
+        f"{best['best_fnodes']}, at {best['best_memory_ratio']:.2f}x PipeDream's peak memory). The paper's speed range "
+        f"is reached in {len(in_range)} of {len(rows)} cases, and together with its memory claim (within 5%) in "
+        f"{len(both)}.", "",
+        "Why: with free transfers a PipeFB pipeline can at best tie PipeDream, since both split the same work over "
+        "the same P processors; paired PipeFB even loses a quarter (a B-node carries two thirds of its stage, so its "
+        "period is 4/3 of PipeDream's W/P), which fewer F-nodes win back where the stages balance (`unit`: 0.75x "
+        "paired, up to 1.00x for resnet56 at P=8 with 3 F-nodes; alexnet and vgg16 have too few cut points). PipeFB gains only where PipeDream's own offload and reload stall its "
+        "processors: on `cpu-core` and `v100` (slower compute against the host link) the best cases reach 1.5x. On "
+        "`h100` the host link is slow against compute for both, and PipeFB's stashes all cross it twice (F-node to "
+        "host, host to B-node), so its processors wait on data (mean utilization above). On memory, PipeFB's B-node "
+        "keeps the weight versions of every update in flight round the F -> B -> F loop, and an F-node running ahead "
+        "keeps stashes until their offload ends, so its peak exceeds PipeDream's in most cases. The paper's hardware, "
+        "node roles and overlap are not public (docs/papers.md §4).", ""]
+    return "\n".join(lines)
 
 
 # 4. Layer-wise partitioning and merging ---------------------------------------------------------

@@ -97,6 +97,8 @@ const std::vector<ScheduleEntry>& schedule_entries() {
                  "activations F -> B through host memory, weights back B -> F; P = 2 x stages",
        WeightSemantics::delayed,
        {{"lag", "2", "extra updates a stage's forwards lag beyond the 2(S-1-s) in flight round the loop"},
+        {"fnodes", "", "processors that run forwards (default P/2, one per stage); the other P - fnodes are "
+                       "B-nodes, one per stage, and each F-node runs the forwards of consecutive stages"},
         kCutsParam},
        generate_pipefb},
       {"interleaved-1f1b", "Megatron-LM's interleaved 1F1B: chunks model chunks per processor, "
