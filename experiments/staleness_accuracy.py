@@ -26,21 +26,26 @@ MODELS = [("lenet5", ["batch=64"], 5), ("mlp", ["widths=784,256,256,256,10", "ba
 
 
 def configurations(layers):
-    """(label, schedule, processors, schedule params): the seed's comparison, plus PipeDream and LayerPipe."""
+    """(label, schedule, processors, schedule params, microbatches): the seed's comparison, plus every
+    other asynchronous schedule (PipeDream, PipeDream-2BW, LayerPipe, PipeFB, layer-wise merging)."""
     deep = ",".join(str(i) for i in range(1, layers))
-    return [("nonpipelined", "sequential", 1, []),
-            ("stale weights, early PPV (after layer 1)", "stale-weights", 2, ["ppv=1"]),
-            ("stale weights, PPV after layers 1, 2", "stale-weights", 3, ["ppv=1,2"]),
-            (f"stale weights, deep PPV ({deep})", "stale-weights", layers, [f"ppv={deep}"]),
+    return [("nonpipelined", "sequential", 1, [], 1),
+            ("stale weights, early PPV (after layer 1)", "stale-weights", 2, ["ppv=1"], 1),
+            ("stale weights, PPV after layers 1, 2", "stale-weights", 3, ["ppv=1,2"], 1),
+            (f"stale weights, deep PPV ({deep})", "stale-weights", layers, [f"ppv={deep}"], 1),
             ("hybrid: deep PPV for half the steps, then nonpipelined", "stale-weights", layers,
-             [f"ppv={deep}", "hybrid=0.5"]),
-            ("pipedream (weight stashing)", "pipedream", layers, []),
-            ("layerpipe (delayed gradients)", "layerpipe", layers, [])]
+             [f"ppv={deep}", "hybrid=0.5"], 1),
+            ("pipedream (weight stashing)", "pipedream", layers, [], 1),
+            ("layerpipe (delayed gradients)", "layerpipe", layers, [], 1),
+            # 2BW needs as many microbatches as processors: 4 of 16 samples, one update per 64.
+            ("pipedream-2bw (double-buffered weights, 4 microbatches)", "pipedream-2bw", 4, [], 4),
+            ("pipefb (2 stages, F-node and B-node each)", "pipefb", 4, [], 1),
+            ("layer-wise merging (asynchronous 1F1B)", "layerwise-merge", layers, [], 1)]
 
 
-def run(pipetwin, model, model_params, schedule, procs, params, epochs, lr, momentum):
+def run(pipetwin, model, model_params, schedule, procs, params, microbatches, epochs, lr, momentum):
     command = [pipetwin, "run", "--device", "cpu", "--model", model, "--schedule", schedule, "--procs", str(procs),
-               "--microbatches", "1", "--epochs", str(epochs), "--test", "--json", "--quiet",
+               "--microbatches", str(microbatches), "--epochs", str(epochs), "--test", "--json", "--quiet",
                "--lr", str(lr), "--momentum", str(momentum)]
     for p in model_params + params:
         command += ["--param", p]
@@ -103,10 +108,10 @@ def main():
                         r[key] = float(r[key])
                 rows.append(r)
     for model, model_params, layers in ([] if args.from_csv else MODELS):
-        for label, schedule, procs, params in configurations(layers):
+        for label, schedule, procs, params, microbatches in configurations(layers):
             print(f"== {model}: {label} ({schedule}, P={procs})", flush=True)
-            result, seconds = run(args.pipetwin, model, model_params, schedule, procs, params, args.epochs, args.lr,
-                                  args.momentum)
+            result, seconds = run(args.pipetwin, model, model_params, schedule, procs, params, microbatches,
+                                  args.epochs, args.lr, args.momentum)
             if "error" in result:
                 print("   error:", result["error"], flush=True)
                 rows.append({"model": model, "configuration": label, "schedule": schedule, "P": procs,
@@ -130,7 +135,7 @@ def main():
              "costs a lot; the hybrid (pipelined, then nonpipelined) recovers it.", "",
              f"Command: `python3 experiments/staleness_accuracy.py --epochs {args.epochs:g}`. "
              f"Each run: `pipetwin run --device cpu --test`, {args.epochs:g} epochs of the 60000 training images, "
-             f"one update per 64 samples (`--microbatches 1`, batch 64), SGD lr {args.lr:g}, momentum "
+             f"one update per 64 samples (batch 64; `--microbatches 1` but for 2BW's 4), SGD lr {args.lr:g}, momentum "
              f"{args.momentum:g}, same initial weights and sample order; accuracy on the 10000 test images.", "",
              "| model | configuration | schedule | P | steps | test accuracy | test loss | last train loss |",
              "|---|---|---|---|---|---|---|---|"]

@@ -72,7 +72,9 @@ const std::vector<ScheduleEntry>& schedule_entries() {
        WeightSemantics::stale,
        {{"ppv", "", "layers (from 1) followed by a pipeline register, one fewer than processors; "
                     "default: the balanced partition"},
-        {"hybrid", "1", "fraction of the minibatches trained pipelined; the rest nonpipelined"}},
+        {"hybrid", "1", "fraction of the minibatches trained pipelined; the rest nonpipelined"},
+        {"stash", "false", "true: the same pipeline with PipeDream's weight stashing (backwards read their "
+                           "forward's version), for the paper's memory comparison"}},
        generate_stale_weights},
       {"layerwise-merge", "Akintoye et al. (reconstructed): merge layer partitions to cut communication "
                           "within a tolerance of the balanced partition; asynchronous 1F1B",

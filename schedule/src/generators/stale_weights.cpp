@@ -10,7 +10,8 @@
 // `hybrid=f` pipelines the first fraction f of the minibatches and trains the rest
 // nonpipelined (one minibatch in flight). Each of our microbatches is one of the paper's
 // minibatches (use --microbatches 1 to update once per `batch` samples). Without `ppv`, the
-// registers go where the balanced partition for P processors puts them.
+// registers go where the balanced partition for P processors puts them. `stash=true` keeps the
+// pipeline and stashes weights as PipeDream does (the paper's memory comparison).
 #include <cmath>
 
 #include "pipetwin/models/error.hpp"
@@ -58,7 +59,10 @@ TaskGraph generate_stale_weights(const ScheduleRequest& request) {
     }
     number_stream(ops[s], M);
   }
-  return build_pipeline(request, "stale-weights", WeightSemantics::stale, plan, ops);
+  // stash=true: the same pipeline with PipeDream's weight stashing (each backward reads the version
+  // its forward read, kept until then): the comparison the paper's memory table draws.
+  const bool stash = request.params.get_bool("stash", false);
+  return build_pipeline(request, "stale-weights", stash ? WeightSemantics::stashed : WeightSemantics::stale, plan, ops);
 }
 
 }  // namespace pipetwin
