@@ -25,10 +25,11 @@ void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with
       ->check(CLI::NonNegativeNumber);
   command.add_flag("--tf32", options.cuda.tf32, "cuda: TF32 tensor-core GEMMs (default: fp32)");
   command.add_option("--data", options.data,
-                     "training data: fashion-mnist, synthetic, or auto (Fashion-MNIST for networks "
-                     "taking 28x28 images, synthetic otherwise)")
+                     "training data: fashion-mnist, idx (an IDX folder laid out as Fashion-MNIST's, any image "
+                     "size, given by --data-dir), synthetic, or auto (Fashion-MNIST for networks taking 28x28 "
+                     "images, synthetic otherwise)")
       ->capture_default_str();
-  command.add_option("--data-dir", options.data_dir, "folder with the Fashion-MNIST IDX files (.gz or not)")
+  command.add_option("--data-dir", options.data_dir, "folder with the Fashion-MNIST (or --data idx) IDX files (.gz or not)")
       ->capture_default_str();
   if (!with_training) return;
   command.add_option("--lr", options.learning_rate, "SGD learning rate")->capture_default_str();

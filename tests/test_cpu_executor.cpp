@@ -322,6 +322,48 @@ TEST_CASE("bad input: memory beyond capacity, divergence, missing dataset") {
   }
 }
 
+TEST_CASE("--data idx: any IDX folder, standardised with its training images' mean and std") {
+  const std::string dir = (std::filesystem::temp_directory_path() / ("pipetwin_idx_folder_" + std::to_string(::getpid()))).string();
+  std::filesystem::create_directories(dir);
+  // 3 training images of 2x2 pixels (0, 51, 102, ..., 255 = 0.0, 0.2, ..., 1.0 after / 255) and 1 test image.
+  auto write = [&](const std::string& name, std::uint32_t magic, std::vector<std::uint32_t> dims,
+                   const std::vector<unsigned char>& bytes) {
+    std::ofstream out(dir + "/" + name, std::ios::binary);
+    for (const std::uint32_t word : [&] { dims.insert(dims.begin(), magic); return dims; }()) {
+      const unsigned char be[4] = {static_cast<unsigned char>(word >> 24), static_cast<unsigned char>(word >> 16),
+                                   static_cast<unsigned char>(word >> 8), static_cast<unsigned char>(word)};
+      out.write(reinterpret_cast<const char*>(be), 4);
+    }
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  };
+  const std::vector<unsigned char> train_pixels{0, 51, 102, 153, 204, 255, 0, 51, 102, 153, 204, 255};
+  write("train-images-idx3-ubyte", 0x803, {3, 2, 2}, train_pixels);
+  write("train-labels-idx1-ubyte", 0x801, {3}, {0, 1, 2});
+  write("t10k-images-idx3-ubyte", 0x803, {1, 2, 2}, {255, 255, 0, 0});
+  write("t10k-labels-idx1-ubyte", 0x801, {1}, {1});
+  // The training pixels' mean and std, computed here from their values.
+  const auto count = static_cast<double>(train_pixels.size());
+  double mean = 0, square = 0;
+  for (const auto p : train_pixels) mean += p / 255.0 / count;
+  for (const auto p : train_pixels) square += (p / 255.0 - mean) * (p / 255.0 - mean) / count;
+  const double std = std::sqrt(square);
+  const Dataset train = load_idx_folder(dir, "train");
+  const Dataset test = load_idx_folder(dir, "test");
+  CHECK(train.size() == 3);
+  CHECK(train.classes == 3);
+  CHECK(test.size() == 1);
+  CHECK(train.samples.mean() == doctest::Approx(0).epsilon(1e-6));
+  CHECK(test.samples(0, 0) == doctest::Approx((1.0 - mean) / std).epsilon(1e-5));
+  CHECK(test.samples(3, 0) == doctest::Approx((0.0 - mean) / std).epsilon(1e-5));
+  // Through load_dataset_for, the image must match the network's input.
+  Network mlp4 = make_request(config_for({"mlp", {"widths=4,3"}}, "sequential", 1, 1, 1)).network;
+  CHECK(load_dataset_for("idx", dir, mlp4, "test").samples.rows() == 4);
+  CHECK_THROWS_WITH_AS(load_dataset_for("idx", dir, make_request(config_for(kMlp, "sequential", 1, 1, 1)).network, "train"),
+                       doctest::Contains("has images of"), Error);
+  CHECK_THROWS_WITH_AS(load_idx_folder(dir + "/missing", "train"), doctest::Contains("--data-dir"), Error);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("validation falls back to sequential only where a schedule cannot be built on one processor") {
   const Dataset data = data_for(kMlp);
   ValidationOptions options;

@@ -1,5 +1,5 @@
 // Which data a network trains on: Fashion-MNIST for networks taking 28x28 images, synthetic for
-// the others, unless asked otherwise.
+// the others, unless asked otherwise (an IDX folder of any image size: `idx`).
 #include <algorithm>
 
 #include "pipetwin/exec/dataset.hpp"
@@ -19,8 +19,17 @@ Dataset load_dataset_for(const std::string& kind, const std::string& directory, 
     }
     return load_fashion_mnist(directory, split);
   }
-  if (chosen != "synthetic") throw Error("data must be fashion-mnist, synthetic or auto, got '" + kind + "'");
-  if (split != "train") throw Error("test accuracy needs real data (fashion-mnist)");
+  if (chosen == "idx") {
+    Dataset data = load_idx_folder(directory, split);
+    if (data.samples.rows() != features) {
+      throw Error("data idx: " + network.name + " takes " + shape_to_string(network.input_shape) + " inputs, but " +
+                  directory + " has images of " + shape_to_string(data.sample_shape));
+    }
+    data.sample_shape = network.input_shape;  // the same values, in the network's layout
+    return data;
+  }
+  if (chosen != "synthetic") throw Error("data must be fashion-mnist, idx, synthetic or auto, got '" + kind + "'");
+  if (split != "train") throw Error("test accuracy needs real data (fashion-mnist or idx)");
   const Layer& last = network.layers.back();
   const auto classes = static_cast<std::int32_t>(last.type == "dense" ? last.dense.out_features : 10);
   return synthetic_dataset(network.input_shape, classes, std::max<std::int64_t>(4 * network.batch, 2048), 1);

@@ -3,7 +3,9 @@
 #include <zlib.h>
 
 #include <array>
+#include <cmath>
 #include <filesystem>
+#include <utility>
 #include <memory>
 
 #include "pipetwin/exec/dataset.hpp"
@@ -73,19 +75,46 @@ Dataset read_idx_dataset(const std::string& images_path, const std::string& labe
   return data;
 }
 
-Dataset load_fashion_mnist(const std::string& directory, const std::string& split) {
-  if (split != "train" && split != "test") throw Error("fashion-mnist split must be train or test, got '" + split + "'");
+namespace {
+
+// The image and label files of `split` (train or test) in `directory`, as Fashion-MNIST names them.
+std::pair<std::string, std::string> idx_split_files(const std::string& directory, const std::string& split,
+                                                    const std::string& what) {
+  if (split != "train" && split != "test") throw Error(what + " split must be train or test, got '" + split + "'");
   const std::string prefix = directory + "/" + (split == "train" ? "train" : "t10k");
   auto pick = [](const std::string& base) {
     return std::filesystem::exists(base) || !std::filesystem::exists(base + ".gz") ? base : base + ".gz";
   };
-  std::string images = pick(prefix + "-images-idx3-ubyte"), labels = pick(prefix + "-labels-idx1-ubyte");
+  return {pick(prefix + "-images-idx3-ubyte"), pick(prefix + "-labels-idx1-ubyte")};
+}
+
+}  // namespace
+
+Dataset load_fashion_mnist(const std::string& directory, const std::string& split) {
+  const auto [images, labels] = idx_split_files(directory, split, "fashion-mnist");
   if (!std::filesystem::exists(images)) {
     throw Error("Fashion-MNIST not found: no " + images + "[.gz] (install Debian's dataset-fashion-mnist, or "
                 "point --data-dir at a folder with the IDX files)");
   }
   Dataset data = read_idx_dataset(images, labels, 0.2860, 0.3530);  // the training set's mean and std
   data.name = "fashion-mnist/" + split;
+  return data;
+}
+
+Dataset load_idx_folder(const std::string& directory, const std::string& split) {
+  const auto [train_images, train_labels] = idx_split_files(directory, "train", "idx");
+  const auto [images, labels] = idx_split_files(directory, split, "idx");
+  for (const auto& path : {train_images, images}) {
+    if (!std::filesystem::exists(path)) throw Error("idx data: no " + path + "[.gz] (--data-dir names the folder)");
+  }
+  // The training images' mean and std of pixel / 255, for both splits.
+  const Dataset train = read_idx_dataset(train_images, train_labels, 0.0, 1.0);
+  const double n = static_cast<double>(train.samples.size());
+  const double mean = static_cast<double>(train.samples.sum()) / n;
+  const double var = static_cast<double>((train.samples.array() - static_cast<float>(mean)).square().sum()) / n;
+  const double std = var > 0 ? std::sqrt(var) : 1.0;
+  Dataset data = read_idx_dataset(images, labels, mean, std);
+  data.name = std::filesystem::path(directory).filename().string() + "/" + split;
   return data;
 }
 

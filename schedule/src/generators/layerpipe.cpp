@@ -9,7 +9,8 @@
 // blocks); layer l's forward lags Delay(l) = 2 S(l) updates, S(l) = stages after l's (LayerPipe2's
 // retiming rule), so its weight loop U_l -> F_l carries 1 + 2 S(l) iterations. A modulo scheduler
 // places one iteration's tasks on the P processors with one period T for all; iteration n runs
-// at the same offsets plus n T. Data moves when producer and consumer differ: activations,
+// at the same offsets plus n T (greedy by default; `scheduler=exact`: the integer program of
+// exact_modulo_scheduler.hpp, least period, then fewest bytes, then least stash memory). Data moves when producer and consumer differ: activations,
 // gradient slices, a layer's weight gradient to the processor of its update, the weights to BA
 // parts away from home (a part is a slice of the samples, so it needs all of them).
 #include <algorithm>
@@ -165,7 +166,7 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
     edge(t.update, t.forward, 1 + delay[l], 0, Carries::weights);  // Delay(l) = 2 S(l)
   }
   ModuloSchedule plan;
-  std::vector<std::pair<std::string, double>> exact_metrics;
+  std::vector<std::pair<std::string, double>> scheduler_metrics;
   if (scheduler == "exact") {
     // The stash of x_l is held from F_l to U_l: the exact scheduler's memory objective.
     std::vector<ModuloEdge> solver_edges = edges;
@@ -183,7 +184,7 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
     if (request.params.has("period") && options.period_cycles < 1) throw Error("layerpipe: period must be a positive number of cycles");
     const ExactModuloResult exact = exact_modulo_schedule(tasks, solver_edges, P, options);
     plan = exact.schedule;
-    exact_metrics = {{"period_proven_lower_cycles", static_cast<double>(exact.period_proven_lower_cycles)},
+    scheduler_metrics = {{"period_proven_lower_cycles", static_cast<double>(exact.period_proven_lower_cycles)},
                      {"period_optimal", exact.period_optimal ? 1.0 : 0.0},
                      {"period_fixed", options.period_cycles > 0 ? 1.0 : 0.0},
                      {"solve_nodes", static_cast<double>(options.max_nodes)},
@@ -197,7 +198,7 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
                      {"solve_s", exact.solve_s}};
   } else {
     plan = modulo_schedule(tasks, edges, P);
-    exact_metrics = {{"scheduled_bytes", static_cast<double>(modulo_cross_bytes(plan, edges))}};
+    scheduler_metrics = {{"scheduled_bytes", static_cast<double>(modulo_cross_bytes(plan, edges))}};
   }
 
   TaskGraph g = empty_graph(request, "layerpipe", WeightSemantics::delayed);
@@ -206,7 +207,7 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
                         {"processor_bound_cycles", static_cast<double>(plan.processor_bound_cycles)},
                         {"lower_bound_cycles", static_cast<double>(plan.lower_bound_cycles)},
                         {"pipeline_stages", static_cast<double>(stage_count)}};
-  for (const auto& [name, value] : exact_metrics) g.schedule_metrics[name] = value;
+  for (const auto& [name, value] : scheduler_metrics) g.schedule_metrics[name] = value;
   for (int l = 0; l < L; ++l) {
     const int home = plan.processor[layer[l].forward];
     g.stages.push_back({l, l, home, -1, delay[l]});

@@ -29,15 +29,19 @@ constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 Dataset read_idx_dataset(const std::string& images_path, const std::string& labels_path, double mean, double std);
 // `split` is "train" (60000 samples) or "test" (10000); files `<split>-images-idx3-ubyte[.gz]`.
 Dataset load_fashion_mnist(const std::string& directory, const std::string& split);
+// Any IDX image set in `directory` laid out as Fashion-MNIST's (`train-` and `t10k-images-idx3-ubyte`
+// and their labels, gzipped or not), of any image size, standardized with the training images'
+// own mean and std (for example experiments/export_digits.py's digits).
+Dataset load_idx_folder(const std::string& directory, const std::string& split);
 
 // Samples drawn from N(0, 1), labelled by a fixed random linear teacher, so that a network can
 // learn them; the same seed gives the same set.
 Dataset synthetic_dataset(const std::vector<std::int64_t>& sample_shape, std::int32_t classes,
                           std::int64_t count, std::uint64_t seed);
 
-// The data `network` trains on: `kind` is fashion-mnist (read from `directory`), synthetic, or
-// auto (Fashion-MNIST for networks taking 28x28 images, synthetic otherwise); `split` is train or
-// test (test needs Fashion-MNIST).
+// The data `network` trains on: `kind` is fashion-mnist (read from `directory`), idx (any IDX set
+// in `directory`, load_idx_folder), synthetic, or auto (Fashion-MNIST for networks taking 28x28
+// images, synthetic otherwise); `split` is train or test (test needs real data).
 Dataset load_dataset_for(const std::string& kind, const std::string& directory, const Network& network,
                          const std::string& split);
 
