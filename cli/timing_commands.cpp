@@ -206,6 +206,11 @@ void run(const TimingOptions& options) {
           e.graph.processor_count(), m.at("solve_s"), period, m.at("scheduled_bytes"),
           m.at("bytes_optimal") > 0 ? "proven fewest" : "not proven fewest", m.at("scheduled_bytes_lower_bound"),
           m.at("greedy_period_cycles"), m.at("greedy_bytes"));
+      if (m.count("program_too_large") && m.at("program_too_large") > 0) {
+        std::cout << fmt::format("P={}: the integer program has {:.0f} rows, too many to solve within the limits: this "
+                                 "is the greedy schedule after a local search for fewer bytes\n",
+                                 e.graph.processor_count(), m.at("program_rows"));
+      }
     }
   }
   if (options.graph_file.empty()) {

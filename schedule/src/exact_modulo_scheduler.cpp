@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <utility>
@@ -215,7 +216,7 @@ class PeriodProgram {
  public:
   PeriodProgram(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& edges, int processors,
                 std::int64_t period)
-      : tasks_(tasks), edges_(edges), P_(processors), T_(period), model_(Cbc_newModel()) {
+      : tasks_(tasks), edges_(edges), P_(processors), T_(period) {
     const int n = static_cast<int>(tasks.size());
     std::int64_t largest = 0, largest_cross = 0;
     for (const auto& t : tasks) largest = std::max(largest, t.cost_cycles);
@@ -272,7 +273,7 @@ class PeriodProgram {
     }
   }
 
-  bool trivially_infeasible() const { return infeasible_; }
+  std::size_t rows() const { return row_lower_.size(); }
 
   void set_goal(Goal goal, double bytes_at_most) {
     if (goal == Goal::bytes || goal == Goal::memory) {
@@ -281,7 +282,7 @@ class PeriodProgram {
         if (cross_[i] >= 0 && edges_[i].cross_bytes > 0) bytes.emplace_back(cross_[i], static_cast<double>(edges_[i].cross_bytes));
       }
       if (goal == Goal::bytes) {
-        for (const auto& [c, w] : bytes) Cbc_setObjCoeff(model_.get(), c, w);
+        for (const auto& [c, w] : bytes) objective_[c] += w;
       } else if (!bytes.empty()) {
         row(bytes, 'L', bytes_at_most);
       }
@@ -293,7 +294,6 @@ class PeriodProgram {
         objective_[start_[e.to]] += w;
         objective_[start_[e.from]] -= w;
       }
-      for (const auto& [c, w] : objective_) Cbc_setObjCoeff(model_.get(), c, w);
     }
   }
 
@@ -311,7 +311,7 @@ class PeriodProgram {
       if (l < 0) l = used++;
       s.processor[v] = l;
     }
-    std::vector<double> value(Cbc_getNumCols(model_.get()), 0.0);
+    std::vector<double> value(lower_.size(), 0.0);
     for (int v = 0; v < n; ++v) {
       if (s.start_cycles[v] > horizon_) return;
       value[start_[v]] = static_cast<double>(s.start_cycles[v]);
@@ -328,9 +328,7 @@ class PeriodProgram {
       value[pair.same] = same ? 1 : 0;
       value[pair.k] = static_cast<double>(-floor_div(d - low, T_));
     }
-    std::vector<int> index(value.size());
-    for (std::size_t i = 0; i < index.size(); ++i) index[i] = static_cast<int>(i);
-    Cbc_setMIPStartI(model_.get(), static_cast<int>(value.size()), index.data(), value.data());
+    start_values_ = std::move(value);
   }
 
   struct Outcome {
@@ -345,7 +343,8 @@ class PeriodProgram {
       out.infeasible = out.optimal = true;
       return out;
     }
-    Cbc_Model* m = model_.get();
+    const std::unique_ptr<Cbc_Model, CbcDeleter> model = load();
+    Cbc_Model* m = model.get();
     Cbc_setLogLevel(m, 0);
     Cbc_setMaximumSeconds(m, std::max(0.05, seconds));
     Cbc_setAllowableGap(m, 1e-6);
@@ -378,18 +377,49 @@ class PeriodProgram {
   struct Pair { int u, v, same, k; };
 
   int column(double lower, double upper, bool integer) {
-    const std::string name = "x" + std::to_string(Cbc_getNumCols(model_.get()));  // CBC's MIP start goes by name
-    Cbc_addCol(model_.get(), name.c_str(), lower, upper, 0.0, integer ? 1 : 0, 0, nullptr, nullptr);
-    return Cbc_getNumCols(model_.get()) - 1;
+    lower_.push_back(lower);
+    upper_.push_back(upper);
+    integer_.push_back(integer);
+    return static_cast<int>(lower_.size()) - 1;
   }
   void row(const std::vector<std::pair<int, double>>& terms, char sense, double rhs) {
-    std::vector<int> cols;
-    std::vector<double> coefs;
-    for (const auto& [c, w] : terms) {
-      cols.push_back(c);
-      coefs.push_back(w);
+    const int r = static_cast<int>(row_lower_.size());
+    for (const auto& [c, w] : terms) triplets_.push_back({c, r, w});
+    row_lower_.push_back(sense == 'L' ? -std::numeric_limits<double>::max() : rhs);
+    row_upper_.push_back(sense == 'G' ? std::numeric_limits<double>::max() : rhs);
+  }
+
+  // The program as one CBC model, loaded at once (CBC's row-by-row calls copy the matrix each time),
+  // with the MIP start if there is one (CBC matches it to columns by name).
+  std::unique_ptr<Cbc_Model, CbcDeleter> load() const {
+    std::unique_ptr<Cbc_Model, CbcDeleter> model(Cbc_newModel());
+    const int columns = static_cast<int>(lower_.size());
+    std::vector<Triplet> sorted = triplets_;
+    std::sort(sorted.begin(), sorted.end(), [](const Triplet& a, const Triplet& b) {
+      return a.column != b.column ? a.column < b.column : a.row < b.row;
+    });
+    std::vector<CoinBigIndex> starts(static_cast<std::size_t>(columns) + 1, 0);
+    std::vector<int> rows;
+    std::vector<double> values, objective(static_cast<std::size_t>(columns), 0.0);
+    for (const auto& t : sorted) {
+      ++starts[static_cast<std::size_t>(t.column) + 1];
+      rows.push_back(t.row);
+      values.push_back(t.value);
     }
-    Cbc_addRow(model_.get(), "", static_cast<int>(cols.size()), cols.data(), coefs.data(), sense, rhs);
+    for (int c = 0; c < columns; ++c) starts[c + 1] += starts[c];
+    for (const auto& [c, w] : objective_) objective[c] = w;
+    Cbc_loadProblem(model.get(), columns, static_cast<int>(row_lower_.size()), starts.data(), rows.data(), values.data(),
+                    lower_.data(), upper_.data(), objective.data(), row_lower_.data(), row_upper_.data());
+    for (int c = 0; c < columns; ++c) {
+      if (integer_[c]) Cbc_setInteger(model.get(), c);
+      if (!start_values_.empty()) Cbc_setColName(model.get(), c, ("x" + std::to_string(c)).c_str());
+    }
+    if (!start_values_.empty()) {
+      std::vector<int> index(start_values_.size());
+      for (std::size_t i = 0; i < index.size(); ++i) index[i] = static_cast<int>(i);
+      Cbc_setMIPStartI(model.get(), columns, index.data(), start_values_.data());
+    }
+    return model;
   }
 
   const std::vector<ModuloTask>& tasks_;
@@ -398,7 +428,10 @@ class PeriodProgram {
   std::int64_t T_;
   std::int64_t horizon_ = 0;
   bool infeasible_ = false;
-  std::unique_ptr<Cbc_Model, CbcDeleter> model_;
+  struct Triplet { int column, row; double value; };
+  std::vector<double> lower_, upper_, row_lower_, row_upper_, start_values_;
+  std::vector<bool> integer_;
+  std::vector<Triplet> triplets_;
   std::vector<int> start_;
   std::vector<std::vector<int>> assign_;
   std::vector<int> cross_;
@@ -454,18 +487,27 @@ ExactModuloResult exact_modulo_schedule(const std::vector<ModuloTask>& tasks, co
         local_search = hint;
       }
       program.set_goal(options.minimise_bytes ? Goal::bytes : Goal::feasible, 0);
-      found = program.solve(left_s(), options.max_nodes);
-      ++result.solves;
-      if (found.found) break;
+      result.program_rows = program.rows();
+      if (program.rows() > options.max_rows) {
+        result.too_large = true;
+        found = {};  // neither found nor proven infeasible: the fallback below
+      } else {
+        found = program.solve(left_s(), options.max_nodes);
+        ++result.solves;
+        if (found.found) break;
+      }
     } else {
       found.infeasible = false;
     }
     if (!found.infeasible) {  // out of time or nodes: the heuristic's schedule, if any, with the gap
-      result.time_limit_reached = true;
+      result.time_limit_reached = !result.too_large;
       const std::int64_t fallback = options.period_cycles > 0 ? period : heuristic.period_cycles;
       if (!have_heuristic || heuristic.period_cycles > fallback) {
         throw Error("exact scheduler: no schedule found at " + std::to_string(period) + " cycles within the limits (" +
-                    std::to_string(options.time_limit_s) + " s, " + std::to_string(options.max_nodes) + " nodes)");
+                    (result.too_large ? "the program has " + std::to_string(result.program_rows) + " rows, over " +
+                                            std::to_string(options.max_rows)
+                                      : std::to_string(options.time_limit_s) + " s, " +
+                                            std::to_string(options.max_nodes) + " nodes") + ")");
       }
       period = fallback;
       found.schedule = local_search.period_cycles == period ? local_search
@@ -490,7 +532,7 @@ ExactModuloResult exact_modulo_schedule(const std::vector<ModuloTask>& tasks, co
   result.bytes_optimal = options.minimise_bytes && found.optimal;
   result.bytes_lower_bound = options.minimise_bytes ? std::max(0.0, std::ceil(found.bound - 1e-6)) : 0;
 
-  if (options.minimise_memory && left_s() > 0) {
+  if (options.minimise_memory && left_s() > 0 && !result.too_large) {
     PeriodProgram program(tasks, edges, processors, period);
     program.start_from(result.schedule);
     program.set_goal(Goal::memory, static_cast<double>(result.bytes));

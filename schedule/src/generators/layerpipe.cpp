@@ -189,6 +189,8 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
                      {"period_fixed", options.period_cycles > 0 ? 1.0 : 0.0},
                      {"solve_nodes", static_cast<double>(options.max_nodes)},
                      {"time_limit_reached", exact.time_limit_reached ? 1.0 : 0.0},
+                     {"program_rows", static_cast<double>(exact.program_rows)},
+                     {"program_too_large", exact.too_large ? 1.0 : 0.0},
                      {"scheduled_bytes", static_cast<double>(exact.bytes)},
                      {"scheduled_bytes_lower_bound", exact.bytes_lower_bound},
                      {"bytes_optimal", exact.bytes_optimal ? 1.0 : 0.0},

@@ -6,6 +6,7 @@
 // the answer is the best schedule found, with what is proven about it (bounds and gaps).
 // docs/schedules/exact.md has the formulation.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -21,6 +22,8 @@ struct ExactModuloOptions {
   std::int64_t period_cycles = 0;  // 0: the least period; otherwise schedule at exactly this one
   bool minimise_bytes = true;      // second objective
   bool minimise_memory = true;     // third objective (at the bytes found)
+  std::size_t max_rows = 100000;   // larger programs are not solved (CBC's first LP alone would
+                                   // outlast the limits): the greedy schedule after local search
 };
 
 struct ExactModuloResult {
@@ -37,6 +40,8 @@ struct ExactModuloResult {
   int solves = 0;                        // integer programs solved
   double solve_s = 0;                    // wall time spent
   bool time_limit_reached = false;
+  std::size_t program_rows = 0;          // of the last program built
+  bool too_large = false;                // over max_rows: not solved, proves nothing
 };
 
 // True when pipetwin was built with CBC; otherwise exact_modulo_schedule() throws.
