@@ -200,6 +200,26 @@ TEST_CASE("exact scheduler: memory is the third objective (a chain's least lifet
   CHECK(exact.held_byte_cycles == doctest::Approx(500));
 }
 
+TEST_CASE("exact scheduler: a program over max_rows is not solved; the greedy schedule stands, said so") {
+  if (!exact_scheduler_available()) {
+    MESSAGE("skipped: no CBC (install coinor-libcbc-dev)");
+    return;
+  }
+  std::vector<ModuloTask> tasks(4);
+  for (auto& t : tasks) t.cost_cycles = 2;
+  const std::vector<ModuloEdge> edges{{0, 1, 0, 1, 10}, {1, 2, 0, 1, 10}, {2, 3, 0, 1, 10}, {3, 0, 2, 0, 0}};
+  ExactModuloOptions options;
+  options.max_rows = 5;
+  const ExactModuloResult r = exact_modulo_schedule(tasks, edges, 2, options);
+  CHECK(r.too_large);
+  CHECK(r.program_rows > 5);
+  CHECK(r.solves == 0);
+  CHECK_FALSE(r.time_limit_reached);
+  CHECK(r.schedule.period_cycles == r.heuristic_period_cycles);
+  CHECK(r.bytes <= r.heuristic_bytes);
+  CHECK_NOTHROW(check_modulo_schedule(r.schedule, tasks, edges, 2));
+}
+
 TEST_CASE("exact scheduler: clear errors") {
   if (!exact_scheduler_available()) {
     CHECK_THROWS_WITH_AS(exact_modulo_schedule({}, {}, 1), doctest::Contains("coinor-libcbc-dev"), Error);
