@@ -2,8 +2,9 @@
 // start cycles, solved by CBC; the least T is found by solving at T = lower bound, lower bound + 1,
 // ... until one is feasible (each infeasible T proven, so the period is proven optimal). The
 // formulation (docs/schedules/exact.md):
-//   a[v][p] in {0,1}: task v on processor p; sum_p a[v][p] = 1; a[v][p] = 0 for p > v (processors
-//     are interchangeable: label them in order of first use).
+//   a[v][p] in {0,1}: task v on processor p; sum_p a[v][p] = 1; processors are interchangeable, so
+//     they are labelled in order of first use: a[v][p] = 0 for p > v, and a[v][p] <= sum_{u<v}
+//     a[u][p-1].
 //   s[v] integer >= 0: start of task v in iteration 0 (iteration n starts it at s[v] + n T).
 //   z[e] in {0,1}: edge e crosses processors, z[e] >= a[from][p] - a[to][p] for every p.
 //   edge e: s[to] + distance T >= s[from] + cost[from] + cross_cycles z[e].
@@ -235,6 +236,12 @@ class PeriodProgram {
       row(one, 'E', 1);
       if (tasks[v].same_processor_as >= 0) {
         for (int p = 0; p < P_; ++p) row({{assign_[v][p], 1.0}, {assign_[tasks[v].same_processor_as][p], -1.0}}, 'E', 0);
+      }
+      // Labels in order of first use: v may open processor p only if an earlier task is on p - 1.
+      for (int p = 1; p <= std::min(v, P_ - 1); ++p) {
+        std::vector<std::pair<int, double>> opened{{assign_[v][p], 1.0}};
+        for (int u = 0; u < v; ++u) opened.emplace_back(assign_[u][p - 1], -1.0);
+        row(opened, 'L', 0);
       }
     }
     cross_.assign(edges.size(), -1);
