@@ -29,13 +29,17 @@ class Runner:
         self.pipetwin = pipetwin
         self.jobs = jobs
 
-    def simulate(self, model, schedule, hardware, procs, microbatches, minibatches, params=()):
-        """One simulation; returns the JSON result, or {'error': message}."""
-        command = [self.pipetwin, "simulate", "--model", model, "--schedule", schedule, "--hardware", hardware,
-                   "--procs", str(procs), "--microbatches", str(microbatches), "--minibatches", str(minibatches),
-                   "--json"]
+    def _graph_command(self, subcommand, model, schedule, hardware, procs, microbatches, minibatches, params):
+        command = [self.pipetwin, subcommand, "--model", model, "--schedule", schedule, "--hardware", hardware,
+                   "--procs", str(procs), "--microbatches", str(microbatches), "--minibatches", str(minibatches)]
         for p in params:
             command += ["--param", p]
+        return command
+
+    def simulate(self, model, schedule, hardware, procs, microbatches, minibatches, params=()):
+        """One simulation; returns the JSON result, or {'error': message}."""
+        command = self._graph_command("simulate", model, schedule, hardware, procs, microbatches, minibatches,
+                                      params) + ["--json"]
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             return {"error": done.stderr.strip().replace("pipetwin: error: ", "")}
@@ -43,11 +47,8 @@ class Runner:
 
     def schedule(self, model, schedule, hardware, procs, microbatches, minibatches, params=()):
         """`pipetwin schedule -o -`: the task graph as JSON."""
-        command = [self.pipetwin, "schedule", "--model", model, "--schedule", schedule, "--hardware", hardware,
-                   "--procs", str(procs), "--microbatches", str(microbatches), "--minibatches", str(minibatches),
-                   "-o", "-"]
-        for p in params:
-            command += ["--param", p]
+        command = self._graph_command("schedule", model, schedule, hardware, procs, microbatches, minibatches,
+                                      params) + ["-o", "-"]
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(done.stderr.strip())

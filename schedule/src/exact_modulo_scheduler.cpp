@@ -180,12 +180,10 @@ void check_modulo_schedule(const ModuloSchedule& schedule, const std::vector<Mod
       slot = static_cast<int>(v);
     }
   }
-  for (const auto& e : edges) {
-    const bool cross = schedule.processor[e.from] != schedule.processor[e.to];
-    if (schedule.start_cycles[e.to] + e.distance * T <
-        schedule.start_cycles[e.from] + tasks[e.from].cost_cycles + (cross ? e.cross_cycles : 0)) {
-      throw Error("modulo schedule: edge " + std::to_string(e.from) + " -> " + std::to_string(e.to) + " is not met");
-    }
+  const int unmet = first_unmet_modulo_edge(schedule, tasks, edges);
+  if (unmet >= 0) {
+    throw Error("modulo schedule: edge " + std::to_string(edges[unmet].from) + " -> " + std::to_string(edges[unmet].to) +
+                " is not met");
   }
 }
 
@@ -482,7 +480,9 @@ ExactModuloResult exact_modulo_schedule(const std::vector<ModuloTask>& tasks, co
       // Start from the greedy schedule at this period, or from the greedy's own (shorter) period
       // retimed to this one, whichever moves fewer bytes.
       ModuloSchedule hint;
-      bool placed = modulo_place_at(tasks, edges, processors, period, hint);
+      bool placed = have_heuristic && heuristic.period_cycles == period
+                        ? (hint = heuristic, true)  // placed already, by modulo_schedule
+                        : modulo_place_at(tasks, edges, processors, period, hint);
       if (have_heuristic && heuristic.period_cycles < period &&
           (!placed || modulo_cross_bytes(heuristic, edges) < modulo_cross_bytes(hint, edges))) {
         hint = retimed(heuristic, period);

@@ -104,17 +104,24 @@ bool place(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& 
     out.start_cycles[v] = best_start;
     tables[best].reserve(best_start, tasks[v].cost_cycles);
   }
-  for (const auto& e : edges) {
-    const bool cross = out.processor[e.from] != out.processor[e.to];
-    if (out.start_cycles[e.to] + e.distance * period <
-        out.start_cycles[e.from] + tasks[e.from].cost_cycles + (cross ? e.cross_cycles : 0)) {
-      return false;
-    }
-  }
-  return true;
+  out.period_cycles = period;
+  return first_unmet_modulo_edge(out, tasks, edges) < 0;
 }
 
 }  // namespace
+
+int first_unmet_modulo_edge(const ModuloSchedule& schedule, const std::vector<ModuloTask>& tasks,
+                            const std::vector<ModuloEdge>& edges) {
+  for (std::size_t i = 0; i < edges.size(); ++i) {
+    const ModuloEdge& e = edges[i];
+    const bool cross = schedule.processor[e.from] != schedule.processor[e.to];
+    if (schedule.start_cycles[e.to] + e.distance * schedule.period_cycles <
+        schedule.start_cycles[e.from] + tasks[e.from].cost_cycles + (cross ? e.cross_cycles : 0)) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
 
 double iteration_bound_cycles(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& edges) {
   const int n = static_cast<int>(tasks.size());

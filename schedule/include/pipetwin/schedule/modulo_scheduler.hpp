@@ -49,6 +49,11 @@ ModuloSchedule modulo_schedule(const std::vector<ModuloTask>& tasks, const std::
 ModuloSchedule modulo_lower_bounds(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& edges,
                                    int processors);
 
+// The index of the first edge whose target (distance iterations later) starts before its source
+// ends, plus the edge's transfer when they run on different processors; -1 when every edge is met.
+int first_unmet_modulo_edge(const ModuloSchedule& schedule, const std::vector<ModuloTask>& tasks,
+                            const std::vector<ModuloEdge>& edges);
+
 // Greedy placement (as modulo_schedule's) at exactly `period_cycles`; false if it fails there.
 bool modulo_place_at(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& edges, int processors,
                      std::int64_t period_cycles, ModuloSchedule& out);
