@@ -29,8 +29,12 @@ void with_ranks(bool distributed, const std::function<void(mpi::MpiSession*)>& b
   mpi::MpiSession session;
   try {
     body(&session);
-  } catch (const Error&) {
-    if (session.rank() == 0) throw;
+  } catch (const Error& error) {
+    // Rank 0 says it (as main says any command's error) before the barrier, and no rank exits
+    // before it: the launcher ends the whole job as soon as one rank exits with an error, which
+    // could otherwise cut rank 0 short before its line was written.
+    if (session.rank() == 0) std::cerr << "pipetwin: error: " << error.what() << std::endl;
+    session.transport().barrier();
     throw QuietExit{2};
   }
 }

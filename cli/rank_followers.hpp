@@ -40,7 +40,7 @@ class RankLeader {
 
 // A command's body, in one process (null session) or, with `distributed`, in an MPI session.
 // Errors the body throws before its ranks part ways are every rank's alike: rank 0 reports them
-// (as any command's error), the others exit quietly.
+// (as any command's error), then every rank exits with status 2 after a barrier.
 void with_ranks(bool distributed, const std::function<void(mpi::MpiSession*)>& body);
 
 // One rank's own error once the ranks work apart: one line naming the rank, then the whole job
