@@ -106,9 +106,6 @@ void run(RunOptions& options, mpi::MpiSession* session) {
     throw Error("--distributed with scheduler=exact: every rank schedules the graph itself, so give solve_nodes=N "
                 "(a node limit gives every rank the same schedule; a time limit may not)");
   }
-  if (session != nullptr && !graph.collectives.empty()) {
-    throw Error("--distributed cannot run data parallelism (dp > 1) yet: its all-reduces are not built on MPI");
-  }
   std::unique_ptr<Dataset> test_data;
   if (options.test) test_data = load_data(options.executor, request.network, "test");
   const BatchSampler sampler = graph_sampler(*data, graph, request.network, options.executor.seed);

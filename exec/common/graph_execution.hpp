@@ -60,6 +60,7 @@
 #include <vector>
 
 #include "byte_codec.hpp"
+#include "collective_shipments.hpp"
 #include "rank_event_log.hpp"
 #include "graph_flow.hpp"
 #include "layer_time_log.hpp"
@@ -189,6 +190,10 @@ class GraphExecution {
   template <typename Hear>
   void plan_versions(Hear& hear);
   void plan_registry_readers();
+  template <typename Hear>
+  void plan_collectives(Hear& hear);
+  void pack_carried_sums(const Task& step);
+  void drop_arrived_sum(std::int32_t update);  // under registry_mutex_
   void announce(const Task& t);  // tells the other ranks waiting for `t` that it has ended
   void listen();                 // this rank's messages: transfers' data and other ranks' ends
   void want_listener(int change);  // +1 / -1: a thread starts / stops needing the listener
@@ -297,6 +302,10 @@ class GraphExecution {
   std::vector<std::vector<std::int32_t>> ship_to_;         // per stash maker or update: ranks that read
                                                            // its stash or its version without a transfer
   std::vector<std::vector<unsigned char>> shipped_;        // per such task: that packed, until announced
+  std::map<std::int32_t, std::vector<std::int32_t>> step_carries_;  // all-reduce step -> the updates whose
+                                                                  // gradient sums it carries to another rank
+  std::map<std::int32_t, std::int32_t> arrived_sum_readers_;  // another rank's update -> this rank's readers
+                                                              // of its sum (steps carrying it on; the sum)
 };
 
 template <typename B>
@@ -620,7 +629,15 @@ void GraphExecution<B>::update(const Task& t, Lane& lane) {
           for (std::size_t i = 0; i < total.size(); ++i) b_.accumulate(lane, total[i], part[i]);
         }
       }
-      reduced_[collective] = {std::move(total), static_cast<std::int32_t>(updates.size())};
+      std::int32_t users = 0;  // the updates here that take the sum
+      for (const auto u : updates) {
+        if (!distributed() || task_rank_[static_cast<std::size_t>(u)] == rank_) {
+          ++users;
+        } else {
+          drop_arrived_sum(u);
+        }
+      }
+      reduced_[collective] = {std::move(total), users};
     }
     const auto it = accumulators_.find(t.id);
     if (it != accumulators_.end()) {
@@ -762,7 +779,10 @@ void GraphExecution<B>::execute(const Task& t, Lane& lane) {
     case TaskKind::ON:
       move(t, lane, *out);
       b_.finish(lane);
-      if (t.collective >= 0) return;  // an all-reduce's step hands on nothing
+      if (t.collective >= 0) {  // an all-reduce's step hands on nothing (across ranks: the sums it carries)
+        if (distributed()) pack_carried_sums(t);
+        return;
+      }
       if (sends_away(t)) {            // the receiving rank keeps it (listen)
         ByteWriter message;
         pack_payload(message, *out);
@@ -1039,8 +1059,7 @@ bool GraphExecution<B>::sends_away(const Task& t) const {
 
 // Which rank runs each task, which other ranks each of this rank's tasks must tell, and how many
 // messages this rank will receive. Refuses graphs whose data would cross ranks other than by a
-// transfer to the reading task's processor or by a shipped stash (all-reduces of data
-// parallelism are not built here).
+// transfer to the reading task's processor, a shipped stash or version, or an all-reduce's step.
 template <typename B>
 void GraphExecution<B>::plan_ranks() {
   const RankTransport& transport = *options_.distribution->transport;
@@ -1049,9 +1068,6 @@ void GraphExecution<B>::plan_ranks() {
   if (transport.ranks() > processors) {
     throw Error("a run across processes needs at least one processor per rank: " + std::to_string(transport.ranks()) +
                 " ranks, but the graph has " + std::to_string(processors) + " processors");
-  }
-  if (!g_.collectives.empty()) {
-    throw Error("a run across processes cannot run all-reduces yet (data parallelism, dp > 1): run it in one process");
   }
   if (!(options_.distribution->message_timeout_s > 0)) throw Error("the message timeout must be positive");
   if (!PacksTensors<B>::value) throw Error("the " + name_ + " executor cannot run across processes yet");
@@ -1072,6 +1088,7 @@ void GraphExecution<B>::plan_ranks() {
   plan_stashes(hear);
   plan_versions(hear);
   plan_registry_readers();
+  plan_collectives(hear);
   for (const auto& t : g_.tasks) {
     const std::int32_t to = task_rank_[static_cast<std::size_t>(t.id)];
     for (const auto& d : t.deps) {
@@ -1079,8 +1096,9 @@ void GraphExecution<B>::plan_ranks() {
       const std::int32_t from = task_rank_[static_cast<std::size_t>(d.task)];
       if (from == to) continue;
       // What crosses ranks: a transfer's data, to the rank of its receiving processor; a stash,
-      // which its maker ships to every rank that reads it (plan_stashes); or the end of a task.
-      const bool carried = sends_away(source) && to == receiving_rank(source);
+      // which its maker ships to every rank that reads it (plan_stashes); an all-reduce step's
+      // gradient sums (plan_collectives); or the end of a task.
+      const bool carried = (sends_away(source) && to == receiving_rank(source)) || source.collective >= 0;
       if (d.carries != Carries::order && d.carries != Carries::stash && !carried) {
         throw Error("a run across processes cannot run " + describe_task(g_, t) + " on rank " + std::to_string(to) +
                     ": it reads the " + to_string(d.carries) + " of " + describe_task(g_, source) + " on rank " +
@@ -1199,6 +1217,60 @@ void GraphExecution<B>::plan_registry_readers() {
   }
 }
 
+// Data parallelism: each all-reduce step that crosses ranks carries the replicas' gradient sums
+// its receiving rank lacks (collective_shipments.hpp), so that every rank's updates sum every
+// replica's, in rank order, as one process does. Another rank's sum is kept here until its last
+// reader: the steps that carry it on and this rank's sum of the replicas.
+template <typename B>
+template <typename Hear>
+void GraphExecution<B>::plan_collectives(Hear& hear) {
+  if (g_.collectives.empty()) return;
+  step_carries_ = plan_collective_shipments(g_, flow_, task_rank_, options_.distribution->transport->ranks());
+  for (const auto& [step, sums] : step_carries_) {
+    const std::int32_t to = receiving_rank(task(step));
+    ship_to_[static_cast<std::size_t>(step)] = {to};
+    hear(step, to);
+    const bool sums_here = std::any_of(flow_.collective_updates.at(task(step).collective).begin(),
+                                       flow_.collective_updates.at(task(step).collective).end(),
+                                       [&](std::int32_t u) { return task_rank_[static_cast<std::size_t>(u)] == rank_; });
+    for (const auto v : sums) {
+      if (to == rank_) arrived_sum_readers_[v] += sums_here ? 1 : 0;
+      if (task_rank_[static_cast<std::size_t>(step)] == rank_ && task_rank_[static_cast<std::size_t>(v)] != rank_) ++arrived_sum_readers_[v];
+    }
+  }
+}
+
+// An all-reduce step's shipment: (count, then per sum: its update's id, its layers' gradients).
+template <typename B>
+void GraphExecution<B>::pack_carried_sums(const Task& step) {
+  if constexpr (PacksTensors<B>::value) {
+    const auto carries = step_carries_.find(step.id);
+    if (carries == step_carries_.end()) return;
+    ByteWriter w;
+    w.value(static_cast<std::int64_t>(carries->second.size()));
+    std::lock_guard<std::mutex> lock(registry_mutex_);
+    for (const auto v : carries->second) {
+      const auto sum = accumulators_.find(v);
+      if (sum == accumulators_.end()) {
+        throw Error("internal: " + describe_task(g_, step) + " carries the gradient sum of " + describe_task(g_, task(v)) +
+                    ", which rank " + std::to_string(rank_) + " does not hold");
+      }
+      w.value(static_cast<std::int64_t>(v));
+      w.value(static_cast<std::int64_t>(sum->second.size()));
+      for (const auto& g : sum->second) b_.pack(w, g);
+      if (task_rank_[static_cast<std::size_t>(v)] != rank_) drop_arrived_sum(v);
+    }
+    shipped_[static_cast<std::size_t>(step.id)] = std::move(w.bytes());
+  }
+}
+
+template <typename B>
+void GraphExecution<B>::drop_arrived_sum(std::int32_t update) {
+  const auto readers = arrived_sum_readers_.find(update);
+  if (readers != arrived_sum_readers_.end() && --readers->second > 0) return;
+  accumulators_.erase(update);
+}
+
 // The other ranks waiting for `t`: a transfer's receiver has its data already (sends_away).
 template <typename B>
 void GraphExecution<B>::announce(const Task& t) {
@@ -1245,6 +1317,20 @@ void GraphExecution<B>::keep_arrived(const Task& t, const RankMessage& message) 
   if (message.bytes.empty()) return;
   if constexpr (PacksTensors<B>::value) {
     ByteReader r(message.bytes);
+    if (t.collective >= 0) {  // replicas' gradient sums, for this rank's updates
+      const std::int64_t count = r.count<char>();
+      std::lock_guard<std::mutex> lock(registry_mutex_);
+      for (std::int64_t i = 0; i < count; ++i) {
+        const auto v = r.value<std::int64_t>();
+        if (v < 0 || v >= static_cast<std::int64_t>(g_.tasks.size()) || task(static_cast<std::int32_t>(v)).kind != TaskKind::U) {
+          throw Error("a message between ranks is malformed: a gradient sum of task " + std::to_string(v));
+        }
+        std::vector<Params> sum(static_cast<std::size_t>(r.count<char>()));
+        for (auto& g : sum) b_.unpack(r, g);
+        accumulators_[static_cast<std::int32_t>(v)] = std::move(sum);
+      }
+      return;
+    }
     if (t.kind == TaskKind::U) {  // the version it wrote, for this rank's readers
       const StageInfo& stage = g_.stages.at(static_cast<std::size_t>(t.stage));
       if (r.count<char>() != stage.last_layer - stage.first_layer + 1) throw Error("a message between ranks is malformed: a version's layers");
