@@ -1,6 +1,7 @@
-// The RankTransport on MPI_COMM_WORLD: a message is one MPI_Send of bytes tagged with its task
+// The RankTransport on MPI_COMM_WORLD: a message is one MPI_Isend of bytes tagged with its task
 // (MPI_THREAD_MULTIPLE: every worker thread sends; the rank's listener receives), polled with
-// MPI_Iprobe so that a waiting listener sleeps instead of spinning on a shared core.
+// MPI_Iprobe (and a send with MPI_Test), so that a waiting thread sleeps instead of spinning on a
+// shared core.
 #include "pipetwin/exec/mpi/mpi_ranks.hpp"
 
 #include <mpi.h>
@@ -22,6 +23,11 @@ void check(int code, const char* call) {
   MPI_Error_string(code, text, &length);
   throw Error(std::string(call) + " failed: " + std::string(text, static_cast<std::size_t>(length)));
 }
+
+// Polling for a message (or a send's completion): a few quick polls for one about to come, then
+// short sleeps between polls, since ranks may share cores.
+constexpr int kSpinPolls = 64;
+constexpr auto kPollSleep = std::chrono::microseconds(20);
 
 int byte_count(std::size_t bytes) {
   if (bytes > static_cast<std::size_t>(INT_MAX)) {
@@ -45,7 +51,16 @@ class MpiTransport final : public RankTransport {
     if (task < 0 || task > tag_limit_) {
       throw Error("task " + std::to_string(task) + " is beyond this MPI's largest message tag (" + std::to_string(tag_limit_) + ")");
     }
-    check(MPI_Send(bytes.data(), byte_count(bytes.size()), MPI_BYTE, to_rank, task, MPI_COMM_WORLD), "MPI_Send");
+    // Not MPI_Send: a large message waits for its receiver to take it, and Open MPI would spin a
+    // core meanwhile. The sending thread polls, then sleeps between polls, as the listener does.
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(MPI_Isend(bytes.data(), byte_count(bytes.size()), MPI_BYTE, to_rank, task, MPI_COMM_WORLD, &request), "MPI_Isend");
+    for (int polls = 0;; ++polls) {
+      int done = 0;
+      check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (done != 0) return;
+      if (polls >= kSpinPolls) std::this_thread::sleep_for(kPollSleep);
+    }
   }
 
   bool receive(RankMessage& message, double wait_s) override {
@@ -67,8 +82,7 @@ class MpiTransport final : public RankTransport {
         return true;
       }
       if (std::chrono::steady_clock::now() >= until) return false;
-      // A few quick polls for a message about to come, then short sleeps (ranks may share cores).
-      if (polls >= 64) std::this_thread::sleep_for(std::chrono::microseconds(20));
+      if (polls >= kSpinPolls) std::this_thread::sleep_for(kPollSleep);
     }
   }
 
