@@ -197,7 +197,7 @@ class GraphExecution {
   void announce(const Task& t);  // tells the other ranks waiting for `t` that it has ended
   void listen();                 // this rank's messages: transfers' data and other ranks' ends
   void want_listener(int change);  // +1 / -1: a thread starts / stops needing the listener
-  void send_to_rank(std::int32_t rank, std::int32_t task, const std::vector<unsigned char>& bytes);
+  void send_to_rank(std::int32_t rank, std::int32_t task, std::vector<unsigned char> bytes);
   void mark_done(std::int32_t id);
   void pack_payload(ByteWriter& w, const Payload& p) const;
   std::unique_ptr<Payload> unpack_payload(const std::vector<unsigned char>& bytes) const;
@@ -786,7 +786,7 @@ void GraphExecution<B>::execute(const Task& t, Lane& lane) {
       if (sends_away(t)) {            // the receiving rank keeps it (listen)
         ByteWriter message;
         pack_payload(message, *out);
-        send_to_rank(receiving_rank(t), t.id, message.bytes());
+        send_to_rank(receiving_rank(t), t.id, std::move(message.bytes()));
         return;
       }
       keep(t, std::move(out), link_of(t).dst);
@@ -1280,7 +1280,7 @@ void GraphExecution<B>::announce(const Task& t) {
   for (const auto r : notify_[static_cast<std::size_t>(t.id)]) {
     if (r == receiver) continue;
     const bool shipping = std::find(ship_to.begin(), ship_to.end(), r) != ship_to.end();
-    send_to_rank(r, t.id, shipping ? shipped_[static_cast<std::size_t>(t.id)] : ended);
+    send_to_rank(r, t.id, shipping ? shipped_[static_cast<std::size_t>(t.id)] : ended);  // a copy each
   }
   shipped_[static_cast<std::size_t>(t.id)] = {};
 }
@@ -1366,20 +1366,29 @@ void GraphExecution<B>::keep_arrived(const Task& t, const RankMessage& message) 
 // each announced task done, until every expected message has come or the run failed.
 template <typename B>
 void GraphExecution<B>::listen() {
+  constexpr auto kPostedPoll = std::chrono::microseconds(200);
+  RankTransport& transport = *options_.distribution->transport;
   try {
     RankMessage message;
     std::int64_t idle_since_ns = 0;     // once the workers are done: since the last message
     std::int64_t drained_since_ns = 0;  // when the workers were done (0: not yet)
     for (std::int64_t heard = 0; heard < messages_expected_ && !failed_;) {
-      bool draining = false;
+      bool draining = false, wanted = true;
       {
+        // Unwanted, it still polls now and then while this rank's posted messages are on their
+        // way, so that they move on (a large one waits for its receiver to take it).
         std::unique_lock<std::mutex> lock(listen_mutex_);
-        listen_wake_.wait(lock, [&] { return failed_ || listen_wanted_ > 0 || workers_done_; });
+        const auto woken = [&] { return failed_ || listen_wanted_ > 0 || workers_done_; };
+        if (transport.posting()) {
+          wanted = listen_wake_.wait_for(lock, kPostedPoll, woken);
+        } else {
+          listen_wake_.wait(lock, woken);
+        }
         draining = workers_done_;
       }
       if (draining && !drained_since_ns) drained_since_ns = idle_since_ns = now_ns();
       if (failed_) break;
-      if (!options_.distribution->transport->receive(message, 0.002)) {
+      if (!transport.receive(message, wanted ? 0.002 : 0.0)) {
         if (draining && static_cast<double>(now_ns() - idle_since_ns) * 1e-9 > options_.distribution->message_timeout_s) {
           throw Error("every task of rank " + std::to_string(rank_) + " has ended, but " +
                       std::to_string(messages_expected_ - heard) + " messages from other ranks never came");
@@ -1410,15 +1419,8 @@ void GraphExecution<B>::want_listener(int change) {
 }
 
 template <typename B>
-void GraphExecution<B>::send_to_rank(std::int32_t rank, std::int32_t task_id, const std::vector<unsigned char>& bytes) {
-  want_listener(+1);
-  try {
-    options_.distribution->transport->send(rank, task_id, bytes);
-  } catch (...) {
-    want_listener(-1);
-    throw;
-  }
-  want_listener(-1);
+void GraphExecution<B>::send_to_rank(std::int32_t rank, std::int32_t task_id, std::vector<unsigned char> bytes) {
+  options_.distribution->transport->post(rank, task_id, std::move(bytes));  // the listener moves it on
 }
 
 // A transfer's output as bytes: each field's count, then its tensors (the backend packs each).
@@ -1634,6 +1636,7 @@ TrainingRun GraphExecution<B>::run() {
   }
   if (error_) std::rethrow_exception(error_);
   if (distributed()) {
+    options_.distribution->transport->flush(options_.distribution->message_timeout_s);  // this rank's last messages
     gather_run(run);
     return run;
   }

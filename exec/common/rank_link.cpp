@@ -51,16 +51,17 @@ RankLinkTimes time_rank_link(RankTransport& transport, int repeats) {
       for (int i = 0; i < repeats + 1; ++i) {  // the first round trip warms the path up
         const auto begin = std::chrono::steady_clock::now();
         if (rank == 0) {
-          transport.send(peer, 0, packed(payload));
+          transport.post(peer, 0, packed(payload));  // as the executor sends
           receive_or_throw(transport, message, received);
         } else {
           receive_or_throw(transport, message, received);
-          transport.send(peer, 0, packed(received));
+          transport.post(peer, 0, packed(received));
         }
         if (i > 0) round_trips.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
       }
       times.one_way_s.emplace_back(floats * static_cast<std::int64_t>(sizeof(float)), median(round_trips) / 2);
     }
+    transport.flush(kWaitS);
     // The empty message's time is the latency; the largest message's extra time, the bandwidth.
     const auto& [largest_bytes, largest_s] = times.one_way_s.back();
     times.latency_s = times.one_way_s.front().second;

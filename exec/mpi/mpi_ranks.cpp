@@ -1,7 +1,7 @@
 // The RankTransport on MPI_COMM_WORLD: a message is one MPI_Isend of bytes tagged with its task
-// (MPI_THREAD_MULTIPLE: every worker thread sends; the rank's listener receives), polled with
-// MPI_Iprobe (and a send with MPI_Test), so that a waiting thread sleeps instead of spinning on a
-// shared core.
+// (MPI_THREAD_MULTIPLE: every worker thread posts; the rank's listener receives and moves the
+// posted sends on), polled with MPI_Iprobe and MPI_Test, so that a waiting thread sleeps instead
+// of spinning on a shared core.
 #include "pipetwin/exec/mpi/mpi_ranks.hpp"
 
 #include <mpi.h>
@@ -9,6 +9,8 @@
 #include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <list>
+#include <mutex>
 #include <thread>
 
 #include "pipetwin/models/error.hpp"
@@ -48,9 +50,7 @@ class MpiTransport final : public RankTransport {
   std::int32_t ranks() const override { return ranks_; }
 
   void send(std::int32_t to_rank, std::int32_t task, const std::vector<unsigned char>& bytes) override {
-    if (task < 0 || task > tag_limit_) {
-      throw Error("task " + std::to_string(task) + " is beyond this MPI's largest message tag (" + std::to_string(tag_limit_) + ")");
-    }
+    check_tag(task);
     // Not MPI_Send: a large message waits for its receiver to take it, and Open MPI would spin a
     // core meanwhile. The sending thread polls, then sleeps between polls, as the listener does.
     MPI_Request request = MPI_REQUEST_NULL;
@@ -63,10 +63,36 @@ class MpiTransport final : public RankTransport {
     }
   }
 
+  void post(std::int32_t to_rank, std::int32_t task, std::vector<unsigned char> bytes) override {
+    check_tag(task);
+    std::lock_guard<std::mutex> lock(posted_mutex_);
+    posted_.push_back({MPI_REQUEST_NULL, std::move(bytes)});
+    Posted& p = posted_.back();
+    check(MPI_Isend(p.bytes.data(), byte_count(p.bytes.size()), MPI_BYTE, to_rank, task, MPI_COMM_WORLD, &p.request),
+          "MPI_Isend");
+  }
+
+  bool posting() override {
+    std::lock_guard<std::mutex> lock(posted_mutex_);
+    move_posted_on();
+    return !posted_.empty();
+  }
+
+  void flush(double wait_s) override {
+    const auto until = deadline(wait_s);
+    for (int polls = 0; posting(); ++polls) {
+      if (std::chrono::steady_clock::now() >= until) {
+        throw Error("messages from rank " + std::to_string(rank_) + " were not taken by their receivers within " +
+                    std::to_string(static_cast<int>(wait_s)) + " s");
+      }
+      if (polls >= kSpinPolls) std::this_thread::sleep_for(kPollSleep);
+    }
+  }
+
   bool receive(RankMessage& message, double wait_s) override {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                               std::chrono::duration<double>(wait_s));
+    const auto until = deadline(wait_s);
     for (int polls = 0;; ++polls) {
+      if (polls % 16 == 0) posting();  // sends in flight move on as this rank polls
       int ready = 0;
       MPI_Status status;
       check(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &ready, &status), "MPI_Iprobe");
@@ -109,9 +135,33 @@ class MpiTransport final : public RankTransport {
   void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
 
  private:
+  struct Posted {
+    MPI_Request request;
+    std::vector<unsigned char> bytes;  // read by MPI until the request completes
+  };
+  static std::chrono::steady_clock::time_point deadline(double wait_s) {
+    return std::chrono::steady_clock::now() +
+           std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(wait_s));
+  }
+  void check_tag(std::int32_t task) const {
+    if (task < 0 || task > tag_limit_) {
+      throw Error("task " + std::to_string(task) + " is beyond this MPI's largest message tag (" + std::to_string(tag_limit_) + ")");
+    }
+  }
+  // Completes what it can of the posted sends and frees their bytes (under posted_mutex_).
+  void move_posted_on() {
+    for (auto it = posted_.begin(); it != posted_.end();) {
+      int done = 0;
+      check(MPI_Test(&it->request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      it = done != 0 ? posted_.erase(it) : std::next(it);
+    }
+  }
+
   std::int32_t rank_;
   std::int32_t ranks_;
   int tag_limit_ = 32767;
+  std::mutex posted_mutex_;
+  std::list<Posted> posted_;  // in posting order; a list keeps each one's bytes in place
 };
 
 }  // namespace

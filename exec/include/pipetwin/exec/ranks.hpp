@@ -24,7 +24,15 @@ class RankTransport {
   virtual std::int32_t ranks() const = 0;
   // Sends `bytes` about `task` to `to_rank`; returns once the bytes may be reused. Any thread.
   virtual void send(std::int32_t to_rank, std::int32_t task, const std::vector<unsigned char>& bytes) = 0;
-  // The next message sent to this rank, waiting up to `wait_s`; false when none came. One thread.
+  // Hands `bytes` about `task` over for `to_rank` and returns at once: the message travels as the
+  // receiving rank takes it, while this rank calls receive() or flush(). Any thread.
+  virtual void post(std::int32_t to_rank, std::int32_t task, std::vector<unsigned char> bytes) = 0;
+  // Whether messages posted by this rank have not yet all been taken by their receivers.
+  virtual bool posting() = 0;
+  // Returns once every posted message has been taken; throws after `wait_s` seconds without.
+  virtual void flush(double wait_s) = 0;
+  // The next message sent to this rank, waiting up to `wait_s` (and moving posted messages on
+  // meanwhile); false when none came. One thread.
   virtual bool receive(RankMessage& message, double wait_s) = 0;
   // Every rank's `bytes` at rank 0, in rank order (empty on the others). Every rank calls it.
   virtual std::vector<std::vector<unsigned char>> gather(const std::vector<unsigned char>& bytes) = 0;
