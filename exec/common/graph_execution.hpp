@@ -734,6 +734,27 @@ void GraphExecution<B>::move(const Task& t, Lane& lane, Payload& out) {
     }
     return;
   }
+  const auto readers = flow_.field_readers.find({moved->task, moved->carries});
+  if (sends_away(t) && readers != flow_.field_readers.end() && readers->second == 1) {
+    // Across ranks the message is the copy: a field only this transfer reads goes as it is.
+    Payload& producer = *payloads_[static_cast<std::size_t>(moved->task)];
+    switch (moved->carries) {
+      case Carries::stash:
+        out.stash_input = std::move(producer.stash_input);
+        return;
+      case Carries::activation:
+        out.activation = std::move(producer.activation);
+        return;
+      case Carries::activation_gradient:
+        out.input_gradient = std::move(producer.input_gradient);
+        return;
+      case Carries::weight_gradient:
+        out.weight_gradients = std::move(producer.weight_gradients);
+        return;
+      default:
+        break;  // copied below
+    }
+  }
   const Payload& in = payload(moved->task);  // the previous hop's copy, or the source's output
   switch (moved->carries) {
     case Carries::stash:
