@@ -4,7 +4,9 @@
 #include "rank_followers.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <iostream>
+#include <thread>
 
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
 #include "pipetwin/models/error.hpp"
@@ -93,8 +95,9 @@ void follow_rank_leader(RankTransport& transport, const GraphConfig& config, con
   training.distribution = &distribution;
   RankMessage request_message;
   for (;;) {
-    while (!transport.receive(request_message, 1.0)) {
-    }  // rank 0 may run alone for long (a baseline); the launcher ends this rank if rank 0 dies
+    // Rank 0 may run alone for long (a one-processor baseline, timed): poll gently, so as to take
+    // no core from it. The launcher ends this rank if rank 0 dies.
+    while (!transport.receive(request_message, 0.0)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     if (request_message.from_rank != 0 || request_message.task != kRequestTag || request_message.bytes.empty()) {
       throw Error("a follower rank got a message that is no request from rank 0 (task " +
                   std::to_string(request_message.task) + " from rank " + std::to_string(request_message.from_rank) + ")");
