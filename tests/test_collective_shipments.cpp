@@ -130,8 +130,8 @@ TEST_CASE("a hierarchical all-reduce brings every other rank's sum to every rank
       const std::int32_t home = p.task_rank[static_cast<std::size_t>(u)];
       for (const auto r : ranks) {
         if (r == home) continue;
-        CHECK(got.count(r) == 1u);
-        CHECK(got.at(r).count(u) == 1u);
+        REQUIRE(got.count(r) == 1u);
+        CHECK(got.at(r).count(u) == 1u);  // at least once (from the two nodes' sides, it may come twice)
       }
     }
   }

@@ -304,8 +304,10 @@ class GraphExecution {
   std::vector<std::vector<unsigned char>> shipped_;        // per such task: that packed, until announced
   std::map<std::int32_t, std::vector<std::int32_t>> step_carries_;  // all-reduce step -> the updates whose
                                                                   // gradient sums it carries to another rank
-  std::map<std::int32_t, std::int32_t> arrived_sum_readers_;  // another rank's update -> this rank's readers
-                                                              // of its sum (steps carrying it on; the sum)
+  std::map<std::int32_t, std::int32_t> arrived_sum_uses_;  // another rank's update -> what is yet to happen
+                                                           // to its sum here: arrivals (a hierarchical
+                                                           // all-reduce may bring it twice), steps carrying
+                                                           // it on, this rank's sum of the replicas
 };
 
 template <typename B>
@@ -1240,8 +1242,9 @@ void GraphExecution<B>::plan_registry_readers() {
 
 // Data parallelism: each all-reduce step that crosses ranks carries the replicas' gradient sums
 // its receiving rank lacks (collective_shipments.hpp), so that every rank's updates sum every
-// replica's, in rank order, as one process does. Another rank's sum is kept here until its last
-// reader: the steps that carry it on and this rank's sum of the replicas.
+// replica's, in rank order, as one process does. Another rank's sum is kept here from its first
+// arrival until the last thing that happens to it here: another arrival, a step carrying it on,
+// or this rank's sum of the replicas.
 template <typename B>
 template <typename Hear>
 void GraphExecution<B>::plan_collectives(Hear& hear) {
@@ -1255,8 +1258,11 @@ void GraphExecution<B>::plan_collectives(Hear& hear) {
                                        flow_.collective_updates.at(task(step).collective).end(),
                                        [&](std::int32_t u) { return task_rank_[static_cast<std::size_t>(u)] == rank_; });
     for (const auto v : sums) {
-      if (to == rank_) arrived_sum_readers_[v] += sums_here ? 1 : 0;
-      if (task_rank_[static_cast<std::size_t>(step)] == rank_ && task_rank_[static_cast<std::size_t>(v)] != rank_) ++arrived_sum_readers_[v];
+      if (to == rank_) {  // an arrival, and (once) this rank's sum of the replicas
+        const bool first = arrived_sum_uses_.find(v) == arrived_sum_uses_.end();
+        arrived_sum_uses_[v] += 1 + (first && sums_here ? 1 : 0);
+      }
+      if (task_rank_[static_cast<std::size_t>(step)] == rank_ && task_rank_[static_cast<std::size_t>(v)] != rank_) ++arrived_sum_uses_[v];
     }
   }
 }
@@ -1287,8 +1293,8 @@ void GraphExecution<B>::pack_carried_sums(const Task& step) {
 
 template <typename B>
 void GraphExecution<B>::drop_arrived_sum(std::int32_t update) {
-  const auto readers = arrived_sum_readers_.find(update);
-  if (readers != arrived_sum_readers_.end() && --readers->second > 0) return;
+  const auto uses = arrived_sum_uses_.find(update);
+  if (uses != arrived_sum_uses_.end() && --uses->second > 0) return;
   accumulators_.erase(update);
 }
 
@@ -1348,7 +1354,8 @@ void GraphExecution<B>::keep_arrived(const Task& t, const RankMessage& message) 
         }
         std::vector<Params> sum(static_cast<std::size_t>(r.count<char>()));
         for (auto& g : sum) b_.unpack(r, g);
-        accumulators_[static_cast<std::int32_t>(v)] = std::move(sum);
+        accumulators_.try_emplace(static_cast<std::int32_t>(v), std::move(sum));  // the same sum, however often it comes
+        drop_arrived_sum(static_cast<std::int32_t>(v));
       }
       return;
     }
@@ -1656,6 +1663,10 @@ TrainingRun GraphExecution<B>::run() {
     listener.join();
   }
   if (error_) std::rethrow_exception(error_);
+  if (!accumulators_.empty()) {  // every gradient sum, made here or arrived, was taken by its last use
+    throw Error("internal: " + std::to_string(accumulators_.size()) + " gradient sums were left after the run, the first of " +
+                describe_task(g_, task(accumulators_.begin()->first)));
+  }
   if (distributed()) {
     options_.distribution->transport->flush(options_.distribution->message_timeout_s);  // this rank's last messages
     gather_run(run);
