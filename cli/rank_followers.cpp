@@ -87,7 +87,6 @@ void follow_rank_leader(RankTransport& transport, const GraphConfig& config, con
                         double message_timeout_s) {
   const ScheduleRequest request = make_request(config);
   const auto data = load_data(executor, request.network, "train");
-  const BatchSampler sampler(*data, request.network.batch, config.microbatches, config.minibatches, executor.seed);  // validate's
   TrainingOptions training = training_options(executor);
   Distribution distribution;
   distribution.transport = &transport;
@@ -108,7 +107,8 @@ void follow_rank_leader(RankTransport& transport, const GraphConfig& config, con
     if (command == 'p') {
       profile_across_ranks(config, executor, repeats, false, copies_per_rank(std::stoi(text), transport.ranks()), transport);
     } else if (command == 'r') {
-      cpu::run_cpu(graph_from_json(text, "rank 0"), request.network, sampler, training);
+      const TaskGraph graph = graph_from_json(text, "rank 0");
+      cpu::run_cpu(graph, request.network, graph_sampler(*data, graph, request.network, executor.seed), training);  // validate's
     } else {
       throw Error(std::string("a follower rank got an unknown request '") + command + "' from rank 0");
     }

@@ -392,6 +392,27 @@ TEST_CASE("validation falls back to sequential only where a schedule cannot be b
   }
 }
 
+TEST_CASE("validation of data parallelism: the baseline is one replica on one processor, each replica its own batch") {
+  const Dataset data = data_for(kMlp);
+  ValidationOptions options;
+  options.runs = 1;
+  options.schedules = {"gpipe"};
+  options.processors = {1, 2};
+  const auto predict = [](const TaskGraph& g) { return evaluate(g); };
+  const GraphConfig config = config_for(kMlp, "gpipe", 1, 2, 2, {"dp=2"});
+  const ValidationReport report = cpu::validate_cpu(config, data, options, predict);
+  REQUIRE(report.rows.size() == 2);
+  CHECK(report.rows[0].baseline == "gpipe");
+  // Two replicas of the one-processor pipeline: each processor holds what the one processor did
+  // (its all-reduce sums in place), and each replica's graph is the baseline's.
+  GraphConfig one = config;
+  one.params = single_replica(config).params;
+  const std::int64_t one_peak = evaluate(make_graph(one)).peak_memory_bytes[0];
+  CHECK(report.rows[0].measured_peak_bytes == one_peak);
+  CHECK(report.rows[1].measured_peak_bytes == one_peak);
+  CHECK(report.rows[1].measured_step_s > 0);
+}
+
 TEST_CASE("validation takes its runs in turns over the configurations and reports their spread") {
   const Dataset data = data_for(kMlp);
   ValidationOptions options;

@@ -156,7 +156,7 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
   sequential.calibration_file.clear();
   sequential.calibration.reset();
   sequential.minibatches = 1 + std::max(1, (repeats + config.microbatches - 1) / config.microbatches);
-  sequential = without_other_schedules_params(sequential);
+  sequential = single_replica(without_other_schedules_params(sequential));  // one processor: no replicas
   if (progress) {
     progress("profiling " + request.network.name + ": every layer's F, BA, BW, U in a one-processor run (" +
              std::to_string(request.network.batch / config.microbatches) + " samples per task, " +

@@ -192,7 +192,6 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   }
   const int most_runs = std::max(options.runs, options.max_runs);
   const ScheduleRequest request = make_request(config);
-  const BatchSampler sampler(data, request.network.batch, config.microbatches, config.minibatches, options.training.seed);
   // The latest round's calibration per processor count (the config's own throughout without
   // `calibrate`).
   std::map<int, GraphConfig> calibrated;
@@ -219,6 +218,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     GraphConfig c = calibrated.at(processors);
     c.schedule = schedule;
     c = without_other_schedules_params(c);
+    if (processors == 1) c = single_replica(c);  // the baseline: one replica on one processor
     c.processors = processors;
     TaskGraph graph = make_graph(c);
     validate_or_throw(graph);
@@ -285,6 +285,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
         options.progress("run " + std::to_string(r + 1) + "/" + std::to_string(most_runs) + ": " + c.schedule + " on " +
                          std::to_string(c.processors) + " processor(s)");
       }
+      const BatchSampler sampler = graph_sampler(data, c.graph, request.network, options.training.seed);  // its replicas' batches
       const TrainingRun measured = run(c.graph, request.network, sampler, options.training);
       c.steps_s.push_back(measured.result.iteration_s);
       c.measured_peak = std::max(c.measured_peak, max_peak(measured.result));
