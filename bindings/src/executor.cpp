@@ -10,6 +10,7 @@
 #include "pipetwin/exec/cpu/profiler.hpp"
 #include "pipetwin/exec/cpu/validation.hpp"
 #include "pipetwin/exec/host_allocator.hpp"
+#include "pipetwin/exec/mpi/mpi_ranks.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/output_file.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
@@ -29,9 +30,36 @@ struct TrainingResult {
   std::vector<cpu::Vector> weights;
 };
 
+// A process's MPI session for runs across ranks (docs/distributed.md), held by the Python object:
+// closed (MPI_Finalize) by close() or when the object goes; MPI starts once per process.
+class PyMpiSession {
+ public:
+  PyMpiSession() : session_(std::make_unique<mpi::MpiSession>()) {}
+  mpi::MpiSession& open() {
+    if (!session_) throw Error("this MPI session is closed (MPI starts once per process: keep the session open until the last run)");
+    return *session_;
+  }
+  void close() { session_.reset(); }
+
+ private:
+  std::unique_ptr<mpi::MpiSession> session_;
+};
+
 }  // namespace
 
 void bind_executor(py::module_& m) {
+  py::class_<PyMpiSession>(m, "MpiSession",
+                           "MPI for runs across processes: start the script under mpirun (mpirun -np N python script.py), "
+                           "open one session per process, and pass it to run(session=...). Each rank runs its own "
+                           "processors' tasks; rank 0 gets the result. MPI starts once per process: close() (or the "
+                           "end of a with block) ends it for good.")
+      .def(py::init<>())
+      .def_property_readonly("rank", [](PyMpiSession& s) { return s.open().rank(); }, "this process's rank")
+      .def_property_readonly("ranks", [](PyMpiSession& s) { return s.open().ranks(); }, "how many ranks the job has")
+      .def("close", &PyMpiSession::close, "Ends MPI in this process (MPI_Finalize), after every rank's last run.")
+      .def("__enter__", [](PyMpiSession& s) -> PyMpiSession& { return s; }, py::return_value_policy::reference)
+      .def("__exit__", [](PyMpiSession& s, const py::object&, const py::object&, const py::object&) { s.close(); });
+
   py::class_<TrainingResult>(m, "TrainingResult", "A measured training run: the Result, the loss per minibatch, "
                                                    "test accuracy when asked, the final weights.")
       .def_readonly("result", &TrainingResult::result)
@@ -50,7 +78,9 @@ void bind_executor(py::module_& m) {
       });
 
   m.def("train", [](const Graph& graph, const std::string& data, const std::string& data_dir, double learning_rate,
-                    double momentum, std::uint64_t seed, bool test, bool memory_timeline, double handoff_spin_us) {
+                    double momentum, std::uint64_t seed, bool test, bool memory_timeline, double handoff_spin_us,
+                    const py::typing::Optional<PyMpiSession>& session_arg, double message_timeout_s) -> std::optional<TrainingResult> {
+    PyMpiSession* session = session_arg.is_none() ? nullptr : session_arg.cast<PyMpiSession*>();
     TrainingOptions checked;
     checked.learning_rate = learning_rate;
     checked.momentum = momentum;
@@ -66,12 +96,24 @@ void bind_executor(py::module_& m) {
     options.seed = seed;
     options.record_memory_timeline = memory_timeline;
     options.handoff_spin_s = checked.handoff_spin_s;
+    Distribution distribution;
+    if (session != nullptr) {
+      mpi::MpiSession& open = session->open();
+      if (open.ranks() > g.processor_count()) {
+        throw Error("run across processes: " + std::to_string(open.ranks()) + " ranks for " +
+                    std::to_string(g.processor_count()) + " processors; give each rank at least one");
+      }
+      distribution.transport = &open.transport();
+      distribution.message_timeout_s = message_timeout_s;
+      options.distribution = &distribution;
+    }
     TrainingRun run;
     {
       py::gil_scoped_release release;
       keep_freed_host_memory();
       run = cpu::run_cpu(g, network, sampler, options);
     }
+    if (session != nullptr && session->open().rank() != 0) return std::nullopt;  // rank 0 reports
     TrainingResult out{PyResult{graph.graph, std::move(run.result)}, run.minibatch_loss, std::nullopt, std::nullopt,
                        std::move(run.final_weights)};
     if (test) {
@@ -83,9 +125,12 @@ void bind_executor(py::module_& m) {
     return out;
   }, py::arg("graph"), py::arg("data") = "auto", py::arg("data_dir") = kFashionMnistDir,
      py::arg("learning_rate") = 0.05, py::arg("momentum") = 0.0, py::arg("seed") = 1, py::arg("test") = false,
-     py::arg("memory_timeline") = false, py::arg("handoff_spin_us") = 0.0,
+     py::arg("memory_timeline") = false, py::arg("handoff_spin_us") = 0.0, py::arg("session") = py::none(),
+     py::arg("message_timeout_s") = 60.0,
      "Trains the graph's network under its schedule on CPU threads (one per processor and link): real "
-     "layers, real data (Fashion-MNIST for 28x28 networks, else synthetic), SGD. Returns a TrainingResult.");
+     "layers, real data (Fashion-MNIST for 28x28 networks, else synthetic), SGD. Returns a TrainingResult. "
+     "With an MpiSession, across the job's ranks (each runs its processors' tasks): rank 0 returns the "
+     "TrainingResult, the other ranks None.");
 
   m.def("write_output_file", &write_output_file, py::arg("path"), py::arg("text"),
         "Writes text to path whole or not at all: through symbolic links; a device or FIFO is written, never "

@@ -3,11 +3,11 @@ given by keywords, profile and validate on the CPU executor, tables as pandas Da
 pandas is installed. Every public function checks its arguments' types (_checks.py)."""
 import json
 import os
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union, overload
 
 from . import _core
 from ._checks import checked
-from ._core import Graph, PipetwinError, Result, TrainingResult
+from ._core import Graph, MpiSession, PipetwinError, Result, TrainingResult
 
 if TYPE_CHECKING:
     import pandas
@@ -110,22 +110,53 @@ def _check_device(device: str) -> None:
     raise PipetwinError(f"device must be 'cpu' or 'cuda', got {device!r}")
 
 
+@overload
+def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, schedule: Optional[str] = None,
+        hardware: Optional[PathArg] = None, processors: Optional[int] = None, microbatches: Optional[int] = None,
+        minibatches: Optional[int] = None, params: Params = None, calibration: Optional[PathArg] = None,
+        device: str = "cpu", data: str = "auto", data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
+        momentum: float = 0.0, seed: int = 1, test: bool = False, memory_timeline: bool = False,
+        handoff_spin_us: float = 0.0, session: None = None,
+        message_timeout_s: float = 60.0) -> TrainingResult: ...
+
+
+@overload
+def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, schedule: Optional[str] = None,
+        hardware: Optional[PathArg] = None, processors: Optional[int] = None, microbatches: Optional[int] = None,
+        minibatches: Optional[int] = None, params: Params = None, calibration: Optional[PathArg] = None,
+        device: str = "cpu", data: str = "auto", data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
+        momentum: float = 0.0, seed: int = 1, test: bool = False, memory_timeline: bool = False,
+        handoff_spin_us: float = 0.0, session: MpiSession,
+        message_timeout_s: float = 60.0) -> Optional[TrainingResult]: ...
+
+
 @checked
 def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, schedule: Optional[str] = None,
         hardware: Optional[PathArg] = None, processors: Optional[int] = None, microbatches: Optional[int] = None,
         minibatches: Optional[int] = None, params: Params = None, calibration: Optional[PathArg] = None,
         device: str = "cpu", data: str = "auto", data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
         momentum: float = 0.0, seed: int = 1, test: bool = False, memory_timeline: bool = False,
-        handoff_spin_us: float = 0.0) -> TrainingResult:
+        handoff_spin_us: float = 0.0, session: Optional[MpiSession] = None,
+        message_timeout_s: float = 60.0) -> Optional[TrainingResult]:
     """Trains for real under the schedule (CPU threads as processors) and returns a TrainingResult:
     .result (measured, the simulator's schema), .minibatch_loss, .test_accuracy (test=True).
     Configuration keywords as simulate(), but model defaults to lenet5, hardware to cpu-core and
     microbatches to 4. handoff_spin_us: how long a thread spins for its next task's inputs before
-    it sleeps (0: at once; spinning pays only where cores outnumber the run's threads)."""
+    it sleeps (0: at once; spinning pays only where cores outnumber the run's threads).
+
+    session: an MpiSession, for a run across the processes of an MPI job (the script started with
+    mpirun -np N): each rank runs its processors' tasks (contiguous blocks; processors defaults to
+    the number of ranks), every rank must make the same call, and rank 0 returns the
+    TrainingResult while the others return None.
+    message_timeout_s: how long a task waits for another rank while no message comes from it."""
     _check_device(device)
-    g = _graph(graph, locals(), {"hardware": "cpu-core", "model": "lenet5", "microbatches": 4})
+    defaults: Dict[str, Any] = {"hardware": "cpu-core", "model": "lenet5", "microbatches": 4}
+    if session is not None:
+        defaults["processors"] = session.ranks  # one processor per rank unless processors= says otherwise
+    g = _graph(graph, locals(), defaults)
     return _core.train(g, data=data, data_dir=_path(data_dir), learning_rate=learning_rate, momentum=momentum,
-                       seed=seed, test=test, memory_timeline=memory_timeline, handoff_spin_us=handoff_spin_us)
+                       seed=seed, test=test, memory_timeline=memory_timeline, handoff_spin_us=handoff_spin_us,
+                       session=session, message_timeout_s=message_timeout_s)
 
 
 @checked

@@ -162,6 +162,30 @@ class Result:
     @property
     def utilization(self) -> list[float]:
         ...
+class MpiSession:
+    """
+    MPI for runs across processes: start the script under mpirun (mpirun -np N python script.py), open one session per process, and pass it to run(session=...). Each rank runs its own processors' tasks; rank 0 gets the result. MPI starts once per process: close() (or the end of a with block) ends it for good.
+    """
+    def __enter__(self) -> MpiSession:
+        ...
+    def __exit__(self, arg0: typing.Any, arg1: typing.Any, arg2: typing.Any) -> None:
+        ...
+    def __init__(self) -> None:
+        ...
+    def close(self) -> None:
+        """
+        Ends MPI in this process (MPI_Finalize), after every rank's last run.
+        """
+    @property
+    def rank(self) -> int:
+        """
+        this process's rank
+        """
+    @property
+    def ranks(self) -> int:
+        """
+        how many ranks the job has
+        """
 class TrainingResult:
     """
     A measured training run: the Result, the loss per minibatch, test accuracy when asked, the final weights.
@@ -252,9 +276,9 @@ def sweep_row(engine: str, model: str, schedule: str, hardware: str, processors:
     """
     One sweep configuration run: its row (the sweep's columns) as JSON.
     """
-def train(graph: Graph, data: str = 'auto', data_dir: str = '/usr/share/datasets/fashion-mnist', learning_rate: typing.SupportsFloat | typing.SupportsIndex = 0.05, momentum: typing.SupportsFloat | typing.SupportsIndex = 0.0, seed: typing.SupportsInt | typing.SupportsIndex = 1, test: bool = False, memory_timeline: bool = False, handoff_spin_us: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> TrainingResult:
+def train(graph: Graph, data: str = 'auto', data_dir: str = '/usr/share/datasets/fashion-mnist', learning_rate: typing.SupportsFloat | typing.SupportsIndex = 0.05, momentum: typing.SupportsFloat | typing.SupportsIndex = 0.0, seed: typing.SupportsInt | typing.SupportsIndex = 1, test: bool = False, memory_timeline: bool = False, handoff_spin_us: typing.SupportsFloat | typing.SupportsIndex = 0.0, session: MpiSession | None = None, message_timeout_s: typing.SupportsFloat | typing.SupportsIndex = 60.0) -> TrainingResult | None:
     """
-    Trains the graph's network under its schedule on CPU threads (one per processor and link): real layers, real data (Fashion-MNIST for 28x28 networks, else synthetic), SGD. Returns a TrainingResult.
+    Trains the graph's network under its schedule on CPU threads (one per processor and link): real layers, real data (Fashion-MNIST for 28x28 networks, else synthetic), SGD. Returns a TrainingResult. With an MpiSession, across the job's ranks (each runs its processors' tasks): rank 0 returns the TrainingResult, the other ranks None.
     """
 def validate(model: str, schedules: collections.abc.Sequence[str], processors: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], microbatches: typing.SupportsInt | typing.SupportsIndex = 4, minibatches: typing.SupportsInt | typing.SupportsIndex = 16, params: dict[str, typing.Any] | collections.abc.Iterable[str] | None = None, calibration: str = '', engine: str = 'systemc', runs: typing.SupportsInt | typing.SupportsIndex = 5, data: str = 'auto', data_dir: str = '/usr/share/datasets/fashion-mnist', learning_rate: typing.SupportsFloat | typing.SupportsIndex = 0.05, seed: typing.SupportsInt | typing.SupportsIndex = 1, max_runs: typing.SupportsInt | typing.SupportsIndex = 0, target: typing.SupportsFloat | typing.SupportsIndex = 0.05) -> dict[str, typing.Any]:
     """
