@@ -46,6 +46,14 @@ class MpiTransport final : public RankTransport {
     check(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &upper, &found), "MPI_Comm_get_attr(MPI_TAG_UB)");
     tag_limit_ = found != 0 && upper != nullptr ? *upper : 32767;  // the least the standard allows
   }
+  // A run flushes its messages; one that failed may leave some: they get a second to go before
+  // MPI ends, and are then left to it.
+  ~MpiTransport() override {
+    try {
+      flush(1.0);
+    } catch (...) {
+    }
+  }
   std::int32_t rank() const override { return rank_; }
   std::int32_t ranks() const override { return ranks_; }
 
