@@ -2,7 +2,7 @@
 # `pipetwin run --distributed` under mpirun, as a user runs it (docs/distributed.md):
 #  1. 4 ranks train lenet5 under 1f1b to the weights of the same run in one process, bit for bit,
 #     and its Chrome trace has one process per rank;
-#  2. more ranks than processors is one clear error, said once;
+#  2. more ranks than processors is one clear error, said once; so is a mistake in the options;
 #  3. a rank killed mid-run ends the job within 10 s, with one line on stderr;
 #  4. a rank that stops answering (SIGSTOP) ends the job after --message-timeout, with an error
 #     naming the waiting rank and task and the rank it waited for;
@@ -32,6 +32,13 @@ if "${mpirun[@]}" -np 3 "$pipetwin" run --distributed -m lenet5 -p 2 > /dev/null
 fi
 [ "$(grep -c "3 ranks for 2 processors" "$folder/error.txt")" -eq 1 ] || fail "error not said once: $(cat "$folder/error.txt")"
 echo "   $(cat "$folder/error.txt")"
+
+echo "2b. a mistake in the command line, under mpirun"
+if "${mpirun[@]}" -np 2 "$pipetwin" run --distributed -m lenet5 --no-such-option > /dev/null 2> "$folder/error.txt"; then
+  fail "an unknown option ran"
+fi
+[ "$(grep -c "no-such-option" "$folder/error.txt")" -eq 1 ] || fail "the mistake was not said once: $(cat "$folder/error.txt")"
+echo "   $(grep "no-such-option" "$folder/error.txt")"
 
 # The pid of rank $1 of the job started last (Open MPI puts the rank in each process's environment).
 rank_pid() {
