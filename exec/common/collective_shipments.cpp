@@ -80,6 +80,8 @@ std::map<std::int32_t, std::vector<std::int32_t>> plan_collective_shipments(cons
 
   // Every update must have every other replica's sum when it runs, and its own replica's sum must
   // not be taken (by its update) before the steps that carry it away have run.
+  std::map<std::int32_t, std::vector<std::int32_t>> carrying;  // collective -> its steps that carry sums
+  for (const auto& [step, sums] : carried) carrying[graph.tasks[static_cast<std::size_t>(step)].collective].push_back(step);
   for (const auto& [collective, updates] : flow.collective_updates) {
     const std::string& name = graph.collectives.at(static_cast<std::size_t>(collective)).name;
     for (const auto u : updates) {
@@ -114,8 +116,9 @@ std::map<std::int32_t, std::vector<std::int32_t>> plan_collective_shipments(cons
           if (graph.tasks[static_cast<std::size_t>(d.task)].collective == collective) open.push_back(d.task);
         }
       }
-      for (const auto& [step, sums] : carried) {
-        if (graph.tasks[static_cast<std::size_t>(step)].collective != collective || rank_of(step) != here) continue;
+      for (const auto step : carrying[collective]) {
+        if (rank_of(step) != here) continue;
+        const auto& sums = carried.at(step);
         if (std::find(sums.begin(), sums.end(), u) != sums.end() && !before.count(step)) {
           throw Error(name + " cannot run across processes: " + describe_task(graph, update) + " could take its replica's "
                       "gradient sum before " + describe_task(graph, graph.tasks[static_cast<std::size_t>(step)]) +

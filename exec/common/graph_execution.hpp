@@ -736,40 +736,26 @@ void GraphExecution<B>::move(const Task& t, Lane& lane, Payload& out) {
     }
     return;
   }
+  // Across ranks the message is the copy: a field only this transfer reads goes as it is.
   const auto readers = flow_.field_readers.find({moved->task, moved->carries});
-  if (sends_away(t) && readers != flow_.field_readers.end() && readers->second == 1) {
-    // Across ranks the message is the copy: a field only this transfer reads goes as it is.
-    Payload& producer = *payloads_[static_cast<std::size_t>(moved->task)];
-    switch (moved->carries) {
-      case Carries::stash:
-        out.stash_input = std::move(producer.stash_input);
-        return;
-      case Carries::activation:
-        out.activation = std::move(producer.activation);
-        return;
-      case Carries::activation_gradient:
-        out.input_gradient = std::move(producer.input_gradient);
-        return;
-      case Carries::weight_gradient:
-        out.weight_gradients = std::move(producer.weight_gradients);
-        return;
-      default:
-        break;  // copied below
-    }
-  }
-  const Payload& in = payload(moved->task);  // the previous hop's copy, or the source's output
+  const bool hand_over = sends_away(t) && readers != flow_.field_readers.end() && readers->second == 1;
+  Payload& in = *payloads_[static_cast<std::size_t>(moved->task)];  // the previous hop's copy, or the source's output
+  const auto carry = [&](auto& field) -> std::decay_t<decltype(field)> {
+    if (hand_over) return std::move(field);
+    return b_.copy(lane, field, to);
+  };
   switch (moved->carries) {
     case Carries::stash:
-      out.stash_input = b_.copy(lane, in.stash_input, to);
+      out.stash_input = carry(in.stash_input);
       break;
     case Carries::activation:
-      out.activation = b_.copy(lane, in.activation, to);
+      out.activation = carry(in.activation);
       break;
     case Carries::activation_gradient:
-      out.input_gradient = b_.copy(lane, in.input_gradient, to);
+      out.input_gradient = carry(in.input_gradient);
       break;
     case Carries::weight_gradient:
-      for (const auto& g : in.weight_gradients) out.weight_gradients.push_back(b_.copy(lane, g, to));
+      for (auto& g : in.weight_gradients) out.weight_gradients.push_back(carry(g));
       break;
     case Carries::weights:
       for (const auto& w : in.weights) out.weights.push_back(std::make_shared<const Params>(b_.copy(lane, *w, to)));
@@ -1254,8 +1240,8 @@ void GraphExecution<B>::plan_collectives(Hear& hear) {
     const std::int32_t to = receiving_rank(task(step));
     ship_to_[static_cast<std::size_t>(step)] = {to};
     hear(step, to);
-    const bool sums_here = std::any_of(flow_.collective_updates.at(task(step).collective).begin(),
-                                       flow_.collective_updates.at(task(step).collective).end(),
+    const auto& updates = flow_.collective_updates.at(task(step).collective);
+    const bool sums_here = std::any_of(updates.begin(), updates.end(),
                                        [&](std::int32_t u) { return task_rank_[static_cast<std::size_t>(u)] == rank_; });
     for (const auto v : sums) {
       if (to == rank_) {  // an arrival, and (once) this rank's sum of the replicas
