@@ -14,9 +14,8 @@
 //   - the executors hold the graph's declared buffers, tensor by tensor (docs/design.md,
 //     "Memory"): the same buffers (what each holds, whose, where), allocated by the declared
 //     task, freed by one of the tasks the graph frees it after, and no others; per processor the
-//     allocating tasks in the processor's order; weights, gradient sums and kept inputs have the
-//     declared sizes exactly (the others' totals are printed: the cost model's stash and output
-//     sizes are estimates);
+//     allocating tasks in the processor's order; every buffer has its declared size exactly (a
+//     transfer of a stash too: what its backward reads of it);
 //   - a prediction's memory, rebuilt by a MemoryObserver from the events the engine reported,
 //     equals its Result's (peaks, host peak, out-of-memory events), and its Result (a
 //     SummaryObserver's, from the events) equals the fast path's (evaluate / simulate, from the
@@ -138,14 +137,9 @@ void check_buffers(const TaskGraph& g, const EventLog& log, const std::string& e
     const BufferKind kind = std::get<0>(key).kind;
     sizes[kind].first += bytes;
     sizes[kind].second += it->second;
-    // Every buffer has the size the graph declares. One exception: a transfer that carries part of
-    // a forward's stash (LayerPipe's loss gradient to a BW elsewhere) is sized by the graph as that
-    // part, while the executor moves the stashed input (executors read stashes from a registry).
-    const std::int32_t by = std::get<2>(key);  // -1: held from the start
-    const Task* allocating = by >= 0 ? &g.tasks[static_cast<std::size_t>(by)] : nullptr;
-    const bool carries_stash = allocating != nullptr && allocating->placement == Placement::link &&
-                               !allocating->deps.empty() && allocating->deps.front().carries == Carries::stash;
-    if (!carries_stash && bytes != it->second) {
+    // Every buffer has the size the graph declares (a transfer of a forward's stash too: all of
+    // it for a BW, all but the input for a BA part).
+    if (bytes != it->second) {
       problems.push_back(name_of(std::get<0>(key), std::get<1>(key), std::get<2>(key)) + " holds " +
                          std::to_string(it->second) + " bytes, declared " + std::to_string(bytes));
     }

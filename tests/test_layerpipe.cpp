@@ -156,3 +156,43 @@ TEST_CASE("layerpipe parameters: clear errors") {
   CHECK_THROWS_WITH_AS(make_graph(layerpipe_config("resnet20", 4, 2, {"cuts=3"})),
                        doctest::Contains("residual"), Error);
 }
+
+TEST_CASE("layerpipe: a backward away from its forward's processor gets the stash it reads by transfer") {
+  // mlp widths 40, 24, 16, 10: dense layers, ReLU on the hidden ones, softmax loss on the last. A
+  // layer's stash is its input (in x samples) and, for a hidden layer, its ReLU output (out x
+  // samples), for the last its loss gradient (classes x samples); floats of 4 bytes. A BW goes
+  // back to the linear output and on to the weights: all of it. A BA part: all but the input.
+  const std::vector<std::int64_t> widths{40, 24, 16, 10};
+  const std::int64_t samples = 12;  // batch 24, 2 microbatches
+  int to_bw = 0, to_ba = 0;
+  for (int P = 2; P <= 4; ++P) {
+    GraphConfig config = test::graph_config("mlp", "layerpipe", "unit", P, 2, 2);
+    config.params = {"widths=40,24,16,10", "batch=24"};
+    const TaskGraph g = make_graph(config);
+    for (const auto& reader : g.tasks) {
+      if (reader.placement != Placement::processor || !is_backward(reader.kind)) continue;
+      for (const auto& d : reader.deps) {
+        const Task& x = g.tasks[static_cast<std::size_t>(d.task)];
+        if (d.carries != Carries::stash || x.kind != TaskKind::X) continue;
+        const auto l = static_cast<std::size_t>(reader.first_layer);
+        const std::int64_t input = widths[l] * samples * 4;
+        const std::int64_t rest = widths[l + 1] * samples * 4;  // ReLU output, or loss gradient
+        INFO("P=" << P << " " << describe_task(g, reader));
+        CHECK(x.bytes == (reader.kind == TaskKind::BW ? input + rest : rest));
+        (reader.kind == TaskKind::BW ? to_bw : to_ba) += 1;
+      }
+      // Nothing reads a stash across processors without a transfer bringing it.
+      const bool brought = std::any_of(reader.deps.begin(), reader.deps.end(), [&](const Dep& d) {
+        return d.carries == Carries::stash && g.tasks[static_cast<std::size_t>(d.task)].kind == TaskKind::X;
+      });
+      for (const auto& f : g.tasks) {
+        if (f.kind == TaskKind::F && f.first_layer == reader.first_layer && f.minibatch == reader.minibatch &&
+            f.microbatch == reader.microbatch) {
+          CHECK_MESSAGE(brought == (f.resource != reader.resource), describe_task(g, reader));
+        }
+      }
+    }
+  }
+  CHECK(to_bw > 0);  // both kinds happen in these schedules
+  CHECK(to_ba > 0);
+}

@@ -51,6 +51,12 @@ TEST_CASE("calibration tables: unknown keys, repeated layers and impossible time
   CHECK(ok.copy_latency_s == -1);  // not measured
   CHECK(ok.concurrent == 1);        // older tables: timed alone
   CHECK(calibration_from_json_text(calibration(R"(, "concurrent": 2)", layer), "c.json").concurrent == 2);
+  CHECK(ok.cores == 0);  // older tables: not recorded
+  CHECK(calibration_from_json_text(calibration(R"(, "cores": 2)", layer), "c.json").cores == 2);
+  CHECK(calibration_from_json_text(calibration_to_json_text(calibration_from_json_text(calibration(R"(, "cores": 6)", layer), "c.json")),
+                                   "c.json").cores == 6);
+  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "cores": -1)", layer), "c.json"),
+                       doctest::Contains("c.json: /cores: expected a number of CPUs from 0 (not recorded) to 1048576"), Error);
   CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "concurrent": 0)", layer), "c.json"),
                        doctest::Contains("c.json: /concurrent: expected a number of copies from 1 to 4096"), Error);
   CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "speed": 3)", layer), "c.json"),

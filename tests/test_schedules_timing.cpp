@@ -1,11 +1,16 @@
 // Schedule timing on unit hardware against closed forms computed here: GPipe and 1F1B bubbles,
-// sequential execution, PipeDream's steady-state period.
+// sequential execution, PipeDream's steady-state period; and a CPU calibration's transfers
+// charged to the sending processor where every core runs a processor.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <memory>
 #include <random>
 
+#include "pipetwin/models/calibration.hpp"
 #include "pipetwin/models/error.hpp"
+#include "pipetwin/models/network_registry.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/validator.hpp"
 #include "schedule_test_helpers.hpp"
@@ -146,4 +151,53 @@ TEST_CASE("interleaved-1f1b bubble is (P-1)/(vM+P-1) on uniform layers") {
   }
   CHECK_THROWS_WITH_AS(make_graph(uniform_config("interleaved-1f1b", 8, 4, 6, 1)),
                        "interleaved-1f1b: the microbatches (6) must be a multiple of the processors (4)", Error);
+}
+
+TEST_CASE("a CPU calibration's copies take the sending processor's core where every core has a processor") {
+  // mlp 16 -> 12 -> 8 -> 4 cut after its first layer, 2 microbatches of 4 samples, gpipe on 2 CPU
+  // threads: each microbatch's activation (12 x 4 floats) goes p0 -> p1, its gradient p1 -> p0.
+  const auto graph_with_cores = [](std::int32_t cores) {
+    GraphConfig config = graph_config("mlp", "gpipe", "cpu-core", 2, 2, 1);
+    config.params = {"widths=16,12,8,4", "batch=8", "cuts=0"};
+    auto calibration = std::make_shared<Calibration>();
+    calibration->device = "cpu";
+    calibration->samples = 4;
+    calibration->copy_bytes_per_s = 1e8;
+    calibration->copy_latency_s = 1e-5;
+    calibration->cores = cores;
+    for (const auto& layer : make_network("mlp", Params::parse({"widths=16,12,8,4", "batch=8"})).layers) {
+      calibration->layers[layer.name] = {1e-3, 2e-3, 3e-3, 4e-3, 1e-4};
+    }
+    config.calibration = calibration;
+    return make_graph(config);
+  };
+  const TaskGraph apart = graph_with_cores(4);  // more cores than processors: copies take none
+  const TaskGraph shared = graph_with_cores(2);
+  REQUIRE(apart.tasks.size() == shared.tasks.size());
+  const double copy_cycles = std::ceil(12.0 * 4 * 4 / (1e8 / apart.clock_hz));  // 192 bytes at 100 MB/s
+  REQUIRE(copy_cycles > 0);
+  // The same graph with no cores recorded: nothing charged.
+  const TaskGraph unknown = graph_with_cores(0);
+  for (std::size_t i = 0; i < apart.tasks.size(); ++i) CHECK(unknown.tasks[i].cost_cycles == apart.tasks[i].cost_cycles);
+  // Each processor, in its order: a task right after one whose data a transfer copies off this
+  // processor pays that copy. p0 sends after each forward (F m0, F m1), p1 after each backward.
+  int charged = 0;
+  for (const auto& order : tasks_by_processor(apart)) {
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const Task& before = apart.tasks[static_cast<std::size_t>(order[i])];
+      const Task& after = shared.tasks[static_cast<std::size_t>(order[i])];
+      const Task* previous = i > 0 ? &apart.tasks[static_cast<std::size_t>(order[i - 1])] : nullptr;
+      const bool sends = previous != nullptr && ((previous->resource == 0 && previous->kind == TaskKind::F) ||
+                                                 (previous->resource == 1 && previous->kind == TaskKind::B));
+      INFO(describe_task(apart, before));
+      CHECK(static_cast<double>(after.cost_cycles - before.cost_cycles) == (sends ? copy_cycles : 0.0));
+      charged += sends ? 1 : 0;
+    }
+  }
+  // p0: F m1 (after F m0) and its first B (after F m1); p1: the task after its first B (the
+  // second is followed by its update).
+  CHECK(charged == 4);
+  for (const auto& t : apart.tasks) {  // the transfers themselves are unchanged
+    if (t.placement == Placement::link) CHECK(shared.tasks[static_cast<std::size_t>(t.id)].cost_cycles == t.cost_cycles);
+  }
 }

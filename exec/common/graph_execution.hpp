@@ -25,10 +25,10 @@
 //           assemble(lane, slices, n) -> Gradient (the slices placed at their columns)
 //           accumulate(lane, sum, g); sgd(lane, w, g, velocity*, lr, momentum) -> Params
 //   memory  upload(const HostWeights&, p) / zeros(count, p) -> Params; download(Params) -> HostWeights;
-//           copy(lane, x, to) for every type above and for stashes (to: a processor or kHost; a
-//           processor's lane may share what it holds already, a link's lane copies);
-//           clone(lane, params) -> a copy of its own on the lane's processor;
-//           stash_input(const LayerStash&) -> const Tensor&; bytes(x) for every type above;
+//           copy(lane, x, to) for every type above, for stashes and for a stash's fields (to: a
+//           processor or kHost; a processor's lane may share what it holds already, a link's
+//           lane copies); clone(lane, params) -> a copy of its own on the lane's processor;
+//           bytes(x) for every type above;
 //           move_bytes(lane, bytes, to): an all-reduce step's bytes across the lane's link
 //   ranks   pack(ByteWriter&, const T&) and unpack(ByteReader&, T&) for Tensor, Params and
 //           LayerStash: a transfer's data, or a stash, in a message to another rank (only runs
@@ -114,7 +114,8 @@ class GraphExecution {
     std::vector<Gradient> output_gradients; // BA: per layer, the gradient at its output, for the BW
     std::vector<ParamsPtr> weights;         // X of weights: the version it copied, per layer
     std::vector<Params> weight_gradients;   // B / BW whose update runs elsewhere: per layer
-    Tensor stash_input;                     // X of a forward's stash to a backward elsewhere
+    std::vector<LayerStash> stash;          // X of a forward's stash to a backward elsewhere: per
+                                            // layer, all of it, or all but the input for a BA part
     std::int64_t accounted_bytes = 0;
     std::int32_t accounted_on = 0;
     std::int32_t owner = 0;                 // the task that made it
@@ -142,11 +143,23 @@ class GraphExecution {
   const LinkInfo& link_of(const Task& t) const { return g_.links[static_cast<std::size_t>(t.resource)]; }
 
   std::int64_t payload_bytes(const Payload& p) const {
-    std::int64_t total = b_.bytes(p.activation) + b_.bytes(p.input_gradient) + b_.bytes(p.stash_input);
+    std::int64_t total = b_.bytes(p.activation) + b_.bytes(p.input_gradient);
+    for (const auto& s : p.stash) total += b_.bytes(s);
     for (const auto& g : p.output_gradients) total += b_.bytes(g);
     for (const auto& w : p.weights) total += b_.bytes(*w);
     for (const auto& g : p.weight_gradients) total += b_.bytes(g);
     return total;
+  }
+  // A layer's stash copied to `to`: all of it, or all but the forward's input (what a BA reads).
+  LayerStash copy_stash(Lane& lane, const LayerStash& s, std::int32_t to, bool without_input) const {
+    if (!without_input) return b_.copy(lane, s, to);
+    LayerStash part;
+    part.activation = b_.copy(lane, s.activation, to);
+    part.batch_norm.normalized = b_.copy(lane, s.batch_norm.normalized, to);
+    part.batch_norm.inv_std = b_.copy(lane, s.batch_norm.inv_std, to);
+    part.argmax = b_.copy(lane, s.argmax, to);
+    part.loss_gradient = b_.copy(lane, s.loss_gradient, to);
+    return part;
   }
   std::int64_t stash_bytes(const std::vector<LayerStash>& layers) const {
     std::int64_t total = 0;
@@ -185,6 +198,8 @@ class GraphExecution {
   std::int32_t receiving_rank(const Task& t) const;  // a transfer's: the rank of its receiving processor
   void plan_ranks();
   bool reads_stash(const Task& t, StashKey* key) const;  // from the registry (key: which)
+  const Dep* stash_transfer(const Task& t) const;        // a backward's: the transfer bringing its stash, if any
+  void keep_transferred_stash(const Task& x);             // under no lock; after keep(x, ...)
   template <typename Hear>
   void plan_stashes(Hear& hear);
   template <typename Hear>
@@ -298,6 +313,8 @@ class GraphExecution {
   std::map<StashKey, std::int32_t> stash_readers_here_;  // this rank's readers (flow_.stash_readers'
   std::map<std::pair<std::int32_t, std::int32_t>, std::int32_t> version_readers_here_;  // and version_readers')
   std::map<StashKey, std::int32_t> stash_home_here_;       // a shipped stash: the processor it is kept on
+  std::set<StashKey> stash_by_transfer_here_;              // stashes that transfers bring to every reader here
+  std::vector<bool> last_stash_hop_;                       // per task: a transfer a backward takes its stash from
   std::vector<bool> reads_registry_;                       // per task: a transfer that reads a registry
   std::vector<std::vector<std::int32_t>> ship_to_;         // per stash maker or update: ranks that read
                                                            // its stash or its version without a transfer
@@ -723,8 +740,9 @@ void GraphExecution<B>::move(const Task& t, Lane& lane, Payload& out) {
   if (moved == nullptr) throw Error("schedule error: " + describe_task(g_, t) + " has nothing to move");
   const Task& source = task(moved->task);
   if (!reads_output(source, t, *moved)) {  // from a registry: a forward's stash, an update's version
-    if (moved->carries == Carries::stash) {  // the forward's stashed input, for a backward elsewhere
-      out.stash_input = b_.copy(lane, b_.stash_input(stash(source)->layers.front()), to);
+    if (moved->carries == Carries::stash) {  // the forward's stash, for a backward elsewhere
+      const bool without_input = flow_.stash_without_input[static_cast<std::size_t>(t.id)];
+      for (const auto& layer : stash(source)->layers) out.stash.push_back(copy_stash(lane, layer, to, without_input));
     } else if (moved->carries == Carries::weights) {
       const StageInfo& stage = g_.stages.at(static_cast<std::size_t>(source.stage));
       for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) {
@@ -746,7 +764,11 @@ void GraphExecution<B>::move(const Task& t, Lane& lane, Payload& out) {
   };
   switch (moved->carries) {
     case Carries::stash:
-      out.stash_input = carry(in.stash_input);
+      if (hand_over) {
+        out.stash = std::move(in.stash);
+      } else {
+        for (const auto& layer : in.stash) out.stash.push_back(b_.copy(lane, layer, to));
+      }
       break;
     case Carries::activation:
       out.activation = carry(in.activation);
@@ -799,6 +821,7 @@ void GraphExecution<B>::execute(const Task& t, Lane& lane) {
         return;
       }
       keep(t, std::move(out), link_of(t).dst);
+      keep_transferred_stash(t);
       return;
     default:
       throw Error("the " + name_ + " executor cannot run " + describe_task(g_, t));
@@ -1138,9 +1161,49 @@ bool GraphExecution<B>::reads_stash(const Task& t, StashKey* key) const {
   return true;
 }
 
+template <typename B>
+const Dep* GraphExecution<B>::stash_transfer(const Task& t) const {
+  if (is_link_task(t) || !is_backward(t.kind)) return nullptr;
+  const auto d = std::find_if(t.deps.begin(), t.deps.end(), [&](const Dep& e) {
+    return e.carries == Carries::stash && task(e.task).kind == TaskKind::X;
+  });
+  return d == t.deps.end() ? nullptr : &*d;
+}
+
+// Across ranks, a stash that transfers bring to every reader on this rank (plan_stashes) is this
+// rank's registry entry, which its backwards read: the first copy to arrive is moved in, and a
+// later one adds the forward's input where the first lacked it (a BA part's copy has none, a
+// BW's has). The bytes stay accounted as the transfers' outputs, as the graph declares them.
+template <typename B>
+void GraphExecution<B>::keep_transferred_stash(const Task& x) {
+  if (!distributed() || x.kind != TaskKind::X) return;
+  Payload& p = *payloads_[static_cast<std::size_t>(x.id)];
+  if (p.stash.empty()) return;
+  const Task& source = origin(x);
+  const StashKey key = flow_.stash_key(source);
+  if (stash_by_transfer_here_.count(key) == 0) return;
+  if (!last_stash_hop_[static_cast<std::size_t>(x.id)]) return;  // an earlier hop: the last one keeps it
+  std::lock_guard<std::mutex> lock(registry_mutex_);
+  auto& kept = stashes_[key];
+  if (!kept) {
+    kept = std::make_shared<Stash>();
+    kept->layers = std::move(p.stash);
+    kept->owner = source.id;
+    kept->location = link_of(x).dst;
+    kept->readers_left = stash_readers_here_.at(key);
+    return;
+  }
+  for (std::size_t i = 0; i < kept->layers.size() && i < p.stash.size(); ++i) {
+    if (b_.bytes(kept->layers[i].input) == 0) kept->layers[i].input = std::move(p.stash[i].input);
+  }
+}
+
 // A stash read on another rank than its maker's (the forward, or its recomputation) is shipped
 // with the maker's announcement; announcements precede the maker's dependents (run_task), so it
-// arrives before any transfer that follows the maker. A recomputation must run on its forward's rank.
+// arrives before any transfer that follows the maker. Where every reader on a rank has the stash
+// brought by a transfer (LayerPipe's backwards away from their forward's processor), the
+// transfers' copies are that rank's stash instead (keep_transferred_stash), and nothing is
+// shipped. A recomputation must run on its forward's rank.
 template <typename B>
 template <typename Hear>
 void GraphExecution<B>::plan_stashes(Hear& hear) {
@@ -1163,10 +1226,27 @@ void GraphExecution<B>::plan_stashes(Hear& hear) {
                     std::to_string(task_rank_[static_cast<std::size_t>(f->second)]));
       }
     }
+  }
+  // Per stash and reading rank: whether every reader there has it brought by a transfer.
+  std::map<std::pair<StashKey, std::int32_t>, bool> all_by_transfer;
+  last_stash_hop_.assign(g_.tasks.size(), false);
+  for (const auto& t : g_.tasks) {
+    if (const Dep* brought = stash_transfer(t)) last_stash_hop_[static_cast<std::size_t>(brought->task)] = true;
+    StashKey key;
+    if (!reads_stash(t, &key)) continue;
+    const auto [at, added] = all_by_transfer.emplace(std::make_pair(key, task_rank_[static_cast<std::size_t>(t.id)]), true);
+    at->second = at->second && stash_transfer(t) != nullptr;
+  }
+  for (const auto& t : g_.tasks) {
+    const std::int32_t to = task_rank_[static_cast<std::size_t>(t.id)];
     StashKey key;
     if (!reads_stash(t, &key)) continue;
     const auto m = maker.find(key);
     if (m == maker.end() || task_rank_[static_cast<std::size_t>(m->second)] == to) continue;
+    if (all_by_transfer.at({key, to})) {  // the transfers' copies are this rank's stash
+      if (to == rank_) stash_by_transfer_here_.insert(key);
+      continue;
+    }
     auto& ranks = ship_to_[static_cast<std::size_t>(m->second)];
     if (std::find(ranks.begin(), ranks.end(), to) == ranks.end()) ranks.push_back(to);
     hear(m->second, to);
@@ -1325,6 +1405,7 @@ void GraphExecution<B>::keep_arrived(const Task& t, const RankMessage& message) 
       }
     }
     keep(t, std::move(out), link_of(t).dst);
+    keep_transferred_stash(t);
     return;
   }
   if (message.bytes.empty()) return;
@@ -1459,7 +1540,8 @@ void GraphExecution<B>::pack_payload(ByteWriter& w, const Payload& p) const {
     for (const auto& x : p.weights) b_.pack(w, *x);
     w.value(static_cast<std::int64_t>(p.weight_gradients.size()));
     for (const auto& g : p.weight_gradients) b_.pack(w, g);
-    b_.pack(w, p.stash_input);
+    w.value(static_cast<std::int64_t>(p.stash.size()));
+    for (const auto& layer : p.stash) b_.pack(w, layer);
   }
 }
 
@@ -1495,7 +1577,8 @@ std::unique_ptr<typename GraphExecution<B>::Payload> GraphExecution<B>::unpack_p
     }
     p->weight_gradients.resize(count());
     for (auto& g : p->weight_gradients) b_.unpack(r, g);
-    b_.unpack(r, p->stash_input);
+    p->stash.resize(count());
+    for (auto& layer : p->stash) b_.unpack(r, layer);
     if (!r.done()) throw Error("a message between ranks is malformed: bytes left over");
   }
   return p;

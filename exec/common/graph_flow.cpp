@@ -68,6 +68,22 @@ GraphFlow read_graph_flow(const TaskGraph& graph, std::int32_t layer_count) {
       }
     }
   }
+  // Transfers of a stash to a BA part, hop by hop back from the part.
+  flow.stash_without_input.assign(n, false);
+  for (const auto& t : graph.tasks) {
+    if (is_link_task(t) || t.kind != TaskKind::BA) continue;
+    for (const auto& d : t.deps) {
+      if (d.carries != Carries::stash) continue;
+      for (const Task* hop = &graph.tasks[static_cast<std::size_t>(d.task)]; is_link_task(*hop);) {
+        flow.stash_without_input[static_cast<std::size_t>(hop->id)] = true;
+        const auto before = std::find_if(hop->deps.begin(), hop->deps.end(), [&](const Dep& e) {
+          return e.carries == Carries::stash && is_link_task(graph.tasks[static_cast<std::size_t>(e.task)]);
+        });
+        if (before == hop->deps.end()) break;
+        hop = &graph.tasks[static_cast<std::size_t>(before->task)];
+      }
+    }
+  }
   for (auto& [collective, updates] : flow.collective_updates) {  // rank order: the sum's order everywhere
     std::sort(updates.begin(), updates.end(), [&](std::int32_t a, std::int32_t b) {
       return graph.tasks[static_cast<std::size_t>(a)].resource < graph.tasks[static_cast<std::size_t>(b)].resource;

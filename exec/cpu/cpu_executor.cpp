@@ -89,7 +89,6 @@ class CpuBackend {
     volatile unsigned char sink = to[to.size() / 2];  // the copy is observed: not optimised away
     static_cast<void>(sink);
   }
-  static const Tensor& stash_input(const LayerStash& s) { return s.input; }
   // A tensor in a message to another rank: rows, columns, then its floats (column-major).
   static void pack(exec::ByteWriter& w, const Matrix& m) {
     w.value(static_cast<std::int64_t>(m.rows()));

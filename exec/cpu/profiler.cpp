@@ -4,6 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
+
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
 #include "pipetwin/exec/cpu/layer_op.hpp"
@@ -28,6 +33,17 @@ double median_seconds(int repeats, Body body) {
 
 }  // namespace
 
+// The CPUs this process may run on: its affinity mask (taskset, a cgroup's cpuset, mpirun's
+// binding), else the machine's hardware threads.
+std::int32_t usable_cpus() {
+#if defined(__linux__)
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (sched_getaffinity(0, sizeof(mask), &mask) == 0) return static_cast<std::int32_t>(CPU_COUNT(&mask));
+#endif
+  return static_cast<std::int32_t>(std::thread::hardware_concurrency());
+}
+
 double measure_copy_bytes_per_s(int repeats) {
   const Matrix source = Matrix::Constant(1024, 2048, 1.0f);  // 8 MiB
   Matrix copy;
@@ -44,6 +60,7 @@ Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repe
                             " (" + kernel_libraries() + ", fp32)";
   if (progress) progress("measuring copy bandwidth and thread handoff latency");
   calibration.copy_bytes_per_s = measure_copy_bytes_per_s(repeats);
+  calibration.cores = usable_cpus();
   // producer -> link thread -> consumer, each asleep for about a task
   calibration.copy_latency_s = 2 * measure_handoff_s(repeats, typical_task_s(calibration));
   return calibration;

@@ -144,7 +144,6 @@ class CudaBackend {
     place(mine, g, lane.context->impl().stream);
     return mine;
   }
-  static const Tensor& stash_input(const LayerStash& s) { return s.input; }
   template <typename T>
   static std::int64_t bytes(const T& x) { return bytes_of(x); }
   // All-reduce steps: run_cuda refuses graphs with collectives before anything runs.

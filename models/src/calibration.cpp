@@ -17,7 +17,7 @@ namespace pipetwin {
 Calibration calibration_from_json_text(const std::string& text, const std::string& source) {
   const nlohmann::json document = JsonReader::parse(text, source);
   const JsonReader root(document, source);
-  root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "task_overhead_s", "layer_overhead_s", "copy_bytes_per_s",
+  root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "cores", "task_overhead_s", "layer_overhead_s", "copy_bytes_per_s",
                    "copy_latency_s", "layers"});
   if (root.get_string("format", "") != "pipetwin-calibration-1") {
     throw Error("calibration " + source + ": not a pipetwin calibration table (format pipetwin-calibration-1)");
@@ -42,6 +42,9 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   const std::int64_t concurrent = root.get_int("concurrent", 1);
   if (concurrent < 1 || concurrent > 4096) root.at("concurrent").fail("a number of copies from 1 to 4096");
   c.concurrent = static_cast<std::int32_t>(concurrent);
+  const std::int64_t cores = root.get_int("cores", 0);
+  if (cores < 0 || cores > 1048576) root.at("cores").fail("a number of CPUs from 0 (not recorded) to 1048576");
+  c.cores = static_cast<std::int32_t>(cores);
   c.task_overhead_s = seconds(root, "task_overhead_s", 0.0, false);
   c.layer_overhead_s = seconds(root, "layer_overhead_s", 0.0, false);
   c.copy_bytes_per_s = root.get_double("copy_bytes_per_s", 0.0);
@@ -79,6 +82,7 @@ std::string calibration_to_json_text(const Calibration& c) {
   j["network"] = c.network;
   j["samples"] = c.samples;
   j["concurrent"] = c.concurrent;
+  j["cores"] = c.cores;
   j["task_overhead_s"] = c.task_overhead_s;
   j["layer_overhead_s"] = c.layer_overhead_s;
   j["copy_bytes_per_s"] = c.copy_bytes_per_s;

@@ -7,6 +7,7 @@
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/names.hpp"
 #include "pipetwin/models/network_registry.hpp"
+#include "pipetwin/schedule/copies_on_cores.hpp"
 #include "pipetwin/schedule/data_parallel.hpp"
 #include "pipetwin/schedule/generators.hpp"
 #include "pipetwin/schedule/torch_csv.hpp"
@@ -316,6 +317,7 @@ TaskGraph make_graph(const GraphConfig& config) {
   const int t = parallel.tensor, d = parallel.replicas;
   if (t * d == 1) {
     TaskGraph graph = entry.generate(request);
+    if (copies_take_cores(graph, request.hardware)) charge_copies_to_cores(graph);
     graph.parameters = request.resolved_parameters;
     return graph;
   }
@@ -337,6 +339,7 @@ TaskGraph make_graph(const GraphConfig& config) {
   request.processors /= t * d;
   TaskGraph graph = entry.generate(request);
   if (d > 1) graph = replicate_data_parallel(graph, request.hardware, parallel);
+  if (copies_take_cores(graph, request.hardware)) charge_copies_to_cores(graph);
   graph.parameters = request.resolved_parameters;
   return graph;
 }

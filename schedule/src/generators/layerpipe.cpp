@@ -138,26 +138,23 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
   for (int l = 0; l < L; ++l) {
     const LayerTasks& t = layer[l];
     if (l > 0) edge(layer[l - 1].forward, t.forward, 0, net.activation_bytes_after(l - 1) * samples, Carries::activation);
-    edge(t.forward, t.weight_grad, 0, layers[l].input_bytes * samples, Carries::stash);  // x_l, stashed by F_l
-    // The gradient at the layer's output: the loss's (from the last forward's stash), or the
-    // slices the next layer's BA parts produce.
-    std::vector<std::tuple<int, std::int64_t, Carries>> gradient_sources;
-    if (l == L - 1) {  // d loss / d logits, one per class and sample
-      const std::int64_t classes = layers[l].type == "dense" ? layers[l].dense.out_features : 1;
-      gradient_sources.emplace_back(t.forward, classes * net.bytes_per_element * samples, Carries::stash);
-    } else {
+    // F_l's stash: BW_l reads all of it (x_l, and what goes back to the linear output: the ReLU
+    // mask, batch norm's, pooling's); a BA part reads all but x_l. The last layer's stash holds
+    // the gradient at its output (d loss / d logits); the others' comes from the slices the next
+    // layer's BA parts produce.
+    const std::int64_t stash = net.stash_bytes(l, l, samples);
+    const std::int64_t stash_but_input = stash - layers[l].input_bytes * samples;
+    edge(t.forward, t.weight_grad, 0, stash, Carries::stash);
+    if (l + 1 < L) {
       const auto& next = layer[l + 1].input_grad_parts;
-      for (const auto part : next) {
-        gradient_sources.emplace_back(part, net.activation_bytes_after(l) * samples / static_cast<std::int64_t>(next.size()),
-                                      Carries::activation_gradient);
+      const std::int64_t slice_bytes = net.activation_bytes_after(l) * samples / static_cast<std::int64_t>(next.size());
+      for (const auto source : next) {
+        for (const auto part : t.input_grad_parts) edge(source, part, 0, slice_bytes, Carries::activation_gradient);
+        edge(source, t.weight_grad, 0, slice_bytes, Carries::activation_gradient);
       }
     }
-    for (const auto& [source, bytes, what] : gradient_sources) {
-      for (const auto part : t.input_grad_parts) edge(source, part, 0, bytes, what);
-      edge(source, t.weight_grad, 0, bytes, what);
-    }
     for (const auto part : t.input_grad_parts) {
-      edge(t.forward, part, 0, 0, Carries::stash);
+      edge(t.forward, part, 0, stash_but_input, Carries::stash);
       edge(part, t.update, 0, 0, Carries::order);  // an iteration's update follows all of its parts
       // A part computes the gradient of a slice of the samples: it needs all of the layer's weights.
       edge(t.update, part, 1 + delay[l], layers[l].param_bytes, Carries::weights);

@@ -33,6 +33,10 @@ struct Calibration {
   // machine is taken with P copies, so that it holds what they cost each other: a shared cache
   // and memory bandwidth, a lower all-core clock, SMT or a hypervisor's siblings.
   std::int32_t concurrent = 1;
+  // The CPUs the profiling process could run on (0: not recorded). A graph with at least as many
+  // processors as this runs a compute thread on every core, so that a transfer's copy, made by a
+  // link thread, takes its time from a processor (charge_copies_to_cores, schedule/).
+  std::int32_t cores = 0;
   double task_overhead_s = 0;     // per task, beyond its layers' times (the engine's own cost)
   double layer_overhead_s = 0;    // and per layer in a task other than an update (between layers)
   double copy_bytes_per_s = 0;    // transfers, offload and reload (0: keep the profile's links)

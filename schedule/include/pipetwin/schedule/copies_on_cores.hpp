@@ -1,0 +1,21 @@
+// Transfers whose copies take a processor's core (docs/executor.md, "Calibration"): on a CPU, a
+// transfer is a copy made by a link thread, and where the graph has a compute thread for every
+// core the link thread runs in a processor's stead. make_graph charges each such copy to the
+// processor that sends it, on its task after the one whose data it copies.
+#pragma once
+#include "pipetwin/models/hardware.hpp"
+#include "pipetwin/schedule/task_graph.hpp"
+
+namespace pipetwin {
+
+// Whether `graph`'s transfers take time from its processors on `hardware`: a CPU calibration is
+// attached that recorded its machine's cores, and the graph has at least as many processors.
+bool copies_take_cores(const TaskGraph& graph, const HardwareProfile& hardware);
+
+// Adds to the cost of the task that follows a transfer's source on the link's sending processor
+// the cycles the transfer's bytes take at its link's bandwidth (its latency, the threads' handoff,
+// takes no core). Transfers from host memory, and those whose source runs elsewhere or last on its
+// processor, charge nothing.
+void charge_copies_to_cores(TaskGraph& graph);
+
+}  // namespace pipetwin
