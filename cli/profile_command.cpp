@@ -63,6 +63,11 @@ void run(const ProfileCommandOptions& options, mpi::MpiSession* session) {
                            "transfer latency {:.1f} us\n",
                            calibration.task_overhead_s * us, calibration.layer_overhead_s * us, calibration.copy_bytes_per_s / 1e9,
                            calibration.copy_latency_s * us);
+  if (calibration.cores > 0) {
+    std::cout << fmt::format("{} CPUs: graphs of {} or more processors pay their transfers' copies on the sending "
+                             "processor (a compute thread on every core)\n",
+                             calibration.cores, calibration.cores);
+  }
   write_output_file(output, calibration_to_json_text(calibration));
   std::cout << "wrote " << output << " (use it with --calibration)\n";
 }
