@@ -194,10 +194,22 @@ TEST_CASE("a CPU calibration's copies take the sending processor's core where ev
       charged += sends ? 1 : 0;
     }
   }
-  // p0: F m1 (after F m0) and its first B (after F m1); p1: the task after its first B (the
-  // second is followed by its update).
+  // p0: F m1 and its first B (after its two forwards); p1: its second B and its update (after
+  // its two backwards).
   CHECK(charged == 4);
-  for (const auto& t : apart.tasks) {  // the transfers themselves are unchanged
-    if (t.placement == Placement::link) CHECK(shared.tasks[static_cast<std::size_t>(t.id)].cost_cycles == t.cost_cycles);
+  // A transfer whose sender has a task after its source shares that core with it: its copy takes
+  // twice as long (copy_cycles more). Here every source has a task after it.
+  int doubled = 0;
+  const auto by_processor = tasks_by_processor(apart);
+  for (const auto& t : apart.tasks) {
+    if (t.placement != Placement::link) continue;
+    const Task& source = apart.tasks[static_cast<std::size_t>(t.deps.front().task)];
+    const auto& order = by_processor[static_cast<std::size_t>(source.resource)];
+    const bool busy_after = order.back() != source.id;
+    const double added = static_cast<double>(shared.tasks[static_cast<std::size_t>(t.id)].cost_cycles - t.cost_cycles);
+    INFO(describe_task(apart, t));
+    CHECK(added == (busy_after ? copy_cycles : 0.0));
+    doubled += busy_after ? 1 : 0;
   }
+  CHECK(doubled == charged);  // a charged task for every doubled copy
 }

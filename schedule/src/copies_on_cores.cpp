@@ -30,8 +30,11 @@ void charge_copies_to_cores(TaskGraph& graph) {
       const Task& source = graph.tasks[static_cast<std::size_t>(d.task)];
       const std::int32_t after = next[static_cast<std::size_t>(source.id)];
       if (source.placement == Placement::processor && source.resource == link.src && after >= 0) {
-        charge[static_cast<std::size_t>(after)] +=
-            static_cast<std::int64_t>(std::ceil(static_cast<double>(t.bytes) / link.bytes_per_cycle));
+        // The copy and the sender's next task share one core, half each: the task loses the
+        // copy's time, and the copy takes twice as long.
+        const auto copy_cycles = static_cast<std::int64_t>(std::ceil(static_cast<double>(t.bytes) / link.bytes_per_cycle));
+        charge[static_cast<std::size_t>(after)] += copy_cycles;
+        charge[static_cast<std::size_t>(t.id)] += copy_cycles;
       }
       break;  // its data comes from one task
     }

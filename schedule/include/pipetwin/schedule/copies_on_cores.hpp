@@ -1,7 +1,8 @@
 // Transfers whose copies take a processor's core (docs/executor.md, "Calibration"): on a CPU, a
 // transfer is a copy made by a link thread, and where the graph has a compute thread for every
-// core the link thread runs in a processor's stead. make_graph charges each such copy to the
-// processor that sends it, on its task after the one whose data it copies.
+// core the link thread shares a core with a processor. make_graph charges each such copy to the
+// processor that sends it, on its task after the one whose data it copies, and the copy runs at
+// half speed meanwhile.
 #pragma once
 #include "pipetwin/models/hardware.hpp"
 #include "pipetwin/schedule/task_graph.hpp"
@@ -12,10 +13,11 @@ namespace pipetwin {
 // attached that recorded its machine's cores, and the graph has at least as many processors.
 bool copies_take_cores(const TaskGraph& graph, const HardwareProfile& hardware);
 
-// Adds to the cost of the task that follows a transfer's source on the link's sending processor
-// the cycles the transfer's bytes take at its link's bandwidth (its latency, the threads' handoff,
-// takes no core). Transfers from host memory, and those whose source runs elsewhere or last on its
-// processor, charge nothing.
+// Adds the cycles a transfer's bytes take at its link's bandwidth (not its latency: the threads'
+// handoff takes no core) to the task that follows the transfer's source on the link's sending
+// processor, and as much to the transfer itself: the two share that core, half each, so the task
+// loses the copy's time and the copy takes twice its time. Transfers from host memory, and those
+// whose source runs elsewhere or last on its processor (its core is then free), charge nothing.
 void charge_copies_to_cores(TaskGraph& graph);
 
 }  // namespace pipetwin
