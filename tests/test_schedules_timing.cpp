@@ -203,7 +203,7 @@ TEST_CASE("a CPU calibration's copies take the sending processor's core where ev
   const auto by_processor = tasks_by_processor(apart);
   for (const auto& t : apart.tasks) {
     if (t.placement != Placement::link) continue;
-    const Task& source = apart.tasks[static_cast<std::size_t>(t.deps.front().task)];
+    const Task& source = apart.tasks[static_cast<std::size_t>(data_dependency(t)->task)];
     const auto& order = by_processor[static_cast<std::size_t>(source.resource)];
     const bool busy_after = order.back() != source.id;
     const double added = static_cast<double>(shared.tasks[static_cast<std::size_t>(t.id)].cost_cycles - t.cost_cycles);

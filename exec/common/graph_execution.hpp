@@ -198,7 +198,6 @@ class GraphExecution {
   std::int32_t receiving_rank(const Task& t) const;  // a transfer's: the rank of its receiving processor
   void plan_ranks();
   bool reads_stash(const Task& t, StashKey* key) const;  // from the registry (key: which)
-  const Dep* stash_transfer(const Task& t) const;        // a backward's: the transfer bringing its stash, if any
   void keep_transferred_stash(const Task& x);             // under no lock; after keep(x, ...)
   template <typename Hear>
   void plan_stashes(Hear& hear);
@@ -764,11 +763,7 @@ void GraphExecution<B>::move(const Task& t, Lane& lane, Payload& out) {
   };
   switch (moved->carries) {
     case Carries::stash:
-      if (hand_over) {
-        out.stash = std::move(in.stash);
-      } else {
-        for (const auto& layer : in.stash) out.stash.push_back(b_.copy(lane, layer, to));
-      }
+      for (auto& layer : in.stash) out.stash.push_back(carry(layer));
       break;
     case Carries::activation:
       out.activation = carry(in.activation);
@@ -1161,15 +1156,6 @@ bool GraphExecution<B>::reads_stash(const Task& t, StashKey* key) const {
   return true;
 }
 
-template <typename B>
-const Dep* GraphExecution<B>::stash_transfer(const Task& t) const {
-  if (is_link_task(t) || !is_backward(t.kind)) return nullptr;
-  const auto d = std::find_if(t.deps.begin(), t.deps.end(), [&](const Dep& e) {
-    return e.carries == Carries::stash && task(e.task).kind == TaskKind::X;
-  });
-  return d == t.deps.end() ? nullptr : &*d;
-}
-
 // Across ranks, a stash that transfers bring to every reader on this rank (plan_stashes) is this
 // rank's registry entry, which its backwards read: the first copy to arrive is moved in, and a
 // later one adds the forward's input where the first lacked it (a BA part's copy has none, a
@@ -1231,11 +1217,12 @@ void GraphExecution<B>::plan_stashes(Hear& hear) {
   std::map<std::pair<StashKey, std::int32_t>, bool> all_by_transfer;
   last_stash_hop_.assign(g_.tasks.size(), false);
   for (const auto& t : g_.tasks) {
-    if (const Dep* brought = stash_transfer(t)) last_stash_hop_[static_cast<std::size_t>(brought->task)] = true;
+    const std::int32_t brought = flow_.stash_transfer[static_cast<std::size_t>(t.id)];
+    if (brought >= 0) last_stash_hop_[static_cast<std::size_t>(brought)] = true;
     StashKey key;
     if (!reads_stash(t, &key)) continue;
     const auto [at, added] = all_by_transfer.emplace(std::make_pair(key, task_rank_[static_cast<std::size_t>(t.id)]), true);
-    at->second = at->second && stash_transfer(t) != nullptr;
+    at->second = at->second && brought >= 0;
   }
   for (const auto& t : g_.tasks) {
     const std::int32_t to = task_rank_[static_cast<std::size_t>(t.id)];

@@ -68,20 +68,21 @@ GraphFlow read_graph_flow(const TaskGraph& graph, std::int32_t layer_count) {
       }
     }
   }
-  // Transfers of a stash to a BA part, hop by hop back from the part.
+  // Transfers of a backward's stash; to a BA part, hop by hop back from the part.
+  flow.stash_transfer.assign(n, -1);
   flow.stash_without_input.assign(n, false);
+  const auto transfer_of_stash = [&](const Dep* d) {
+    return d != nullptr && d->carries == Carries::stash && graph.tasks[static_cast<std::size_t>(d->task)].kind == TaskKind::X;
+  };
   for (const auto& t : graph.tasks) {
-    if (is_link_task(t) || t.kind != TaskKind::BA) continue;
-    for (const auto& d : t.deps) {
-      if (d.carries != Carries::stash) continue;
-      for (const Task* hop = &graph.tasks[static_cast<std::size_t>(d.task)]; is_link_task(*hop);) {
-        flow.stash_without_input[static_cast<std::size_t>(hop->id)] = true;
-        const auto before = std::find_if(hop->deps.begin(), hop->deps.end(), [&](const Dep& e) {
-          return e.carries == Carries::stash && is_link_task(graph.tasks[static_cast<std::size_t>(e.task)]);
-        });
-        if (before == hop->deps.end()) break;
-        hop = &graph.tasks[static_cast<std::size_t>(before->task)];
-      }
+    if (is_link_task(t) || !is_backward(t.kind)) continue;
+    const auto brought = std::find_if(t.deps.begin(), t.deps.end(), [&](const Dep& d) { return transfer_of_stash(&d); });
+    if (brought == t.deps.end()) continue;
+    flow.stash_transfer[static_cast<std::size_t>(t.id)] = brought->task;
+    if (t.kind != TaskKind::BA) continue;
+    for (const Dep* hop = &*brought; transfer_of_stash(hop);
+         hop = data_dependency(graph.tasks[static_cast<std::size_t>(hop->task)])) {
+      flow.stash_without_input[static_cast<std::size_t>(hop->task)] = true;
     }
   }
   for (auto& [collective, updates] : flow.collective_updates) {  // rank order: the sum's order everywhere

@@ -39,8 +39,10 @@ struct GraphFlow {
   std::vector<bool> sends_weight_gradient;            // B / BW: a transfer takes its weight gradient
   std::vector<bool> sends_output_gradients;           // BA: a BW takes the gradients at its layers' outputs
   std::vector<bool> recomputed;                       // F: an RC takes its stash (it keeps only its input)
-  std::vector<bool> stash_without_input;              // X of a stash to a BA part: it moves all of the
-                                                      // stash but the forward's input (which only a BW reads)
+  std::vector<std::int32_t> stash_transfer;           // B / BA / BW: the transfer (X) it takes its stash
+                                                      // from, when its forward ran elsewhere; else -1
+  std::vector<bool> stash_without_input;              // X of a stash to a BA part, hop by hop: it moves all
+                                                      // of the stash but the forward's input (only a BW reads it)
   std::map<StashKey, std::int32_t> stash_readers;     // backward tasks of each forward's stash
   std::map<std::pair<std::int32_t, std::int32_t>, std::int32_t> version_readers;  // (layer key, version)
   std::vector<std::int32_t> newest_version;           // per layer

@@ -25,18 +25,16 @@ void charge_copies_to_cores(TaskGraph& graph) {
     if (t.placement != Placement::link || t.bytes <= 0) continue;
     const LinkInfo& link = graph.links[static_cast<std::size_t>(t.resource)];
     if (link.src == kHost || !(link.bytes_per_cycle > 0)) continue;
-    for (const auto& d : t.deps) {
-      if (d.carries == Carries::order) continue;
-      const Task& source = graph.tasks[static_cast<std::size_t>(d.task)];
-      const std::int32_t after = next[static_cast<std::size_t>(source.id)];
-      if (source.placement == Placement::processor && source.resource == link.src && after >= 0) {
-        // The copy and the sender's next task share one core, half each: the task loses the
-        // copy's time, and the copy takes twice as long.
-        const auto copy_cycles = static_cast<std::int64_t>(std::ceil(static_cast<double>(t.bytes) / link.bytes_per_cycle));
-        charge[static_cast<std::size_t>(after)] += copy_cycles;
-        charge[static_cast<std::size_t>(t.id)] += copy_cycles;
-      }
-      break;  // its data comes from one task
+    const Dep* moved = data_dependency(t);  // its data comes from one task
+    if (moved == nullptr) continue;
+    const Task& source = graph.tasks[static_cast<std::size_t>(moved->task)];
+    const std::int32_t after = next[static_cast<std::size_t>(source.id)];
+    if (source.placement == Placement::processor && source.resource == link.src && after >= 0) {
+      // The copy and the sender's next task share one core, half each: the task loses the copy's
+      // time, and the copy takes twice as long.
+      const auto copy_cycles = static_cast<std::int64_t>(std::ceil(static_cast<double>(t.bytes) / link.bytes_per_cycle));
+      charge[static_cast<std::size_t>(after)] += copy_cycles;
+      charge[static_cast<std::size_t>(t.id)] += copy_cycles;
     }
   }
   for (std::size_t i = 0; i < graph.tasks.size(); ++i) graph.tasks[i].cost_cycles += charge[i];
