@@ -32,6 +32,12 @@ void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with
   command.add_option("--data-dir", options.data_dir, "folder with the Fashion-MNIST (or --data idx) IDX files (.gz or not)")
       ->capture_default_str();
   if (!with_training) return;
+  command.add_option("--rank-link", options.cuda.rank_link,
+                     "cuda, --distributed: how tensors travel between ranks: nccl (GPU to GPU; every rank needs a "
+                     "GPU of its own), mpi (through host memory; ranks may share a GPU), or auto (nccl where every "
+                     "rank has its own GPU and libnccl.so.2 loads, mpi otherwise)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "mpi", "nccl"}));
   command.add_option("--lr", options.learning_rate, "SGD learning rate")->capture_default_str();
   command.add_option("--momentum", options.momentum, "SGD momentum (0: plain SGD)")->capture_default_str();
   command.add_option("--seed", options.seed, "seed of the initial weights")->capture_default_str();

@@ -79,9 +79,6 @@ void run(RunOptions& options, mpi::MpiSession* session) {
     if (counts.size() != 1) throw Error("run: give one processor count in --procs");
     config.processors = counts.front();
   }
-  if (session != nullptr && options.executor.device != "cpu") {
-    throw Error("--distributed runs on --device cpu only (the NCCL path of the CUDA executor is not built yet)");
-  }
   if (session != nullptr && session->ranks() > config.processors) {
     throw Error("--distributed: " + std::to_string(session->ranks()) + " ranks for " + std::to_string(config.processors) +
                 " processors; give each rank at least one (--procs, or fewer ranks in mpirun -np)");

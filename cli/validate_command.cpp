@@ -59,7 +59,7 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
   check_engine(engine);
   const auto counts = parse_procs(options.procs);
   if (session != nullptr) {
-    if (options.executor.device != "cpu") throw Error("--distributed validates --device cpu only");
+    if (options.executor.device != "cpu") throw Error("--distributed validates --device cpu only: the link between ranks is timed with messages through host memory, not the CUDA executor's NCCL or staged copies (run --distributed --device cuda trains)");
     if (!(options.message_timeout_s > 0)) throw Error("--message-timeout must be a positive number of seconds");
     for (const int p : counts) {
       if (p != 1 && p < session->ranks()) {

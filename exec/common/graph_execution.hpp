@@ -30,9 +30,11 @@
 //           lane copies); clone(lane, params) -> a copy of its own on the lane's processor;
 //           bytes(x) for every type above;
 //           move_bytes(lane, bytes, to): an all-reduce step's bytes across the lane's link
-//   ranks   pack(ByteWriter&, const T&) and unpack(ByteReader&, T&) for Tensor, Params and
-//           LayerStash: a transfer's data, or a stash, in a message to another rank (only runs
-//           across processes use them; ranks.hpp)
+//   ranks   pack(ByteWriter&, const T&) and unpack(ByteReader&, T&, to) for Tensor, Params and
+//           LayerStash: a transfer's data, or a stash, in a message to another rank, placed on
+//           processor `to` of the receiving rank (only runs across processes use them; ranks.hpp).
+//           A transfer's writer may take its tensors out of band (ByteWriter::out_of_band: GPU
+//           memory that the transport's NCCL moves), the reader filling them in the same order
 //
 // Across processes (TrainingOptions::distribution, ranks.hpp), each rank runs the threads of its
 // own processors and of the links that leave them; a transfer to another rank's processor sends
@@ -214,7 +216,8 @@ class GraphExecution {
   void send_to_rank(std::int32_t rank, std::int32_t task, std::vector<unsigned char> bytes);
   void mark_done(std::int32_t id);
   void pack_payload(ByteWriter& w, const Payload& p) const;
-  std::unique_ptr<Payload> unpack_payload(const std::vector<unsigned char>& bytes) const;
+  // A transfer's output from its message, its tensors placed on processor `to`.
+  std::unique_ptr<Payload> unpack_payload(const RankMessage& message, std::int32_t to) const;
   std::int64_t now_ns() const { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); }
   void gather_run(TrainingRun& run);
   const Task& origin(const Task& t) const;  // a transfer's first source that is not a transfer
@@ -718,8 +721,10 @@ void GraphExecution<B>::update(const Task& t, Lane& lane) {
 // X, OFF, ON: copy the data into a buffer at the other end.
 template <typename B>
 void GraphExecution<B>::move(const Task& t, Lane& lane, Payload& out) {
-  const std::int32_t to = link_of(t).dst;
   const std::int32_t from = link_of(t).src;
+  // Across ranks a copy stays with the sender until its message takes it (the receiving rank
+  // places what arrives: unpack).
+  const std::int32_t to = sends_away(t) ? from : link_of(t).dst;
   if (t.kind == TaskKind::OFF || t.kind == TaskKind::ON) {
     const std::shared_ptr<Stash> kept = stash(t);
     std::vector<LayerStash> copy;  // the copy over the link
@@ -810,9 +815,11 @@ void GraphExecution<B>::execute(const Task& t, Lane& lane) {
         return;
       }
       if (sends_away(t)) {            // the receiving rank keeps it (listen)
-        ByteWriter message;
+        // Where the transport moves GPU memory itself (NCCL), the tensors go beside the bytes.
+        RankTransport& transport = *options_.distribution->transport;
+        ByteWriter message(transport.carries_spans());
         pack_payload(message, *out);
-        send_to_rank(receiving_rank(t), t.id, std::move(message.bytes()));
+        transport.post_with_spans(receiving_rank(t), t.id, std::move(message.bytes()), message.spans());
         return;
       }
       keep(t, std::move(out), link_of(t).dst);
@@ -1381,7 +1388,7 @@ const Task& GraphExecution<B>::origin(const Task& t) const {
 template <typename B>
 void GraphExecution<B>::keep_arrived(const Task& t, const RankMessage& message) {
   if (sends_away(t)) {
-    std::unique_ptr<Payload> out = unpack_payload(message.bytes);
+    std::unique_ptr<Payload> out = unpack_payload(message, link_of(t).dst);
     const Task& source = origin(t);
     if (!out->weights.empty() && source.stage >= 0) {
       const StageInfo& stage = g_.stages.at(static_cast<std::size_t>(source.stage));
@@ -1397,7 +1404,7 @@ void GraphExecution<B>::keep_arrived(const Task& t, const RankMessage& message) 
   }
   if (message.bytes.empty()) return;
   if constexpr (PacksTensors<B>::value) {
-    ByteReader r(message.bytes);
+    ByteReader r(message);
     if (t.collective >= 0) {  // replicas' gradient sums, for this rank's updates
       const std::int64_t count = r.count<char>();
       std::lock_guard<std::mutex> lock(registry_mutex_);
@@ -1407,7 +1414,7 @@ void GraphExecution<B>::keep_arrived(const Task& t, const RankMessage& message) 
           throw Error("a message between ranks is malformed: a gradient sum of task " + std::to_string(v));
         }
         std::vector<Params> sum(static_cast<std::size_t>(r.count<char>()));
-        for (auto& g : sum) b_.unpack(r, g);
+        for (auto& g : sum) b_.unpack(r, g, task(static_cast<std::int32_t>(v)).resource);
         accumulators_.try_emplace(static_cast<std::int32_t>(v), std::move(sum));  // the same sum, however often it comes
         drop_arrived_sum(static_cast<std::int32_t>(v));
       }
@@ -1416,17 +1423,17 @@ void GraphExecution<B>::keep_arrived(const Task& t, const RankMessage& message) 
     if (t.kind == TaskKind::U) {  // the version it wrote, for this rank's readers
       const StageInfo& stage = g_.stages.at(static_cast<std::size_t>(t.stage));
       if (r.count<char>() != stage.last_layer - stage.first_layer + 1) throw Error("a message between ranks is malformed: a version's layers");
+      // Placed with this rank's first processor (the CUDA executor runs a rank's processors on one GPU).
+      const std::int32_t here = first_processor_of_rank(rank_, static_cast<std::int32_t>(g_.processors.size()),
+                                                        options_.distribution->transport->ranks());
       std::lock_guard<std::mutex> lock(registry_mutex_);
       for (std::int32_t l = stage.first_layer; l <= stage.last_layer; ++l) {
         Params w;
-        b_.unpack(r, w);
+        b_.unpack(r, w, here);
         versions_.emplace(std::make_pair(flow_.layer_key(t, l), t.version_written), std::make_shared<const Params>(std::move(w)));
       }
       return;
     }
-    auto kept = std::make_shared<Stash>();
-    kept->layers.resize(static_cast<std::size_t>(r.count<char>()));
-    for (auto& layer : kept->layers) b_.unpack(r, layer);
     const StashKey key = flow_.stash_key(t);
     const auto home = stash_home_here_.find(key);
     const auto readers = stash_readers_here_.find(key);
@@ -1434,6 +1441,9 @@ void GraphExecution<B>::keep_arrived(const Task& t, const RankMessage& message) 
       throw Error("the stash of " + describe_task(g_, t) + " arrived from another rank, but no task of rank " +
                   std::to_string(rank_) + " reads it");
     }
+    auto kept = std::make_shared<Stash>();
+    kept->layers.resize(static_cast<std::size_t>(r.count<char>()));
+    for (auto& layer : kept->layers) b_.unpack(r, layer, home->second);
     kept->owner = t.id;
     kept->location = home->second;
     kept->bytes = stash_bytes(kept->layers);
@@ -1533,39 +1543,40 @@ void GraphExecution<B>::pack_payload(ByteWriter& w, const Payload& p) const {
 }
 
 template <typename B>
-std::unique_ptr<typename GraphExecution<B>::Payload> GraphExecution<B>::unpack_payload(const std::vector<unsigned char>& bytes) const {
+std::unique_ptr<typename GraphExecution<B>::Payload> GraphExecution<B>::unpack_payload(const RankMessage& message,
+                                                                                    std::int32_t to) const {
   auto p = std::make_unique<Payload>();
   if constexpr (!PacksTensors<B>::value) {
-    static_cast<void>(bytes);
+    static_cast<void>(message), static_cast<void>(to);
     throw Error("the " + name_ + " executor cannot run across processes yet");
   } else {
-    ByteReader r(bytes);
+    ByteReader r(message);
     const auto count = [&r] {
       const auto k = r.value<std::int64_t>();
       if (k < 0 || k > (std::int64_t{1} << 24)) throw Error("a message between ranks is malformed: a list of " + std::to_string(k));
       return static_cast<std::size_t>(k);
     };
-    b_.unpack(r, p->activation.main);
-    b_.unpack(r, p->activation.shortcut);
-    b_.unpack(r, p->input_gradient.main);
-    b_.unpack(r, p->input_gradient.shortcut);
+    b_.unpack(r, p->activation.main, to);
+    b_.unpack(r, p->activation.shortcut, to);
+    b_.unpack(r, p->input_gradient.main, to);
+    b_.unpack(r, p->input_gradient.shortcut, to);
     p->input_gradient.first_sample = r.value<std::int64_t>();
     p->output_gradients.resize(count());
     for (auto& g : p->output_gradients) {
-      b_.unpack(r, g.main);
-      b_.unpack(r, g.shortcut);
+      b_.unpack(r, g.main, to);
+      b_.unpack(r, g.shortcut, to);
       g.first_sample = r.value<std::int64_t>();
     }
     p->weights.resize(count());
     for (auto& x : p->weights) {
       Params w;
-      b_.unpack(r, w);
+      b_.unpack(r, w, to);
       x = std::make_shared<const Params>(std::move(w));
     }
     p->weight_gradients.resize(count());
-    for (auto& g : p->weight_gradients) b_.unpack(r, g);
+    for (auto& g : p->weight_gradients) b_.unpack(r, g, to);
     p->stash.resize(count());
-    for (auto& layer : p->stash) b_.unpack(r, layer);
+    for (auto& layer : p->stash) b_.unpack(r, layer, to);
     if (!r.done()) throw Error("a message between ranks is malformed: bytes left over");
   }
   return p;

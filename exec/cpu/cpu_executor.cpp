@@ -4,6 +4,7 @@
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
 
 #include <cstring>
+#include <utility>
 
 #include "../common/graph_execution.hpp"
 #include "pipetwin/exec/cpu/layer_op.hpp"
@@ -89,22 +90,21 @@ class CpuBackend {
     volatile unsigned char sink = to[to.size() / 2];  // the copy is observed: not optimised away
     static_cast<void>(sink);
   }
-  // A tensor in a message to another rank: rows, columns, then its floats (column-major).
-  static void pack(exec::ByteWriter& w, const Matrix& m) {
-    w.value(static_cast<std::int64_t>(m.rows()));
-    w.values(m.data(), m.size());
+  // A tensor in a message to another rank: rows, columns, whether its floats travel beside the
+  // message (a transport that carries spans, as NCCL does GPU memory), then its floats
+  // (column-major) unless they do.
+  static void pack(exec::ByteWriter& w, const Matrix& m) { pack_floats(w, m.rows(), m.cols(), m.data()); }
+  static void unpack(exec::ByteReader& r, Matrix& m, std::int32_t = 0) {  // one memory: `to` is moot
+    const auto [rows, cols] = unpack_shape(r);
+    m.resize(rows, cols);
+    unpack_floats(r, m.data(), m.size());
   }
-  static void unpack(exec::ByteReader& r, Matrix& m) {
-    const auto rows = r.value<std::int64_t>();
-    const auto count = r.count<float>();
-    if (rows < 0 || (rows == 0 ? count != 0 : count % rows != 0)) throw Error("a message between ranks is malformed: a tensor's shape");
-    m.resize(rows, rows == 0 ? 0 : count / rows);
-    r.values(m.data(), count);
-  }
-  static void pack(exec::ByteWriter& w, const Vector& v) { w.values(v.data(), v.size()); }
-  static void unpack(exec::ByteReader& r, Vector& v) {
-    v.resize(r.count<float>());
-    r.values(v.data(), v.size());
+  static void pack(exec::ByteWriter& w, const Vector& v) { pack_floats(w, v.size(), 1, v.data()); }
+  static void unpack(exec::ByteReader& r, Vector& v, std::int32_t = 0) {
+    const auto [rows, cols] = unpack_shape(r);
+    if (cols != 1) throw Error("a message between ranks is malformed: a vector's shape");
+    v.resize(rows);
+    unpack_floats(r, v.data(), v.size());
   }
   // A forward's stash of one layer, for a backward on another rank's processor.
   static void pack(exec::ByteWriter& w, const LayerStash& s) {
@@ -115,7 +115,7 @@ class CpuBackend {
     w.values(s.argmax.data(), static_cast<std::int64_t>(s.argmax.size()));
     pack(w, s.loss_gradient);
   }
-  static void unpack(exec::ByteReader& r, LayerStash& s) {
+  static void unpack(exec::ByteReader& r, LayerStash& s, std::int32_t = 0) {
     unpack(r, s.input);
     unpack(r, s.activation);
     unpack(r, s.batch_norm.normalized);
@@ -128,6 +128,37 @@ class CpuBackend {
   static std::int64_t bytes(const T& x) { return bytes_of(x); }
 
  private:
+  static void pack_floats(exec::ByteWriter& w, std::int64_t rows, std::int64_t cols, const float* data) {
+    w.value(rows);
+    w.value(cols);
+    const bool beside = w.takes_out_of_band();
+    w.value(static_cast<std::uint8_t>(beside ? 1 : 0));
+    if (rows * cols == 0) return;
+    if (beside) {
+      w.out_of_band(data, rows * cols * static_cast<std::int64_t>(sizeof(float)));
+    } else {
+      w.values(data, rows * cols);
+    }
+  }
+  static std::pair<std::int64_t, std::int64_t> unpack_shape(exec::ByteReader& r) {
+    const auto rows = r.value<std::int64_t>();
+    const auto cols = r.value<std::int64_t>();
+    if (rows < 0 || cols < 0 || (cols > 0 && rows > (std::int64_t{1} << 40) / cols)) {
+      throw Error("a message between ranks is malformed: a tensor's shape");
+    }
+    return {rows, cols};
+  }
+  // After unpack_shape: the flag, then the floats in the message or beside it.
+  static void unpack_floats(exec::ByteReader& r, float* into, std::int64_t count) {
+    const bool beside = r.value<std::uint8_t>() != 0;
+    if (count == 0) return;
+    if (beside) {
+      r.out_of_band(into, count * static_cast<std::int64_t>(sizeof(float)));
+      return;
+    }
+    if (r.count<float>() != count) throw Error("a message between ranks is malformed: a tensor's size");
+    r.values(into, count);
+  }
   const LayerOp& op(std::int32_t l) const { return ops_[static_cast<std::size_t>(l)]; }
   std::vector<LayerOp> ops_;
   const BatchSampler& data_;

@@ -9,10 +9,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <vector>
 
 #include "../common/graph_execution.hpp"
 #include "cuda_check.hpp"
 #include "lanes.hpp"
+#include "nccl_transport.hpp"
 #include "layer_kernels.hpp"
 #include "pipetwin/exec/profiling.hpp"
 #include "pipetwin/schedule/registry.hpp"
@@ -32,7 +35,7 @@ class CudaBackend {
   using Lane = cuda::Lane;
 
   CudaBackend(const TaskGraph& graph, const Network& network, const BatchSampler& data, const CudaOptions& options)
-      : data_(data), pool_(LaneSet::caches_needed(graph)),
+      : data_(data), pool_(LaneSet::caches_needed(graph) + 1), receive_cache_(LaneSet::caches_needed(graph)),
         lanes_(graph, PlacementOptions{options.placement, options.device, options.partition_sms, options.tf32}, pool_) {
     for (auto& spec : exec::make_layer_specs(network.layers)) ops_.emplace_back(std::move(spec));
   }
@@ -144,6 +147,57 @@ class CudaBackend {
     place(mine, g, lane.context->impl().stream);
     return mine;
   }
+  // Across ranks (ranks.hpp): a tensor's shape, then its floats, copied into the message through
+  // the host; or, where the transport moves GPU memory itself (NCCL), named for it to send beside
+  // the message. The copies are synchronous: the data was finished on its lane before.
+  void pack(exec::ByteWriter& w, const Tensor& x) const {
+    w.value(x.rows);
+    w.value(x.cols);
+    const bool beside = w.takes_out_of_band() && x.where != kHost;
+    w.value(static_cast<std::uint8_t>(beside ? 1 : 0));
+    if (x.empty()) return;
+    if (beside) {
+      w.out_of_band(x.data(), x.bytes());
+    } else {
+      float* into = w.values_to_fill<float>(x.size());
+      check_cuda(cudaMemcpy(into, x.data(), static_cast<std::size_t>(x.bytes()), cudaMemcpyDefault), "copy into a message");
+    }
+  }
+  // On processor `to`'s GPU, from the listener thread (a cache of its own in the pool).
+  void unpack(exec::ByteReader& r, Tensor& x, std::int32_t to) const {
+    const auto rows = r.value<std::int64_t>();
+    const auto cols = r.value<std::int64_t>();
+    const bool beside = r.value<std::uint8_t>() != 0;
+    if (rows < 0 || cols < 0 || (cols > 0 && rows > (std::int64_t{1} << 40) / cols)) {
+      throw Error("a message between ranks is malformed: a tensor's shape");
+    }
+    x = Tensor();
+    x.rows = rows;
+    x.cols = cols;
+    x.where = to;
+    if (x.empty()) return;
+    if (to < 0) throw Error("internal: a tensor from another rank has no processor to go to");
+    const int device = lanes_.device_of(to);
+    check_cuda(cudaSetDevice(device), "cudaSetDevice");
+    x.block = pool_.allocate(receive_cache_, device, x.bytes(), "a [" + std::to_string(rows) + " x " + std::to_string(cols) + "] tensor from another rank");
+    if (beside) {
+      r.out_of_band(x.data(), x.bytes());
+      return;
+    }
+    if (r.count<float>() != x.size()) throw Error("a message between ranks is malformed: a tensor's size");
+    const unsigned char* from = r.view(static_cast<std::size_t>(x.bytes()));
+    check_cuda(cudaMemcpy(x.data(), from, static_cast<std::size_t>(x.bytes()), cudaMemcpyHostToDevice), "copy from a message");
+  }
+  void pack(exec::ByteWriter& w, const LayerStash& s) const {
+    for (const Tensor* t : {&s.input, &s.activation, &s.batch_norm.normalized, &s.batch_norm.inv_std, &s.argmax, &s.loss_gradient}) {
+      pack(w, *t);
+    }
+  }
+  void unpack(exec::ByteReader& r, LayerStash& s, std::int32_t to) const {
+    for (Tensor* t : {&s.input, &s.activation, &s.batch_norm.normalized, &s.batch_norm.inv_std, &s.argmax, &s.loss_gradient}) {
+      unpack(r, *t, to);
+    }
+  }
   template <typename T>
   static std::int64_t bytes(const T& x) { return bytes_of(x); }
   // All-reduce steps: run_cuda refuses graphs with collectives before anything runs.
@@ -163,7 +217,8 @@ class CudaBackend {
   }
 
   const BatchSampler& data_;
-  MemoryPool pool_;  // before the lanes and every tensor: destroyed last
+  mutable MemoryPool pool_;  // before the lanes and every tensor: destroyed last
+  int receive_cache_;        // the pool's cache for tensors that arrive from other ranks
   LaneSet lanes_;
   std::vector<LayerComposition> ops_;
 };
@@ -194,6 +249,23 @@ void measure_copies(const CudaOptions& options, int repeats, double* bytes_per_s
   *latency_s = median_of(std::move(small_s));
 }
 
+// The GPU of rank `rank`'s processors. A rank runs its processors on one GPU (a rank's messages
+// and NCCL communicator belong to one device): with --placement gpus, one processor per rank.
+int rank_device(const TaskGraph& graph, const CudaOptions& options, std::int32_t rank, std::int32_t ranks) {
+  if (options.placement != "gpus") return options.device;
+  const auto processors = static_cast<std::int32_t>(graph.processors.size());
+  std::vector<std::int32_t> mine;
+  for (std::int32_t p = 0; p < processors; ++p) {
+    if (rank_of_processor(p, processors, ranks) == rank) mine.push_back(p);
+  }
+  if (mine.size() != 1) {
+    throw Error("--placement gpus across ranks runs one processor per rank (a rank's tensors live on one GPU), but rank " +
+                std::to_string(rank) + " has " + std::to_string(mine.size()) + " of the " + std::to_string(processors) +
+                " processors: launch as many ranks as processors (mpirun -np " + std::to_string(processors) + ")");
+  }
+  return mine.front();  // processor p runs on GPU p
+}
+
 }  // namespace
 
 TrainingRun run_cuda(const TaskGraph& graph, const Network& network, const BatchSampler& data,
@@ -209,14 +281,27 @@ TrainingRun run_cuda(const TaskGraph& graph, const Network& network, const Batch
                   "(--device cpu) or is predicted (simulate, evaluate)");
     }
   }
-  if (training.distribution != nullptr) {
-    throw Error("the CUDA executor does not run across processes yet (NCCL is not built): --distributed runs on "
-                "--device cpu");
-  }
   check_training_options(training);
+  // Across ranks, the tensors travel over NCCL or through host memory over the run's transport.
+  TrainingOptions run_options = training;
+  Distribution over_nccl;
+  std::unique_ptr<RankTransport> nccl;
+  std::string rank_link;
+  if (training.distribution != nullptr) {
+    RankTransport& transport = *training.distribution->transport;
+    const int device = rank_device(graph, options, transport.rank(), transport.ranks());
+    const RankLinkChoice choice = choose_rank_link(transport, device, options.rank_link);
+    rank_link = ", tensors between ranks " + choice.why;
+    if (choice.nccl) {
+      nccl = make_nccl_transport(transport, device, training.distribution->message_timeout_s);
+      over_nccl = *training.distribution;
+      over_nccl.transport = nccl.get();
+      run_options.distribution = &over_nccl;
+    }
+  }
   CudaBackend backend(graph, network, data, options);
-  if (placement != nullptr) *placement = backend.description();
-  exec::GraphExecution<CudaBackend> execution(backend, graph, network, training, "cuda");
+  if (placement != nullptr) *placement = backend.description() + rank_link;
+  exec::GraphExecution<CudaBackend> execution(backend, graph, network, run_options, "cuda");
   return execution.run();
 }
 

@@ -15,6 +15,10 @@
 #   experiments/gpu/gpu.sh constants  there: experiments/gpu/operator_constants.py: the operator cost
 #                                     model's assumed figures measured, its GEMM and GPT-block times
 #                                     against PyTorch's (needs torch there; HARDWARE=h100 or h200)
+#   experiments/gpu/gpu.sh ranks      there, where the machine has mpirun (the build then has MPI):
+#                                     the CUDA executor across 2 ranks sharing the GPU (--rank-link
+#                                     mpi), its weights against one process's; and NCCL where there
+#                                     are 2 GPUs (docs/distributed.md, "GPUs across ranks")
 #
 # Logs and tables go to $OUT. Each step fits the device tool's 10 minutes a call; on a warm machine
 # build-gpu/ persists, so the steps can be separate calls.
@@ -107,6 +111,35 @@ constants() {
       --out "$out" 2>&1 | tee "$out/constants.txt" || true
 }
 
+# The CUDA executor across ranks: lenet5 under 1f1b on 2 ranks, weights against one process's
+# (within 1e-4 relative per layer: the ranks run the same kernels, so they should be bit-equal).
+ranks() {
+  unpack
+  if ! command -v mpirun > /dev/null || ! "$build"/bin/pipetwin run --help | grep -q -- --distributed; then
+    echo "no mpirun here, or a build without MPI: the CUDA executor across ranks was not run" | tee "$out/ranks.txt"
+    return
+  fi
+  local mpi=(mpirun -q --oversubscribe --allow-run-as-root) common=(-m lenet5 -s 1f1b --microbatches 4 --steps 5 --data synthetic -q)
+  local gpus
+  gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+  {
+    "$build"/bin/pipetwin run --device cuda --placement streams -p 2 "${common[@]}" --weights-out "$out/ranks-alone.json"
+    "${mpi[@]}" -np 2 "$build"/bin/pipetwin run --distributed --device cuda --placement streams --rank-link mpi \
+        "${common[@]}" --weights-out "$out/ranks-mpi.json"
+    if [ "$gpus" -ge 2 ]; then
+      "${mpi[@]}" -np 2 "$build"/bin/pipetwin run --distributed --device cuda --placement gpus --rank-link nccl \
+          "${common[@]}" --weights-out "$out/ranks-nccl.json"
+    else
+      echo "one GPU: NCCL needs a GPU per rank, not run"
+    fi
+    for across in "$out"/ranks-mpi.json "$out"/ranks-nccl.json; do
+      [ -f "$across" ] || continue
+      cmp -s "$across" "$out/ranks-alone.json" && echo "$(basename "$across"): bit-equal to one process" \
+        || echo "$(basename "$across"): DIFFERS from one process"
+    done
+  } 2>&1 | tee "$out/ranks.txt"
+}
+
 case "${1:-}" in
   prepare) prepare ;;
   build) build ;;
@@ -114,6 +147,7 @@ case "${1:-}" in
   validate) validate ;;
   baseline) baseline ;;
   constants) constants ;;
-  device) build; run_tests; constants; validate; baseline ;;
-  *) echo "usage: experiments/gpu/gpu.sh prepare|build|test|validate|baseline|constants|device" >&2; exit 2 ;;
+  ranks) ranks ;;
+  device) build; run_tests; constants; validate; baseline; ranks ;;
+  *) echo "usage: experiments/gpu/gpu.sh prepare|build|test|validate|baseline|constants|ranks|device" >&2; exit 2 ;;
 esac

@@ -4,14 +4,18 @@
 // same graph run in one process (rank 0 runs that reference itself), and rank 0's merged result
 // must hold every task of the graph. So must data parallelism (dp=2 and dp=N, ring and
 // hierarchical all-reduces), whose losses one process sums in the order its replicas end (the
-// losses then agree to 1e-12). Prints one line per configuration and "N passed, M failed"; every
-// rank exits 1 when any failed.
+// losses then agree to 1e-12). Every schedule on lenet5 also runs over a transport that sends the
+// tensors beside the messages' bytes (SpanTransport), as the CUDA executor's NCCL transport sends
+// GPU memory. Prints one line per configuration and "N passed, M failed"; every rank exits 1 when
+// any failed.
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -27,6 +31,56 @@ using namespace pipetwin;
 
 namespace {
 
+// The tensors of a transfer's message travel beside its bytes, as NCCL sends GPU memory: each span
+// is a blocking MPI message on a communicator of its own, tagged with the task, which the
+// receiving rank's listener takes while it unpacks (RankMessage::out_of_band). A sender waits
+// for its receiver, as an NCCL send does.
+class SpanTransport final : public RankTransport {
+ public:
+  explicit SpanTransport(RankTransport& bytes) : bytes_(bytes) { MPI_Comm_dup(MPI_COMM_WORLD, &spans_comm_); }
+  ~SpanTransport() override { MPI_Comm_free(&spans_comm_); }
+  SpanTransport(const SpanTransport&) = delete;
+  SpanTransport& operator=(const SpanTransport&) = delete;
+
+  std::int32_t rank() const override { return bytes_.rank(); }
+  std::int32_t ranks() const override { return bytes_.ranks(); }
+  void send(std::int32_t to, std::int32_t task, const std::vector<unsigned char>& bytes) override { bytes_.send(to, task, bytes); }
+  void post(std::int32_t to, std::int32_t task, std::vector<unsigned char> bytes) override { bytes_.post(to, task, std::move(bytes)); }
+  bool carries_spans() const override { return true; }
+  void post_with_spans(std::int32_t to, std::int32_t task, std::vector<unsigned char> bytes,
+                       const std::vector<MessageSpan>& spans) override {
+    std::lock_guard<std::mutex> lock(send_mutex_);  // the spans to a rank in the order of the messages
+    bytes_.post(to, task, std::move(bytes));
+    for (const MessageSpan& span : spans) {
+      MPI_Send(span.data, static_cast<int>(span.bytes), MPI_BYTE, to, task, spans_comm_);
+      ++spans_sent_;
+    }
+  }
+  bool posting() override { return bytes_.posting(); }
+  void flush(double wait_s) override { bytes_.flush(wait_s); }
+  bool receive(RankMessage& message, double wait_s) override {
+    if (!bytes_.receive(message, wait_s)) return false;
+    const int from = message.from_rank, task = message.task;
+    message.out_of_band = [this, from, task](void* into, std::int64_t bytes) {
+      MPI_Status status;
+      MPI_Recv(into, static_cast<int>(bytes), MPI_BYTE, from, task, spans_comm_, &status);
+      int count = 0;
+      MPI_Get_count(&status, MPI_BYTE, &count);
+      if (count != bytes) throw Error("a span of " + std::to_string(count) + " bytes came where " + std::to_string(bytes) + " were read");
+    };
+    return true;
+  }
+  std::vector<std::vector<unsigned char>> gather(const std::vector<unsigned char>& bytes) override { return bytes_.gather(bytes); }
+  void barrier() override { bytes_.barrier(); }
+  std::int64_t spans_sent() const { return spans_sent_; }
+
+ private:
+  RankTransport& bytes_;
+  MPI_Comm spans_comm_ = MPI_COMM_NULL;
+  std::mutex send_mutex_;
+  std::atomic<std::int64_t> spans_sent_{0};
+};
+
 bool bit_equal(const std::vector<HostWeights>& a, const std::vector<HostWeights>& b) {
   if (a.size() != b.size()) return false;
   for (std::size_t l = 0; l < a.size(); ++l) {
@@ -39,7 +93,7 @@ bool bit_equal(const std::vector<HostWeights>& a, const std::vector<HostWeights>
 }
 
 // One configuration on every rank; on rank 0, "" when it passed, else what differed.
-std::string check(const GraphConfig& config, mpi::MpiSession& session) {
+std::string check(const GraphConfig& config, mpi::MpiSession& session, RankTransport& transport) {
   const ScheduleRequest request = make_request(config);
   const TaskGraph graph = make_graph(config);
   const Dataset data = test::synthetic_data_for(request.network);
@@ -47,7 +101,7 @@ std::string check(const GraphConfig& config, mpi::MpiSession& session) {
   TrainingOptions options;
   options.learning_rate = 0.05;
   Distribution distribution;
-  distribution.transport = &session.transport();
+  distribution.transport = &transport;
   distribution.message_timeout_s = 60;
   options.distribution = &distribution;
   const TrainingRun across = cpu::run_cpu(graph, request.network, sampler, options);
@@ -68,7 +122,8 @@ std::string check(const GraphConfig& config, mpi::MpiSession& session) {
 }
 
 // Runs `config` on every rank and counts it on rank 0; a configuration no rank can build is skipped.
-void run_case(GraphConfig config, const std::string& label, mpi::MpiSession& session, int& passed, int& failed) {
+void run_case(GraphConfig config, const std::string& label, mpi::MpiSession& session, int& passed, int& failed,
+              RankTransport* transport = nullptr) {
   try {
     config = test::with_schedule_file(config);
     make_graph(config);  // every rank builds it, or none does
@@ -78,7 +133,7 @@ void run_case(GraphConfig config, const std::string& label, mpi::MpiSession& ses
   if (config.processors < session.ranks()) return;
   std::string outcome;
   try {
-    outcome = check(config, session);
+    outcome = check(config, session, transport != nullptr ? *transport : session.transport());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s: %s\n", session.rank(), label.c_str(), e.what());
     session.abort_job(1);
@@ -110,6 +165,23 @@ int main() {
                       variant == 2 ? " recompute=full" : "");
         run_case(config, label, session, passed, failed);
       }
+    }
+  }
+  // Tensors beside the messages: every schedule on lenet5, one processor per rank. Some must have
+  // travelled so (counted over the ranks).
+  {
+    SpanTransport spans(session.transport());
+    for (const auto& schedule : schedule_names()) {
+      GraphConfig config = graph_config("lenet5", schedule, "cpu-core", ranks, 2, 3);
+      config.params.push_back("model.batch=4");
+      run_case(config, "lenet5   " + schedule + " P=" + std::to_string(ranks) + ", tensors beside the messages", session,
+               passed, failed, &spans);
+    }
+    long long sent = spans.spans_sent(), total = 0;
+    MPI_Allreduce(&sent, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (session.rank() == 0) {
+      std::printf("tensors sent beside messages: %lld\n", total);
+      if (total == 0) ++failed;
     }
   }
   // Data parallelism: two replicas of a pipeline of N stages; N replicas of one stage (a ring over

@@ -5,16 +5,29 @@
 // a task that waits for a task of another rank is told by a message that it has ended.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <utility>
 #include <vector>
 
+#include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/task_graph.hpp"
 
 namespace pipetwin {
+
+// A block of memory a message refers to instead of carrying it: GPU memory that a transport able
+// to move it (NCCL) sends beside the message's bytes.
+struct MessageSpan {
+  const void* data = nullptr;
+  std::int64_t bytes = 0;
+};
 
 struct RankMessage {
   std::int32_t from_rank = 0;
   std::int32_t task = 0;             // the task that ended (and made the bytes, when any)
   std::vector<unsigned char> bytes;  // a transfer's data; empty for "it has ended"
+  // Where the message named blocks (MessageSpan): fills the next one, `bytes` long, into the
+  // memory given, in the order they were named. Empty from transports that carry only bytes.
+  std::function<void(void* into, std::int64_t bytes)> out_of_band;
 };
 
 class RankTransport {
@@ -27,6 +40,15 @@ class RankTransport {
   // Hands `bytes` about `task` over for `to_rank` and returns at once: the message travels as the
   // receiving rank takes it, while this rank calls receive() or flush(). Any thread.
   virtual void post(std::int32_t to_rank, std::int32_t task, std::vector<unsigned char> bytes) = 0;
+  // Whether this transport can send blocks of memory beside a message's bytes (post_with_spans).
+  virtual bool carries_spans() const { return false; }
+  // Sends `bytes` and, beside them, the memory of `spans` (which must stay as it is until this
+  // returns); only where carries_spans(). Any thread.
+  virtual void post_with_spans(std::int32_t to_rank, std::int32_t task, std::vector<unsigned char> bytes,
+                               const std::vector<MessageSpan>& spans) {
+    if (!spans.empty()) throw Error("internal: this transport between ranks carries only bytes");
+    post(to_rank, task, std::move(bytes));
+  }
   // Whether messages posted by this rank have not yet all been taken by their receivers.
   virtual bool posting() = 0;
   // Returns once every posted message has been taken; throws after `wait_s` seconds without.
@@ -53,6 +75,13 @@ struct Distribution {
 // (processor x ranks / processors), so ranks = processors gives one processor each.
 inline std::int32_t rank_of_processor(std::int32_t processor, std::int32_t processors, std::int32_t ranks) {
   return static_cast<std::int32_t>(static_cast<std::int64_t>(processor) * ranks / processors);
+}
+
+// The lowest-numbered processor of rank `rank` (each rank has one where ranks <= processors).
+inline std::int32_t first_processor_of_rank(std::int32_t rank, std::int32_t processors, std::int32_t ranks) {
+  std::int32_t p = 0;
+  while (p + 1 < processors && rank_of_processor(p, processors, ranks) < rank) ++p;
+  return p;
 }
 
 // The rank that runs a link's transfers: its processor end's (the sender's, between two processors).

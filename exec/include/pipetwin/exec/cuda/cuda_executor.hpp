@@ -23,6 +23,9 @@ struct CudaOptions {
   int device = 0;                        // partitions / streams: the GPU
   int partition_sms = 0;                 // SMs per partition; 0: the largest equal share for P
   bool tf32 = false;                     // TF32 tensor-core GEMMs (labelled; fp32 otherwise)
+  // Across ranks (--distributed): how tensors travel between them. nccl: GPU to GPU (a GPU per
+  // rank); mpi: through host memory (ranks may share a GPU); auto: nccl where it can run.
+  std::string rank_link = "auto";
 };
 
 // Runs `graph` on the GPU(s); `placement` (when not null) gets a line saying what ran where.
