@@ -34,12 +34,22 @@ Calibration profile_across_ranks(const GraphConfig& config, const ExecutorOption
   const RankLinkTimes link = time_rank_link(transport, repeats);
   if (transport.rank() != 0) return calibration;
   calibration.concurrent = concurrent * transport.ranks();
+  calibration.ranks = transport.ranks();
+  calibration.message_send_core_s = link.send_core_s;
+  calibration.message_send_core_bytes_per_s = link.send_core_bytes_per_s;
+  calibration.message_receive_core_s = link.receive_core_s;
+  calibration.message_receive_core_bytes_per_s = link.receive_core_bytes_per_s;
   calibration.copy_latency_s = std::max(0.0, calibration.copy_latency_s) + link.latency_s;
-  if (link.bytes_per_s > 0) calibration.copy_bytes_per_s = link.bytes_per_s;
+  if (link.bytes_per_s > 0) {
+    calibration.core_copy_bytes_per_s = calibration.copy_bytes_per_s;  // one thread's copy, in one process
+    calibration.copy_bytes_per_s = link.bytes_per_s;                    // a whole message between ranks
+  }
   calibration.device_name += fmt::format(", {} MPI ranks", transport.ranks());
   if (progress) {
-    for (const auto& [bytes, seconds] : link.one_way_s) {
-      std::cerr << fmt::format("  message of {} bytes between ranks: {:.1f} us one way\n", bytes, seconds * 1e6);
+    for (std::size_t i = 0; i < link.one_way_s.size(); ++i) {
+      const auto& [bytes, seconds] = link.one_way_s[i];
+      std::cerr << fmt::format("  message of {} bytes between ranks: {:.1f} us one way; cores: {:.1f} us to send, {:.1f} us to receive\n",
+                               bytes, seconds * 1e6, link.send_core_each_s.at(i).second * 1e6, link.receive_core_each_s.at(i).second * 1e6);
     }
   }
   return calibration;

@@ -55,6 +55,22 @@ TEST_CASE("calibration tables: unknown keys, repeated layers and impossible time
   CHECK(calibration_from_json_text(calibration(R"(, "cores": 2)", layer), "c.json").cores == 2);
   CHECK(calibration_from_json_text(calibration_to_json_text(calibration_from_json_text(calibration(R"(, "cores": 6)", layer), "c.json")),
                                    "c.json").cores == 6);
+  CHECK(ok.core_copy_bytes_per_s == 0);  // one process: the copy bandwidth
+  CHECK(calibration_from_json_text(calibration_to_json_text(calibration_from_json_text(
+                                       calibration(R"(, "core_copy_bytes_per_s": 5e9)", layer), "c.json")),
+                                   "c.json").core_copy_bytes_per_s == 5e9);
+  CHECK(ok.ranks == 1);
+  const Calibration across = calibration_from_json_text(
+      calibration_to_json_text(calibration_from_json_text(
+          calibration(R"(, "ranks": 2, "message_send_core_s": 1e-5, "message_receive_core_bytes_per_s": 2e9)", layer), "c.json")),
+      "c.json");
+  CHECK(across.ranks == 2);
+  CHECK(across.message_send_core_s == 1e-5);
+  CHECK(across.message_receive_core_bytes_per_s == 2e9);
+  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "ranks": 0)", layer), "c.json"),
+                       doctest::Contains("/ranks: expected a number of MPI ranks from 1 to 1048576"), Error);
+  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "core_copy_bytes_per_s": -1)", layer), "c.json"),
+                       doctest::Contains("/core_copy_bytes_per_s: expected bytes per second >= 0"), Error);
   CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "cores": -1)", layer), "c.json"),
                        doctest::Contains("c.json: /cores: expected a number of CPUs from 0 (not recorded) to 1048576"), Error);
   CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "concurrent": 0)", layer), "c.json"),

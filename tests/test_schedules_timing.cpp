@@ -156,7 +156,7 @@ TEST_CASE("interleaved-1f1b bubble is (P-1)/(vM+P-1) on uniform layers") {
 TEST_CASE("a CPU calibration's copies take the sending processor's core where every core has a processor") {
   // mlp 16 -> 12 -> 8 -> 4 cut after its first layer, 2 microbatches of 4 samples, gpipe on 2 CPU
   // threads: each microbatch's activation (12 x 4 floats) goes p0 -> p1, its gradient p1 -> p0.
-  const auto graph_with_cores = [](std::int32_t cores) {
+  const auto graph_with_cores = [](std::int32_t cores, double core_copy_bytes_per_s = 0, bool across_ranks = false) {
     GraphConfig config = graph_config("mlp", "gpipe", "cpu-core", 2, 2, 1);
     config.params = {"widths=16,12,8,4", "batch=8", "cuts=0"};
     auto calibration = std::make_shared<Calibration>();
@@ -165,6 +165,14 @@ TEST_CASE("a CPU calibration's copies take the sending processor's core where ev
     calibration->copy_bytes_per_s = 1e8;
     calibration->copy_latency_s = 1e-5;
     calibration->cores = cores;
+    calibration->core_copy_bytes_per_s = core_copy_bytes_per_s;
+    if (across_ranks) {  // p0 and p1 on ranks 0 and 1: every transfer is a message
+      calibration->ranks = 2;
+      calibration->message_send_core_s = 1e-5;
+      calibration->message_send_core_bytes_per_s = 1e8;
+      calibration->message_receive_core_s = 2e-5;
+      calibration->message_receive_core_bytes_per_s = 5e7;
+    }
     for (const auto& layer : make_network("mlp", Params::parse({"widths=16,12,8,4", "batch=8"})).layers) {
       calibration->layers[layer.name] = {1e-3, 2e-3, 3e-3, 4e-3, 1e-4};
     }
@@ -212,4 +220,45 @@ TEST_CASE("a CPU calibration's copies take the sending processor's core where ev
     doubled += busy_after ? 1 : 0;
   }
   CHECK(doubled == charged);  // a charged task for every doubled copy
+  // Across ranks the link's bandwidth is a whole message's (packed, sent, unpacked); the sender's
+  // core makes one local copy of it, at the calibration's core copy rate: 192 bytes at 50 MB/s.
+  const TaskGraph ranks = graph_with_cores(2, 5e7);
+  const double core_cycles = std::ceil(12.0 * 4 * 4 / (5e7 / apart.clock_hz));
+  REQUIRE(core_cycles > copy_cycles);
+  for (std::size_t i = 0; i < apart.tasks.size(); ++i) {
+    const auto charged_in_one_process = shared.tasks[i].cost_cycles - apart.tasks[i].cost_cycles;
+    INFO(describe_task(apart, apart.tasks[i]));
+    CHECK(static_cast<double>(ranks.tasks[i].cost_cycles - apart.tasks[i].cost_cycles) ==
+          (charged_in_one_process > 0 ? core_cycles : 0.0));
+  }
+  // Between ranks each transfer is a message: the sender pays its measured packing (10 us + 192
+  // bytes at 100 MB/s) after the message's source, and the receiver its measured unpacking (20 us
+  // + 192 bytes at 50 MB/s) on the task before the message's reader. By hand, for gpipe's orders
+  // p0: F0 F1 B0 B1 U and p1: F0 F1 B0 B1 U, activations F0, F1 (p0) -> p1's F0, F1 and
+  // gradients B0, B1 (p1) -> p0's B0, B1:
+  const TaskGraph messages = graph_with_cores(2, 0, true);
+  const double send = std::ceil((1e-5 + 192 / 1e8) * apart.clock_hz);
+  const double receive = std::ceil((2e-5 + 192 / 5e7) * apart.clock_hz);
+  const auto extra = [&](TaskKind kind, std::int32_t microbatch, std::int32_t stage) {
+    for (const auto& t : apart.tasks) {
+      if (t.placement == Placement::processor && t.kind == kind && t.microbatch == microbatch && t.stage == stage) {
+        return static_cast<double>(messages.tasks[static_cast<std::size_t>(t.id)].cost_cycles - t.cost_cycles);
+      }
+    }
+    FAIL("no such task");
+    return 0.0;
+  };
+  CHECK(extra(TaskKind::F, 0, 0) == 0);
+  CHECK(extra(TaskKind::F, 1, 0) == send + receive);  // after F0's message; before B0, which reads p1's B0
+  CHECK(extra(TaskKind::B, 0, 0) == send + receive);  // after F1's message; before B1, which reads p1's B1
+  CHECK(extra(TaskKind::B, 1, 0) == 0);
+  CHECK(extra(TaskKind::U, -1, 0) == 0);
+  CHECK(extra(TaskKind::F, 0, 1) == receive);         // before F1, which reads p0's F1 (F0 is first: p1 waits)
+  CHECK(extra(TaskKind::F, 1, 1) == 0);
+  CHECK(extra(TaskKind::B, 0, 1) == 0);
+  CHECK(extra(TaskKind::B, 1, 1) == send);            // after B0's message
+  CHECK(extra(TaskKind::U, -1, 1) == send);           // after B1's message
+  for (const auto& t : apart.tasks) {
+    if (t.placement == Placement::link) CHECK(static_cast<double>(messages.tasks[static_cast<std::size_t>(t.id)].cost_cycles - t.cost_cycles) == send);
+  }
 }

@@ -2,10 +2,15 @@
 // into bytes as a transfer's tensors are, received by polling as the executor's listener does,
 // and unpacked; half the round trip's median is the one-way time of its size. The empty
 // message's one-way time is the latency, and the largest's extra time over it gives the bandwidth.
+// Then each size's cost to the cores: rank 0 packs and posts a message, timing its thread's CPU;
+// rank 1 waits until it has surely arrived, then receives and unpacks it, timing its own, and
+// answers with that time.
 #include "pipetwin/exec/rank_link.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
+#include <thread>
 
 #include "byte_codec.hpp"
 #include "pipetwin/models/error.hpp"
@@ -31,6 +36,19 @@ std::vector<unsigned char> packed(const std::vector<float>& values) {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+double thread_cpu_s() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
+}
+
+// A fixed cost and a rate from the smallest and the largest (bytes, seconds) points.
+void fit_line(const std::vector<std::pair<std::int64_t, double>>& points, double* fixed_s, double* bytes_per_s) {
+  *fixed_s = points.front().second;
+  const double extra_s = points.back().second - *fixed_s;
+  *bytes_per_s = extra_s > 0 ? static_cast<double>(points.back().first - points.front().first) / extra_s : 0;
 }
 
 }  // namespace
@@ -62,6 +80,41 @@ RankLinkTimes time_rank_link(RankTransport& transport, int repeats) {
       times.one_way_s.emplace_back(floats * static_cast<std::int64_t>(sizeof(float)), median(round_trips) / 2);
     }
     transport.flush(kWaitS);
+    const auto one_way = times.one_way_s;
+    std::size_t size = 0;
+    for (const std::int64_t floats : {0, 256, 4096, 65536, 262144, 1048576}) {
+      const std::vector<float> payload(static_cast<std::size_t>(floats), 1.0f);
+      // Long enough for the message to be there: no polling is timed.
+      const auto arrived = std::chrono::duration<double>(3 * one_way[size++].second + 0.5e-3);
+      std::vector<double> send_s, receive_s;
+      for (int i = 0; i < repeats + 1; ++i) {  // the first warms the path up
+        if (rank == 0) {
+          const double begin = thread_cpu_s();
+          transport.post(peer, 0, packed(payload));
+          const double sent = thread_cpu_s() - begin;
+          receive_or_throw(transport, message, received);  // the receiver's time
+          if (i > 0) {
+            send_s.push_back(sent);
+            receive_s.push_back(received.empty() ? 0.0 : static_cast<double>(received.front()));
+          }
+        } else {
+          std::this_thread::sleep_for(arrived);
+          const double begin = thread_cpu_s();
+          receive_or_throw(transport, message, received);
+          const float took = static_cast<float>(thread_cpu_s() - begin);
+          transport.post(peer, 0, packed({took}));
+        }
+      }
+      if (rank == 0) {
+        times.send_core_each_s.emplace_back(floats * static_cast<std::int64_t>(sizeof(float)), median(send_s));
+        times.receive_core_each_s.emplace_back(floats * static_cast<std::int64_t>(sizeof(float)), median(receive_s));
+      }
+    }
+    transport.flush(kWaitS);
+    if (rank == 0) {
+      fit_line(times.send_core_each_s, &times.send_core_s, &times.send_core_bytes_per_s);
+      fit_line(times.receive_core_each_s, &times.receive_core_s, &times.receive_core_bytes_per_s);
+    }
     // The empty message's time is the latency; the largest message's extra time, the bandwidth.
     const auto& [largest_bytes, largest_s] = times.one_way_s.back();
     times.latency_s = times.one_way_s.front().second;

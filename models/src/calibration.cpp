@@ -17,7 +17,8 @@ namespace pipetwin {
 Calibration calibration_from_json_text(const std::string& text, const std::string& source) {
   const nlohmann::json document = JsonReader::parse(text, source);
   const JsonReader root(document, source);
-  root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "cores", "task_overhead_s", "layer_overhead_s", "copy_bytes_per_s",
+  root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "cores", "task_overhead_s", "layer_overhead_s", "copy_bytes_per_s", "core_copy_bytes_per_s", "ranks", "message_send_core_s",
+                   "message_send_core_bytes_per_s", "message_receive_core_s", "message_receive_core_bytes_per_s",
                    "copy_latency_s", "layers"});
   if (root.get_string("format", "") != "pipetwin-calibration-1") {
     throw Error("calibration " + source + ": not a pipetwin calibration table (format pipetwin-calibration-1)");
@@ -45,11 +46,25 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   const std::int64_t cores = root.get_int("cores", 0);
   if (cores < 0 || cores > 1048576) root.at("cores").fail("a number of CPUs from 0 (not recorded) to 1048576");
   c.cores = static_cast<std::int32_t>(cores);
+  const std::int64_t ranks = root.get_int("ranks", 1);
+  if (ranks < 1 || ranks > 1048576) root.at("ranks").fail("a number of MPI ranks from 1 to 1048576");
+  c.ranks = static_cast<std::int32_t>(ranks);
   c.task_overhead_s = seconds(root, "task_overhead_s", 0.0, false);
   c.layer_overhead_s = seconds(root, "layer_overhead_s", 0.0, false);
   c.copy_bytes_per_s = root.get_double("copy_bytes_per_s", 0.0);
   if (!(std::isfinite(c.copy_bytes_per_s) && c.copy_bytes_per_s >= 0)) root.at("copy_bytes_per_s").fail("bytes per second >= 0");
+  c.core_copy_bytes_per_s = root.get_double("core_copy_bytes_per_s", 0.0);
+  if (!(std::isfinite(c.core_copy_bytes_per_s) && c.core_copy_bytes_per_s >= 0)) {
+    root.at("core_copy_bytes_per_s").fail("bytes per second >= 0");
+  }
   c.copy_latency_s = seconds(root, "copy_latency_s", -1.0, true);
+  c.message_send_core_s = seconds(root, "message_send_core_s", 0.0, false);
+  c.message_receive_core_s = seconds(root, "message_receive_core_s", 0.0, false);
+  for (const auto& [key, rate] : {std::make_pair("message_send_core_bytes_per_s", &c.message_send_core_bytes_per_s),
+                                  std::make_pair("message_receive_core_bytes_per_s", &c.message_receive_core_bytes_per_s)}) {
+    *rate = root.get_double(key, 0.0);
+    if (!(std::isfinite(*rate) && *rate >= 0)) root.at(key).fail("bytes per second >= 0");
+  }
   const JsonReader layers = root.at("layers");
   for (std::size_t i = 0; i < layers.array_size(); ++i) {
     const JsonReader layer = layers.at(i);
@@ -86,6 +101,14 @@ std::string calibration_to_json_text(const Calibration& c) {
   j["task_overhead_s"] = c.task_overhead_s;
   j["layer_overhead_s"] = c.layer_overhead_s;
   j["copy_bytes_per_s"] = c.copy_bytes_per_s;
+  if (c.core_copy_bytes_per_s > 0) j["core_copy_bytes_per_s"] = c.core_copy_bytes_per_s;
+  if (c.ranks > 1) {
+    j["ranks"] = c.ranks;
+    j["message_send_core_s"] = c.message_send_core_s;
+    j["message_send_core_bytes_per_s"] = c.message_send_core_bytes_per_s;
+    j["message_receive_core_s"] = c.message_receive_core_s;
+    j["message_receive_core_bytes_per_s"] = c.message_receive_core_bytes_per_s;
+  }
   j["copy_latency_s"] = c.copy_latency_s;
   j["layers"] = nlohmann::ordered_json::array();
   for (const auto& [name, t] : c.layers) {

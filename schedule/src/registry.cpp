@@ -218,7 +218,9 @@ void attach_calibration(HardwareProfile& hardware, const Calibration& calibratio
   check_calibration_covers(calibration, network);
   if (calibration.copy_bytes_per_s > 0) {
     hardware.link.bytes_per_s = calibration.copy_bytes_per_s;
-    hardware.host_link.bytes_per_s = calibration.copy_bytes_per_s;
+    // Offload and reload stay in the processor's own process, across ranks too.
+    hardware.host_link.bytes_per_s =
+        calibration.core_copy_bytes_per_s > 0 ? calibration.core_copy_bytes_per_s : calibration.copy_bytes_per_s;
   }
   if (calibration.copy_latency_s >= 0) {
     hardware.link.latency_s = calibration.copy_latency_s;
@@ -317,7 +319,7 @@ TaskGraph make_graph(const GraphConfig& config) {
   const int t = parallel.tensor, d = parallel.replicas;
   if (t * d == 1) {
     TaskGraph graph = entry.generate(request);
-    if (copies_take_cores(graph, request.hardware)) charge_copies_to_cores(graph);
+    if (copies_take_cores(graph, request.hardware)) charge_copies_to_cores(graph, *request.hardware.calibration);
     graph.parameters = request.resolved_parameters;
     return graph;
   }
@@ -339,7 +341,7 @@ TaskGraph make_graph(const GraphConfig& config) {
   request.processors /= t * d;
   TaskGraph graph = entry.generate(request);
   if (d > 1) graph = replicate_data_parallel(graph, request.hardware, parallel);
-  if (copies_take_cores(graph, request.hardware)) charge_copies_to_cores(graph);
+  if (copies_take_cores(graph, request.hardware)) charge_copies_to_cores(graph, *request.hardware.calibration);
   graph.parameters = request.resolved_parameters;
   return graph;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "pipetwin/models/error.hpp"
+#include "pipetwin/schedule/rank_layout.hpp"
 #include "pipetwin/schedule/task_graph.hpp"
 
 namespace pipetwin {
@@ -70,23 +71,5 @@ struct Distribution {
   // rank, fails naming both tasks and ranks (the other rank died, or a message was lost).
   double message_timeout_s = 60;
 };
-
-// The rank of processor `processor` of `processors` on `ranks` ranks: contiguous blocks
-// (processor x ranks / processors), so ranks = processors gives one processor each.
-inline std::int32_t rank_of_processor(std::int32_t processor, std::int32_t processors, std::int32_t ranks) {
-  return static_cast<std::int32_t>(static_cast<std::int64_t>(processor) * ranks / processors);
-}
-
-// The lowest-numbered processor of rank `rank` (each rank has one where ranks <= processors).
-inline std::int32_t first_processor_of_rank(std::int32_t rank, std::int32_t processors, std::int32_t ranks) {
-  std::int32_t p = 0;
-  while (p + 1 < processors && rank_of_processor(p, processors, ranks) < rank) ++p;
-  return p;
-}
-
-// The rank that runs a link's transfers: its processor end's (the sender's, between two processors).
-inline std::int32_t rank_of_link(const LinkInfo& link, std::int32_t processors, std::int32_t ranks) {
-  return rank_of_processor(link.src != kHost ? link.src : link.dst, processors, ranks);
-}
 
 }  // namespace pipetwin

@@ -37,9 +37,22 @@ struct Calibration {
   // processors as this runs a compute thread on every core, so that a transfer's copy, made by a
   // link thread, takes its time from a processor (charge_copies_to_cores, schedule/).
   std::int32_t cores = 0;
+  // The MPI ranks the table was profiled across (profile --distributed; 1: one process). The graph
+  // builder then knows which transfers are messages between ranks (rank_layout.hpp).
+  std::int32_t ranks = 1;
   double task_overhead_s = 0;     // per task, beyond its layers' times (the engine's own cost)
   double layer_overhead_s = 0;    // and per layer in a task other than an update (between layers)
   double copy_bytes_per_s = 0;    // transfers, offload and reload (0: keep the profile's links)
+  // A copy made by one thread within its process: the sender's share of a transfer (the copy
+  // charged to its core) and offload and reload. 0: copy_bytes_per_s, which it is in one process;
+  // across ranks (profile --distributed) copy_bytes_per_s is a whole message's, packed, sent and
+  // unpacked, and this the profile's local copy.
+  double core_copy_bytes_per_s = 0;
+  // Across ranks: a message's cost to the cores, in thread CPU seconds, fixed plus its bytes at a
+  // rate: the sending rank's (packing and posting it) and the receiving rank's (taking it from
+  // MPI and unpacking it). 0: not measured.
+  double message_send_core_s = 0, message_send_core_bytes_per_s = 0;
+  double message_receive_core_s = 0, message_receive_core_bytes_per_s = 0;
   double copy_latency_s = -1;     // per transfer hop, beyond the copy (< 0: keep the profile's)
   std::map<std::string, LayerTimes> layers;  // by layer name
   std::string source;             // the file it came from

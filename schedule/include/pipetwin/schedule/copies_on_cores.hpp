@@ -4,6 +4,7 @@
 // processor that sends it, on its task after the one whose data it copies, and the copy runs at
 // half speed meanwhile.
 #pragma once
+#include "pipetwin/models/calibration.hpp"
 #include "pipetwin/models/hardware.hpp"
 #include "pipetwin/schedule/task_graph.hpp"
 
@@ -13,11 +14,16 @@ namespace pipetwin {
 // attached that recorded its machine's cores, and the graph has at least as many processors.
 bool copies_take_cores(const TaskGraph& graph, const HardwareProfile& hardware);
 
-// Adds the cycles a transfer's bytes take at its link's bandwidth (not its latency: the threads'
-// handoff takes no core) to the task that follows the transfer's source on the link's sending
-// processor, and as much to the transfer itself: the two share that core, half each, so the task
-// loses the copy's time and the copy takes twice its time. Transfers from host memory, and those
-// whose source runs elsewhere or last on its processor (its core is then free), charge nothing.
-void charge_copies_to_cores(TaskGraph& graph);
+// Adds the cycles a transfer's bytes take to copy on one core (the calibration's
+// core_copy_bytes_per_s, else its link's bandwidth; not the latency: the threads' handoff takes no
+// core) to the task that follows the transfer's source on the link's sending processor, and as
+// much to the transfer itself: the two share that core, half each, so the task loses the copy's
+// time and the copy takes that much longer. Between ranks (a calibration profiled across ranks,
+// rank_layout.hpp) a transfer is a message: the sender's share is the calibration's measured core
+// time to pack and post it, and the receiver's, to take it from MPI and unpack it, goes to the
+// receiving processor's task before the message's first reader there. Transfers from host memory,
+// and those whose source runs elsewhere or last on its processor (its core is then free), charge
+// nothing to the sender.
+void charge_copies_to_cores(TaskGraph& graph, const Calibration& calibration);
 
 }  // namespace pipetwin
