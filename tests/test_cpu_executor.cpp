@@ -19,6 +19,7 @@
 #endif
 
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
+#include "pipetwin/exec/cpu/profiler.hpp"
 #include "pipetwin/exec/cpu/validation.hpp"
 #include "pipetwin/exec/host_allocator.hpp"
 #include "pipetwin/exec/profiling.hpp"
@@ -777,6 +778,17 @@ TEST_CASE("layer times: a fused B goes back to the linear output once, and recor
       CHECK((calibration.layers.at(layer.name).backward_s >= 0) == (schedule == "sequential"));
     }
   }
+}
+
+TEST_CASE("the copy bandwidth of a table for P processors is timed with P copies at once") {
+  // Speed is the benchmarks' to judge (experiments/); here only that every copier reports and
+  // that a nonsense count is refused.
+  for (const int concurrent : {1, 2, 3}) {
+    const double bytes_per_s = cpu::measure_copy_bytes_per_s(1, concurrent);
+    CHECK(std::isfinite(bytes_per_s));
+    CHECK(bytes_per_s > 0);
+  }
+  CHECK_THROWS_WITH_AS(cpu::measure_copy_bytes_per_s(1, 0), "profile: concurrent copies must be at least 1", Error);
 }
 
 }  // namespace pipetwin

@@ -3,7 +3,9 @@
 #include "pipetwin/exec/cpu/profiler.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <exception>
 #include <thread>
 
 #if defined(__linux__)
@@ -44,11 +46,35 @@ std::int32_t usable_cpus() {
   return static_cast<std::int32_t>(std::thread::hardware_concurrency());
 }
 
-double measure_copy_bytes_per_s(int repeats) {
-  const Matrix source = Matrix::Constant(1024, 2048, 1.0f);  // 8 MiB
-  Matrix copy;
-  const double seconds = median_seconds(repeats, [&] { copy = Matrix(source); });
-  return static_cast<double>(bytes_of(source)) / seconds;
+double measure_copy_bytes_per_s(int repeats, int concurrent) {
+  if (concurrent < 1) throw Error("profile: concurrent copies must be at least 1");
+  std::vector<double> bytes_per_s(static_cast<std::size_t>(concurrent));
+  std::atomic<int> ready{0};
+  const auto copier = [&](int i) {
+    const Matrix source = Matrix::Constant(1024, 2048, 1.0f);  // 8 MiB, a thread's own
+    Matrix copy;
+    ++ready;
+    while (ready.load() < concurrent) std::this_thread::yield();  // the threads copy at once
+    const double seconds = median_seconds(repeats, [&] { copy = Matrix(source); });
+    bytes_per_s[static_cast<std::size_t>(i)] = static_cast<double>(bytes_of(source)) / seconds;
+  };
+  std::vector<std::exception_ptr> failed(static_cast<std::size_t>(concurrent));
+  const auto guarded = [&](int i) {
+    try {
+      copier(i);
+    } catch (...) {
+      failed[static_cast<std::size_t>(i)] = std::current_exception();
+      ready += concurrent;  // no thread waits for this one
+    }
+  };
+  std::vector<std::thread> others;
+  for (int i = 1; i < concurrent; ++i) others.emplace_back(guarded, i);
+  guarded(0);
+  for (auto& t : others) t.join();
+  for (const auto& e : failed) {
+    if (e) std::rethrow_exception(e);
+  }
+  return median_of(std::move(bytes_per_s));
 }
 
 Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
@@ -59,7 +85,7 @@ Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repe
                                              : "one of " + std::to_string(concurrent) + " CPU threads at once") +
                             " (" + kernel_libraries() + ", fp32)";
   if (progress) progress("measuring copy bandwidth and thread handoff latency");
-  calibration.copy_bytes_per_s = measure_copy_bytes_per_s(repeats);
+  calibration.copy_bytes_per_s = measure_copy_bytes_per_s(repeats, concurrent);
   calibration.cores = usable_cpus();
   // producer -> link thread -> consumer, each asleep for about a task
   calibration.copy_latency_s = 2 * measure_handoff_s(repeats, typical_task_s(calibration));

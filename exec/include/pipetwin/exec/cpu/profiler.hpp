@@ -11,12 +11,14 @@
 
 namespace pipetwin::cpu {
 
-// Bytes per second of the copies the executor's transfers make (a large matrix copy, median).
-double measure_copy_bytes_per_s(int repeats);
+// Bytes per second of the copies the executor's transfers make (a large matrix copy, median),
+// with `concurrent` threads copying at once (the median thread's): a table for P processors
+// times its copies as its layers, P at once, sharing the memory bandwidth.
+double measure_copy_bytes_per_s(int repeats, int concurrent = 1);
 
 // The whole calibration of `config`'s network on the CPU: layer times and task overhead from a
 // one-processor sequential run of about `repeats` microbatches (one warm-up minibatch more), then
-// copy bandwidth and latency. `progress` gets a line per phase (may be empty). `concurrent`: copies
+// copy bandwidth (with `concurrent` copies at once) and latency. `progress` gets a line per phase (may be empty). `concurrent`: copies
 // of the run timed at once (Calibration::concurrent), a table for that many processor threads.
 Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
                         const std::function<void(const std::string&)>& progress, int concurrent = 1);
