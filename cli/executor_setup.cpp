@@ -4,6 +4,7 @@
 #include "pipetwin/exec/cpu/layer_op.hpp"
 #include "pipetwin/exec/cuda/cuda_plugin.hpp"
 #include "pipetwin/exec/cuda_probe.hpp"
+#include "pipetwin/exec/thread_pinning.hpp"
 #include "pipetwin/models/error.hpp"
 
 namespace pipetwin::cli {
@@ -24,6 +25,10 @@ void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   command.add_flag("--tf32", options.cuda.tf32, "cuda: TF32 tensor-core GEMMs (default: fp32)");
+  command.add_flag("--pin-threads", options.pin_threads,
+                   "pin processor p's thread to the p-th CPU this process may run on (in turn, when there are more "
+                   "processors), and each link's thread to its sender's CPU; a CPU profile pins its copies likewise. "
+                   "Default: the OS places the threads");
   command.add_option("--data", options.data,
                      "training data: fashion-mnist, idx (an IDX folder laid out as Fashion-MNIST's, any image "
                      "size, given by --data-dir), synthetic, or auto (Fashion-MNIST for networks taking 28x28 "
@@ -88,8 +93,16 @@ std::unique_ptr<Dataset> load_data(const ExecutorOptions& options, const Network
   }
 }
 
+std::vector<int> pinned_cpus(const ExecutorOptions& options) {
+  if (!options.pin_threads) return {};
+  std::vector<int> cpus = usable_cpu_ids();
+  if (cpus.empty()) throw Error("--pin-threads: this system does not say which CPUs the process may run on");
+  return cpus;
+}
+
 TrainingOptions training_options(const ExecutorOptions& options) {
   TrainingOptions training;
+  training.pin_cpus = pinned_cpus(options);
   training.learning_rate = options.learning_rate;
   training.momentum = options.momentum;
   training.seed = options.seed;

@@ -4,6 +4,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -22,7 +23,11 @@ struct ExecutorOptions {
   double momentum = 0;
   std::uint64_t seed = 1;
   double handoff_spin_us = 0;  // TrainingOptions::handoff_spin_s, in microseconds
+  bool pin_threads = false;    // TrainingOptions::pin_cpus: this process's CPUs, in turn
 };
+
+// The CPUs `--pin-threads` pins to (this process's affinity mask), or none without it.
+std::vector<int> pinned_cpus(const ExecutorOptions& options);
 
 void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with_training);
 

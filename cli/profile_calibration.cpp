@@ -23,7 +23,7 @@ Calibration profile_device_calibration(const GraphConfig& config, const Executor
     if (concurrent != 1) throw Error("--concurrent: CUDA profiles time one SM partition or GPU alone");
     return cuda::load_cuda_plugin().entry_points->profile(config, *data, repeats, executor.seed, executor.cuda, report);
   }
-  return cpu::profile_cpu(config, *data, repeats, executor.seed, report, concurrent);
+  return cpu::profile_cpu(config, *data, repeats, executor.seed, report, concurrent, pinned_cpus(executor));
 }
 
 Calibration profile_across_ranks(const GraphConfig& config, const ExecutorOptions& executor, int repeats, bool progress,

@@ -13,9 +13,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <thread>
 #if defined(__GLIBC__)
 #include <malloc.h>
+#endif
+#if defined(__linux__)
+#include <sched.h>
 #endif
 
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
@@ -23,6 +27,7 @@
 #include "pipetwin/exec/cpu/validation.hpp"
 #include "pipetwin/exec/host_allocator.hpp"
 #include "pipetwin/exec/profiling.hpp"
+#include "pipetwin/exec/thread_pinning.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/registry.hpp"
@@ -668,6 +673,53 @@ TEST_CASE("threads that spin before they sleep train the same weights, bit for b
   CHECK_THROWS_WITH_AS(cpu::run_cpu(make_graph(config), request.network, sampler, negative),
                        doctest::Contains("the handoff spin must be from 0 to 1 second"), Error);
 }
+
+#if defined(__linux__)
+TEST_CASE("pinned threads run on their processors' CPUs and train the same weights, bit for bit") {
+  const std::vector<int> cpus = usable_cpu_ids();
+  REQUIRE_FALSE(cpus.empty());
+  // Where each task ran: the CPU its thread was on when it started.
+  struct WhereTasksRun final : EngineObserver {
+    std::mutex mutex;
+    std::map<std::int32_t, int> cpu_of_task;
+    void task_started(std::int32_t task, std::int64_t) override {
+      std::lock_guard<std::mutex> lock(mutex);
+      cpu_of_task[task] = sched_getcpu();
+    }
+  };
+  const Dataset data = data_for(kLenet);
+  const GraphConfig config = config_for(kLenet, "1f1b", 3, 4, 2);
+  const ScheduleRequest request = make_request(config);
+  const TaskGraph graph = make_graph(config);
+  const BatchSampler sampler(data, request.network.batch, config.microbatches, config.minibatches, 7);
+  WhereTasksRun where;
+  TrainingOptions pinned;
+  pinned.pin_cpus = cpus;
+  pinned.observers = {&where};
+  const TrainingRun a = cpu::run_cpu(graph, request.network, sampler, TrainingOptions{});
+  const TrainingRun b = cpu::run_cpu(graph, request.network, sampler, pinned);
+  REQUIRE(a.final_weights.size() == b.final_weights.size());
+  for (std::size_t l = 0; l < a.final_weights.size(); ++l) CHECK(a.final_weights[l] == b.final_weights[l]);
+  // Processor p on the p-th CPU, in turn (3 processors on this machine's CPUs); a link's thread on
+  // its sender's.
+  int checked = 0;
+  for (const auto& t : graph.tasks) {
+    const auto ran = where.cpu_of_task.find(t.id);
+    if (ran == where.cpu_of_task.end()) continue;
+    const LinkInfo* link = t.placement == Placement::link ? &graph.links[static_cast<std::size_t>(t.resource)] : nullptr;
+    const int processor = link == nullptr ? t.resource : (link->src != kHost ? link->src : link->dst);
+    INFO(describe_task(graph, t));
+    CHECK(ran->second == cpus[static_cast<std::size_t>(processor) % cpus.size()]);
+    ++checked;
+  }
+  CHECK(checked == static_cast<int>(graph.tasks.size()));
+  // A CPU the process may not run on is an error naming it.
+  TrainingOptions elsewhere;
+  elsewhere.pin_cpus = {CPU_SETSIZE - 1};
+  const std::string refused = "cannot pin a thread to CPU " + std::to_string(CPU_SETSIZE - 1);
+  CHECK_THROWS_WITH_AS(cpu::run_cpu(graph, request.network, sampler, elsewhere), doctest::Contains(refused.c_str()), Error);
+}
+#endif
 
 TEST_CASE("task overheads: the line through the medians of the smallest and the largest tasks") {
   // 5 us per task and 3 us per layer, with an outlier in each group that the medians ignore.

@@ -67,6 +67,7 @@
 #include "graph_flow.hpp"
 #include "layer_time_log.hpp"
 #include "memory_tracker.hpp"
+#include "pipetwin/exec/thread_pinning.hpp"
 #include "pipetwin/exec/training.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/buffers.hpp"
@@ -212,7 +213,10 @@ class GraphExecution {
   void drop_arrived_sum(std::int32_t update);  // under registry_mutex_
   void announce(const Task& t);  // tells the other ranks waiting for `t` that it has ended
   void listen();                 // this rank's messages: transfers' data and other ranks' ends
-  void want_listener(int change);  // +1 / -1: a thread starts / stops needing the listener
+  void want_listener(int change);
+  // Pins the calling thread to processor `processor`'s CPU where TrainingOptions::pin_cpus asks;
+  // false (the run failed, with the reason) when it cannot.
+  bool pin_to(std::int32_t processor);  // +1 / -1: a thread starts / stops needing the listener
   void send_to_rank(std::int32_t rank, std::int32_t task, std::vector<unsigned char> bytes);
   void mark_done(std::int32_t id);
   void pack_payload(ByteWriter& w, const Payload& p) const;
@@ -1504,6 +1508,18 @@ void GraphExecution<B>::listen() {
 }
 
 template <typename B>
+bool GraphExecution<B>::pin_to(std::int32_t processor) {
+  if (options_.pin_cpus.empty() || processor < 0) return true;
+  try {
+    pin_this_thread(pinned_cpu(options_.pin_cpus, processor));
+    return true;
+  } catch (...) {
+    fail(std::current_exception());
+    return false;
+  }
+}
+
+template <typename B>
 void GraphExecution<B>::want_listener(int change) {
   std::lock_guard<std::mutex> lock(listen_mutex_);
   listen_wanted_ += change;
@@ -1705,19 +1721,27 @@ TrainingRun GraphExecution<B>::run() {
   for (std::size_t p = 0; p < by_processor.size(); ++p) {
     if (!by_processor[p].empty() && !runs_here(by_processor[p])) continue;
     Lane& lane = b_.processor_lane(static_cast<std::int32_t>(p));
-    threads.emplace_back([this, &by_processor, p, &lane] { worker(by_processor[p], lane); });
+    const std::int32_t pin = static_cast<std::int32_t>(p);
+    threads.emplace_back([this, &by_processor, p, &lane, pin] {
+      if (pin_to(pin)) worker(by_processor[p], lane);
+    });
   }
   for (std::size_t k = 0; k < by_link.size(); ++k) {
     if (by_link[k].empty() || !runs_here(by_link[k])) continue;
     Lane& lane = b_.link_lane(static_cast<std::int32_t>(k));
+    const std::int32_t pin = g_.links[k].src != kHost ? g_.links[k].src : g_.links[k].dst;  // the sender's core
     if (g_.links[k].policy == LinkPolicy::in_order) {
-      threads.emplace_back([this, &by_link, k, &lane] { worker(by_link[k], lane); });
+      threads.emplace_back([this, &by_link, k, &lane, pin] {
+        if (pin_to(pin)) worker(by_link[k], lane);
+      });
       continue;
     }
     // A shared link: up to kSharedLinkThreads transfers at a time, on the link's one lane.
     constexpr std::size_t kSharedLinkThreads = 4;
     for (std::size_t w = 0; w < std::min(kSharedLinkThreads, by_link[k].size()); ++w) {
-      threads.emplace_back([this, &by_link, k, &lane] { shared_link_worker(by_link[k], lane); });
+      threads.emplace_back([this, &by_link, k, &lane, pin] {
+        if (pin_to(pin)) shared_link_worker(by_link[k], lane);
+      });
     }
   }
   for (auto& thread : threads) thread.join();

@@ -10,6 +10,8 @@
 #include <mutex>
 #include <thread>
 
+#include "pipetwin/exec/thread_pinning.hpp"
+
 #include "pipetwin/models/error.hpp"
 
 namespace pipetwin {
@@ -144,7 +146,7 @@ double typical_task_s(const Calibration& calibration) {
 
 Calibration profile_layers(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
                            const Runner& run, const std::function<void(const std::string&)>& progress,
-                           int concurrent) {
+                           int concurrent, const std::vector<int>& pin_cpus) {
   if (repeats < 1) throw Error("profile: repeats must be at least 1");
   if (concurrent < 1) throw Error("profile: concurrent copies must be at least 1");
   const ScheduleRequest request = make_request(config);
@@ -169,8 +171,14 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
   // `concurrent` copies of a run at once: they share the (read-only) graph, network and data.
   const auto run_copies = [&](const TaskGraph& graph, const BatchSampler& sampler) {
     std::vector<TrainingRun> measured(static_cast<std::size_t>(concurrent));
+    // Copy k pinned where processor k of a pinned run would be.
+    const auto options_of_copy = [&](std::size_t k) {
+      TrainingOptions mine = options;
+      if (!pin_cpus.empty()) mine.pin_cpus = {pinned_cpu(pin_cpus, static_cast<int>(k))};
+      return mine;
+    };
     if (concurrent == 1) {
-      measured[0] = run(graph, request.network, sampler, options);
+      measured[0] = run(graph, request.network, sampler, options_of_copy(0));
       return measured;
     }
     std::vector<std::exception_ptr> errors(measured.size());
@@ -178,7 +186,7 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
     for (std::size_t k = 0; k < measured.size(); ++k) {
       copies.emplace_back([&, k] {
         try {
-          measured[k] = run(graph, request.network, sampler, options);
+          measured[k] = run(graph, request.network, sampler, options_of_copy(k));
         } catch (...) {
           errors[k] = std::current_exception();
         }

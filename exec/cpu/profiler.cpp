@@ -78,8 +78,9 @@ double measure_copy_bytes_per_s(int repeats, int concurrent) {
 }
 
 Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
-                        const std::function<void(const std::string&)>& progress, int concurrent) {
-  Calibration calibration = profile_layers(config, data, repeats, seed, run_cpu, progress, concurrent);
+                        const std::function<void(const std::string&)>& progress, int concurrent,
+                        const std::vector<int>& pin_cpus) {
+  Calibration calibration = profile_layers(config, data, repeats, seed, run_cpu, progress, concurrent, pin_cpus);
   calibration.device = "cpu";
   calibration.device_name = (concurrent == 1 ? std::string("one CPU thread")
                                              : "one of " + std::to_string(concurrent) + " CPU threads at once") +

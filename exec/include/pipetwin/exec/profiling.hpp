@@ -55,9 +55,10 @@ double typical_task_s(const Calibration& calibration);
 // latency are left for the caller. With `concurrent` > 1, that many copies of the run go at once,
 // each on threads of its own, and their samples are pooled (Calibration::concurrent). A short
 // one-processor LayerPipe run (a task per layer) beside it splits the overhead into per task and
-// per layer (fit_task_overheads).
+// per layer (fit_task_overheads). `pin_cpus` (empty: none): copy k's threads run on CPU
+// pin_cpus[k mod size], as processor k's would in a pinned run (TrainingOptions::pin_cpus).
 Calibration profile_layers(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
                            const Runner& run, const std::function<void(const std::string&)>& progress,
-                           int concurrent = 1);
+                           int concurrent = 1, const std::vector<int>& pin_cpus = {});
 
 }  // namespace pipetwin

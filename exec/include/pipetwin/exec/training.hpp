@@ -30,6 +30,11 @@ struct TrainingOptions {
   // it parks on its condition variable. A parked thread's wake-up costs tens of microseconds (more
   // where an idle virtual CPU halts); a spinning one starts at once, but holds its core meanwhile.
   double handoff_spin_s = 0;
+  // Pinning (empty: none): processor p's thread runs on CPU pin_cpus[p mod size], and a link's
+  // threads on its sending processor's CPU (a link from host memory: its processor's), where
+  // the cost model puts their copies (copies_on_cores). Across ranks, a rank's listener is not
+  // pinned.
+  std::vector<int> pin_cpus;
   // Called from worker threads after each minibatch's loss is complete (minibatches done so far).
   std::function<void(std::int32_t)> on_minibatch;
   // Told every task's start and end and every allocation and free, as they happen.

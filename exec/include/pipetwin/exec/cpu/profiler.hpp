@@ -20,8 +20,10 @@ double measure_copy_bytes_per_s(int repeats, int concurrent = 1);
 // one-processor sequential run of about `repeats` microbatches (one warm-up minibatch more), then
 // copy bandwidth (with `concurrent` copies at once) and latency. `progress` gets a line per phase (may be empty). `concurrent`: copies
 // of the run timed at once (Calibration::concurrent), a table for that many processor threads.
+// `pin_cpus`: where the copies' threads run, as a pinned run's processors (profile_layers).
 Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
-                        const std::function<void(const std::string&)>& progress, int concurrent = 1);
+                        const std::function<void(const std::string&)>& progress, int concurrent = 1,
+                        const std::vector<int>& pin_cpus = {});
 
 struct Accuracy {
   double loss = 0;      // mean over the samples

@@ -1,0 +1,21 @@
+// Optional thread pinning for the executors (TrainingOptions::pin_cpus, `--pin-threads`): the
+// CPUs this process may run on, and pinning the calling thread to one of them. Linux only;
+// elsewhere there is nothing to pin to and pinning is refused.
+#pragma once
+#include <vector>
+
+namespace pipetwin {
+
+// The CPU ids in this process's affinity mask (taskset, a cgroup's cpuset, mpirun's binding), in
+// increasing order; empty where the platform cannot say.
+std::vector<int> usable_cpu_ids();
+
+// Pins the calling thread to CPU `cpu`; throws pipetwin::Error naming the CPU when it cannot.
+void pin_this_thread(int cpu);
+
+// The CPU processor `processor` runs on when pinned: the list's entries in turn (p mod its size).
+inline int pinned_cpu(const std::vector<int>& cpus, int processor) {
+  return cpus[static_cast<std::size_t>(processor) % cpus.size()];
+}
+
+}  // namespace pipetwin
