@@ -10,6 +10,7 @@
 #include "pipetwin/exec/cpu/profiler.hpp"
 #include "pipetwin/exec/cpu/validation.hpp"
 #include "pipetwin/exec/host_allocator.hpp"
+#include "pipetwin/exec/thread_pinning.hpp"
 #include "pipetwin/exec/mpi/mpi_ranks.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/output_file.hpp"
@@ -21,6 +22,13 @@
 
 namespace pipetwin::python {
 namespace {
+
+// The CPUs pin_threads=True pins to: this process's affinity mask.
+std::vector<int> cpus_to_pin() {
+  std::vector<int> cpus = usable_cpu_ids();
+  if (cpus.empty()) throw Error("pin_threads: this system does not say which CPUs the process may run on");
+  return cpus;
+}
 
 struct TrainingResult {
   PyResult result;
@@ -79,7 +87,8 @@ void bind_executor(py::module_& m) {
 
   m.def("train", [](const Graph& graph, const std::string& data, const std::string& data_dir, double learning_rate,
                     double momentum, std::uint64_t seed, bool test, bool memory_timeline, double handoff_spin_us,
-                    const py::typing::Optional<PyMpiSession>& session_arg, double message_timeout_s) -> std::optional<TrainingResult> {
+                    bool pin_threads, const py::typing::Optional<PyMpiSession>& session_arg,
+                    double message_timeout_s) -> std::optional<TrainingResult> {
     PyMpiSession* session = session_arg.is_none() ? nullptr : session_arg.cast<PyMpiSession*>();
     TrainingOptions checked;
     checked.learning_rate = learning_rate;
@@ -96,6 +105,7 @@ void bind_executor(py::module_& m) {
     options.seed = seed;
     options.record_memory_timeline = memory_timeline;
     options.handoff_spin_s = checked.handoff_spin_s;
+    if (pin_threads) options.pin_cpus = cpus_to_pin();
     Distribution distribution;
     if (session != nullptr) {
       mpi::MpiSession& open = session->open();
@@ -125,7 +135,8 @@ void bind_executor(py::module_& m) {
     return out;
   }, py::arg("graph"), py::arg("data") = "auto", py::arg("data_dir") = kFashionMnistDir,
      py::arg("learning_rate") = 0.05, py::arg("momentum") = 0.0, py::arg("seed") = 1, py::arg("test") = false,
-     py::arg("memory_timeline") = false, py::arg("handoff_spin_us") = 0.0, py::arg("session") = py::none(),
+     py::arg("memory_timeline") = false, py::arg("handoff_spin_us") = 0.0, py::arg("pin_threads") = false,
+     py::arg("session") = py::none(),
      py::arg("message_timeout_s") = 60.0,
      "Trains the graph's network under its schedule on CPU threads (one per processor and link): real "
      "layers, real data (Fashion-MNIST for 28x28 networks, else synthetic), SGD. Returns a TrainingResult. "
@@ -136,7 +147,7 @@ void bind_executor(py::module_& m) {
         "Writes text to path whole or not at all: through symbolic links; a device or FIFO is written, never "
         "replaced; a directory is an error.");
   m.def("profile", [](const std::string& model, int microbatches, const ParamsArg& params, const std::string& data,
-                      const std::string& data_dir, int repeats, std::uint64_t seed, int concurrent) {
+                      const std::string& data_dir, int repeats, std::uint64_t seed, int concurrent, bool pin_threads) {
     const GraphConfig config = graph_config(model, "sequential", "cpu-core", 1, microbatches, 1, params, "");
     const Network network = make_request(config).network;
     const Dataset dataset = load_dataset_for(data, data_dir, network, "train");
@@ -144,11 +155,13 @@ void bind_executor(py::module_& m) {
     {
       py::gil_scoped_release release;
       keep_freed_host_memory();
-      calibration = cpu::profile_cpu(config, dataset, repeats, seed, {}, concurrent);
+      calibration = cpu::profile_cpu(config, dataset, repeats, seed, {}, concurrent,
+                                     pin_threads ? cpus_to_pin() : std::vector<int>{});
     }
     return calibration_to_json_text(calibration);
   }, py::arg("model"), py::arg("microbatches") = 4, py::arg("params") = py::none(), py::arg("data") = "auto",
      py::arg("data_dir") = kFashionMnistDir, py::arg("repeats") = 16, py::arg("seed") = 1, py::arg("concurrent") = 1,
+     py::arg("pin_threads") = false,
      "Times every task kind of every layer on one CPU thread (with concurrent > 1: that many copies at once, the "
      "table for as many processor threads); returns the calibration table as JSON text.");
 
@@ -156,7 +169,7 @@ void bind_executor(py::module_& m) {
                        const std::vector<int>& processors, int microbatches, int minibatches, const ParamsArg& params,
                        const std::string& calibration, const std::string& engine, int runs, const std::string& data,
                        const std::string& data_dir, double learning_rate, std::uint64_t seed, int max_runs,
-                       double target) {
+                       double target, bool pin_threads) {
     GraphConfig config = graph_config(model, schedules.empty() ? "sequential" : schedules.front(), "cpu-core", 1,
                                       microbatches, minibatches, params, calibration);
     const Network network = make_request(config).network;
@@ -173,13 +186,15 @@ void bind_executor(py::module_& m) {
     options.ci_target = target;
     options.training.learning_rate = learning_rate;
     options.training.seed = seed;
+    const std::vector<int> pinned = pin_threads ? cpus_to_pin() : std::vector<int>{};
+    options.training.pin_cpus = pinned;
     ValidationReport report;
     {
       py::gil_scoped_release release;
       keep_freed_host_memory();
       if (calibration.empty()) {
         // A calibration at the start of every round of runs (A/B/A/B).
-        options.calibrate = [&](int processors) { return cpu::profile_cpu(config, dataset, 16, seed, {}, processors); };
+        options.calibrate = [&](int processors) { return cpu::profile_cpu(config, dataset, 16, seed, {}, processors, pinned); };
       }
       report = cpu::validate_cpu(config, dataset, options, [&](const TaskGraph& g) {
 #ifdef PIPETWIN_HAVE_SYSTEMC
@@ -200,7 +215,7 @@ void bind_executor(py::module_& m) {
      py::arg("minibatches") = 16, py::arg("params") = py::none(), py::arg("calibration") = "",
      py::arg("engine") = "systemc", py::arg("runs") = 5, py::arg("data") = "auto",
      py::arg("data_dir") = kFashionMnistDir, py::arg("learning_rate") = 0.05, py::arg("seed") = 1,
-     py::arg("max_runs") = 0, py::arg("target") = 0.05,
+     py::arg("max_runs") = 0, py::arg("target") = 0.05, py::arg("pin_threads") = false,
      "Predicted (from a calibration; profiled first when none is given) against measured (CPU executor) step "
      "time, speedup and peak memory per schedule and processor count, and the replay error (the engine fed each "
      "run's own task times). Returns {'rows': [...], 'mean_abs_step_error', 'max_abs_step_error', "

@@ -141,3 +141,14 @@ def test_figures_scale_with_rows_draw_few_artists_and_say_what_they_show():
     frame = pipetwin.sweep("lenet5", ["gpipe"], [1, 2], hardware="h100")
     ax = pipetwin.plotting.speedup(frame)
     assert ax.get_title(loc="left") == "lenet5 · h100"
+
+
+def test_pinned_threads_train_the_same_weights_bit_for_bit():
+    # Where threads run changes their timing, never the arithmetic (tests/test_cpu_executor.cpp
+    # checks that each task runs on its CPU).
+    g = pipetwin.build_graph(model="mlp", schedule="1f1b", hardware="cpu-core", processors=2, microbatches=2,
+                             minibatches=2, params={"widths": "24,16,10", "batch": 8})
+    free = pipetwin.run(g, data="synthetic")
+    pinned = pipetwin.run(g, data="synthetic", pin_threads=True)
+    assert list(pinned.minibatch_loss) == list(free.minibatch_loss)
+    assert [[float(v) for v in w] for w in pinned.weights()] == [[float(v) for v in w] for w in free.weights()]

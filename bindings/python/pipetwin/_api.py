@@ -116,7 +116,7 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
         minibatches: Optional[int] = None, params: Params = None, calibration: Optional[PathArg] = None,
         device: str = "cpu", data: str = "auto", data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
         momentum: float = 0.0, seed: int = 1, test: bool = False, memory_timeline: bool = False,
-        handoff_spin_us: float = 0.0, session: None = None,
+        handoff_spin_us: float = 0.0, pin_threads: bool = False, session: None = None,
         message_timeout_s: float = 60.0) -> TrainingResult: ...
 
 
@@ -126,7 +126,7 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
         minibatches: Optional[int] = None, params: Params = None, calibration: Optional[PathArg] = None,
         device: str = "cpu", data: str = "auto", data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
         momentum: float = 0.0, seed: int = 1, test: bool = False, memory_timeline: bool = False,
-        handoff_spin_us: float = 0.0, session: MpiSession,
+        handoff_spin_us: float = 0.0, pin_threads: bool = False, session: MpiSession,
         message_timeout_s: float = 60.0) -> Optional[TrainingResult]: ...
 
 
@@ -136,13 +136,15 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
         minibatches: Optional[int] = None, params: Params = None, calibration: Optional[PathArg] = None,
         device: str = "cpu", data: str = "auto", data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
         momentum: float = 0.0, seed: int = 1, test: bool = False, memory_timeline: bool = False,
-        handoff_spin_us: float = 0.0, session: Optional[MpiSession] = None,
+        handoff_spin_us: float = 0.0, pin_threads: bool = False, session: Optional[MpiSession] = None,
         message_timeout_s: float = 60.0) -> Optional[TrainingResult]:
     """Trains for real under the schedule (CPU threads as processors) and returns a TrainingResult:
     .result (measured, the simulator's schema), .minibatch_loss, .test_accuracy (test=True).
     Configuration keywords as simulate(), but model defaults to lenet5, hardware to cpu-core and
     microbatches to 4. handoff_spin_us: how long a thread spins for its next task's inputs before
     it sleeps (0: at once; spinning pays only where cores outnumber the run's threads).
+    pin_threads: processor p's thread on the p-th CPU this process may run on (in turn), each
+    link's on its sender's (docs/executor.md, "Pinning"; off: the OS places them).
 
     session: an MpiSession, for a run across the processes of an MPI job (the script started with
     mpirun -np N): each rank runs its processors' tasks (contiguous blocks; processors defaults to
@@ -156,20 +158,21 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
     g = _graph(graph, locals(), defaults)
     return _core.train(g, data=data, data_dir=_path(data_dir), learning_rate=learning_rate, momentum=momentum,
                        seed=seed, test=test, memory_timeline=memory_timeline, handoff_spin_us=handoff_spin_us,
-                       session=session, message_timeout_s=message_timeout_s)
+                       pin_threads=pin_threads, session=session, message_timeout_s=message_timeout_s)
 
 
 @checked
 def profile(model: PathArg, *, device: str = "cpu", microbatches: int = 4, params: Params = None, data: str = "auto",
             data_dir: PathArg = _DATA_DIR, repeats: int = 16, seed: int = 1, concurrent: int = 1,
-            output: Optional[PathArg] = None) -> Dict[str, Any]:
+            output: Optional[PathArg] = None, pin_threads: bool = False) -> Dict[str, Any]:
     """Times F, BA, BW and U of every layer on one processor; returns the calibration table (a dict)
     and writes it to `output` when given (use it as calibration=path). concurrent > 1 times that
     many copies at once, one per thread: the table for a pipeline of that many CPU threads, which
-    slow each other down."""
+    slow each other down. pin_threads: copy k's thread on the k-th CPU this process may run on, as
+    processor k's in a pinned run."""
     _check_device(device)
     text = _core.profile(_path(model), microbatches=microbatches, params=_params(params), data=data, data_dir=_path(data_dir),
-                         repeats=repeats, seed=seed, concurrent=concurrent)
+                         repeats=repeats, seed=seed, concurrent=concurrent, pin_threads=pin_threads)
     if output is not None:
         _core.write_output_file(_path(output), text)
     table: Dict[str, Any] = json.loads(text)
@@ -181,7 +184,8 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
              device: str = "cpu", microbatches: int = 4, minibatches: int = 16, params: Params = None,
              calibration: PathArg = "", engine: Optional[str] = None, runs: int = 5, data: str = "auto",
              data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
-             seed: int = 1, max_runs: int = 0, target: float = 0.05) -> Tuple[Table, Dict[str, Any]]:
+             seed: int = 1, max_runs: int = 0, target: float = 0.05,
+             pin_threads: bool = False) -> Tuple[Table, Dict[str, Any]]:
     """Predicted (from a calibration table; profiled first without one) against measured step time,
     speedup and peak memory per schedule and processor count. Returns (table, summary): the table a
     DataFrame when pandas is installed (else a list of dicts; each row's measured_spread is the
@@ -193,13 +197,16 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     (last over first) and spread, co_run_slowdown per P, error_ci (the median over rows of each
     step error's 95% confidence half-width), rounds, and separable_kendall_tau per P (tau over the
     pairs of schedules whose measured order is known, with their count). With max_runs > runs, rounds are added until
-    every row's error is known within target, or max_runs rounds are done."""
+    every row's error is known within target, or max_runs rounds are done. pin_threads: the runs'
+    and the calibrations' threads pinned as run(pin_threads=True) and profile(pin_threads=True) pin
+    them."""
     _check_device(device)
     names = [schedules] if isinstance(schedules, str) else list(schedules)
     report = _core.validate(_path(model), names, [int(p) for p in processors], microbatches=microbatches,
                             minibatches=minibatches, params=_params(params), calibration=_path(calibration),
                             engine=engine or default_engine(), runs=runs, data=data, data_dir=_path(data_dir),
-                            learning_rate=learning_rate, seed=seed, max_runs=max_runs, target=target)
+                            learning_rate=learning_rate, seed=seed, max_runs=max_runs, target=target,
+                            pin_threads=pin_threads)
     summary = {k: v for k, v in report.items() if k != "rows"}
     return frame(report["rows"]), summary
 
