@@ -11,7 +11,6 @@
 #include <thread>
 
 #include "pipetwin/exec/thread_pinning.hpp"
-
 #include "pipetwin/models/error.hpp"
 
 namespace pipetwin {

@@ -8,12 +8,9 @@
 #include <exception>
 #include <thread>
 
-#if defined(__linux__)
-#include <sched.h>
-#endif
-
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
 #include "pipetwin/exec/cpu/layer_op.hpp"
+#include "pipetwin/exec/thread_pinning.hpp"
 #include "pipetwin/models/error.hpp"
 
 namespace pipetwin::cpu {
@@ -38,12 +35,8 @@ double median_seconds(int repeats, Body body) {
 // The CPUs this process may run on: its affinity mask (taskset, a cgroup's cpuset, mpirun's
 // binding), else the machine's hardware threads.
 std::int32_t usable_cpus() {
-#if defined(__linux__)
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  if (sched_getaffinity(0, sizeof(mask), &mask) == 0) return static_cast<std::int32_t>(CPU_COUNT(&mask));
-#endif
-  return static_cast<std::int32_t>(std::thread::hardware_concurrency());
+  const std::vector<int> ids = usable_cpu_ids();
+  return static_cast<std::int32_t>(ids.empty() ? std::thread::hardware_concurrency() : ids.size());
 }
 
 double measure_copy_bytes_per_s(int repeats, int concurrent) {
