@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "../exec/common/byte_codec.hpp"
@@ -73,6 +74,30 @@ TEST_CASE("a message that names blocks is refused where they cannot be sent or r
     ByteReader r(message);
     float y[2];
     CHECK_THROWS_WITH_AS(r.out_of_band(y, 8), doctest::Contains("did not come with it"), Error);
+  }
+}
+
+TEST_CASE("a tensor's header says whether its floats go beside the message, and a bad shape is refused") {
+  ByteWriter takes(true), carries;
+  CHECK(takes.tensor_header(3, 4, true).beside);
+  CHECK_FALSE(takes.tensor_header(3, 4, false).beside);  // memory the transport cannot send: in the message
+  CHECK_FALSE(carries.tensor_header(3, 4, true).beside);
+  ByteReader r(takes.bytes());
+  const TensorHeader first = r.tensor_header();
+  CHECK(first.rows == 3);
+  CHECK(first.cols == 4);
+  CHECK(first.count() == 12);
+  CHECK(first.beside);
+  CHECK_FALSE(r.tensor_header().beside);
+  CHECK(r.done());
+  for (const auto& [rows, cols] : {std::make_pair(std::int64_t{-1}, std::int64_t{2}), std::make_pair(std::int64_t{2}, std::int64_t{-1}),
+                                   std::make_pair(std::int64_t{1} << 40, std::int64_t{2})}) {
+    ByteWriter bad;
+    bad.value(rows);
+    bad.value(cols);
+    bad.value(std::uint8_t{0});
+    ByteReader read(bad.bytes());
+    CHECK_THROWS_WITH_AS(read.tensor_header(), doctest::Contains("a tensor's shape"), Error);
   }
 }
 

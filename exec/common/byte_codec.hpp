@@ -17,6 +17,15 @@
 
 namespace pipetwin::exec {
 
+// A tensor in a message, before its floats: its shape, and whether the floats travel beside the
+// message (ByteWriter::out_of_band) or follow in it (ByteWriter::values). Every backend packs
+// its tensors so.
+struct TensorHeader {
+  std::int64_t rows = 0, cols = 0;
+  bool beside = false;
+  std::int64_t count() const { return rows * cols; }
+};
+
 class ByteWriter {
  public:
   ByteWriter() = default;
@@ -42,6 +51,15 @@ class ByteWriter {
     return reinterpret_cast<T*>(bytes_.data() + at);
   }
   bool takes_out_of_band() const { return out_of_band_; }
+  // A tensor's header (TensorHeader); its floats go beside the message where this writer takes
+  // them and `may_go_beside` (memory the transport can send), and the header says which.
+  TensorHeader tensor_header(std::int64_t rows, std::int64_t cols, bool may_go_beside) {
+    const TensorHeader header{rows, cols, out_of_band_ && may_go_beside};
+    value(rows);
+    value(cols);
+    value(static_cast<std::uint8_t>(header.beside ? 1 : 0));
+    return header;
+  }
   // `bytes` at `data` travel beside the message; they must stay as they are until it is sent.
   void out_of_band(const void* data, std::int64_t bytes) {
     if (!out_of_band_) throw Error("internal: this message between ranks carries all of its data");
@@ -84,6 +102,17 @@ class ByteReader {
   }
   template <typename T>
   void values(T* data, std::int64_t count) { take(data, sizeof(T) * static_cast<std::size_t>(count)); }
+  // A header written by ByteWriter::tensor_header, its shape checked.
+  TensorHeader tensor_header() {
+    TensorHeader header;
+    header.rows = value<std::int64_t>();
+    header.cols = value<std::int64_t>();
+    header.beside = value<std::uint8_t>() != 0;
+    if (header.rows < 0 || header.cols < 0 || (header.cols > 0 && header.rows > (std::int64_t{1} << 40) / header.cols)) {
+      throw Error("a message between ranks is malformed: a tensor's shape");
+    }
+    return header;
+  }
   // Where `bytes` of values lie in the message, skipped over (a copy to a GPU reads them there).
   const unsigned char* view(std::size_t bytes) {
     if (bytes > bytes_.size() - at_) throw Error("a message between ranks is malformed: it ends early");

@@ -213,10 +213,10 @@ class GraphExecution {
   void drop_arrived_sum(std::int32_t update);  // under registry_mutex_
   void announce(const Task& t);  // tells the other ranks waiting for `t` that it has ended
   void listen();                 // this rank's messages: transfers' data and other ranks' ends
-  void want_listener(int change);
+  void want_listener(int change);  // +1 / -1: a thread starts / stops needing the listener
   // Pins the calling thread to processor `processor`'s CPU where TrainingOptions::pin_cpus asks;
   // false (the run failed, with the reason) when it cannot.
-  bool pin_to(std::int32_t processor);  // +1 / -1: a thread starts / stops needing the listener
+  bool pin_to(std::int32_t processor);
   void send_to_rank(std::int32_t rank, std::int32_t task, std::vector<unsigned char> bytes);
   void mark_done(std::int32_t id);
   void pack_payload(ByteWriter& w, const Payload& p) const;

@@ -4,7 +4,6 @@
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
 
 #include <cstring>
-#include <utility>
 
 #include "../common/graph_execution.hpp"
 #include "pipetwin/exec/cpu/layer_op.hpp"
@@ -95,16 +94,16 @@ class CpuBackend {
   // (column-major) unless they do.
   static void pack(exec::ByteWriter& w, const Matrix& m) { pack_floats(w, m.rows(), m.cols(), m.data()); }
   static void unpack(exec::ByteReader& r, Matrix& m, std::int32_t = 0) {  // one memory: `to` is moot
-    const auto [rows, cols] = unpack_shape(r);
-    m.resize(rows, cols);
-    unpack_floats(r, m.data(), m.size());
+    const exec::TensorHeader header = r.tensor_header();
+    m.resize(header.rows, header.cols);
+    unpack_floats(r, header, m.data());
   }
   static void pack(exec::ByteWriter& w, const Vector& v) { pack_floats(w, v.size(), 1, v.data()); }
   static void unpack(exec::ByteReader& r, Vector& v, std::int32_t = 0) {
-    const auto [rows, cols] = unpack_shape(r);
-    if (cols != 1) throw Error("a message between ranks is malformed: a vector's shape");
-    v.resize(rows);
-    unpack_floats(r, v.data(), v.size());
+    const exec::TensorHeader header = r.tensor_header();
+    if (header.cols != 1) throw Error("a message between ranks is malformed: a vector's shape");
+    v.resize(header.rows);
+    unpack_floats(r, header, v.data());
   }
   // A forward's stash of one layer, for a backward on another rank's processor.
   static void pack(exec::ByteWriter& w, const LayerStash& s) {
@@ -129,35 +128,23 @@ class CpuBackend {
 
  private:
   static void pack_floats(exec::ByteWriter& w, std::int64_t rows, std::int64_t cols, const float* data) {
-    w.value(rows);
-    w.value(cols);
-    const bool beside = w.takes_out_of_band();
-    w.value(static_cast<std::uint8_t>(beside ? 1 : 0));
-    if (rows * cols == 0) return;
-    if (beside) {
-      w.out_of_band(data, rows * cols * static_cast<std::int64_t>(sizeof(float)));
+    const exec::TensorHeader header = w.tensor_header(rows, cols, true);
+    if (header.count() == 0) return;
+    if (header.beside) {
+      w.out_of_band(data, header.count() * static_cast<std::int64_t>(sizeof(float)));
     } else {
-      w.values(data, rows * cols);
+      w.values(data, header.count());
     }
   }
-  static std::pair<std::int64_t, std::int64_t> unpack_shape(exec::ByteReader& r) {
-    const auto rows = r.value<std::int64_t>();
-    const auto cols = r.value<std::int64_t>();
-    if (rows < 0 || cols < 0 || (cols > 0 && rows > (std::int64_t{1} << 40) / cols)) {
-      throw Error("a message between ranks is malformed: a tensor's shape");
-    }
-    return {rows, cols};
-  }
-  // After unpack_shape: the flag, then the floats in the message or beside it.
-  static void unpack_floats(exec::ByteReader& r, float* into, std::int64_t count) {
-    const bool beside = r.value<std::uint8_t>() != 0;
-    if (count == 0) return;
-    if (beside) {
-      r.out_of_band(into, count * static_cast<std::int64_t>(sizeof(float)));
+  // After its header: a tensor's floats, from the message or from beside it.
+  static void unpack_floats(exec::ByteReader& r, const exec::TensorHeader& header, float* into) {
+    if (header.count() == 0) return;
+    if (header.beside) {
+      r.out_of_band(into, header.count() * static_cast<std::int64_t>(sizeof(float)));
       return;
     }
-    if (r.count<float>() != count) throw Error("a message between ranks is malformed: a tensor's size");
-    r.values(into, count);
+    if (r.count<float>() != header.count()) throw Error("a message between ranks is malformed: a tensor's size");
+    r.values(into, header.count());
   }
   const LayerOp& op(std::int32_t l) const { return ops_[static_cast<std::size_t>(l)]; }
   std::vector<LayerOp> ops_;

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <memory>
 #include <vector>
@@ -135,8 +136,7 @@ class CudaBackend {
   }
   LayerStash copy(Lane& lane, const LayerStash& s, std::int32_t to) const {
     LayerStash moved = s;
-    for (Tensor* t : {&moved.input, &moved.activation, &moved.batch_norm.normalized, &moved.batch_norm.inv_std,
-                      &moved.argmax, &moved.loss_gradient}) {
+    for (Tensor* t : tensors_of(moved)) {
       *t = copy(lane, *t, to);
     }
     return moved;
@@ -151,12 +151,9 @@ class CudaBackend {
   // the host; or, where the transport moves GPU memory itself (NCCL), named for it to send beside
   // the message. The copies are synchronous: the data was finished on its lane before.
   void pack(exec::ByteWriter& w, const Tensor& x) const {
-    w.value(x.rows);
-    w.value(x.cols);
-    const bool beside = w.takes_out_of_band() && x.where != kHost;
-    w.value(static_cast<std::uint8_t>(beside ? 1 : 0));
+    const exec::TensorHeader header = w.tensor_header(x.rows, x.cols, x.where != kHost);
     if (x.empty()) return;
-    if (beside) {
+    if (header.beside) {
       w.out_of_band(x.data(), x.bytes());
     } else {
       float* into = w.values_to_fill<float>(x.size());
@@ -165,22 +162,17 @@ class CudaBackend {
   }
   // On processor `to`'s GPU, from the listener thread (a cache of its own in the pool).
   void unpack(exec::ByteReader& r, Tensor& x, std::int32_t to) const {
-    const auto rows = r.value<std::int64_t>();
-    const auto cols = r.value<std::int64_t>();
-    const bool beside = r.value<std::uint8_t>() != 0;
-    if (rows < 0 || cols < 0 || (cols > 0 && rows > (std::int64_t{1} << 40) / cols)) {
-      throw Error("a message between ranks is malformed: a tensor's shape");
-    }
+    const exec::TensorHeader header = r.tensor_header();
     x = Tensor();
-    x.rows = rows;
-    x.cols = cols;
+    x.rows = header.rows;
+    x.cols = header.cols;
     x.where = to;
     if (x.empty()) return;
     if (to < 0) throw Error("internal: a tensor from another rank has no processor to go to");
     const int device = lanes_.device_of(to);
     check_cuda(cudaSetDevice(device), "cudaSetDevice");
-    x.block = pool_.allocate(receive_cache_, device, x.bytes(), "a [" + std::to_string(rows) + " x " + std::to_string(cols) + "] tensor from another rank");
-    if (beside) {
+    x.block = pool_.allocate(receive_cache_, device, x.bytes(), "a [" + std::to_string(x.rows) + " x " + std::to_string(x.cols) + "] tensor from another rank");
+    if (header.beside) {
       r.out_of_band(x.data(), x.bytes());
       return;
     }
@@ -189,12 +181,12 @@ class CudaBackend {
     check_cuda(cudaMemcpy(x.data(), from, static_cast<std::size_t>(x.bytes()), cudaMemcpyHostToDevice), "copy from a message");
   }
   void pack(exec::ByteWriter& w, const LayerStash& s) const {
-    for (const Tensor* t : {&s.input, &s.activation, &s.batch_norm.normalized, &s.batch_norm.inv_std, &s.argmax, &s.loss_gradient}) {
+    for (const Tensor* t : tensors_of(s)) {
       pack(w, *t);
     }
   }
   void unpack(exec::ByteReader& r, LayerStash& s, std::int32_t to) const {
-    for (Tensor* t : {&s.input, &s.activation, &s.batch_norm.normalized, &s.batch_norm.inv_std, &s.argmax, &s.loss_gradient}) {
+    for (Tensor* t : tensors_of(s)) {
       unpack(r, *t, to);
     }
   }
@@ -206,6 +198,13 @@ class CudaBackend {
   }
 
  private:
+  // A stash's tensors, in one order for its copies and its messages.
+  static std::array<Tensor*, 6> tensors_of(LayerStash& s) {
+    return {&s.input, &s.activation, &s.batch_norm.normalized, &s.batch_norm.inv_std, &s.argmax, &s.loss_gradient};
+  }
+  static std::array<const Tensor*, 6> tensors_of(const LayerStash& s) {
+    return {&s.input, &s.activation, &s.batch_norm.normalized, &s.batch_norm.inv_std, &s.argmax, &s.loss_gradient};
+  }
   const LayerComposition& op(std::int32_t l) const { return ops_[static_cast<std::size_t>(l)]; }
   static void place(const Tensor& to, const Tensor& from, cudaStream_t stream) {
     check_cuda(cudaMemcpyAsync(to.data(), from.data(), static_cast<std::size_t>(from.bytes()), cudaMemcpyDefault, stream), "copy");
