@@ -94,10 +94,7 @@ std::unique_ptr<Dataset> load_data(const ExecutorOptions& options, const Network
 }
 
 std::vector<int> pinned_cpus(const ExecutorOptions& options) {
-  if (!options.pin_threads) return {};
-  std::vector<int> cpus = usable_cpu_ids();
-  if (cpus.empty()) throw Error("--pin-threads: this system does not say which CPUs the process may run on");
-  return cpus;
+  return options.pin_threads ? cpus_to_pin() : std::vector<int>{};
 }
 
 TrainingOptions training_options(const ExecutorOptions& options) {

@@ -23,13 +23,6 @@
 namespace pipetwin::python {
 namespace {
 
-// The CPUs pin_threads=True pins to: this process's affinity mask.
-std::vector<int> cpus_to_pin() {
-  std::vector<int> cpus = usable_cpu_ids();
-  if (cpus.empty()) throw Error("pin_threads: this system does not say which CPUs the process may run on");
-  return cpus;
-}
-
 struct TrainingResult {
   PyResult result;
   std::vector<double> minibatch_loss;

@@ -7,18 +7,19 @@
 // answers with that time.
 #include "pipetwin/exec/rank_link.hpp"
 
-#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <thread>
 
 #include "byte_codec.hpp"
+#include "pipetwin/exec/profiling.hpp"
 #include "pipetwin/models/error.hpp"
 
 namespace pipetwin {
 namespace {
 
 constexpr double kWaitS = 60;  // a peer that answers no message for this long has stopped
+constexpr std::int64_t kFloatsPerMessage[] = {0, 256, 4096, 65536, 262144, 1048576};  // 0 bytes to 4 MiB
 
 void receive_or_throw(RankTransport& transport, RankMessage& message, std::vector<float>& into) {
   if (!transport.receive(message, kWaitS)) throw Error("timing the link between ranks 0 and 1: no answer for 60 s");
@@ -33,18 +34,14 @@ std::vector<unsigned char> packed(const std::vector<float>& values) {
   return std::move(w.bytes());
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 double thread_cpu_s() {
   timespec now{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
   return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
 }
 
-// A fixed cost and a rate from the smallest and the largest (bytes, seconds) points.
+// A fixed cost and a rate from the smallest and the largest (bytes, seconds) points: the empty
+// message's seconds, and the largest's bytes over its seconds beyond them.
 void fit_line(const std::vector<std::pair<std::int64_t, double>>& points, double* fixed_s, double* bytes_per_s) {
   *fixed_s = points.front().second;
   const double extra_s = points.back().second - *fixed_s;
@@ -63,7 +60,7 @@ RankLinkTimes time_rank_link(RankTransport& transport, int repeats) {
     const std::int32_t peer = 1 - rank;
     RankMessage message;
     std::vector<float> received;
-    for (const std::int64_t floats : {0, 256, 4096, 65536, 262144, 1048576}) {
+    for (const std::int64_t floats : kFloatsPerMessage) {
       const std::vector<float> payload(static_cast<std::size_t>(floats), 1.0f);
       std::vector<double> round_trips;
       for (int i = 0; i < repeats + 1; ++i) {  // the first round trip warms the path up
@@ -77,15 +74,14 @@ RankLinkTimes time_rank_link(RankTransport& transport, int repeats) {
         }
         if (i > 0) round_trips.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
       }
-      times.one_way_s.emplace_back(floats * static_cast<std::int64_t>(sizeof(float)), median(round_trips) / 2);
+      times.one_way_s.emplace_back(floats * static_cast<std::int64_t>(sizeof(float)), median_of(std::move(round_trips)) / 2);
     }
     transport.flush(kWaitS);
-    const auto one_way = times.one_way_s;
-    std::size_t size = 0;
-    for (const std::int64_t floats : {0, 256, 4096, 65536, 262144, 1048576}) {
+    for (std::size_t size = 0; size < times.one_way_s.size(); ++size) {
+      const std::int64_t floats = kFloatsPerMessage[size];
       const std::vector<float> payload(static_cast<std::size_t>(floats), 1.0f);
       // Long enough for the message to be there: no polling is timed.
-      const auto arrived = std::chrono::duration<double>(3 * one_way[size++].second + 0.5e-3);
+      const auto arrived = std::chrono::duration<double>(3 * times.one_way_s[size].second + 0.5e-3);
       std::vector<double> send_s, receive_s;
       for (int i = 0; i < repeats + 1; ++i) {  // the first warms the path up
         if (rank == 0) {
@@ -106,8 +102,8 @@ RankLinkTimes time_rank_link(RankTransport& transport, int repeats) {
         }
       }
       if (rank == 0) {
-        times.send_core_each_s.emplace_back(floats * static_cast<std::int64_t>(sizeof(float)), median(send_s));
-        times.receive_core_each_s.emplace_back(floats * static_cast<std::int64_t>(sizeof(float)), median(receive_s));
+        times.send_core_each_s.emplace_back(floats * static_cast<std::int64_t>(sizeof(float)), median_of(std::move(send_s)));
+        times.receive_core_each_s.emplace_back(floats * static_cast<std::int64_t>(sizeof(float)), median_of(std::move(receive_s)));
       }
     }
     transport.flush(kWaitS);
@@ -116,10 +112,7 @@ RankLinkTimes time_rank_link(RankTransport& transport, int repeats) {
       fit_line(times.receive_core_each_s, &times.receive_core_s, &times.receive_core_bytes_per_s);
     }
     // The empty message's time is the latency; the largest message's extra time, the bandwidth.
-    const auto& [largest_bytes, largest_s] = times.one_way_s.back();
-    times.latency_s = times.one_way_s.front().second;
-    const double extra_s = largest_s - times.latency_s;
-    times.bytes_per_s = extra_s > 0 ? static_cast<double>(largest_bytes) / extra_s : 0;
+    fit_line(times.one_way_s, &times.latency_s, &times.bytes_per_s);
   }
   transport.barrier();
   return times;

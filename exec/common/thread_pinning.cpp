@@ -26,6 +26,12 @@ std::vector<int> usable_cpu_ids() {
   return ids;
 }
 
+std::vector<int> cpus_to_pin() {
+  std::vector<int> cpus = usable_cpu_ids();
+  if (cpus.empty()) throw Error("cannot pin threads: this system does not say which CPUs the process may run on");
+  return cpus;
+}
+
 void pin_this_thread(int cpu) {
 #if defined(__linux__)
   if (cpu < 0 || cpu >= CPU_SETSIZE) throw Error("cannot pin a thread to CPU " + std::to_string(cpu) + ": no such CPU");

@@ -5,29 +5,11 @@
 
 #include <algorithm>
 
+#include "device_scope.hpp"
 #include "pipetwin/models/error.hpp"
 
 namespace pipetwin::cuda {
 namespace {
-
-// Makes `device` current for an allocation and restores the thread's device after. Nothing is
-// switched when it is current already (a green context stays current).
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    if (device < 0 || cudaGetDevice(&previous_) != cudaSuccess || previous_ == device) return;
-    if (cudaSetDevice(device) == cudaSuccess) switched_ = true;
-  }
-  ~DeviceScope() {
-    if (switched_) cudaSetDevice(previous_);
-  }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
- private:
-  int previous_ = -1;
-  bool switched_ = false;
-};
 
 std::string mebibytes(std::int64_t bytes) { return std::to_string(bytes / (1 << 20)) + " MiB"; }
 

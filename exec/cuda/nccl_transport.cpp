@@ -21,6 +21,7 @@
 
 #include "../common/byte_codec.hpp"
 #include "cuda_check.hpp"
+#include "device_scope.hpp"
 #include "pipetwin/models/error.hpp"
 
 namespace pipetwin::cuda {
@@ -153,6 +154,7 @@ class NcclTransport final : public RankTransport {
     bytes_.post(to_rank, task, std::move(bytes));
     if (spans.empty()) return;
     const DeviceScope scope(device_);
+    if (!scope.holds()) throw Error("CUDA: cannot make GPU " + std::to_string(device_) + " current for NCCL");
     ncclComm_t comm = comms_[static_cast<std::size_t>(rank())];
     for (const MessageSpan& span : spans) {
       nccl_->check(nccl_->send(span.data, static_cast<std::size_t>(span.bytes), ncclChar, to_rank, comm, send_stream_),
@@ -169,6 +171,7 @@ class NcclTransport final : public RankTransport {
     const std::int32_t task = message.task;
     message.out_of_band = [this, from, task](void* into, std::int64_t bytes) {
       const DeviceScope scope(device_);
+      if (!scope.holds()) throw Error("CUDA: cannot make GPU " + std::to_string(device_) + " current for NCCL");
       ncclComm_t comm = comms_.at(static_cast<std::size_t>(from));
       nccl_->check(nccl_->recv(into, static_cast<std::size_t>(bytes), ncclChar, from, comm, receive_stream_),
                    "ncclRecv from rank " + std::to_string(from));
@@ -180,21 +183,6 @@ class NcclTransport final : public RankTransport {
   void barrier() override { bytes_.barrier(); }
 
  private:
-  // Makes the transport's GPU current, and the thread's device current again after.
-  class DeviceScope {
-   public:
-    explicit DeviceScope(int device) {
-      check_cuda(cudaGetDevice(&previous_), "cudaGetDevice");
-      if (previous_ != device) check_cuda(cudaSetDevice(device), "cudaSetDevice");
-    }
-    ~DeviceScope() { cudaSetDevice(previous_); }
-    DeviceScope(const DeviceScope&) = delete;
-    DeviceScope& operator=(const DeviceScope&) = delete;
-
-   private:
-    int previous_ = 0;
-  };
-
   // Until the stream's NCCL work has completed: polled, so that a peer that died (its half of the
   // send never posted) ends in an error after wait_s_ instead of a hang.
   void wait(cudaStream_t stream, ncclComm_t comm, const std::string& what) {

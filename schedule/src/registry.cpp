@@ -317,12 +317,13 @@ TaskGraph make_graph(const GraphConfig& config) {
   const ScheduleEntry& entry = find_schedule(config.schedule);
   const Parallelism parallel = parallelism(request.params);
   const int t = parallel.tensor, d = parallel.replicas;
-  if (t * d == 1) {
-    TaskGraph graph = entry.generate(request);
+  // Every generated graph: the copies a calibration puts on the cores, and the parameters.
+  const auto finished = [&request](TaskGraph graph) {
     if (copies_take_cores(graph, request.hardware)) charge_copies_to_cores(graph, *request.hardware.calibration);
     graph.parameters = request.resolved_parameters;
     return graph;
-  }
+  };
+  if (t * d == 1) return finished(entry.generate(request));
   // t x d GPUs per pipeline processor: the pipeline's processors are tensor-parallel groups, one
   // pipeline generated and replicated d times.
   if (request.processors % (t * d) != 0) {
@@ -341,9 +342,7 @@ TaskGraph make_graph(const GraphConfig& config) {
   request.processors /= t * d;
   TaskGraph graph = entry.generate(request);
   if (d > 1) graph = replicate_data_parallel(graph, request.hardware, parallel);
-  if (copies_take_cores(graph, request.hardware)) charge_copies_to_cores(graph, *request.hardware.calibration);
-  graph.parameters = request.resolved_parameters;
-  return graph;
+  return finished(std::move(graph));
 }
 
 }  // namespace pipetwin

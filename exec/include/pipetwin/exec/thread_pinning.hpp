@@ -10,6 +10,10 @@ namespace pipetwin {
 // increasing order; empty where the platform cannot say.
 std::vector<int> usable_cpu_ids();
 
+// The CPUs a run pins to (TrainingOptions::pin_cpus): usable_cpu_ids(), or pipetwin::Error where
+// the platform cannot say.
+std::vector<int> cpus_to_pin();
+
 // Pins the calling thread to CPU `cpu`; throws pipetwin::Error naming the CPU when it cannot.
 void pin_this_thread(int cpu);
 
