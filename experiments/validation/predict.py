@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Predicts every row of pipeline_rows.csv with pipetwin, uncalibrated, and prints the error.
+"""Predicts published rows (pipeline_rows.csv by default) with pipetwin, uncalibrated, and prints the error.
 
 For each published configuration it runs `pipetwin evaluate` (the analytic evaluator of the same
 task graph the simulator runs) on the row's hardware profile with the GPT model, precision,
@@ -9,6 +9,7 @@ the mean absolute percentage error (MAPE), the bias (mean signed error: positive
 predicts too slow), the Spearman rank correlation, and the worst rows.
 
     experiments/validation/predict.py [--pipetwin build/bin/pipetwin] [--csv predictions.csv]
+    experiments/validation/predict.py --rows experiments/validation/single_node_rows.csv   # t and d too
     experiments/validation/predict.py --param hardware.cost_model=roofline   # the model before
 
 Nothing here is fitted: the hardware profile's figures come with their sources
@@ -47,26 +48,47 @@ def stage_cuts(layers, stages):
 
 
 def command(pipetwin, row, extra=()):
-    stages = int(row["pipeline"])
-    microbatches = int(row["global_batch"]) // int(row["micro_batch"])
+    """`pipetwin evaluate` for one row. A row with tensor (t) or data (d) parallelism runs on its
+    t x p x d GPUs (`-p` the GPU count, `tp` and `dp`; docs/parallelism.md): `batch` is a
+    replica's share of the global batch, split into its microbatches."""
+    stages, tensor, data = int(row["pipeline"]), int(row.get("tensor", 1)), int(row.get("data", 1))
+    gpus = stages * tensor * data
+    if "gpus" in row and int(row["gpus"]) != gpus:
+        raise ValueError(f"row {row['id']}: t {tensor} x p {stages} x d {data} is not its {row['gpus']} GPUs")
+    global_batch, micro_batch = int(row["global_batch"]), int(row["micro_batch"])
+    if global_batch % (data * micro_batch):
+        raise ValueError(f"row {row['id']}: a global batch of {global_batch} does not split into {data} replicas "
+                         f"of microbatches of {micro_batch}")
+    replica_batch = global_batch // data
     params = {
         "layers": row["layers"], "hidden": row["hidden"], "heads": row["heads"], "seq": row["seq"],
-        "vocab": row["vocab"], "batch": row["global_batch"],
+        "vocab": row["vocab"], "batch": replica_batch,
         "dtype_bytes": 2 if row["precision"] in ("fp16", "bf16") else 4,
         "precision": row["precision"], "optimizer": row["optimizer"],
         "master_weights": "true" if row["precision"] in ("fp16", "bf16") else "false",
         "recompute": FRAMEWORK_RECOMPUTE[row["recompute"]],
         "p2p": SOURCE_P2P.get(row["source"], "async"),
     }
+    if tensor > 1:
+        params["tp"] = tensor
+    if data > 1:
+        params["dp"] = data
     if stages > 1:
         params["cuts"] = ",".join(str(c) for c in stage_cuts(int(row["layers"]), stages))
     args = [pipetwin, "evaluate", "-m", "gpt", "-s", row["schedule"], "--hardware", row["gpu"],
-            "-p", str(stages), "--microbatches", str(microbatches), "--minibatches", "2", "--json"]
+            "-p", str(gpus), "--microbatches", str(replica_batch // micro_batch), "--minibatches", "2", "--json"]
     for key, value in params.items():
         args += ["--param", f"{key}={value}"]
     for item in extra:
         args += ["--param", item]
     return args
+
+
+def parallelism_kind(row):
+    """Which kinds of parallelism a row combines, e.g. "tp+pp" (pp alone: "pp")."""
+    kinds = [name for name, column in (("tp", "tensor"), ("pp", "pipeline"), ("dp", "data"))
+             if int(row.get(column, 1)) > 1]
+    return "+".join(kinds) or "one GPU"
 
 
 def predict(pipetwin, row, extra=()):
@@ -113,7 +135,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pipetwin", default=os.path.join(ROOT, "build", "bin", "pipetwin"),
                         help="the pipetwin binary (default: build/bin/pipetwin)")
-    parser.add_argument("--rows", default=os.path.join(HERE, "pipeline_rows.csv"), help="the dataset")
+    parser.add_argument("--rows", action="append",
+                        help="a dataset (repeatable; default: pipeline_rows.csv). single_node_rows.csv holds the "
+                             "rows with tensor or data parallelism")
     parser.add_argument("--csv", help="also write every row with its prediction and error here")
     parser.add_argument("--json", action="store_true", help="print the summaries as JSON")
     parser.add_argument("--worst", type=int, default=5, help="rows with the largest errors to list per split")
@@ -122,8 +146,13 @@ def main():
     args = parser.parse_args()
     if not os.access(args.pipetwin, os.X_OK):
         sys.exit(f"predict.py: no pipetwin binary at {args.pipetwin}; build it (scripts/build.sh) or pass --pipetwin")
-    with open(args.rows, newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = []
+    for path in args.rows or [os.path.join(HERE, "pipeline_rows.csv")]:
+        with open(path, newline="") as f:
+            rows += list(csv.DictReader(f))
+    if not rows:
+        sys.exit("predict.py: no rows to predict")
+    print(f"predicting {len(rows)} rows with {args.pipetwin} ...", file=sys.stderr)
     for row in rows:
         row["measured_s"] = float(row["measured_s"])
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
@@ -138,12 +167,26 @@ def main():
     splits = {name: [r for r in rows if r["split"] == name] for name in ("development", "held-out")}
     results = {name: summary(part) for name, part in splits.items() if part}
     results["all"] = summary(rows)
+    kinds = sorted({parallelism_kind(r) for r in rows})
+    by_kind = {}
+    if len(kinds) > 1:
+        for kind in kinds:
+            for name, part in splits.items():
+                chosen = [r for r in part if parallelism_kind(r) == kind]
+                if len(chosen) >= 2:
+                    by_kind[f"{kind}, {name}"] = summary(chosen)
     if args.json:
-        print(json.dumps(results, indent=2))
+        print(json.dumps(dict(results, by_kind=by_kind) if by_kind else results, indent=2))
         return
-    print(f"{'split':<12} {'rows':>5} {'MAPE %':>8} {'bias %':>8} {'max %':>8} {'Spearman':>9}")
+    header = f"{'split':<12} {'rows':>5} {'MAPE %':>8} {'bias %':>8} {'max %':>8} {'Spearman':>9}"
+    print(header)
     for name, s in results.items():
         print(f"{name:<12} {s['rows']:>5} {s['mape']:>8.1f} {s['bias']:>+8.1f} {s['max_error']:>8.1f} {s['spearman']:>9.3f}")
+    if by_kind:
+        print(f"\n{'parallelism, split':<24} {'rows':>5} {'MAPE %':>8} {'bias %':>8} {'max %':>8} {'Spearman':>9}")
+        for name, s in by_kind.items():
+            print(f"{name:<24} {s['rows']:>5} {s['mape']:>8.1f} {s['bias']:>+8.1f} {s['max_error']:>8.1f} "
+                  f"{s['spearman']:>9.3f}")
     for name, part in splits.items():
         if not part or args.worst <= 0:
             continue
