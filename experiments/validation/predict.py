@@ -178,8 +178,7 @@ def main():
     if args.json:
         print(json.dumps(dict(results, by_kind=by_kind) if by_kind else results, indent=2))
         return
-    header = f"{'split':<12} {'rows':>5} {'MAPE %':>8} {'bias %':>8} {'max %':>8} {'Spearman':>9}"
-    print(header)
+    print(f"{'split':<12} {'rows':>5} {'MAPE %':>8} {'bias %':>8} {'max %':>8} {'Spearman':>9}")
     for name, s in results.items():
         print(f"{name:<12} {s['rows']:>5} {s['mape']:>8.1f} {s['bias']:>+8.1f} {s['max_error']:>8.1f} {s['spearman']:>9.3f}")
     if by_kind:
@@ -196,4 +195,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except (ValueError, RuntimeError) as error:  # a bad row or a failed prediction: say which
+        sys.exit(f"predict.py: {error}")
