@@ -30,6 +30,13 @@ nlohmann::ordered_json params_json(const std::vector<ParamSpec>& params) {
   return list;
 }
 
+// The group sizes a profile has measured all-reduces for (docs/cost-model.md).
+std::vector<std::int32_t> measured_all_reduce_gpus(const HardwareProfile& hw) {
+  std::vector<std::int32_t> gpus;
+  for (const auto& [ranks, points] : hw.all_reduce.seconds_by_bytes) gpus.push_back(ranks);
+  return gpus;
+}
+
 void list_models(bool json) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   if (!json) std::cout << "Networks (--model NAME, or a network file ending in .json):\n";
@@ -86,6 +93,7 @@ void list_hardware(bool json) {
                      {"processors_per_node", hw.cluster.processors_per_node},
                      {"nics_per_node", hw.cluster.nics_per_node},
                      {"nic", hw.cluster.clustered() ? hw.cluster.nic.name : ""},
+                     {"measured_all_reduce_gpus", measured_all_reduce_gpus(hw)},
                      {"validated", hw.validated},
                      {"params", params_json(entry.params)}});
       continue;
@@ -122,6 +130,10 @@ void list_hardware(bool json) {
     if (hw.cluster.clustered()) {
       std::cout << fmt::format("      nodes of {} processors, {} NIC(s) of {} each between nodes\n",
                                hw.cluster.processors_per_node, hw.cluster.nics_per_node, hw.cluster.nic.name);
+    }
+    if (!hw.all_reduce.seconds_by_bytes.empty()) {
+      std::cout << fmt::format("      tensor-parallel all-reduces as measured among {} GPUs\n",
+                               fmt::join(measured_all_reduce_gpus(hw), ", "));
     }
     // Parameters beyond the ones every profile takes (listed once below).
     print_params(std::vector<ParamSpec>(entry.params.begin() + static_cast<long>(common_count),

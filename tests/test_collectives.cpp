@@ -273,3 +273,46 @@ TEST_CASE("tp=t adds the Megatron all-reduces to a block's forward and backward,
     CHECK(static_cast<double>(split) <= all_reduces + static_cast<double>(one));
   }
 }
+
+TEST_CASE("tp=t on a profile with measured all-reduces (a100) takes each one's time from the table") {
+  // The a100 profile carries NCCL's measured all-reduce times for 2 to 8 GPUs; a group of t takes
+  // its all-reduces' times from them (interpolated by size; below the smallest size, from the
+  // ring's latency at 0 bytes), not from the ring over NVLink.
+  const HardwareProfile a100 = make_hardware("a100", Params());
+  const auto measured = [&](int t, double bytes) {  // a second reading of the table, by hand
+    const auto& points = a100.all_reduce.seconds_by_bytes.at(t);
+    double x0 = 0, y0 = 2.0 * (t - 1) * a100.link.latency_s;
+    for (const auto& [x1, y1] : points) {
+      if (bytes <= x1) return y0 + (y1 - y0) * (bytes - x0) / (x1 - x0);
+      x0 = x1;
+      y0 = y1;
+    }
+    FAIL("beyond the table");
+    return 0.0;
+  };
+  const auto forward_cycles = [](int t) {
+    GraphConfig config = graph_config("gpt", "sequential", "a100", t, 1, 1);
+    config.params = {"layers=2", "hidden=1024", "heads=16", "seq=512", "vocab=1024", "batch=2", "dtype_bytes=2",
+                     "precision=bf16", "cost_model=roofline", "tp=" + std::to_string(t)};
+    const TaskGraph g = make_graph(config);
+    for (const auto& task : g.tasks) {
+      if (task.kind == TaskKind::F) return task.cost_cycles;
+    }
+    FAIL("no forward");
+    return std::int64_t{0};
+  };
+  const double clock = a100.clock_hz();
+  const double activation = 2.0 * 512 * 1024 * 2;  // samples x s x h x 2 bytes: 2 MiB, one of the table's sizes
+  const std::int64_t one = forward_cycles(1);
+  for (const int t : {2, 4, 8}) {
+    INFO("t = " << t);
+    REQUIRE(a100.all_reduce.covers(t));
+    // Two per block (2 blocks) and the embedding's at 2 MiB; the LM head's three of 4 bytes per token.
+    const double all_reduces = (5 * measured(t, activation) + 3 * measured(t, 2.0 * 512 * 4)) * clock;
+    const double ring = 2.0 * (t - 1) * (a100.link.latency_s + activation / t / a100.link.bytes_per_s) * clock;
+    CHECK(all_reduces > 5 * ring);  // NCCL's measured times exceed the ideal ring's at these sizes
+    const auto split = static_cast<double>(forward_cycles(t));
+    CHECK(split >= all_reduces + static_cast<double>(one) / t - 10);
+    CHECK(split <= all_reduces + static_cast<double>(one));
+  }
+}

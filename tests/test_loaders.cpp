@@ -44,6 +44,56 @@ TEST_CASE("hardware JSON: wrong types, impossible numbers and NaN overheads are 
                        doctest::Contains("must be numbers >= 0, got nan"), Error);
 }
 
+TEST_CASE("hardware JSON: a measured all-reduce table is read with its source; bad tables are clear errors") {
+  const Params none;
+  const auto with = [](const std::string& all_reduce) { return hardware("", R"(, "all_reduce": )" + all_reduce); };
+  const HardwareProfile hw = hardware_from_json_text(
+      with(R"({"source": "a benchmark", "seconds": {"4": [[1000, 2e-5], [3000, 6e-5]]}})"), "h.json", none);
+  CHECK(hw.all_reduce.source == "a benchmark");
+  CHECK(hw.all_reduce.covers(4));
+  CHECK_FALSE(hw.all_reduce.covers(2));
+  // At a point, between two (linear), below the first (from the caller's time at 0 bytes), above
+  // the last (the last segment's slope: 2e-8 s per byte).
+  CHECK(hw.all_reduce.seconds(4, 1000, 1e-6) == doctest::Approx(2e-5));
+  CHECK(hw.all_reduce.seconds(4, 2000, 1e-6) == doctest::Approx(4e-5));
+  CHECK(hw.all_reduce.seconds(4, 500, 1e-6) == doctest::Approx(1e-6 + (2e-5 - 1e-6) / 2));
+  CHECK(hw.all_reduce.seconds(4, 5000, 1e-6) == doctest::Approx(1e-4));
+  CHECK_THROWS_WITH_AS(hw.all_reduce.seconds(2, 1000, 0), "no measured all-reduce among 2 GPUs", Error);
+  CHECK_FALSE(hardware_from_json_text(hardware(""), "h.json", none).all_reduce.covers(2));
+
+  const auto error = [&](const std::string& all_reduce) {
+    try {
+      hardware_from_json_text(with(all_reduce), "h.json", none);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const auto check_error = [&](const std::string& all_reduce, const std::string& expected) {
+    const std::string what = error(all_reduce);
+    INFO(what);
+    CHECK(what.find(expected) != std::string::npos);
+  };
+  check_error(R"({"source": "b", "seconds": {"1": [[1, 1], [2, 2]]}})",
+              "h.json: /all_reduce/seconds/1: expected a key that is a number of GPUs from 2 to 4096");
+  check_error(R"({"source": "b", "seconds": {"eight": [[1, 1], [2, 2]]}})",
+              "/all_reduce/seconds/eight: expected a key that is a number of GPUs");
+  check_error(R"({"source": "b", "seconds": {"4": [[3000, 1e-5], [1000, 2e-5]]}})",
+              "/all_reduce/seconds/4/1/0: expected a positive size above the previous point's");
+  check_error(R"({"source": "b", "seconds": {"4": [[1000, 1e-5]]}})",
+              "/all_reduce/seconds/4: expected at least two [bytes, seconds] points");
+  check_error(R"({"source": "b", "seconds": {"4": [[1000, 1e-5], [2000, -1]]}})",
+              "/all_reduce/seconds/4/1/1: expected a positive number of seconds");
+  check_error(R"({"source": "b", "seconds": {"4": [[1000, 1e-5, 3], [2000, 1]]}})",
+              "/all_reduce/seconds/4/0: expected [bytes, seconds]");
+  check_error(R"({"source": "", "seconds": {"4": [[1000, 1e-5], [2000, 1]]}})",
+              "/all_reduce/source: expected where the measurement comes from");
+  check_error(R"({"seconds": {"4": [[1000, 1e-5], [2000, 1]]}})", "/all_reduce");
+  check_error(R"({"source": "b", "seconds": {}})",
+              "/all_reduce/seconds: expected measurements for at least one number of GPUs");
+  check_error(R"({"source": "b", "seconds": {"4": [[1, 1], [2, 2]]}, "bytes": 1})", "bytes");
+}
+
 TEST_CASE("calibration tables: unknown keys, repeated layers and impossible times are clear errors") {
   const std::string layer = R"({"name": "fc1", "F_s": 1e-6, "BA_s": 1e-6, "BW_s": 1e-6, "U_s": 1e-7})";
   const Calibration ok = calibration_from_json_text(calibration("", layer), "c.json");

@@ -86,16 +86,21 @@ std::int64_t task_overhead_cycles(const HardwareProfile& hw) {
   return ceil_cycles(overhead_s * hw.processor.clock_hz);
 }
 
-// A tensor-parallel layer's all-reduces among its ranks, each a ring over the profile's link
-// between processors (the ranks of a group share a node): 2(t-1) steps of latency and 1/t of
-// the bytes. Counted in the task's time, as the ranks wait for them (Megatron-LM runs them on the
-// compute stream); no other traffic shares these links in the placements pipetwin makes.
+// A tensor-parallel layer's all-reduces among its ranks (the ranks of a group share a node): the
+// profile's measured all-reduce for that many GPUs where it has one, else a ring over the
+// profile's link between processors, 2(t-1) steps of latency and 1/t of the bytes. Counted in the
+// task's time, as the ranks wait for them (Megatron-LM runs them on the compute stream); no other
+// traffic shares these links in the placements pipetwin makes.
 double tensor_parallel_seconds(const HardwareProfile& hw, const Layer& layer, TaskKind kind, std::int64_t samples) {
   double seconds = 0;
-  const double t = static_cast<double>(layer.tensor_parallel);
+  const auto ranks = static_cast<std::int32_t>(layer.tensor_parallel);
+  const double t = static_cast<double>(ranks);
+  const double ring_latency_s = 2 * (t - 1) * hw.link.latency_s;
   for (const auto& all_reduce : tensor_parallel_all_reduces(layer, kind)) {
     const double bytes = static_cast<double>(all_reduce.bytes_per_sample) * static_cast<double>(samples);
-    seconds += all_reduce.count * 2 * (t - 1) * (hw.link.latency_s + bytes / t / hw.link.bytes_per_s);
+    const double one_s = hw.all_reduce.covers(ranks) ? hw.all_reduce.seconds(ranks, bytes, ring_latency_s)
+                                                     : ring_latency_s + 2 * (t - 1) * bytes / t / hw.link.bytes_per_s;
+    seconds += all_reduce.count * one_s;
   }
   return seconds;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "pipetwin/models/embedded_file.hpp"
 #include "pipetwin/models/error.hpp"
@@ -182,7 +183,54 @@ void read_cluster(const JsonReader& root, const Params& params, HardwareProfile*
   }
 }
 
+// Measured all-reduces: the profile's "all_reduce" object, {"source": ..., "seconds": {"<ranks>":
+// [[bytes, seconds], ...]}}, sizes rising.
+void read_all_reduce(const JsonReader& root, HardwareProfile* hw) {
+  if (!root.has("all_reduce")) return;
+  const JsonReader all_reduce = root.at("all_reduce");
+  all_reduce.check_keys({"source", "seconds"});
+  hw->all_reduce.source = all_reduce.get_string("source");
+  if (hw->all_reduce.source.empty()) all_reduce.at("source").fail("where the measurement comes from");
+  const JsonReader by_ranks = all_reduce.at("seconds");
+  by_ranks.require_object();
+  for (const auto& item : by_ranks.value().items()) {
+    const JsonReader points = by_ranks.at(item.key());
+    char* end = nullptr;
+    const long ranks = std::strtol(item.key().c_str(), &end, 10);
+    if (end == item.key().c_str() || *end != '\0' || ranks < 2 || ranks > 4096) {
+      points.fail("a key that is a number of GPUs from 2 to 4096");
+    }
+    if (points.array_size() < 2) points.fail("at least two [bytes, seconds] points");
+    auto& measured = hw->all_reduce.seconds_by_bytes[static_cast<std::int32_t>(ranks)];
+    for (std::size_t i = 0; i < points.array_size(); ++i) {
+      const JsonReader point = points.at(i);
+      if (point.array_size() != 2) point.fail("[bytes, seconds]");
+      const double bytes = point.at(0).as_double(), seconds = point.at(1).as_double();
+      if (!(bytes > 0) || !std::isfinite(bytes) || (!measured.empty() && bytes <= measured.back().first)) {
+        point.at(0).fail("a positive size above the previous point's");
+      }
+      if (!(seconds > 0) || !std::isfinite(seconds)) point.at(1).fail("a positive number of seconds");
+      measured.emplace_back(bytes, seconds);
+    }
+  }
+  if (hw->all_reduce.seconds_by_bytes.empty()) by_ranks.fail("measurements for at least one number of GPUs");
+}
+
 }  // namespace
+
+double MeasuredAllReduce::seconds(std::int32_t ranks, double bytes, double zero_bytes_s) const {
+  const auto found = seconds_by_bytes.find(ranks);
+  if (found == seconds_by_bytes.end()) throw Error("no measured all-reduce among " + std::to_string(ranks) + " GPUs");
+  const auto& points = found->second;
+  const auto line = [bytes](const std::pair<double, double>& a, const std::pair<double, double>& b) {
+    return a.second + (b.second - a.second) * (bytes - a.first) / (b.first - a.first);
+  };
+  if (bytes <= points.front().first) return line({0.0, zero_bytes_s}, points.front());
+  auto above = std::lower_bound(points.begin(), points.end(), bytes,
+                                [](const std::pair<double, double>& p, double b) { return p.first < b; });
+  if (above == points.end()) above = points.end() - 1;  // past the largest: its last segment's slope
+  return line(*(above - 1), *above);
+}
 
 std::string to_string(CostModelKind kind) {
   switch (kind) {
@@ -234,7 +282,7 @@ HardwareProfile hardware_from_json_text(const std::string& text, const std::stri
   const nlohmann::json document = JsonReader::parse(text, source);
   const JsonReader root(document, source);
   root.check_keys({"name", "description", "cost_model", "accelerator", "processor", "link", "host_link",
-                   "host_memory_bytes", "topology", "cluster", "validated"});
+                   "host_memory_bytes", "topology", "cluster", "all_reduce", "validated"});
   HardwareProfile hw;
   hw.name = root.get_string("name");
   hw.description = root.get_string("description", "");
@@ -349,6 +397,7 @@ HardwareProfile hardware_from_json_text(const std::string& text, const std::stri
     throw Error("hardware " + hw.name + ": " + unknown_name_message("topology", hw.topology, topologies));
   }
   read_cluster(root, params, &hw);
+  read_all_reduce(root, &hw);
   return hw;
 }
 

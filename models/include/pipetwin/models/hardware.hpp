@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pipetwin/models/link_policy.hpp"
@@ -89,6 +90,22 @@ struct ProcessorSpec {
   SystolicSpec systolic;           // accelerator "systolic" (and cost_model "systolic") only
 };
 
+// All-reduces inside a node as measured there (the profile's "all_reduce" object): seconds by
+// message size for each number of GPUs taking part, from a benchmark of the collective library
+// on that node. Tensor-parallel groups of a measured size take their all-reduces' time from it
+// (cost_model.cpp); other sizes, and the data-parallel all-reduces (collective steps over the
+// links), keep the ring over the profile's link.
+struct MeasuredAllReduce {
+  std::map<std::int32_t, std::vector<std::pair<double, double>>> seconds_by_bytes;  // ranks -> (bytes, seconds), bytes rising
+  std::string source;  // where the measurement comes from
+
+  bool covers(std::int32_t ranks) const { return seconds_by_bytes.count(ranks) > 0; }
+  // One all-reduce of `bytes` among `ranks` GPUs (covers(ranks)): linear between the measured
+  // sizes; below the smallest, linear from `zero_bytes_s` at 0 bytes (the caller's latency) to
+  // the smallest's time; above the largest, the two largest sizes' slope.
+  double seconds(std::int32_t ranks, double bytes, double zero_bytes_s) const;
+};
+
 struct Calibration;  // calibration.hpp
 
 struct HardwareProfile {
@@ -102,6 +119,7 @@ struct HardwareProfile {
   LinkSpec host_link;                  // to host memory, for offload
   std::string topology = "fully-connected";  // chain, ring, fully-connected, switch (inside a node)
   ClusterSpec cluster;                 // nodes and their NICs; none: one node
+  MeasuredAllReduce all_reduce;        // measured all-reduces inside a node; none: rings over `link`
   std::int64_t host_memory_bytes = 0;  // host memory reachable over host_link, for offload
   bool validated = false;              // checked against measurement?
   // Measured task times replacing the roofline (calibration.hpp), when attached.
