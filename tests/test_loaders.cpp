@@ -60,6 +60,10 @@ TEST_CASE("hardware JSON: a measured all-reduce table is read with its source; b
   CHECK(hw.all_reduce.seconds(4, 5000, 1e-6) == doctest::Approx(1e-4));
   CHECK_THROWS_WITH_AS(hw.all_reduce.seconds(2, 1000, 0), "no measured all-reduce among 2 GPUs", Error);
   CHECK_FALSE(hardware_from_json_text(hardware(""), "h.json", none).all_reduce.covers(2));
+  // Another link or topology than the one it was measured on sets the table aside.
+  const std::string table = R"({"source": "a", "seconds": {"4": [[1000, 2e-5], [3000, 6e-5]]}})";
+  CHECK_FALSE(hardware_from_json_text(with(table), "h.json", Params::parse({"link=pcie4"})).all_reduce.covers(4));
+  CHECK_FALSE(hardware_from_json_text(with(table), "h.json", Params::parse({"topology=ring"})).all_reduce.covers(4));
 
   const auto error = [&](const std::string& all_reduce) {
     try {
@@ -78,6 +82,8 @@ TEST_CASE("hardware JSON: a measured all-reduce table is read with its source; b
               "h.json: /all_reduce/seconds/1: expected a key that is a number of GPUs from 2 to 4096");
   check_error(R"({"source": "b", "seconds": {"eight": [[1, 1], [2, 2]]}})",
               "/all_reduce/seconds/eight: expected a key that is a number of GPUs");
+  check_error(R"({"source": "b", "seconds": {"04": [[1, 1], [2, 2]]}})",
+              "/all_reduce/seconds/04: expected a key that is a number of GPUs");
   check_error(R"({"source": "b", "seconds": {"4": [[3000, 1e-5], [1000, 2e-5]]}})",
               "/all_reduce/seconds/4/1/0: expected a positive size above the previous point's");
   check_error(R"({"source": "b", "seconds": {"4": [[1000, 1e-5]]}})",

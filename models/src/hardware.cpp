@@ -195,11 +195,11 @@ void read_all_reduce(const JsonReader& root, HardwareProfile* hw) {
   by_ranks.require_object();
   for (const auto& item : by_ranks.value().items()) {
     const JsonReader points = by_ranks.at(item.key());
-    char* end = nullptr;
-    const long ranks = std::strtol(item.key().c_str(), &end, 10);
-    if (end == item.key().c_str() || *end != '\0' || ranks < 2 || ranks > 4096) {
-      points.fail("a key that is a number of GPUs from 2 to 4096");
-    }
+    const std::string& key = item.key();
+    const bool digits = !key.empty() && key.size() <= 4 && key[0] != '0' &&
+                        std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const long ranks = digits ? std::strtol(key.c_str(), nullptr, 10) : 0;
+    if (ranks < 2 || ranks > 4096) points.fail("a key that is a number of GPUs from 2 to 4096");
     if (points.array_size() < 2) points.fail("at least two [bytes, seconds] points");
     auto& measured = hw->all_reduce.seconds_by_bytes[static_cast<std::int32_t>(ranks)];
     for (std::size_t i = 0; i < points.array_size(); ++i) {
@@ -397,7 +397,8 @@ HardwareProfile hardware_from_json_text(const std::string& text, const std::stri
     throw Error("hardware " + hw.name + ": " + unknown_name_message("topology", hw.topology, topologies));
   }
   read_cluster(root, params, &hw);
-  read_all_reduce(root, &hw);
+  // Measured on the profile's own fabric: another link or topology makes it someone else's.
+  if (!params.has("link") && !params.has("topology")) read_all_reduce(root, &hw);
   return hw;
 }
 
