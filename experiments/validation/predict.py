@@ -34,14 +34,15 @@ FRAMEWORK_RECOMPUTE = {"none": "none", "selective": "selective", "full": "blocks
 
 
 # How each source's framework moves activations between stages: Megatron-DeepSpeed's pipeline
-# engine sends and receives with blocking calls (pipetwin's p2p=rendezvous).
-SOURCE_P2P = {"vtrain-micro24": "rendezvous"}
+# engine sends and receives with blocking calls (pipetwin's p2p=rendezvous); Megatron-LM posts
+# its sends and receives together, non-blocking (batch_isend_irecv: p2p=async).
+SOURCE_P2P = {"vtrain-micro24": "rendezvous", "korthikanti-mlsys23": "async"}
 
 
 def stage_cuts(layers, stages):
-    """Megatron-DeepSpeed's uniform split: layers / stages transformer blocks per stage, the
-    embedding with the first and the LM head with the last (pipetwin numbers the embedding 0 and
-    block k as k, and cuts after the given layers)."""
+    """Megatron's uniform split: layers / stages transformer blocks per stage (per model chunk
+    when interleaved), the embedding with the first and the LM head with the last (pipetwin
+    numbers the embedding 0 and block k as k, and cuts after the given layers)."""
     if layers % stages:
         raise ValueError(f"{layers} layers do not split evenly over {stages} stages")
     return [layers // stages * k for k in range(1, stages)]
@@ -73,8 +74,11 @@ def command(pipetwin, row, extra=()):
         params["tp"] = tensor
     if data > 1:
         params["dp"] = data
-    if stages > 1:
-        params["cuts"] = ",".join(str(c) for c in stage_cuts(int(row["layers"]), stages))
+    chunks = int(row.get("chunks") or 1)  # model chunks per GPU (interleaved-1f1b)
+    if chunks > 1:
+        params["chunks"] = chunks
+    if stages * chunks > 1:
+        params["cuts"] = ",".join(str(c) for c in stage_cuts(int(row["layers"]), stages * chunks))
     args = [pipetwin, "evaluate", "-m", "gpt", "-s", row["schedule"], "--hardware", row["gpu"],
             "-p", str(gpus), "--microbatches", str(replica_batch // micro_batch), "--minibatches", "2", "--json"]
     for key, value in params.items():

@@ -92,3 +92,16 @@ def test_predict_runs_a_parallel_row_on_all_its_gpus_with_a_replicas_batch():
         predict.command("pipetwin", dict(row, gpus="8"))
     with pytest.raises(ValueError, match="does not split into 4 replicas"):
         predict.command("pipetwin", dict(row, global_batch="12"))
+
+
+def test_predict_runs_an_interleaved_row_with_a_cut_per_model_chunk():
+    (row,) = [r for r in rows_of("megatron_rows.csv") if r["id"].startswith("gpt-175B")]
+    args = predict.command("pipetwin", row)
+    params = dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--param")
+    assert args[args.index("-s") + 1] == "interleaved-1f1b"
+    assert args[args.index("-p") + 1] == "64" and params["tp"] == "8"
+    assert params["chunks"] == "3" and params["p2p"] == "async"
+    # 96 blocks over 8 stages x 3 chunks: 4 per chunk, cut after blocks 4, 8, ..., 92.
+    assert params["cuts"] == ",".join(str(4 * k) for k in range(1, 24))
+    assert "chunks" not in dict(a.split("=", 1) for a in predict.command("pipetwin", dict(row, chunks="1"))
+                                if "=" in a)
