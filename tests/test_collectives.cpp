@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "pipetwin/models/error.hpp"
+#include "pipetwin/models/gpu_kernels.hpp"
 #include "pipetwin/models/hardware.hpp"
 #include "pipetwin/models/layer.hpp"
 #include "pipetwin/models/network_registry.hpp"
@@ -221,6 +222,56 @@ TEST_CASE("a tensor-parallel transformer block is one rank's share (Korthikanti 
   spec3x3.out_channels = 8;
   const Layer conv = conv2d_layer("conv", {3, 8, 8}, spec3x3, 4);
   CHECK_THROWS_WITH_AS(tensor_parallel_layer(conv, 2), doctest::Contains("cannot be split tensor-parallel"), Error);
+}
+
+TEST_CASE("sequence parallelism splits a block's sequence outside the tensor-parallel regions (Korthikanti et al.)") {
+  const std::int64_t s = 512, h = 1024, a = 16, e = 2;
+  const Layer whole = transformer_block_layer("block", {s, h}, TransformerBlockSpec{a, 4, false}, e);
+  for (const std::int64_t t : {2, 4, 8}) {
+    INFO("t = " << t);
+    const Layer tp = tensor_parallel_layer(whole, t);
+    const Layer sp = tensor_parallel_layer(whole, t, TensorSplit::whole, true);
+    CHECK(sp.sequence_parallel);
+    CHECK_FALSE(tp.sequence_parallel);
+    // Activations per sample with sequence parallelism: s h 34 / t + 5 a s^2 / t (2-byte units;
+    // Korthikanti et al. 2022, Table 2); the rank's input and output are 1/t of the sequence.
+    CHECK(sp.stash_bytes == (34 * s * h / t + 5 * a * s * s / t) * e / 2);
+    CHECK(sp.input_bytes == s * h * e / t);
+    CHECK(sp.output_bytes == s * h * e / t);
+    // The same weights and weight-GEMM work; less element-wise work.
+    CHECK(sp.parameters == tp.parameters);
+    CHECK(sp.forward_macs == tp.forward_macs);
+    CHECK(sp.forward_flops < tp.forward_flops);
+    // Its kernels: the layer norms, bias-dropout-adds and residual gradient on 1/t of the tokens;
+    // the GEMMs and the attention core as without it.
+    for (const TaskKind kind : {TaskKind::F, TaskKind::BA, TaskKind::BW}) {
+      const auto with = layer_kernels(sp, kind, 2, e), without = layer_kernels(tp, kind, 2, e);
+      REQUIRE(with.size() == without.size());
+      for (std::size_t k = 0; k < with.size(); ++k) {
+        INFO(with[k].name);
+        const bool outside = with[k].name.rfind("layernorm", 0) == 0 || with[k].name.rfind("bias_dropout_add", 0) == 0 ||
+                             with[k].name == "residual.dgrad";
+        CHECK(with[k].is_gemm == without[k].is_gemm);
+        if (with[k].is_gemm) {
+          CHECK(with[k].gemm.m * with[k].gemm.n * with[k].gemm.k * with[k].gemm.batch ==
+                doctest::Approx(without[k].gemm.m * without[k].gemm.n * without[k].gemm.k * without[k].gemm.batch));
+        } else {
+          CHECK(with[k].bytes == doctest::Approx(without[k].bytes / (outside ? static_cast<double>(t) : 1.0)));
+        }
+      }
+    }
+  }
+  // Whole layers are not split, and the graph keeps sp for whoever rebuilds its network.
+  CHECK_FALSE(tensor_parallel_layer(whole, 1, TensorSplit::whole, true).sequence_parallel);
+  GraphConfig config = graph_config("gpt", "1f1b", "a100", 2, 2, 1);
+  config.params = {"layers=2", "hidden=1024", "heads=16", "seq=512", "vocab=1024", "batch=2", "tp=2", "sp=1"};
+  const Network rebuilt = graph_network(make_graph(config));
+  CHECK(rebuilt.layers[1].type == "transformer_block");
+  CHECK(rebuilt.layers[1].sequence_parallel);
+  config.params = {"sp=1"};
+  CHECK_THROWS_WITH_AS(make_graph(config), doctest::Contains("it needs tp > 1"), Error);
+  config.params = {"tp=2", "sp=2"};
+  CHECK_THROWS_WITH_AS(make_graph(config), doctest::Contains("sp must be 0 (no sequence parallelism) or 1"), Error);
 }
 
 TEST_CASE("a tensor-parallel dense pair is Megatron's: column-parallel, then row-parallel with its all-reduce") {

@@ -74,6 +74,8 @@ def command(pipetwin, row, extra=()):
         params["tp"] = tensor
     if data > 1:
         params["dp"] = data
+    if row.get("sequence_parallel") == "1":  # Megatron's sequence parallelism in the t-groups
+        params["sp"] = 1
     chunks = int(row.get("chunks") or 1)  # model chunks per GPU (interleaved-1f1b)
     if chunks > 1:
         params["chunks"] = chunks

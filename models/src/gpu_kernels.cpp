@@ -52,8 +52,10 @@ Kernels transformer_kernels(const Layer& layer, TaskKind kind, double b, double 
   const double h = static_cast<double>(layer.input_shape[1]);
   // Tensor parallelism (Megatron-LM, Shoeybi et al. 2019): one rank of tp holds a / tp heads
   // and f / tp of the MLP (QKV and fc1 split by columns, proj and fc2 by rows); the layer norms,
-  // dropouts and residual adds run whole on every rank (no sequence parallelism).
+  // dropouts and residual adds run whole on every rank, or on 1/tp of the tokens with sequence
+  // parallelism (Korthikanti et al. 2022).
   const double tp = static_cast<double>(layer.tensor_parallel);
+  const double outside = layer.sequence_parallel ? tp : 1;  // divides the tokens outside the TP regions
   const double heads = static_cast<double>(layer.transformer.heads);
   const double a = heads / tp;  // this rank's heads
   const double f = static_cast<double>(layer.transformer.ffn_multiplier) * h / tp;  // its MLP width
@@ -71,11 +73,11 @@ Kernels transformer_kernels(const Layer& layer, TaskKind kind, double b, double 
       linear(k, kind, l, t);
       memory(k, "bias.wgrad", t * l.out * e);
     }
-    memory(k, "layernorm.wgrad", 2 * t * h * e);
+    memory(k, "layernorm.wgrad", 2 * t * h * e / outside);
     return k;
   }
   // Layer norm 1: read x, write y (and per-token statistics).
-  memory(k, forward ? "layernorm1" : "layernorm1.dgrad", (forward ? 2 : 4) * t * h * e);
+  memory(k, forward ? "layernorm1" : "layernorm1.dgrad", (forward ? 2 : 4) * t * h * e / outside);
   linear(k, kind, qkv, t);
   if (layer.transformer.flash_attention) {
     // One kernel: Q K^T and A V (2 products of s x s x d), causal; the backward recomputes the
@@ -98,13 +100,13 @@ Kernels transformer_kernels(const Layer& layer, TaskKind kind, double b, double 
   }
   linear(k, kind, proj, t);
   // Bias, dropout and residual add in one kernel: reads two inputs, writes the sum and a mask.
-  memory(k, forward ? "bias_dropout_add" : "bias_dropout_add.dgrad", t * h * (3 * e + 1));
-  memory(k, forward ? "layernorm2" : "layernorm2.dgrad", (forward ? 2 : 4) * t * h * e);
+  memory(k, forward ? "bias_dropout_add" : "bias_dropout_add.dgrad", t * h * (3 * e + 1) / outside);
+  memory(k, forward ? "layernorm2" : "layernorm2.dgrad", (forward ? 2 : 4) * t * h * e / outside);
   linear(k, kind, fc1, t);
   memory(k, forward ? "bias_gelu" : "bias_gelu.dgrad", (forward ? 2 : 3) * t * f * e);
   linear(k, kind, fc2, t);
-  memory(k, forward ? "bias_dropout_add" : "bias_dropout_add.dgrad", t * h * (3 * e + 1));
-  if (!forward) memory(k, "residual.dgrad", 3 * t * h * e);  // the two branches' gradients summed
+  memory(k, forward ? "bias_dropout_add" : "bias_dropout_add.dgrad", t * h * (3 * e + 1) / outside);
+  if (!forward) memory(k, "residual.dgrad", 3 * t * h * e / outside);  // the two branches' gradients summed
   return k;
 }
 

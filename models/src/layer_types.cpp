@@ -178,9 +178,10 @@ Layer dense_rank(const std::string& name, const Shape& input_shape, const DenseS
 }
 
 // One rank's share of a transformer block split over `ranks` (Megatron-LM): the weight GEMMs,
-// attention heads and MLP columns divide; layer norms, dropouts and residual adds do not.
+// attention heads and MLP columns divide; layer norms, dropouts and residual adds do not, unless
+// `sequence_parallel` (Korthikanti et al. 2022) splits the sequence among the ranks there.
 Layer transformer_block_rank(const std::string& name, const Shape& input_sh, const TransformerBlockSpec& spec,
-                             std::int64_t bytes_per_element, std::int64_t ranks) {
+                             std::int64_t bytes_per_element, std::int64_t ranks, bool sequence_parallel = false) {
   require(input_sh.size() == 2, name, "transformer_block needs a sequence x hidden input, got " +
                                           shape_to_string(input_sh));
   const std::int64_t s = input_sh[0], h = input_sh[1], a = spec.heads, f = spec.ffn_multiplier, t = ranks;
@@ -195,7 +196,12 @@ Layer transformer_block_rank(const std::string& name, const Shape& input_sh, con
   const double weight_macs = d(s * (4 * h * h + 2 * f * h * h)) / d(t);
   // Attention: scores Q K^T and context A V, s^2 h each.
   const double attention_macs = d(2 * s * s * h) / d(t);
-  const double elementwise = d(5 * a * s * s + 8 * f * s * h) / d(t) + d(16 * s * h + 2 * s * h);
+  // The sequence's share of the parts outside the tensor-parallel regions (layer norms, dropouts,
+  // residual adds): all of it, or 1/t with sequence parallelism.
+  const std::int64_t sp = sequence_parallel ? t : 1;
+  require(s % sp == 0, name, "sequence parallelism over " + std::to_string(t) + " ranks needs them to divide the sequence (" +
+                                 std::to_string(s) + ")");
+  const double elementwise = d(5 * a * s * s + 8 * f * s * h) / d(t) + d(16 * s * h + 2 * s * h) / d(sp);
   Layer layer;
   layer.name = name;
   layer.element_bytes = bytes_per_element;
@@ -212,15 +218,19 @@ Layer transformer_block_rank(const std::string& name, const Shape& input_sh, con
   layer.activation_grad_flops = 2 * weight_macs + 4 * attention_macs + elementwise;
   layer.weight_grad_flops = 2 * weight_macs;
   layer.param_bytes = layer.parameters * bytes_per_element;
-  layer.input_bytes = s * h * bytes_per_element;
-  layer.output_bytes = s * h * bytes_per_element;
+  layer.sequence_parallel = sequence_parallel && t > 1;
+  // A rank's input and output: the whole sequence, or its 1/t with sequence parallelism (what a
+  // stage sends the next and what block recomputation keeps).
+  layer.input_bytes = s * h * bytes_per_element / sp;
+  layer.output_bytes = s * h * bytes_per_element / sp;
   // Korthikanti et al. 2022: 34 s h + 5 a s^2 bytes per sample at 2-byte activations, and with
-  // tensor parallelism over t ranks (no sequence parallelism) s h (10 + 24 / t) + 5 a s^2 / t. The
+  // tensor parallelism over t ranks s h (10 + 24 / t) + 5 a s^2 / t, or s h 34 / t + 5 a s^2 / t
+  // with sequence parallelism (the 10 s h outside the tensor-parallel regions split too). The
   // 5 a s^2 are the attention core's (scores, softmax, its dropout mask and output): selective
   // recomputation drops them and runs Q K^T, the softmax, the dropout and A V again (the two
   // products' 4 s^2 h FLOPs and the 5 a s^2 element-wise ones counted above).
   layer.transformer = spec;
-  const std::int64_t linear_bytes = (10 * s * h + 24 * s * h / t) * bytes_per_element / 2;
+  const std::int64_t linear_bytes = (10 * s * h / sp + 24 * s * h / t) * bytes_per_element / 2;
   if (spec.flash_attention) {
     // FlashAttention keeps no s x s tensor: only its output (counted in the 34 s h) and one fp32
     // log-sum-exp per head and position; its backward recomputes the scores (Dao et al. 2022).
@@ -304,13 +314,14 @@ Layer lm_head_layer(const std::string& name, const Shape& input_sh, const LmHead
   return lm_head_rank(name, input_sh, spec, bytes_per_element, 1);
 }
 
-Layer tensor_parallel_layer(const Layer& layer, std::int64_t ranks, TensorSplit dense_split) {
+Layer tensor_parallel_layer(const Layer& layer, std::int64_t ranks, TensorSplit dense_split, bool sequence_parallel) {
   if (ranks < 1) throw Error("tensor parallelism needs at least one rank, got " + std::to_string(ranks));
   Layer split;
   if (layer.type == "dense") {
     split = dense_rank(layer.name, layer.input_shape, layer.dense, layer.element_bytes, ranks, dense_split);
   } else if (layer.type == "transformer_block") {
-    split = transformer_block_rank(layer.name, layer.input_shape, layer.transformer, layer.element_bytes, ranks);
+    split = transformer_block_rank(layer.name, layer.input_shape, layer.transformer, layer.element_bytes, ranks,
+                                   sequence_parallel);
   } else if (layer.type == "embedding") {
     split = embedding_rank(layer.name, layer.input_shape, {layer.vocab, layer.output_shape.at(1)}, layer.element_bytes, ranks);
   } else if (layer.type == "lm_head") {

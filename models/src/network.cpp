@@ -39,7 +39,7 @@ NetworkBuilder::NetworkBuilder(std::string name, std::vector<std::int64_t> input
   network_.input_shape = shape_;
 }
 
-Network tensor_parallel_network(const Network& network, std::int64_t ranks) {
+Network tensor_parallel_network(const Network& network, std::int64_t ranks, bool sequence_parallel) {
   if (ranks == 1) return network;
   if (network.activation_memory != "executor") {
     throw Error("tensor parallelism and activation_memory=" + network.activation_memory +
@@ -57,7 +57,7 @@ Network tensor_parallel_network(const Network& network, std::int64_t ranks) {
       ++l;
       continue;
     }
-    layers[l] = tensor_parallel_layer(layers[l], ranks);
+    layers[l] = tensor_parallel_layer(layers[l], ranks, TensorSplit::whole, sequence_parallel);
   }
   return split;
 }

@@ -15,6 +15,10 @@ namespace pipetwin {
 std::vector<ParamSpec> parallel_params() {
   return {{"tp", "1", "tensor-parallel ranks t: each processor of the pipeline is a group of t GPUs splitting every "
                       "transformer block, embedding and LM head (Megatron-LM), with their all-reduces over the node's link"},
+          {"sp", "0", "1: sequence parallelism (Megatron-LM, Korthikanti et al. 2022) in the tensor-parallel groups: "
+                      "each block's layer norms, dropouts and residual adds run on 1/t of the sequence, its input "
+                      "and activations there are 1/t, and its all-reduces become reduce-scatters and all-gathers "
+                      "of the same bytes (timed as the all-reduces); needs tp > 1"},
           {"dp", "1", "data-parallel replicas d: the processors are split into d pipelines of P/d, each stage's "
                       "gradients all-reduced across them before its update (batch is per replica)"},
           {"allreduce", "ring", "the replicas' all-reduce: ring (one ring over all of them) or hierarchical (rings "
@@ -31,6 +35,10 @@ Parallelism parallelism(const Params& params) {
   const std::int64_t tensor = params.get_int("tp", 1);
   if (tensor < 1 || tensor > 4096) throw Error("tp must be 1 to 4096 ranks, got " + std::to_string(tensor));
   dp.tensor = static_cast<int>(tensor);
+  const std::int64_t sequence = params.get_int("sp", 0);
+  if (sequence != 0 && sequence != 1) throw Error("sp must be 0 (no sequence parallelism) or 1, got " + std::to_string(sequence));
+  if (sequence == 1 && tensor == 1) throw Error("sp=1 (sequence parallelism) splits the sequence among tensor-parallel ranks: it needs tp > 1");
+  dp.sequence_parallel = sequence == 1;
   const std::int64_t replicas = params.get_int("dp", 1);
   if (replicas < 1 || replicas > 4096) throw Error("dp must be 1 to 4096 replicas, got " + std::to_string(replicas));
   dp.replicas = static_cast<int>(replicas);

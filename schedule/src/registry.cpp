@@ -198,7 +198,8 @@ Network graph_network(const TaskGraph& graph) {
   }
   const Network network = make_network(graph.model, params);
   const int ranks = graph_tensor_parallel(graph);
-  return ranks > 1 ? tensor_parallel_network(network, ranks) : network;
+  const auto sp = graph.parameters.find("schedule.sp");
+  return ranks > 1 ? tensor_parallel_network(network, ranks, sp != graph.parameters.end() && sp->second == "1") : network;
 }
 
 GraphConfig graph_config(const std::string& model, const std::string& schedule, const std::string& hardware,
@@ -307,8 +308,8 @@ ScheduleRequest make_request(const GraphConfig& config) {
   request.resolved_parameters = record;
   // Tensor parallelism: the network as one rank holds and runs it (what the graph is priced with
   // and what an executor splits).
-  const int ranks = parallelism(request.params).tensor;  // checks tp, dp and the rest
-  if (ranks > 1) request.network = tensor_parallel_network(request.network, ranks);
+  const Parallelism split = parallelism(request.params);  // checks tp, dp and the rest
+  if (split.tensor > 1) request.network = tensor_parallel_network(request.network, split.tensor, split.sequence_parallel);
   return request;
 }
 

@@ -95,7 +95,7 @@ def test_predict_runs_a_parallel_row_on_all_its_gpus_with_a_replicas_batch():
 
 
 def test_predict_runs_an_interleaved_row_with_a_cut_per_model_chunk():
-    (row,) = [r for r in rows_of("megatron_rows.csv") if r["id"].startswith("gpt-175B")]
+    (row,) = [r for r in rows_of("megatron_rows.csv") if r["id"] == "gpt-175B-t8-p8-B64-b1-full"]
     args = predict.command("pipetwin", row)
     params = dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--param")
     assert args[args.index("-s") + 1] == "interleaved-1f1b"
@@ -105,3 +105,8 @@ def test_predict_runs_an_interleaved_row_with_a_cut_per_model_chunk():
     assert params["cuts"] == ",".join(str(4 * k) for k in range(1, 24))
     assert "chunks" not in dict(a.split("=", 1) for a in predict.command("pipetwin", dict(row, chunks="1"))
                                 if "=" in a)
+    assert "sp" not in params
+    (sp_row,) = [r for r in rows_of("megatron_rows.csv") if r["id"] == "gpt-175B-t8-p8-B64-b1-selective-sp"]
+    args = predict.command("pipetwin", sp_row)
+    sp_params = dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--param")
+    assert sp_params["sp"] == "1" and sp_params["recompute"] == "selective"

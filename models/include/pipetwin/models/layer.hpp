@@ -94,6 +94,10 @@ struct Layer {
   // transformer blocks, vocab-parallel embedding and LM head). Its costs and sizes above are one
   // rank's; the all-reduces between the ranks are tensor_parallel_all_reduces().
   std::int64_t tensor_parallel = 1;
+  // Sequence parallelism (Megatron-LM, Korthikanti et al. 2022): with tensor_parallel > 1 a
+  // transformer block's layer norms, dropouts and residual adds run on 1/t of the sequence, and
+  // its input, output and their activations are 1/t (transformer blocks only).
+  bool sequence_parallel = false;
   TensorSplit tensor_split = TensorSplit::whole;  // dense layers
 };
 
@@ -117,8 +121,10 @@ Layer transformer_block_layer(const std::string& name, const std::vector<std::in
                               const TransformerBlockSpec& spec, std::int64_t bytes_per_element);
 // The same layer as one of `ranks` tensor-parallel ranks holds and runs it: transformer blocks,
 // embeddings and LM heads, and dense layers split as `dense_split` says (other layers cannot be
-// split and are refused).
-Layer tensor_parallel_layer(const Layer& layer, std::int64_t ranks, TensorSplit dense_split = TensorSplit::whole);
+// split and are refused). `sequence_parallel` splits a transformer block's sequence too
+// (Layer::sequence_parallel).
+Layer tensor_parallel_layer(const Layer& layer, std::int64_t ranks, TensorSplit dense_split = TensorSplit::whole,
+                            bool sequence_parallel = false);
 
 // One all-reduce a tensor-parallel layer's task makes its ranks do: `count` of `bytes_per_sample`
 // each (times the task's samples).

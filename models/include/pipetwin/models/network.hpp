@@ -80,8 +80,9 @@ struct Network {
 // The network as one of `ranks` tensor-parallel ranks holds and runs it (tensor_parallel_layer on
 // every layer; consecutive dense layers in column- then row-parallel pairs): its parameters,
 // stashes and work are one rank's. Throws for layers that cannot be split, and for
-// activation_memory=pytorch (measured unsplit).
-Network tensor_parallel_network(const Network& network, std::int64_t ranks);
+// activation_memory=pytorch (measured unsplit). `sequence_parallel`: Megatron's sequence
+// parallelism in every transformer block (Layer::sequence_parallel).
+Network tensor_parallel_network(const Network& network, std::int64_t ranks, bool sequence_parallel = false);
 
 // Appends layers while tracking the current output shape; the first layer appended gets no
 // activation-gradient work (nothing needs the gradient of the network's input).

@@ -17,6 +17,7 @@ namespace pipetwin {
 struct Parallelism {
   int tensor = 1;                       // t: each processor of the graph is a tensor-parallel group
                                         // of t GPUs in lockstep (tensor_parallel_network)
+  bool sequence_parallel = false;       // sp: Megatron's sequence parallelism in the t-groups
   int replicas = 1;                     // d
   std::string algorithm = "ring";       // all-reduce: ring or hierarchical
   bool zero = false;                    // ZeRO-1: optimizer state and update sharded over the replicas
@@ -24,7 +25,7 @@ struct Parallelism {
                                         // ranks (Megatron's default); tp-pp-dp: a pipeline's stages
 };
 
-// The parameters the synchronous stage schedules take for it (tp, dp, allreduce, zero, rank_order).
+// The parameters the synchronous stage schedules take for it (tp, sp, dp, allreduce, zero, rank_order).
 std::vector<ParamSpec> parallel_params();
 // What the schedule's parameters ask for; throws on bad values.
 Parallelism parallelism(const Params& schedule_params);
