@@ -26,9 +26,9 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 // A fixed amount of multiply-adds on small buffers (w [16][256], y [256] floats: 17 KiB), the
 // shape of a dense layer's inner loop; `rounds` sets its length. Compiled for AVX2 and FMA where
 // the CPU has them (as oneDNN's kernels run), since a core's clock after a sleep can depend on
-// how wide its vector instructions are.
-template <typename>
-double multiply_adds(std::vector<float>& y, const std::vector<float>& w, int rounds) {
+// how wide its vector instructions are: inlined into work_avx2, the loop is compiled for its target.
+__attribute__((always_inline)) inline double multiply_adds(std::vector<float>& y, const std::vector<float>& w,
+                                                           int rounds) {
   for (int r = 0; r < rounds; ++r) {
     for (std::size_t i = 0; i < 16; ++i) {
       const float x = 0.001f * static_cast<float>(i + 1);
@@ -39,15 +39,13 @@ double multiply_adds(std::vector<float>& y, const std::vector<float>& w, int rou
   return static_cast<double>(y[0]);
 }
 
-struct Portable;
-struct Avx2;
 __attribute__((target("avx2,fma"))) double work_avx2(std::vector<float>& y, const std::vector<float>& w, int rounds) {
-  return multiply_adds<Avx2>(y, w, rounds);
+  return multiply_adds(y, w, rounds);
 }
 
 double work(std::vector<float>& y, const std::vector<float>& w, int rounds) {
   static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return avx2 ? work_avx2(y, w, rounds) : multiply_adds<Portable>(y, w, rounds);
+  return avx2 ? work_avx2(y, w, rounds) : multiply_adds(y, w, rounds);
 }
 
 double quantile(std::vector<double> values, double q) {

@@ -265,9 +265,12 @@ TEST_CASE("sequence parallelism splits a block's sequence outside the tensor-par
   CHECK_FALSE(tensor_parallel_layer(whole, 1, TensorSplit::whole, true).sequence_parallel);
   GraphConfig config = graph_config("gpt", "1f1b", "a100", 2, 2, 1);
   config.params = {"layers=2", "hidden=1024", "heads=16", "seq=512", "vocab=1024", "batch=2", "tp=2", "sp=1"};
-  const Network rebuilt = graph_network(make_graph(config));
+  TaskGraph recorded = make_graph(config);
+  const Network rebuilt = graph_network(recorded);
   CHECK(rebuilt.layers[1].type == "transformer_block");
   CHECK(rebuilt.layers[1].sequence_parallel);
+  recorded.parameters["schedule.sp"] = "2";  // a graph file may say anything
+  CHECK_THROWS_WITH_AS(graph_network(recorded), "graph parameter schedule.sp must be 0 or 1, got 2", Error);
   config.params = {"sp=1"};
   CHECK_THROWS_WITH_AS(make_graph(config), doctest::Contains("it needs tp > 1"), Error);
   config.params = {"tp=2", "sp=2"};

@@ -183,6 +183,17 @@ int recorded_count(const TaskGraph& graph, const std::string& key) {
   return static_cast<int>(value);
 }
 
+// A graph's recorded schedule flag `key` (0 or 1; 0 when absent), checked as recorded_count checks.
+bool recorded_flag(const TaskGraph& graph, const std::string& key) {
+  const auto it = graph.parameters.find(key);
+  if (it == graph.parameters.end()) return false;
+  Params params;
+  params.set(key, it->second);
+  const std::int64_t value = params.get_int(key, 0);
+  if (value != 0 && value != 1) throw Error("graph parameter " + key + " must be 0 or 1, got " + it->second);
+  return value == 1;
+}
+
 }  // namespace
 
 int graph_replicas(const TaskGraph& graph) { return recorded_count(graph, "schedule.dp"); }
@@ -198,8 +209,7 @@ Network graph_network(const TaskGraph& graph) {
   }
   const Network network = make_network(graph.model, params);
   const int ranks = graph_tensor_parallel(graph);
-  const auto sp = graph.parameters.find("schedule.sp");
-  return ranks > 1 ? tensor_parallel_network(network, ranks, sp != graph.parameters.end() && sp->second == "1") : network;
+  return ranks > 1 ? tensor_parallel_network(network, ranks, recorded_flag(graph, "schedule.sp")) : network;
 }
 
 GraphConfig graph_config(const std::string& model, const std::string& schedule, const std::string& hardware,
