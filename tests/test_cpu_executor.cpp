@@ -572,6 +572,51 @@ TEST_CASE("validation calibrates before each round, predicts the rounds' median,
   CHECK(report.mean_abs_replay_error == doctest::Approx(0.0).epsilon(1e-9));
 }
 
+TEST_CASE("validation pairs each round's prediction with that round's runs") {
+  const Dataset data = data_for(kMlp);
+  const GraphConfig config = config_for(kMlp, "gpipe", 1, 2, 2);
+  const Network network = make_request(config).network;
+  ValidationOptions options;
+  options.schedules = {"gpipe"};
+  options.processors = {1, 2};
+  options.runs = 5;
+  // A machine whose speed is 1 during the calibrations of rounds 1-3 and 2 in rounds 4-5, but 2
+  // already during the runs of rounds 2 and 3; its tasks take 10% longer than calibrated at the
+  // same speed. Rounds 1, 4 and 5 saw one speed throughout: the model's own error is 1 / 1.1 - 1.
+  const std::vector<double> calibrating_speed = {1, 1, 1, 2, 2}, running_speed = {1, 2, 2, 2, 2};
+  int round = -1;
+  options.calibrate = [&](int processors) {
+    if (processors == 1) ++round;
+    Calibration c;
+    c.samples = network.batch / config.microbatches;
+    const double k = calibrating_speed.at(static_cast<std::size_t>(round));
+    for (const auto& layer : network.layers) c.layers[layer.name] = {k * 1e-3, k * 2e-3, k * 3e-3, k * 4e-3, k * 1e-4};
+    return c;
+  };
+  const auto r = [&] { return static_cast<std::size_t>(round); };
+  const Runner machine = [&](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
+    TrainingRun run;  // the graph was built from this round's calibration
+    run.result.iteration_s = evaluate(g).iteration_s * 1.1 * running_speed.at(r()) / calibrating_speed.at(r());
+    return run;
+  };
+  const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, machine);
+  REQUIRE(report.rows.size() == 2);
+  for (const auto& row : report.rows) {
+    CAPTURE(row.processors);
+    REQUIRE(row.predicted_rounds_s.size() == 5);
+    REQUIRE(row.measured_rounds_s.size() == 5);
+    // Paired, three rounds of five say 1 / 1.1.
+    CHECK(row.step_error == doctest::Approx(1 / 1.1 - 1));
+    // Unpaired, the medians would compare a speed-1 prediction with a speed-2 run.
+    CHECK(row.predicted_step_s / row.measured_step_s - 1 == doctest::Approx(1 / 2.2 - 1));
+    // Each round's runs share its speed: the measured speedup is the predicted one.
+    CHECK(row.measured_speedup == doctest::Approx(row.predicted_speedup));
+  }
+  // Three ratios 1/1.1 and two 1/2.2: the 95% interval of the median spans all five.
+  CHECK(report.rows[1].error_ci == doctest::Approx((1 / 1.1 - 1 / 2.2) / 2 / (1 / 1.1)));
+  CHECK(report.mean_abs_step_error == doctest::Approx(1 - 1 / 1.1));
+}
+
 TEST_CASE("a replay's task costs are the measured durations") {
   const GraphConfig config = config_for(kMlp, "1f1b", 2, 2, 2);
   const TaskGraph graph = make_graph(config);

@@ -25,6 +25,13 @@ double half_range_over_median(const std::vector<double>& values) {
   return (*high - *low) / 2 / median_of(values);
 }
 
+// Per round, a over b: the rounds' pairs (a and b taken in the same round).
+std::vector<double> round_ratios(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> ratios;
+  for (std::size_t r = 0; r < std::min(a.size(), b.size()); ++r) ratios.push_back(a[r] / b[r]);
+  return ratios;
+}
+
 // One configuration: its schedule and processor count, and per round its prediction, its
 // measured step, and the replay of that run's task times.
 struct Configuration {
@@ -33,7 +40,7 @@ struct Configuration {
   std::string schedule;
   int processors = 0;
   TaskGraph graph;  // built with the latest round's calibration
-  std::vector<double> predicted_s;
+  std::vector<double> predicted_s;  // per round with a calibration per round, else one
   std::int64_t predicted_peak = 0;
   std::vector<double> steps_s;
   std::vector<double> replay_errors;  // per run: replayed / measured - 1
@@ -42,12 +49,21 @@ struct Configuration {
   std::int64_t measured_peak = 0;
   double measured_s() const { return median_of(steps_s); }
   double spread() const { return half_range_over_median(steps_s); }
-  // The step error's 95% confidence half-width: the measured median's and, with a calibration
-  // per round, the predicted median's, added in quadrature.
+  // With a calibration per round, each round's prediction is paired with that round's run: both
+  // sampled the machine in the same stretch of time, so a change of its speed between rounds
+  // moves both and cancels in their ratio.
+  bool paired() const { return predicted_s.size() > 1 && predicted_s.size() == steps_s.size(); }
+  // Paired: the median over rounds of prediction over run, minus 1. Else the prediction over
+  // the runs' median, minus 1.
+  double step_error() const {
+    if (paired()) return median_of(round_ratios(predicted_s, steps_s)) - 1;
+    return median_of(predicted_s) / measured_s() - 1;
+  }
+  // The step error's 95% confidence half-width. Paired: the rounds' ratios' median's. Else the
+  // measured median's (the prediction is one number).
   double error_ci() const {
-    const double measured = median_ci_half_width(steps_s);
-    const double predicted = predicted_s.size() > 1 ? median_ci_half_width(predicted_s) : 0.0;
-    return std::sqrt(measured * measured + predicted * predicted);
+    if (paired()) return median_ci_half_width(round_ratios(predicted_s, steps_s));
+    return median_ci_half_width(steps_s);
   }
 };
 
@@ -121,14 +137,16 @@ nlohmann::ordered_json validation_rows_json(const ValidationReport& report) {
   for (const auto& row : report.rows) {
     rows.push_back({{"schedule", row.schedule}, {"processors", row.processors}, {"baseline", row.baseline},
                     {"predicted_step_s", row.predicted_step_s}, {"measured_step_s", row.measured_step_s},
-                    {"step_error", row.step_error()}, {"error_ci", row.error_ci},
+                    {"step_error", row.step_error}, {"error_ci", row.error_ci},
                     {"measured_spread", row.measured_spread},
                     {"replayed_step_s", row.replayed_step_s}, {"replay_error", row.replay_error},
                     {"task_time_error", row.task_time_error},
                     {"predicted_speedup", row.predicted_speedup},
                     {"measured_speedup", row.measured_speedup},
                     {"predicted_peak_memory_bytes", row.predicted_peak_bytes},
-                    {"measured_peak_memory_bytes", row.measured_peak_bytes}});
+                    {"measured_peak_memory_bytes", row.measured_peak_bytes},
+                    {"predicted_rounds_s", row.predicted_rounds_s},
+                    {"measured_rounds_s", row.measured_rounds_s}});
   }
   return rows;
 }
@@ -316,16 +334,29 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   for (const auto& plan : plans) {
     const Configuration& one = configurations[plan.one];
     const Configuration& m = configurations[plan.at];
-    ValidationRow row{plan.schedule, plan.processors, plan.baseline, median_of(m.predicted_s), m.measured_s(),
-                      median_of(one.predicted_s) / median_of(m.predicted_s), one.measured_s() / m.measured_s(),
-                      m.predicted_peak, m.measured_peak, m.spread()};
+    ValidationRow row;
+    row.schedule = plan.schedule;
+    row.processors = plan.processors;
+    row.baseline = plan.baseline;
+    row.predicted_step_s = median_of(m.predicted_s);
+    row.measured_step_s = m.measured_s();
+    row.step_error = m.step_error();
+    // Speedups pair the baseline's run with the row's run of the same round, and the
+    // predictions of the same round's calibration.
+    row.predicted_speedup = median_of(round_ratios(one.predicted_s, m.predicted_s));
+    row.measured_speedup = median_of(round_ratios(one.steps_s, m.steps_s));
+    row.predicted_peak_bytes = m.predicted_peak;
+    row.measured_peak_bytes = m.measured_peak;
+    row.measured_spread = m.spread();
     row.replayed_step_s = m.replayed_s.empty() ? nan : median_of(m.replayed_s);
     row.replay_error = m.replay_errors.empty() ? nan : median_of(m.replay_errors);
     row.task_time_error = m.task_time_errors.empty() ? nan : median_of(m.task_time_errors);
     row.error_ci = m.error_ci();
+    row.predicted_rounds_s = m.predicted_s;
+    row.measured_rounds_s = m.steps_s;
     cis.push_back(row.error_ci);
     spreads.push_back(row.measured_spread);
-    step_errors.push_back(row.step_error());
+    step_errors.push_back(row.step_error);
     if (!m.replay_errors.empty()) replay_errors.push_back(row.replay_error);
     report.rows.push_back(row);
   }

@@ -21,7 +21,9 @@ struct ValidationRow {
   std::string schedule;
   int processors = 0;
   std::string baseline;  // the schedule whose one-processor run the speedups divide
-  double predicted_step_s = 0, measured_step_s = 0;
+  double predicted_step_s = 0, measured_step_s = 0;  // medians over the rounds
+  // The baseline's step over the row's: the median over rounds of each round's ratio (the two
+  // runs of a round, and the predictions from a round's calibration, taken together).
   double predicted_speedup = 0, measured_speedup = 0;
   std::int64_t predicted_peak_bytes = 0, measured_peak_bytes = 0;
   // The noise of the measurement: half the range of the runs' step times over their median. An
@@ -37,11 +39,17 @@ struct ValidationRow {
   // calibrated costs add up to, minus 1; the median over runs. Where the step-time error is not
   // the replay's, it is here: tasks ran slower or faster than calibrated. NaN as the replay.
   double task_time_error = 0;
-  // The step error's 95% confidence half-width (a fraction): the measured median's (order
-  // statistics of the runs) and, with a calibration per round, the predicted median's, in
-  // quadrature. Infinite with one run.
+  // The step error's 95% confidence half-width (a fraction), distribution-free from the order
+  // statistics: of the rounds' ratios with a calibration per round, else of the runs' steps.
+  // Infinite with one run.
   double error_ci = 0;
-  double step_error() const { return (predicted_step_s - measured_step_s) / measured_step_s; }
+  // Predicted over measured, minus 1 (negative: predicted too fast). With a calibration per
+  // round, the median over rounds of that round's prediction over that round's run (paired:
+  // a change of the machine's speed between rounds cancels); else over the runs' median.
+  double step_error = 0;
+  // Per round: the prediction from that round's calibration (one, without a calibration per
+  // round) and the run's measured step, in the order taken.
+  std::vector<double> predicted_rounds_s, measured_rounds_s;
 };
 
 struct ValidationReport {
