@@ -80,6 +80,223 @@ class MegatronLayer(torch.nn.Module):
         return self.bias_dropout_add(self.fc2(z), self.fc2_bias.expand_as(x), x)
 
 
+# --- Megatron-DeepSpeed's structure ----------------------------------------------------------
+# The same block as Megatron-DeepSpeed writes it (microsoft/Megatron-DeepSpeed, megatron/model/
+# transformer.py, megatron/core/tensor_parallel/{layers,mappings,random}.py, megatron/model/
+# fused_{layer_norm,bias_gelu,softmax}.py) at one tensor-parallel rank: its Python autograd
+# Functions (each linear, the tensor-parallel regions' identities, apex's fused layer norm, the
+# fused bias-GeLU and scaled masked softmax), the model-parallel RNG tracker's fork around the
+# attention dropout, and the activation checkpoint's Function around the block (RNG states saved
+# and restored, the forward replayed inside the backward). Each CUDA extension's kernel is one
+# ATen operator here: the host work around it is what is timed.
+
+def _rng_fork(states, name, run):
+    """CudaRNGStatesTracker.fork: swap in the tracked state, run, keep the advanced state."""
+    original = torch.get_rng_state()
+    torch.set_rng_state(states[name])
+    try:
+        return run()
+    finally:
+        states[name] = torch.get_rng_state()
+        torch.set_rng_state(original)
+
+
+class _CopyToRegion(torch.autograd.Function):  # mappings._CopyToModelParallelRegion, one rank
+    @staticmethod
+    def forward(ctx, input_):
+        return input_
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output  # _reduce: one rank
+
+
+class _ReduceFromRegion(torch.autograd.Function):  # mappings._ReduceFromModelParallelRegion
+    @staticmethod
+    def forward(ctx, input_):
+        return input_
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output
+
+
+class _Linear(torch.autograd.Function):  # layers.LinearWithGradAccumulationAndAsyncCommunication
+    @staticmethod
+    def forward(ctx, input_, weight, bias):
+        ctx.save_for_backward(input_, weight)
+        ctx.use_bias = bias is not None
+        output = torch.matmul(input_, weight.t())
+        if bias is not None:
+            output = output + bias
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input_, weight = ctx.saved_tensors
+        grad_input = grad_output.matmul(weight)
+        total_input = input_.contiguous()
+        grad_output = grad_output.view(-1, grad_output.shape[-1])
+        total_input = total_input.view(-1, total_input.shape[-1])
+        grad_weight = grad_output.t().matmul(total_input)
+        grad_bias = grad_output.sum(dim=0) if ctx.use_bias else None
+        return grad_input, grad_weight, grad_bias
+
+
+class _LayerNorm(torch.autograd.Function):  # apex FusedLayerNormAffineFunction
+    @staticmethod
+    def forward(ctx, input_, weight, bias, shape, eps):
+        ctx.shape, ctx.eps = shape, eps
+        input_ = input_.contiguous()
+        output, mean, invvar = torch.native_layer_norm(input_, shape, weight, bias, eps)
+        ctx.save_for_backward(input_, weight, bias, mean, invvar)
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input_, weight, bias, mean, invvar = ctx.saved_tensors
+        grads = torch.ops.aten.native_layer_norm_backward(grad_output.contiguous(), input_, ctx.shape, mean, invvar,
+                                                          weight, bias, [True, True, True])
+        return grads[0], grads[1], grads[2], None, None
+
+
+# Megatron's bias-GeLU and bias-dropout-add are TorchScript functions that one fused kernel runs on
+# a GPU; on a CPU TorchScript would run each elementwise operator apart. They are written here as
+# the plain block writes them (the bias add and the GeLU; add, dropout, add), so that the two
+# blocks differ only in their Python structure. TorchScript's own interpreter is left out.
+def _bias_gelu(bias, y):
+    return F.gelu(bias + y, approximate="tanh")
+
+
+def _bias_gelu_back(g, bias, y):
+    return torch.ops.aten.gelu_backward(g, bias + y, approximate="tanh")
+
+
+class _BiasGelu(torch.autograd.Function):  # fused_bias_gelu.GeLUFunction
+    @staticmethod
+    def forward(ctx, input_, bias):
+        ctx.save_for_backward(input_, bias)
+        return _bias_gelu(bias, input_)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input_, bias = ctx.saved_tensors
+        tmp = _bias_gelu_back(grad_output, bias, input_)
+        return tmp, tmp
+
+
+class _CausalSoftmax(torch.autograd.Function):  # fused_softmax.ScaledUpperTriangMaskedSoftmax
+    @staticmethod
+    def forward(ctx, inputs, scale):
+        scale_t = torch.tensor([scale])
+        results = torch.softmax(inputs, dim=-1)  # the extension's one kernel
+        ctx.save_for_backward(results, scale_t)
+        return results
+
+    @staticmethod
+    def backward(ctx, output_grads):
+        results, scale_t = ctx.saved_tensors
+        return torch._softmax_backward_data(output_grads, results, -1, results.dtype), None
+
+
+def _bias_dropout_add_train(x, bias, residual, prob: float):
+    return residual + torch.nn.functional.dropout(x + bias, p=prob, training=True)
+
+
+class _Checkpoint(torch.autograd.Function):  # random.CheckpointFunction (DeepSpeed's adds more)
+    @staticmethod
+    def forward(ctx, run_function, tracker, *args):
+        ctx.run_function, ctx.tracker = run_function, tracker
+        ctx.fwd_cpu_rng_state = torch.get_rng_state()
+        ctx.fwd_cuda_rng_state = torch.get_rng_state()  # get_accelerator().get_rng_state()
+        ctx.fwd_tracker_states = dict(tracker)
+        with torch.no_grad():
+            outputs = run_function(*args)
+        ctx.save_for_backward(*args)
+        return outputs
+
+    @staticmethod
+    def backward(ctx, *grads):
+        inputs = ctx.saved_tensors
+        bwd_cpu_rng_state, bwd_cuda_rng_state = torch.get_rng_state(), torch.get_rng_state()
+        bwd_tracker_states = dict(ctx.tracker)
+        torch.set_rng_state(ctx.fwd_cpu_rng_state)
+        torch.set_rng_state(ctx.fwd_cuda_rng_state)
+        ctx.tracker.update(ctx.fwd_tracker_states)
+        detached = tuple(x.detach().requires_grad_(x.requires_grad) for x in inputs)
+        with torch.enable_grad():
+            outputs = ctx.run_function(*detached)
+        torch.set_rng_state(bwd_cpu_rng_state)
+        torch.set_rng_state(bwd_cuda_rng_state)
+        ctx.tracker.update(bwd_tracker_states)
+        torch.autograd.backward((outputs,), grads)
+        return (None, None) + tuple(x.grad for x in detached)
+
+
+class MegatronDeepSpeedLayer(torch.nn.Module):
+    """ParallelTransformerLayer at one tensor-parallel rank, as Megatron-DeepSpeed runs it."""
+
+    def __init__(self, hidden, heads):
+        super().__init__()
+        self.hidden, self.heads, self.head_dim = hidden, heads, hidden // heads
+        p = torch.nn.Parameter
+        self.ln1_w, self.ln1_b = p(torch.ones(hidden)), p(torch.zeros(hidden))
+        self.qkv_w, self.qkv_b = p(torch.randn(3 * hidden, hidden) * 0.1), p(torch.zeros(3 * hidden))
+        self.proj_w, self.proj_b = p(torch.randn(hidden, hidden) * 0.1), p(torch.zeros(hidden))
+        self.ln2_w, self.ln2_b = p(torch.ones(hidden)), p(torch.zeros(hidden))
+        self.fc1_w, self.fc1_b = p(torch.randn(4 * hidden, hidden) * 0.1), p(torch.zeros(4 * hidden))
+        self.fc2_w, self.fc2_b = p(torch.randn(hidden, 4 * hidden) * 0.1), p(torch.zeros(hidden))
+        self.buffers_ = {}  # parallel_state's global memory buffer
+        self.tracker = {"model-parallel-rng": torch.get_rng_state()}
+
+    def column(self, x, weight, bias, skip_bias_add):  # ColumnParallelLinear: (output, bias)
+        if skip_bias_add:
+            return _Linear.apply(_CopyToRegion.apply(x), weight, None), bias
+        return _Linear.apply(_CopyToRegion.apply(x), weight, bias), None
+
+    def row(self, x, weight, bias):  # RowParallelLinear, skip_bias_add
+        return _ReduceFromRegion.apply(_Linear.apply(x, weight, None)), bias
+
+    def buffer(self, shape, dtype):  # GlobalMemoryBuffer.get_tensor
+        numel = math.prod(shape)
+        key = ("mpu", dtype)
+        if key not in self.buffers_ or self.buffers_[key].numel() < numel:
+            self.buffers_[key] = torch.empty(numel, dtype=dtype)
+        return self.buffers_[key][0:numel].view(*shape)
+
+    def attention(self, y, mask):
+        s, b, _ = y.shape
+        mixed, _ = self.column(y, self.qkv_w, self.qkv_b, skip_bias_add=False)
+        mixed = mixed.view(s, b, self.heads, 3 * self.head_dim)
+        q, k, v = torch.split(mixed, self.head_dim, dim=-1)
+        q = q.view(s, b * self.heads, -1)
+        k = k.view(s, b * self.heads, -1)
+        scores = torch.baddbmm(self.buffer((b * self.heads, s, s), q.dtype), q.transpose(0, 1),
+                               k.transpose(0, 1).transpose(1, 2), beta=0.0, alpha=1.0 / math.sqrt(self.head_dim))
+        scores = scores.view(b, self.heads, s, s)
+        probs = _CausalSoftmax.apply(scores.view(-1, s, s), 1.0).view(b, self.heads, s, s)
+        probs = _rng_fork(self.tracker, "model-parallel-rng", lambda: F.dropout(probs, p=0.1, training=True))
+        v = v.reshape(s, b * self.heads, -1)
+        context = torch.bmm(probs.view(b * self.heads, s, -1), v.transpose(0, 1))
+        context = context.view(b, self.heads, s, self.head_dim).permute(2, 0, 1, 3).contiguous()
+        return self.row(context.view(s, b, self.hidden), self.proj_w, self.proj_b)
+
+    def block(self, x, mask):
+        y = _LayerNorm.apply(x, self.ln1_w, self.ln1_b, [self.hidden], 1e-5)
+        attention, attention_bias = self.attention(y, mask)
+        with torch.enable_grad():
+            x = _bias_dropout_add_train(attention, attention_bias.expand_as(x), x, 0.1)
+        y = _LayerNorm.apply(x, self.ln2_w, self.ln2_b, [self.hidden], 1e-5)
+        z, z_bias = self.column(y, self.fc1_w, self.fc1_b, skip_bias_add=True)  # bias_gelu_fusion
+        z = _BiasGelu.apply(z, z_bias)
+        out, out_bias = self.row(z, self.fc2_w, self.fc2_b)
+        with torch.enable_grad():
+            return _bias_dropout_add_train(out, out_bias.expand_as(x), x, 0.1)
+
+    def forward(self, x, mask):  # DeepSpeed's PipelineModule checkpoints each block
+        return _Checkpoint.apply(lambda h: self.block(h, mask), self.tracker, x)
+
+
 def timed(function, repeats):
     for _ in range(repeats // 10 + 1):  # warm-up
         function()
@@ -92,59 +309,99 @@ def timed(function, repeats):
     return statistics.median(samples)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=2000, help="runs per timing sample (7 samples, median)")
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    layer = MegatronLayer(hidden=8, heads=2)
-    x = torch.randn(4, 1, 8, requires_grad=True)
-    mask = torch.triu(torch.ones(1, 1, 4, 4, dtype=torch.bool), diagonal=1)
-
+def plain_parts(layer, x, mask):
+    """The plain block's parts: forward without autograd, recompute with it, and its backward."""
     def forward():
         with torch.no_grad():
-            layer(x, mask)
-
-    def recompute_and_backward():
-        layer(x, mask).sum().backward()
+            return layer(x, mask)
 
     def recompute():
         return layer(x, mask)
 
-    counts = {}
-    for name, function in (("forward", forward), ("recompute", recompute)):
-        with OperatorCounter() as counter:
-            out = function()
-        counts[name] = counter.count
-    out = recompute()
-    loss = out.sum()
-    with OperatorCounter() as counter:
-        loss.backward()
-    counts["backward"] = counter.count
+    def backward():  # the recompute's graph backward, with the recompute before it
+        recompute().sum().backward()
 
-    forward_s = timed(forward, args.repeats)
-    recompute_s = timed(recompute, args.repeats)
-    both_s = timed(recompute_and_backward, args.repeats)
-    backward_s = both_s - recompute_s
-    result = {
-        "torch": torch.__version__,
-        "operators": counts,
-        "seconds": {"forward": forward_s, "recompute": recompute_s, "backward": backward_s},
-        "seconds_per_operator": {
-            "forward": forward_s / counts["forward"],
-            "recompute": recompute_s / counts["recompute"],
-            "backward": backward_s / counts["backward"],
-        },
-    }
+    return forward, recompute, backward
+
+
+def megatron_parts(layer, x, mask):
+    """Megatron-DeepSpeed's parts: the checkpointed forward (its Function, the block under
+    no_grad), the block replayed with autograd, and the checkpoint's whole backward (RNG states,
+    the replay, the block's backward) after the forward."""
+    def forward():
+        return layer(x, mask)
+
+    def recompute():
+        return layer.block(x, mask)
+
+    def backward():
+        forward().sum().backward()
+
+    return forward, recompute, backward
+
+
+def count_operators(forward, recompute, backward):
+    counts = {}
+    for name, function in (("forward", forward), ("recompute", recompute), ("all", backward)):
+        with OperatorCounter() as counter:
+            function()
+        counts[name] = counter.count
+    return counts
+
+
+def measure(parts, repeats):
+    forward, recompute, backward = parts
+    forward_s, recompute_s, total_s = timed(forward, repeats), timed(recompute, repeats), timed(backward, repeats)
+    return forward_s, recompute_s, total_s
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=2000, help="runs per timing sample (7 samples, median)")
+    parser.add_argument("--alternations", type=int, default=3,
+                        help="times the two structures are timed in turn (the median of each part is kept)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    x = torch.randn(4, 1, 8, requires_grad=True)
+    mask = torch.triu(torch.ones(1, 1, 4, 4, dtype=torch.bool), diagonal=1)
+    structures = {"plain": plain_parts(MegatronLayer(hidden=8, heads=2), x, mask),
+                  "megatron_deepspeed": megatron_parts(MegatronDeepSpeedLayer(hidden=8, heads=2), x, mask)}
+    counts, samples = {}, {name: [] for name in structures}
+    for name, parts in structures.items():
+        raw = count_operators(*parts)
+        # The backward's own operators: the whole backward run's, less what ran before it.
+        before = raw["recompute"] if name == "plain" else raw["forward"]
+        counts[name] = {"forward": raw["forward"], "recompute": raw["recompute"],
+                        "backward": raw["all"] - before - (raw["recompute"] if name != "plain" else 0)}
+    for _ in range(args.alternations):  # in turns, so that a change of the machine's speed meets both
+        for name, parts in structures.items():
+            samples[name].append(measure(parts, args.repeats))
+    result = {"torch": torch.__version__, "operators": counts, "seconds": {}, "seconds_per_operator": {}}
+    for name in structures:
+        forward_s, recompute_s, total_s = (statistics.median(s[i] for s in samples[name]) for i in range(3))
+        # plain: the backward run is recompute + backward; megatron: forward + recompute + backward.
+        backward_s = total_s - recompute_s - (forward_s if name != "plain" else 0)
+        seconds = {"forward": forward_s, "recompute": recompute_s, "backward": backward_s}
+        result["seconds"][name] = seconds
+        result["seconds_per_operator"][name] = {part: seconds[part] / counts[name][part] for part in seconds}
+    # Megatron-DeepSpeed's host time in plain operators' worth: the plain block's operator count
+    # times the two structures' time ratio, part by part (timed in turns on the same machine).
+    result["plain_operator_equivalents"] = {
+        part: counts["plain"][part] * result["seconds"]["megatron_deepspeed"][part] / result["seconds"]["plain"][part]
+        for part in ("forward", "recompute", "backward")}
     if args.json:
         print(json.dumps(result, indent=2))
         return
-    print(f"PyTorch {torch.__version__}, one thread, a Megatron-LM GPT layer on tiny tensors (host work only)")
-    for part in ("forward", "recompute", "backward"):
-        print(f"  {part:<10} {counts[part]:>4} operators  {result['seconds'][part] * 1e6:8.1f} us"
-              f"  {result['seconds_per_operator'][part] * 1e6:6.2f} us per operator")
+    print(f"PyTorch {torch.__version__}, one thread, a GPT layer on tiny tensors (host work only)")
+    for name in structures:
+        print(f"  {name}:")
+        for part in ("forward", "recompute", "backward"):
+            print(f"    {part:<10} {counts[name][part]:>4} operators  {result['seconds'][name][part] * 1e6:8.1f} us"
+                  f"  {result['seconds_per_operator'][name][part] * 1e6:6.2f} us per operator")
+    print("  Megatron-DeepSpeed's host time, in the plain block's operators: " +
+          ", ".join(f"{part} {value:.1f}" for part, value in result["plain_operator_equivalents"].items()))
 
 
 if __name__ == "__main__":
