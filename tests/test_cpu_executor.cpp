@@ -503,24 +503,37 @@ TEST_CASE("the median's 95% interval, and rounds added until the errors are know
                        "validate: processor counts must be at least 1, got 0", Error);
 }
 
+namespace {
+
+// gpipe at P = 1 and 2, `runs` rounds.
+ValidationOptions gpipe_at_one_and_two(int runs) {
+  ValidationOptions options;
+  options.schedules = {"gpipe"};
+  options.processors = {1, 2};
+  options.runs = runs;
+  return options;
+}
+
+// A table whose layers take k times 1, 2, 3 and 4 ms and 0.1 ms.
+Calibration scaled_calibration(const Network& network, const GraphConfig& config, double k) {
+  Calibration c;
+  c.samples = network.batch / config.microbatches;
+  for (const auto& layer : network.layers) c.layers[layer.name] = {k * 1e-3, k * 2e-3, k * 3e-3, k * 4e-3, k * 1e-4};
+  return c;
+}
+
+}  // namespace
+
 TEST_CASE("validation calibrates before each round, predicts the rounds' median, and replays each run's task times") {
   const Dataset data = data_for(kMlp);
   const GraphConfig config = config_for(kMlp, "gpipe", 1, 2, 2);
   const Network network = make_request(config).network;
-  ValidationOptions options;
-  options.schedules = {"gpipe"};
-  options.processors = {1, 2};
-  options.runs = 3;
+  ValidationOptions options = gpipe_at_one_and_two(3);
   // Three rounds on a machine whose speed changes: every layer's times 1x, 3x, then 2x alone, and
   // a quarter more with two copies at once.
   const std::vector<double> scale = {1, 3, 2};
   const double co_run = 1.25;
-  auto calibration_at = [&](double k) {
-    Calibration c;
-    c.samples = network.batch / config.microbatches;
-    for (const auto& layer : network.layers) c.layers[layer.name] = {k * 1e-3, k * 2e-3, k * 3e-3, k * 4e-3, k * 1e-4};
-    return c;
-  };
+  auto calibration_at = [&](double k) { return scaled_calibration(network, config, k); };
   std::vector<std::string> events;
   int rounds = 0;
   options.calibrate = [&](int processors) {
@@ -576,10 +589,7 @@ TEST_CASE("validation pairs each round's prediction with that round's runs") {
   const Dataset data = data_for(kMlp);
   const GraphConfig config = config_for(kMlp, "gpipe", 1, 2, 2);
   const Network network = make_request(config).network;
-  ValidationOptions options;
-  options.schedules = {"gpipe"};
-  options.processors = {1, 2};
-  options.runs = 5;
+  ValidationOptions options = gpipe_at_one_and_two(5);
   // A machine whose speed is 1 during the calibrations of rounds 1-3 and 2 in rounds 4-5, but 2
   // already during the runs of rounds 2 and 3; its tasks take 10% longer than calibrated at the
   // same speed. Rounds 1, 4 and 5 saw one speed throughout: the model's own error is 1 / 1.1 - 1.
@@ -587,11 +597,7 @@ TEST_CASE("validation pairs each round's prediction with that round's runs") {
   int round = -1;
   options.calibrate = [&](int processors) {
     if (processors == 1) ++round;
-    Calibration c;
-    c.samples = network.batch / config.microbatches;
-    const double k = calibrating_speed.at(static_cast<std::size_t>(round));
-    for (const auto& layer : network.layers) c.layers[layer.name] = {k * 1e-3, k * 2e-3, k * 3e-3, k * 4e-3, k * 1e-4};
-    return c;
+    return scaled_calibration(network, config, calibrating_speed.at(static_cast<std::size_t>(round)));
   };
   const auto r = [&] { return static_cast<std::size_t>(round); };
   const Runner machine = [&](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
