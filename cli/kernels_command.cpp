@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 #include <regex>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -117,7 +118,12 @@ void run(const KernelsOptions& options) {
   }
   for (const Layer* matched : layers) {
     const Layer& layer = *matched;
-    for (const TaskKind kind : {TaskKind::F, TaskKind::BA, TaskKind::BW}) {
+    // A transformer block's recomputation (recompute=blocks) runs the forward's kernels at a host
+    // cost of its own.
+    std::vector<TaskKind> kinds = {TaskKind::F};
+    if (layer.type == "transformer_block") kinds.push_back(TaskKind::RC);
+    kinds.insert(kinds.end(), {TaskKind::BA, TaskKind::BW});
+    for (const TaskKind kind : kinds) {
       const auto kernels = layer_kernels(layer, kind, samples, layer.element_bytes);
       if (kernels.empty()) continue;
       const double cost_s = hw.seconds(layer_work_cycles(hw, layer, kind, samples));

@@ -7,8 +7,9 @@ elsewhere (docs/cost-model.md, "operator"), and checks its kernel times against 
   dispatch + launch   host time per eager operator on CUDA tensors (the model: dispatch_s + launch_s)
   GEMMs               every GEMM of a GPT block (`pipetwin kernels --json`), timed with cuBLAS
                       through torch.matmul, against the model's time
-  a GPT block         forward, and forward + backward, timed on the GPU against the model's F and
-                      BA + BW (the host-bound regime included: micro-batch 1 at hidden 1024)
+  a GPT block         forward, and forward + backward, timed on the GPU, as plain eager modules
+                      and in Megatron-DeepSpeed's structure (checkpointed), against the model's F,
+                      RC and BA + BW (the host-bound regime included: micro-batch 1 at hidden 1024)
 
     python3 experiments/gpu/operator_constants.py --pipetwin build-gpu/bin/pipetwin --hardware h100 --out DIR
 
@@ -118,6 +119,8 @@ def main():
                                     *sum((["--param", p] for p in params), []))
             rows = []
             for part in listing:
+                if part["kind"] == "RC":  # the forward's kernels again
+                    continue
                 for k in part["kernels"]:
                     if "gemm" not in k:
                         continue
@@ -135,30 +138,45 @@ def main():
                       f"{r['measured_s'] * 1e6:8.1f} us  {r['predicted_s'] / r['measured_s']:.2f}")
         result["gpt_block"] = layers
 
-        # A Megatron-style block, forward and forward + backward, against the model's F and BA + BW.
-        from host_overhead import MegatronLayer
+        # A GPT block, forward and forward + backward, against the model's F and BA + BW: as plain
+        # eager modules, and in Megatron-DeepSpeed's structure (checkpointed: its forward under
+        # the checkpoint, its backward replaying the forward), which the model's host prices.
+        from host_overhead import MegatronDeepSpeedLayer, MegatronLayer
         for hidden, batch in ((1024, 1), (2048, 4)):
             torch.manual_seed(0)
-            block = MegatronLayer(hidden, 16).to("cuda", torch.float16)
             x = torch.randn(1024, batch, hidden, dtype=torch.float16, device="cuda", requires_grad=True)
             mask = torch.triu(torch.ones(1, 1, 1024, 1024, dtype=torch.bool, device="cuda"), diagonal=1)
+            plain = MegatronLayer(hidden, 16).to("cuda", torch.float16)
+            structured = MegatronDeepSpeedLayer(hidden, 16).to("cuda", torch.float16)
 
-            def forward():
+            def plain_forward():
                 with torch.no_grad():
-                    block(x, mask)
+                    plain(x, mask)
 
-            def forward_backward():
-                block(x, mask).sum().backward()
+            def plain_forward_backward():
+                plain(x, mask).sum().backward()
 
-            f_s, fb_s = gpu_seconds(torch, forward, 10), gpu_seconds(torch, forward_backward, 10)
+            def structured_forward():
+                structured(x, mask)
+
+            def structured_forward_backward():  # forward, then recomputation and backward
+                structured(x, mask).sum().backward()
+
             parts = {p["kind"]: p["cost_s"] for p in layers.get(f"h{hidden}-b{batch}", {}).get("parts", [])}
             predicted_f = parts.get("F", float("nan"))
+            predicted_rc = parts.get("RC", float("nan"))
             predicted_b = parts.get("BA", 0) + parts.get("BW", 0)
-            result[f"block_h{hidden}_b{batch}"] = {"forward_s": f_s, "forward_backward_s": fb_s,
-                                                   "predicted_forward_s": predicted_f,
-                                                   "predicted_forward_backward_s": predicted_f + predicted_b}
-            print(f"block h{hidden} b{batch}: forward {f_s * 1e3:.3f} ms (model {predicted_f * 1e3:.3f}), "
-                  f"forward+backward {fb_s * 1e3:.3f} ms (model {(predicted_f + predicted_b) * 1e3:.3f})")
+            entry = {"predicted_forward_s": predicted_f, "predicted_recompute_s": predicted_rc,
+                     "predicted_backward_s": predicted_b}
+            for name, forward, both in (("plain", plain_forward, plain_forward_backward),
+                                        ("megatron_deepspeed", structured_forward, structured_forward_backward)):
+                f_s, fb_s = gpu_seconds(torch, forward, 10), gpu_seconds(torch, both, 10)
+                entry[name] = {"forward_s": f_s, "forward_backward_s": fb_s}
+                print(f"block h{hidden} b{batch}, {name}: forward {f_s * 1e3:.3f} ms, forward+backward "
+                      f"{fb_s * 1e3:.3f} ms")
+            print(f"  model: forward {predicted_f * 1e3:.3f} ms; checkpointed forward, recomputation and backward "
+                  f"{(predicted_f + predicted_rc + predicted_b) * 1e3:.3f} ms (the megatron_deepspeed forward+backward)")
+            result[f"block_h{hidden}_b{batch}"] = entry
 
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "operator_constants.json"), "w") as f:

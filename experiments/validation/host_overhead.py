@@ -3,20 +3,29 @@
 
 The operator-level cost model (docs/cost-model.md) overlaps each layer's GPU kernels with the
 host's work of issuing them: Python, the autograd engine and PyTorch's dispatcher, per operator.
-This script measures that host work on this machine's CPU. It builds one GPT transformer layer
-with Megatron-LM's structure (layer norm, QKV projection, baddbmm scores, scaled masked softmax,
-attention dropout, bmm context, transpose, output projection, bias-dropout-add, MLP with GELU)
-on tensors so small (hidden 8, sequence 4) that the arithmetic costs nothing, and times:
+This script measures that host work on this machine's CPU, on tensors so small (hidden 8,
+sequence 4) that the arithmetic costs nothing, for two writings of one GPT transformer layer:
 
-  forward      under torch.no_grad, as activation checkpointing runs the first forward
+  plain               Megatron-LM's operators (layer norm, QKV projection, baddbmm scores,
+                      scaled masked softmax, attention dropout, bmm context, transpose, output
+                      projection, bias-dropout-add, MLP with GELU) as eager PyTorch modules
+  megatron_deepspeed  the same operators in Megatron-DeepSpeed's Python structure: autograd
+                      Functions for each linear, layer norm, bias-GeLU and softmax, the
+                      tensor-parallel regions, the RNG tracker's fork, the activation checkpoint
+
+and three parts of each:
+
+  forward      the activation checkpoint's first forward (plain: under torch.no_grad)
   recompute    the forward again with autograd recording (checkpointing's recomputation)
   backward     autograd's backward of that forward
 
-It counts the ATen operators each part runs (a TorchDispatchMode) and prints the host time per
-operator: that is the `dispatch_s` figure of the GPU hardware profiles, before CUDA's own launch
-cost. Needs PyTorch (CPU is enough):
+It counts the ATen operators each part runs (a TorchDispatchMode), prints the host time per
+operator (the plain block's is the `dispatch_s` figure of the GPU hardware profiles, before
+CUDA's own launch cost), and the Megatron-DeepSpeed block's time in plain operators' worth (the
+plain part's operator count times the two structures' time ratio, timed in turns): the GPT
+block's host operators in models/src/gpu_kernels.cpp. Needs PyTorch (CPU is enough):
 
-    python3 experiments/validation/host_overhead.py [--repeats 2000]
+    python3 experiments/validation/host_overhead.py [--repeats 2000] [--alternations 3] [--json]
 """
 import argparse
 import json
@@ -90,15 +99,27 @@ class MegatronLayer(torch.nn.Module):
 # and restored, the forward replayed inside the backward). Each CUDA extension's kernel is one
 # ATen operator here: the host work around it is what is timed.
 
+def _device_rng_state():
+    """get_accelerator().get_rng_state(): the GPU's generator on a GPU, else the CPU's."""
+    return torch.cuda.get_rng_state() if torch.cuda.is_initialized() else torch.get_rng_state()
+
+
+def _set_device_rng_state(state):
+    if torch.cuda.is_initialized():
+        torch.cuda.set_rng_state(state)
+    else:
+        torch.set_rng_state(state)
+
+
 def _rng_fork(states, name, run):
     """CudaRNGStatesTracker.fork: swap in the tracked state, run, keep the advanced state."""
-    original = torch.get_rng_state()
-    torch.set_rng_state(states[name])
+    original = _device_rng_state()
+    _set_device_rng_state(states[name])
     try:
         return run()
     finally:
-        states[name] = torch.get_rng_state()
-        torch.set_rng_state(original)
+        states[name] = _device_rng_state()
+        _set_device_rng_state(original)
 
 
 class _CopyToRegion(torch.autograd.Function):  # mappings._CopyToModelParallelRegion, one rank
@@ -189,7 +210,7 @@ class _CausalSoftmax(torch.autograd.Function):  # fused_softmax.ScaledUpperTrian
     @staticmethod
     def forward(ctx, inputs, scale):
         scale_t = torch.tensor([scale])
-        results = torch.softmax(inputs, dim=-1)  # the extension's one kernel
+        results = torch.softmax(inputs, dim=-1)  # the extension's one kernel (its causal mask left out)
         ctx.save_for_backward(results, scale_t)
         return results
 
@@ -208,7 +229,7 @@ class _Checkpoint(torch.autograd.Function):  # random.CheckpointFunction (DeepSp
     def forward(ctx, run_function, tracker, *args):
         ctx.run_function, ctx.tracker = run_function, tracker
         ctx.fwd_cpu_rng_state = torch.get_rng_state()
-        ctx.fwd_cuda_rng_state = torch.get_rng_state()  # get_accelerator().get_rng_state()
+        ctx.fwd_cuda_rng_state = _device_rng_state()
         ctx.fwd_tracker_states = dict(tracker)
         with torch.no_grad():
             outputs = run_function(*args)
@@ -218,16 +239,16 @@ class _Checkpoint(torch.autograd.Function):  # random.CheckpointFunction (DeepSp
     @staticmethod
     def backward(ctx, *grads):
         inputs = ctx.saved_tensors
-        bwd_cpu_rng_state, bwd_cuda_rng_state = torch.get_rng_state(), torch.get_rng_state()
+        bwd_cpu_rng_state, bwd_cuda_rng_state = torch.get_rng_state(), _device_rng_state()
         bwd_tracker_states = dict(ctx.tracker)
         torch.set_rng_state(ctx.fwd_cpu_rng_state)
-        torch.set_rng_state(ctx.fwd_cuda_rng_state)
+        _set_device_rng_state(ctx.fwd_cuda_rng_state)
         ctx.tracker.update(ctx.fwd_tracker_states)
         detached = tuple(x.detach().requires_grad_(x.requires_grad) for x in inputs)
         with torch.enable_grad():
             outputs = ctx.run_function(*detached)
         torch.set_rng_state(bwd_cpu_rng_state)
-        torch.set_rng_state(bwd_cuda_rng_state)
+        _set_device_rng_state(bwd_cuda_rng_state)
         ctx.tracker.update(bwd_tracker_states)
         torch.autograd.backward((outputs,), grads)
         return (None, None) + tuple(x.grad for x in detached)
@@ -247,7 +268,7 @@ class MegatronDeepSpeedLayer(torch.nn.Module):
         self.fc1_w, self.fc1_b = p(torch.randn(4 * hidden, hidden) * 0.1), p(torch.zeros(4 * hidden))
         self.fc2_w, self.fc2_b = p(torch.randn(hidden, 4 * hidden) * 0.1), p(torch.zeros(hidden))
         self.buffers_ = {}  # parallel_state's global memory buffer
-        self.tracker = {"model-parallel-rng": torch.get_rng_state()}
+        self.tracker = {"model-parallel-rng": _device_rng_state()}
 
     def column(self, x, weight, bias, skip_bias_add):  # ColumnParallelLinear: (output, bias)
         if skip_bias_add:
@@ -257,11 +278,11 @@ class MegatronDeepSpeedLayer(torch.nn.Module):
     def row(self, x, weight, bias):  # RowParallelLinear, skip_bias_add
         return _ReduceFromRegion.apply(_Linear.apply(x, weight, None)), bias
 
-    def buffer(self, shape, dtype):  # GlobalMemoryBuffer.get_tensor
+    def buffer(self, shape, like):  # GlobalMemoryBuffer.get_tensor
         numel = math.prod(shape)
-        key = ("mpu", dtype)
+        key = ("mpu", like.dtype, like.device)
         if key not in self.buffers_ or self.buffers_[key].numel() < numel:
-            self.buffers_[key] = torch.empty(numel, dtype=dtype)
+            self.buffers_[key] = torch.empty(numel, dtype=like.dtype, device=like.device)
         return self.buffers_[key][0:numel].view(*shape)
 
     def attention(self, y, mask):
@@ -271,7 +292,7 @@ class MegatronDeepSpeedLayer(torch.nn.Module):
         q, k, v = torch.split(mixed, self.head_dim, dim=-1)
         q = q.view(s, b * self.heads, -1)
         k = k.view(s, b * self.heads, -1)
-        scores = torch.baddbmm(self.buffer((b * self.heads, s, s), q.dtype), q.transpose(0, 1),
+        scores = torch.baddbmm(self.buffer((b * self.heads, s, s), q), q.transpose(0, 1),
                                k.transpose(0, 1).transpose(1, 2), beta=0.0, alpha=1.0 / math.sqrt(self.head_dim))
         scores = scores.view(b, self.heads, s, s)
         probs = _CausalSoftmax.apply(scores.view(-1, s, s), 1.0).view(b, self.heads, s, s)
