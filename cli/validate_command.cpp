@@ -169,6 +169,10 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
                    human_bytes(row.predicted_peak_bytes), human_bytes(row.measured_peak_bytes)});
   }
   table.print(std::cout);
+  if (profiled_here && report.rounds > 1) {
+    std::cout << "error: the median over rounds of each round's prediction over that round's run (paired); the step "
+                 "columns are medians over rounds, so the error need not be their ratio\n";
+  }
   std::cout << fmt::format("step-time error: mean {:.1f}%, largest {:.1f}%, known to ±{:.1f}% ({} rounds); noise "
                            "floor {:.1f}% (identical runs' half-range over their median, the median over rows)",
                            100 * report.mean_abs_step_error, 100 * report.max_abs_step_error, 100 * report.error_ci,
