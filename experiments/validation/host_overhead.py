@@ -330,6 +330,9 @@ def timed(function, repeats):
     return statistics.median(samples)
 
 
+# Each structure's parts, and the parts its backward run also runs before the backward itself
+# (subtracted from that run's time and operators).
+
 def plain_parts(layer, x, mask):
     """The plain block's parts: forward without autograd, recompute with it, and its backward."""
     def forward():
@@ -342,7 +345,7 @@ def plain_parts(layer, x, mask):
     def backward():  # the recompute's graph backward, with the recompute before it
         recompute().sum().backward()
 
-    return forward, recompute, backward
+    return (forward, recompute, backward), ("recompute",)
 
 
 def megatron_parts(layer, x, mask):
@@ -355,10 +358,10 @@ def megatron_parts(layer, x, mask):
     def recompute():
         return layer.block(x, mask)
 
-    def backward():
+    def backward():  # the checkpoint's backward replays the block: forward and recompute before it
         forward().sum().backward()
 
-    return forward, recompute, backward
+    return (forward, recompute, backward), ("forward", "recompute")
 
 
 def count_operators(forward, recompute, backward):
@@ -390,21 +393,19 @@ def main():
     structures = {"plain": plain_parts(MegatronLayer(hidden=8, heads=2), x, mask),
                   "megatron_deepspeed": megatron_parts(MegatronDeepSpeedLayer(hidden=8, heads=2), x, mask)}
     counts, samples = {}, {name: [] for name in structures}
-    for name, parts in structures.items():
+    for name, (parts, before_backward) in structures.items():
         raw = count_operators(*parts)
         # The backward's own operators: the whole backward run's, less what ran before it.
-        before = raw["recompute"] if name == "plain" else raw["forward"]
         counts[name] = {"forward": raw["forward"], "recompute": raw["recompute"],
-                        "backward": raw["all"] - before - (raw["recompute"] if name != "plain" else 0)}
+                        "backward": raw["all"] - sum(raw[part] for part in before_backward)}
     for _ in range(args.alternations):  # in turns, so that a change of the machine's speed meets both
-        for name, parts in structures.items():
+        for name, (parts, _) in structures.items():
             samples[name].append(measure(parts, args.repeats))
     result = {"torch": torch.__version__, "operators": counts, "seconds": {}, "seconds_per_operator": {}}
-    for name in structures:
+    for name, (_, before_backward) in structures.items():
         forward_s, recompute_s, total_s = (statistics.median(s[i] for s in samples[name]) for i in range(3))
-        # plain: the backward run is recompute + backward; megatron: forward + recompute + backward.
-        backward_s = total_s - recompute_s - (forward_s if name != "plain" else 0)
-        seconds = {"forward": forward_s, "recompute": recompute_s, "backward": backward_s}
+        seconds = {"forward": forward_s, "recompute": recompute_s}
+        seconds["backward"] = total_s - sum(seconds[part] for part in before_backward)
         result["seconds"][name] = seconds
         result["seconds_per_operator"][name] = {part: seconds[part] / counts[name][part] for part in seconds}
     # Megatron-DeepSpeed's host time in plain operators' worth: the plain block's operator count
