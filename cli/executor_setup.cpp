@@ -51,6 +51,13 @@ void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with
                      "(0: sleep at once). Spinning saves a wake-up only where there are more cores than threads")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e6));
+  command.add_option("--transfer-threads", options.transfer_threads,
+                     "cpu: which threads copy the transfers between processors: senders (the sending processor's "
+                     "thread, right after the task whose output it copies), links (a thread per link), or auto "
+                     "(senders where the run has a processor for every CPU, as the cost model assumes there; links "
+                     "otherwise)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "links", "senders"}));
 }
 
 void check_device(const std::string& device) {
@@ -104,6 +111,9 @@ TrainingOptions training_options(const ExecutorOptions& options) {
   training.momentum = options.momentum;
   training.seed = options.seed;
   training.handoff_spin_s = options.handoff_spin_us * 1e-6;
+  training.transfer_threads = options.transfer_threads == "senders" ? TransferThreads::senders
+                              : options.transfer_threads == "links" ? TransferThreads::links
+                                                                    : TransferThreads::automatic;
   check_training_options(training);  // before any data is loaded
   return training;
 }

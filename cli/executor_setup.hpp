@@ -23,6 +23,7 @@ struct ExecutorOptions {
   double momentum = 0;
   std::uint64_t seed = 1;
   double handoff_spin_us = 0;  // TrainingOptions::handoff_spin_s, in microseconds
+  std::string transfer_threads = "auto";  // TrainingOptions::transfer_threads: auto, links or senders
   bool pin_threads = false;    // TrainingOptions::pin_cpus: this process's CPUs, in turn
 };
 

@@ -60,12 +60,21 @@ void run(const ProfileCommandOptions& options, mpi::MpiSession* session) {
   std::cout << fmt::format("{} · {} samples per task · {}\n", request.network.name, calibration.samples, calibration.device_name);
   table.print(std::cout);
   std::cout << fmt::format("overhead {:.1f} us per task + {:.1f} us per layer in it · copy bandwidth {:.2f} GB/s · "
-                           "transfer latency {:.1f} us\n",
+                           "transfer latency {:.1f} us",
                            calibration.task_overhead_s * us, calibration.layer_overhead_s * us, calibration.copy_bytes_per_s / 1e9,
                            calibration.copy_latency_s * us);
+  if (calibration.handoff_s >= 0) std::cout << fmt::format(" ({:.1f} us copied by its sender)", calibration.handoff_s * us);
+  std::cout << "\n";
+  if (!calibration.copy_seconds.empty()) {
+    std::cout << "copies:";
+    for (const auto& [bytes, seconds] : calibration.copy_seconds) {
+      std::cout << fmt::format(" {} KiB {:.1f} us ({:.1f} GB/s)", bytes >> 10, seconds * us, static_cast<double>(bytes) / seconds / 1e9);
+    }
+    std::cout << "\n";
+  }
   if (calibration.cores > 0) {
-    std::cout << fmt::format("{} CPUs: graphs of {} or more processors pay their transfers' copies on the sending "
-                             "processor (a compute thread on every core)\n",
+    std::cout << fmt::format("{} CPUs: in graphs of {} or more processors (a compute thread on every core) the sending "
+                             "processor's thread makes its transfers' copies and pays for them\n",
                              calibration.cores, calibration.cores);
   }
   write_output_file(output, calibration_to_json_text(calibration));

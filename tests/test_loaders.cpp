@@ -105,6 +105,34 @@ TEST_CASE("calibration tables: unknown keys, repeated layers and impossible time
   const Calibration ok = calibration_from_json_text(calibration("", layer), "c.json");
   CHECK(ok.layers.at("fc1").forward_s == 1e-6);
   CHECK(ok.copy_latency_s == -1);  // not measured
+  CHECK(ok.handoff_s == -1);
+  CHECK(ok.one_handoff_s() == -1);
+  // A table from before handoff_s: half its two-hop copy latency; with it, its own.
+  CHECK(calibration_from_json_text(calibration(R"(, "copy_latency_s": 8e-5)", layer), "c.json").one_handoff_s() == 4e-5);
+  const Calibration handoff = calibration_from_json_text(
+      calibration_to_json_text(calibration_from_json_text(calibration(R"(, "copy_latency_s": 8e-5, "handoff_s": 3e-5)", layer), "c.json")),
+      "c.json");
+  CHECK(handoff.handoff_s == 3e-5);
+  CHECK(handoff.one_handoff_s() == 3e-5);
+  // Copies timed at sizes: kept in order, and a copy's time read off them (linear between two
+  // points, at the nearest point's rate beyond them); without them, at copy_bytes_per_s.
+  const Calibration sized = calibration_from_json_text(
+      calibration_to_json_text(calibration_from_json_text(
+          calibration(R"(, "copy_bytes_per_s": 1e9, "copy_seconds": [[1000, 1e-7], [5000, 9e-7]])", layer), "c.json")),
+      "c.json");
+  REQUIRE(sized.copy_seconds.size() == 2);
+  CHECK(sized.copy_seconds[1].first == 5000);
+  CHECK(sized.copy_s(3000) == doctest::Approx(1e-7 + 8e-7 * 2000 / 4000));
+  CHECK(sized.copy_s(500) == doctest::Approx(500 * 1e-7 / 1000));
+  CHECK(sized.copy_s(10000) == doctest::Approx(10000 * 9e-7 / 5000));
+  CHECK(calibration_from_json_text(calibration(R"(, "copy_bytes_per_s": 1e9)", layer), "c.json").copy_s(3000) == doctest::Approx(3e-6));
+  CHECK(ok.copy_s(3000) == -1);  // nothing measured
+  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "copy_seconds": [[5000, 1e-7], [1000, 9e-7]])", layer), "c.json"),
+                       doctest::Contains("/copy_seconds/1/0: expected a positive size above the previous point's"), Error);
+  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "copy_seconds": [[1000, 0]])", layer), "c.json"),
+                       doctest::Contains("/copy_seconds/0/1: expected a positive number of seconds"), Error);
+  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "copy_seconds": [[1000]])", layer), "c.json"),
+                       doctest::Contains("/copy_seconds/0: expected [bytes, seconds]"), Error);
   CHECK(ok.concurrent == 1);        // older tables: timed alone
   CHECK(calibration_from_json_text(calibration(R"(, "concurrent": 2)", layer), "c.json").concurrent == 2);
   CHECK(ok.cores == 0);  // older tables: not recorded

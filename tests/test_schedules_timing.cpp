@@ -11,6 +11,7 @@
 #include "pipetwin/models/calibration.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/network_registry.hpp"
+#include "pipetwin/schedule/copies_on_cores.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/validator.hpp"
 #include "schedule_test_helpers.hpp"
@@ -156,7 +157,8 @@ TEST_CASE("interleaved-1f1b bubble is (P-1)/(vM+P-1) on uniform layers") {
 TEST_CASE("a CPU calibration's copies take the sending processor's core where every core has a processor") {
   // mlp 16 -> 12 -> 8 -> 4 cut after its first layer, 2 microbatches of 4 samples, gpipe on 2 CPU
   // threads: each microbatch's activation (12 x 4 floats) goes p0 -> p1, its gradient p1 -> p0.
-  const auto graph_with_cores = [](std::int32_t cores, double core_copy_bytes_per_s = 0, bool across_ranks = false) {
+  const auto graph_with_cores = [](std::int32_t cores, bool across_ranks = false,
+                                    std::vector<std::pair<std::int64_t, double>> copy_seconds = {}) {
     GraphConfig config = graph_config("mlp", "gpipe", "cpu-core", 2, 2, 1);
     config.params = {"widths=16,12,8,4", "batch=8", "cuts=0"};
     auto calibration = std::make_shared<Calibration>();
@@ -165,7 +167,7 @@ TEST_CASE("a CPU calibration's copies take the sending processor's core where ev
     calibration->copy_bytes_per_s = 1e8;
     calibration->copy_latency_s = 1e-5;
     calibration->cores = cores;
-    calibration->core_copy_bytes_per_s = core_copy_bytes_per_s;
+    calibration->copy_seconds = std::move(copy_seconds);
     if (across_ranks) {  // p0 and p1 on ranks 0 and 1: every transfer is a message
       calibration->ranks = 2;
       calibration->message_send_core_s = 1e-5;
@@ -205,38 +207,50 @@ TEST_CASE("a CPU calibration's copies take the sending processor's core where ev
   // p0: F m1 and its first B (after its two forwards); p1: its second B and its update (after
   // its two backwards).
   CHECK(charged == 4);
-  // A transfer whose sender has a task after its source shares that core with it: its copy takes
-  // twice as long (copy_cycles more). Here every source has a task after it.
-  int doubled = 0;
-  const auto by_processor = tasks_by_processor(apart);
+  // In one process the sender's thread makes each copy (every transfer of both links reads a task
+  // of its sender, in the link's order): the transfer takes the copy at full speed and one wake-up,
+  // half the table's two-hop copy_latency_s (it records no handoff_s).
+  const std::vector<bool> by_sender = links_copied_by_senders(apart);
+  REQUIRE(by_sender.size() == 2);
+  CHECK(by_sender[0]);
+  CHECK(by_sender[1]);
+  // (whole cycles, rounded up past a float's last bit, as the cost model rounds)
+  const double latency_cycles = std::ceil(1e-5 * apart.clock_hz - 1e-9), handoff_cycles = std::ceil(0.5e-5 * apart.clock_hz - 1e-9);
+  for (std::size_t k = 0; k < apart.links.size(); ++k) {
+    CHECK(static_cast<double>(apart.links[k].latency_cycles) == latency_cycles);
+    CHECK(static_cast<double>(shared.links[k].latency_cycles) == handoff_cycles);
+  }
+  int transfers = 0;
   for (const auto& t : apart.tasks) {
     if (t.placement != Placement::link) continue;
-    const Task& source = apart.tasks[static_cast<std::size_t>(data_dependency(t)->task)];
-    const auto& order = by_processor[static_cast<std::size_t>(source.resource)];
-    const bool busy_after = order.back() != source.id;
-    const double added = static_cast<double>(shared.tasks[static_cast<std::size_t>(t.id)].cost_cycles - t.cost_cycles);
     INFO(describe_task(apart, t));
-    CHECK(added == (busy_after ? copy_cycles : 0.0));
-    doubled += busy_after ? 1 : 0;
+    CHECK(static_cast<double>(t.cost_cycles) == latency_cycles + copy_cycles);
+    CHECK(static_cast<double>(shared.tasks[static_cast<std::size_t>(t.id)].cost_cycles) == handoff_cycles + copy_cycles);
+    ++transfers;
   }
-  CHECK(doubled == charged);  // a charged task for every doubled copy
-  // Across ranks the link's bandwidth is a whole message's (packed, sent, unpacked); the sender's
-  // core makes one local copy of it, at the calibration's core copy rate: 192 bytes at 50 MB/s.
-  const TaskGraph ranks = graph_with_cores(2, 5e7);
-  const double core_cycles = std::ceil(12.0 * 4 * 4 / (5e7 / apart.clock_hz));
-  REQUIRE(core_cycles > copy_cycles);
+  CHECK(transfers == 4);
+  // Where the table timed copies of several sizes, the sender's copy takes what a copy of its size
+  // took (linear between the points): 192 bytes between 100 bytes in 1 us and 300 in 2 us, 1.46 us,
+  // in the sender's next task and in the transfer.
+  const TaskGraph sized = graph_with_cores(2, false, {{100, 1e-6}, {300, 2e-6}});
+  const double sized_cycles = std::ceil((1e-6 + 1e-6 * 92 / 200) * apart.clock_hz - 1e-9);
+  REQUIRE(sized_cycles != copy_cycles);
   for (std::size_t i = 0; i < apart.tasks.size(); ++i) {
-    const auto charged_in_one_process = shared.tasks[i].cost_cycles - apart.tasks[i].cost_cycles;
-    INFO(describe_task(apart, apart.tasks[i]));
-    CHECK(static_cast<double>(ranks.tasks[i].cost_cycles - apart.tasks[i].cost_cycles) ==
-          (charged_in_one_process > 0 ? core_cycles : 0.0));
+    const auto& t = apart.tasks[i];
+    INFO(describe_task(apart, t));
+    if (t.placement == Placement::link) {
+      CHECK(static_cast<double>(sized.tasks[i].cost_cycles) == handoff_cycles + sized_cycles);
+      continue;
+    }
+    const auto charged_in_one_process = shared.tasks[i].cost_cycles - t.cost_cycles;
+    CHECK(static_cast<double>(sized.tasks[i].cost_cycles - t.cost_cycles) == (charged_in_one_process > 0 ? sized_cycles : 0.0));
   }
   // Between ranks each transfer is a message: the sender pays its measured packing (10 us + 192
   // bytes at 100 MB/s) after the message's source, and the receiver its measured unpacking (20 us
   // + 192 bytes at 50 MB/s) on the task before the message's reader. By hand, for gpipe's orders
   // p0: F0 F1 B0 B1 U and p1: F0 F1 B0 B1 U, activations F0, F1 (p0) -> p1's F0, F1 and
   // gradients B0, B1 (p1) -> p0's B0, B1:
-  const TaskGraph messages = graph_with_cores(2, 0, true);
+  const TaskGraph messages = graph_with_cores(2, true);
   const double send = std::ceil((1e-5 + 192 / 1e8) * apart.clock_hz);
   const double receive = std::ceil((2e-5 + 192 / 5e7) * apart.clock_hz);
   const auto extra = [&](TaskKind kind, std::int32_t microbatch, std::int32_t stage) {

@@ -65,6 +65,7 @@
 #include "collective_shipments.hpp"
 #include "rank_event_log.hpp"
 #include "graph_flow.hpp"
+#include "thread_plan.hpp"
 #include "layer_time_log.hpp"
 #include "memory_tracker.hpp"
 #include "pipetwin/exec/thread_pinning.hpp"
@@ -280,6 +281,7 @@ class GraphExecution {
   std::mutex mutex_;
   std::unique_ptr<std::condition_variable[]> wake_;  // processors, then links
   std::vector<std::vector<std::int32_t>> wakes_;
+  ThreadPlan threads_;  // which thread runs each task
   std::unique_ptr<std::atomic<bool>[]> done_;  // set under `mutex_`; read without it while spinning
   std::vector<char> claimed_;  // a shared link's task some thread has taken
   std::vector<std::int32_t> dependents_left_;
@@ -920,7 +922,7 @@ void GraphExecution<B>::fail(std::exception_ptr error) {
 // Processors are resources 0..P-1, links P.. (one condition variable each).
 template <typename B>
 std::int32_t GraphExecution<B>::resource_of(const Task& t) const {
-  return t.placement == Placement::link ? static_cast<std::int32_t>(g_.processors.size()) + t.resource : t.resource;
+  return threads_.runner[static_cast<std::size_t>(t.id)];
 }
 
 template <typename B>
@@ -1673,6 +1675,7 @@ TrainingRun GraphExecution<B>::run() {
   for (std::size_t i = 0; i < n; ++i) done_[i].store(false, std::memory_order_relaxed);
   claimed_.assign(n, 0);
   wake_ = std::make_unique<std::condition_variable[]>(g_.processors.size() + g_.links.size());
+  threads_ = plan_threads(g_, options_.transfer_threads == TransferThreads::senders && !distributed());
   wakes_.assign(n, {});
   for (const auto& t : g_.tasks) {
     for (const auto& d : t.deps) {
@@ -1713,7 +1716,7 @@ TrainingRun GraphExecution<B>::run() {
   }
   observers_.restart(start_);
   std::vector<std::thread> threads;
-  const auto by_processor = tasks_by_processor(g_);
+  const auto& by_processor = threads_.processor_orders;
   const auto by_link = tasks_by_link(g_);
   const auto runs_here = [&](const std::vector<std::int32_t>& tasks) { return !distributed() || is_local(task(tasks.front())); };
   std::thread listener;
@@ -1727,7 +1730,7 @@ TrainingRun GraphExecution<B>::run() {
     });
   }
   for (std::size_t k = 0; k < by_link.size(); ++k) {
-    if (by_link[k].empty() || !runs_here(by_link[k])) continue;
+    if (by_link[k].empty() || !threads_.link_has_thread[k] || !runs_here(by_link[k])) continue;
     Lane& lane = b_.link_lane(static_cast<std::int32_t>(k));
     const std::int32_t pin = g_.links[k].src != kHost ? g_.links[k].src : g_.links[k].dst;  // the sender's core
     if (g_.links[k].policy == LinkPolicy::in_order) {
@@ -1767,6 +1770,7 @@ TrainingRun GraphExecution<B>::run() {
   run.result = summary_.result(name_, options_.record_memory_timeline);
   run.result.out_of_memory.clear();  // the tracker throws instead
   run.layer_times = layer_log_.take();
+  run.copies_on_senders = std::find(threads_.link_has_thread.begin(), threads_.link_has_thread.end(), false) != threads_.link_has_thread.end();
   for (std::size_t k = 0; k < loss_sum_.size(); ++k) {
     run.minibatch_loss.push_back(loss_sum_[k] / static_cast<double>(net_.batch * flow_.replicas));
   }

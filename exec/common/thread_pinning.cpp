@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <string>
+#include <thread>
 
 #if defined(__linux__)
 #include <pthread.h>
@@ -24,6 +25,11 @@ std::vector<int> usable_cpu_ids() {
   }
 #endif
   return ids;
+}
+
+int usable_cpu_count() {
+  const std::vector<int> ids = usable_cpu_ids();
+  return ids.empty() ? static_cast<int>(std::thread::hardware_concurrency()) : static_cast<int>(ids.size());
 }
 
 std::vector<int> cpus_to_pin() {

@@ -8,6 +8,7 @@
 
 #include "pipetwin/exec/profiling.hpp"
 #include "pipetwin/models/error.hpp"
+#include "pipetwin/schedule/copies_on_cores.hpp"
 #include "pipetwin/schedule/validator.hpp"
 
 namespace pipetwin {
@@ -115,7 +116,7 @@ double calibrated_step_s(const Calibration& c) {
   return total;
 }
 
-TaskGraph with_measured_costs(const TaskGraph& graph, const Result& measured) {
+TaskGraph with_measured_costs(const TaskGraph& graph, const Result& measured, bool copies_on_senders) {
   if (measured.tasks.size() != graph.tasks.size()) {
     throw Error("internal: a replay needs one measured time per task (" + std::to_string(graph.tasks.size()) +
                 " tasks, " + std::to_string(measured.tasks.size()) + " times)");
@@ -128,6 +129,24 @@ TaskGraph with_measured_costs(const TaskGraph& graph, const Result& measured) {
     // A transfer's measured copy plus its link's latency: the handoffs to the link's thread and on
     // to the consumer's, which the copy's own start and end do not contain.
     if (t.placement == Placement::link) t.cost_cycles += replay.links[static_cast<std::size_t>(t.resource)].latency_cycles;
+  }
+  if (!copies_on_senders) return replay;
+  const std::vector<bool> by_sender = links_copied_by_senders(graph);
+  const std::vector<std::int32_t> next = next_on_processor(graph);
+  std::vector<std::size_t> position(graph.tasks.size(), 0);  // a processor task's place in its order
+  for (const auto& order : tasks_by_processor(graph)) {
+    for (std::size_t i = 0; i < order.size(); ++i) position[static_cast<std::size_t>(order[i])] = i;
+  }
+  for (const auto& t : graph.tasks) {
+    if (t.placement != Placement::link || !by_sender[static_cast<std::size_t>(t.resource)]) continue;
+    // The executor's thread plan puts it after the last of its sources in the sender's order.
+    std::int32_t last = -1;
+    for (const auto& d : t.deps) {
+      if (last < 0 || position[static_cast<std::size_t>(d.task)] > position[static_cast<std::size_t>(last)]) last = d.task;
+    }
+    const std::int32_t after = last < 0 ? -1 : next[static_cast<std::size_t>(last)];
+    const TaskTiming& copy = measured.tasks[static_cast<std::size_t>(t.id)];
+    if (after >= 0) replay.tasks[static_cast<std::size_t>(after)].cost_cycles += std::max<std::int64_t>(0, copy.end_cycles - copy.start_cycles);
   }
   return replay;
 }
@@ -308,7 +327,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       c.steps_s.push_back(measured.result.iteration_s);
       c.measured_peak = std::max(c.measured_peak, max_peak(measured.result));
       if (measured.result.tasks.size() == c.graph.tasks.size() && measured.result.iteration_s > 0) {
-        const TaskGraph replay = with_measured_costs(c.graph, measured.result);
+        const TaskGraph replay = with_measured_costs(c.graph, measured.result, measured.copies_on_senders);
         const double replayed_s = predict(replay).iteration_s;
         c.replayed_s.push_back(replayed_s);
         c.replay_errors.push_back(replayed_s / measured.result.iteration_s - 1);

@@ -7,6 +7,7 @@
 
 #include "../common/graph_execution.hpp"
 #include "pipetwin/exec/cpu/layer_op.hpp"
+#include "pipetwin/exec/thread_pinning.hpp"
 #include "pipetwin/models/error.hpp"
 
 namespace pipetwin::cpu {
@@ -154,12 +155,21 @@ class CpuBackend {
 
 }  // namespace
 
+TransferThreads transfer_threads_for(const TaskGraph& graph, TransferThreads asked) {
+  if (asked != TransferThreads::automatic) return asked;
+  // The count a CPU calibration records as its cores, so that the cost model and
+  // the run agree on which graphs have their copies made by senders.
+  return graph.processor_count() >= usable_cpu_count() ? TransferThreads::senders : TransferThreads::links;
+}
+
 TrainingRun run_cpu(const TaskGraph& graph, const Network& network, const BatchSampler& data,
                     const TrainingOptions& options) {
   check_run_inputs(graph, network, data);
   check_training_options(options);
+  TrainingOptions resolved = options;
+  resolved.transfer_threads = transfer_threads_for(graph, options.transfer_threads);
   CpuBackend backend(network, data);
-  exec::GraphExecution<CpuBackend> execution(backend, graph, network, options, "cpu");
+  exec::GraphExecution<CpuBackend> execution(backend, graph, network, resolved, "cpu");
   return execution.run();
 }
 

@@ -32,24 +32,21 @@ double median_seconds(int repeats, Body body) {
 
 }  // namespace
 
-// The CPUs this process may run on: its affinity mask (taskset, a cgroup's cpuset, mpirun's
-// binding), else the machine's hardware threads.
-std::int32_t usable_cpus() {
-  const std::vector<int> ids = usable_cpu_ids();
-  return static_cast<std::int32_t>(ids.empty() ? std::thread::hardware_concurrency() : ids.size());
-}
-
-double measure_copy_bytes_per_s(int repeats, int concurrent) {
+double measure_copy_seconds(std::int64_t bytes, int repeats, int concurrent) {
   if (concurrent < 1) throw Error("profile: concurrent copies must be at least 1");
-  std::vector<double> bytes_per_s(static_cast<std::size_t>(concurrent));
+  if (bytes < static_cast<std::int64_t>(sizeof(float))) throw Error("profile: a copy of at least one float");
+  // Small copies are timed in batches of about 1 MiB, so that the clock's resolution does not weigh.
+  const int batch = static_cast<int>(std::max<std::int64_t>(1, (std::int64_t{1} << 20) / bytes));
+  std::vector<double> seconds(static_cast<std::size_t>(concurrent));
   std::atomic<int> ready{0};
   const auto copier = [&](int i) {
-    const Matrix source = Matrix::Constant(1024, 2048, 1.0f);  // 8 MiB, a thread's own
+    const Matrix source = Matrix::Constant(bytes / static_cast<std::int64_t>(sizeof(float)), 1, 1.0f);  // a thread's own
     Matrix copy;
     ++ready;
     while (ready.load() < concurrent) std::this_thread::yield();  // the threads copy at once
-    const double seconds = median_seconds(repeats, [&] { copy = Matrix(source); });
-    bytes_per_s[static_cast<std::size_t>(i)] = static_cast<double>(bytes_of(source)) / seconds;
+    seconds[static_cast<std::size_t>(i)] = median_seconds(repeats, [&] {
+      for (int k = 0; k < batch; ++k) copy = Matrix(source);  // a new buffer each time, as a transfer's
+    }) / batch;
   };
   std::vector<std::exception_ptr> failed(static_cast<std::size_t>(concurrent));
   const auto guarded = [&](int i) {
@@ -67,7 +64,12 @@ double measure_copy_bytes_per_s(int repeats, int concurrent) {
   for (const auto& e : failed) {
     if (e) std::rethrow_exception(e);
   }
-  return median_of(std::move(bytes_per_s));
+  return median_of(std::move(seconds));
+}
+
+double measure_copy_bytes_per_s(int repeats, int concurrent) {
+  constexpr std::int64_t kBytes = 8 << 20;  // larger than a core's L2
+  return static_cast<double>(kBytes) / measure_copy_seconds(kBytes, repeats, concurrent);
 }
 
 Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
@@ -79,10 +81,17 @@ Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repe
                                              : "one of " + std::to_string(concurrent) + " CPU threads at once") +
                             " (" + kernel_libraries() + ", fp32)";
   if (progress) progress("measuring copy bandwidth and thread handoff latency");
-  calibration.copy_bytes_per_s = measure_copy_bytes_per_s(repeats, concurrent);
-  calibration.cores = usable_cpus();
-  // producer -> link thread -> consumer, each asleep for about a task
-  calibration.copy_latency_s = 2 * measure_handoff_s(repeats, typical_task_s(calibration));
+  // From a cache's worth to more than a core's L2: a transfer of a few hundred KiB, its source
+  // just written by its task, copies several times faster than an 8 MiB one.
+  for (const std::int64_t bytes : {std::int64_t{16} << 10, std::int64_t{128} << 10, std::int64_t{1} << 20, std::int64_t{8} << 20}) {
+    calibration.copy_seconds.push_back({bytes, measure_copy_seconds(bytes, repeats, concurrent)});
+  }
+  calibration.copy_bytes_per_s = static_cast<double>(calibration.copy_seconds.back().first) / calibration.copy_seconds.back().second;
+  calibration.cores = usable_cpu_count();
+  // producer -> link thread -> consumer, each asleep for about a task; a sender that copies
+  // itself wakes the consumer alone
+  calibration.handoff_s = measure_handoff_s(repeats, typical_task_s(calibration));
+  calibration.copy_latency_s = 2 * calibration.handoff_s;
   return calibration;
 }
 

@@ -298,6 +298,7 @@ TrainingRun run_cuda(const TaskGraph& graph, const Network& network, const Batch
       run_options.distribution = &over_nccl;
     }
   }
+  run_options.transfer_threads = TransferThreads::links;  // a link's copies go on its own stream
   CudaBackend backend(graph, network, data, options);
   if (placement != nullptr) *placement = backend.description() + rank_link;
   exec::GraphExecution<CudaBackend> execution(backend, graph, network, run_options, "cuda");

@@ -19,7 +19,7 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   const JsonReader root(document, source);
   root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "cores", "task_overhead_s", "layer_overhead_s", "copy_bytes_per_s", "core_copy_bytes_per_s", "ranks", "message_send_core_s",
                    "message_send_core_bytes_per_s", "message_receive_core_s", "message_receive_core_bytes_per_s",
-                   "copy_latency_s", "layers"});
+                   "copy_latency_s", "handoff_s", "copy_seconds", "layers"});
   if (root.get_string("format", "") != "pipetwin-calibration-1") {
     throw Error("calibration " + source + ": not a pipetwin calibration table (format pipetwin-calibration-1)");
   }
@@ -58,6 +58,21 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
     root.at("core_copy_bytes_per_s").fail("bytes per second >= 0");
   }
   c.copy_latency_s = seconds(root, "copy_latency_s", -1.0, true);
+  if (root.has("copy_seconds")) {
+    const JsonReader points = root.at("copy_seconds");
+    for (std::size_t i = 0; i < points.array_size(); ++i) {
+      const JsonReader point = points.at(i);
+      if (point.array_size() != 2) point.fail("[bytes, seconds]");
+      const std::int64_t bytes = point.at(0).as_int();
+      if (bytes < 1 || (!c.copy_seconds.empty() && bytes <= c.copy_seconds.back().first)) {
+        point.at(0).fail("a positive size above the previous point's");
+      }
+      const double s = point.at(1).as_double();
+      if (!(std::isfinite(s) && s > 0)) point.at(1).fail("a positive number of seconds");
+      c.copy_seconds.emplace_back(bytes, s);
+    }
+  }
+  c.handoff_s = seconds(root, "handoff_s", -1.0, true);
   c.message_send_core_s = seconds(root, "message_send_core_s", 0.0, false);
   c.message_receive_core_s = seconds(root, "message_receive_core_s", 0.0, false);
   for (const auto& [key, rate] : {std::make_pair("message_send_core_bytes_per_s", &c.message_send_core_bytes_per_s),
@@ -110,12 +125,29 @@ std::string calibration_to_json_text(const Calibration& c) {
     j["message_receive_core_bytes_per_s"] = c.message_receive_core_bytes_per_s;
   }
   j["copy_latency_s"] = c.copy_latency_s;
+  if (!c.copy_seconds.empty()) {
+    j["copy_seconds"] = nlohmann::ordered_json::array();
+    for (const auto& [bytes, s] : c.copy_seconds) j["copy_seconds"].push_back({bytes, s});
+  }
+  if (c.handoff_s >= 0) j["handoff_s"] = c.handoff_s;
   j["layers"] = nlohmann::ordered_json::array();
   for (const auto& [name, t] : c.layers) {
     j["layers"].push_back({{"name", name}, {"F_s", t.forward_s}, {"BA_s", t.activation_grad_s},
                            {"BW_s", t.weight_grad_s}, {"B_s", t.backward_s}, {"U_s", t.update_s}});
   }
   return j.dump(2) + "\n";
+}
+
+double Calibration::copy_s(std::int64_t bytes) const {
+  if (copy_seconds.empty()) return copy_bytes_per_s > 0 ? static_cast<double>(bytes) / copy_bytes_per_s : -1.0;
+  const auto rate_of = [](const std::pair<std::int64_t, double>& point) { return static_cast<double>(point.first) / point.second; };
+  if (bytes <= copy_seconds.front().first) return static_cast<double>(bytes) / rate_of(copy_seconds.front());
+  if (bytes >= copy_seconds.back().first) return static_cast<double>(bytes) / rate_of(copy_seconds.back());
+  std::size_t i = 1;
+  while (copy_seconds[i].first < bytes) ++i;
+  const auto& [b0, s0] = copy_seconds[i - 1];
+  const auto& [b1, s1] = copy_seconds[i];
+  return s0 + (s1 - s0) * static_cast<double>(bytes - b0) / static_cast<double>(b1 - b0);
 }
 
 double calibrated_seconds(const Calibration& c, const Layer& layer, TaskKind kind, std::int64_t samples) {

@@ -20,6 +20,44 @@ std::int64_t core_cycles(double fixed_s, std::int64_t bytes, double bytes_per_s,
 
 }  // namespace
 
+std::vector<bool> links_copied_by_senders(const TaskGraph& graph) {
+  const auto by_processor = tasks_by_processor(graph);
+  std::vector<std::size_t> place(graph.tasks.size(), 0);  // a processor task's place in its order
+  for (const auto& order : by_processor) {
+    for (std::size_t i = 0; i < order.size(); ++i) place[static_cast<std::size_t>(order[i])] = i;
+  }
+  const auto by_link = tasks_by_link(graph);
+  std::vector<bool> copied(graph.links.size(), false);
+  for (std::size_t k = 0; k < by_link.size(); ++k) {
+    const LinkInfo& link = graph.links[k];
+    if (by_link[k].empty() || link.policy != LinkPolicy::in_order || link.src == kHost) continue;
+    bool fits = true;
+    std::size_t previous_place = 0;
+    for (const auto id : by_link[k]) {
+      const Task& t = graph.tasks[static_cast<std::size_t>(id)];
+      std::size_t after = 0;
+      fits = fits && !t.deps.empty();
+      for (const auto& d : t.deps) {
+        const Task& source = graph.tasks[static_cast<std::size_t>(d.task)];
+        fits = fits && source.placement == Placement::processor && source.resource == link.src;
+        after = std::max(after, place[static_cast<std::size_t>(d.task)]);
+      }
+      fits = fits && after >= previous_place;  // the link's order holds
+      previous_place = after;
+    }
+    copied[k] = fits;
+  }
+  return copied;
+}
+
+std::vector<std::int32_t> next_on_processor(const TaskGraph& graph) {
+  std::vector<std::int32_t> next(graph.tasks.size(), -1);
+  for (const auto& order : tasks_by_processor(graph)) {
+    for (std::size_t i = 0; i + 1 < order.size(); ++i) next[static_cast<std::size_t>(order[i])] = order[i + 1];
+  }
+  return next;
+}
+
 bool copies_take_cores(const TaskGraph& graph, const HardwareProfile& hardware) {
   const Calibration* calibration = hardware.calibration.get();
   return calibration != nullptr && calibration->device == "cpu" && calibration->cores > 0 &&
@@ -53,6 +91,22 @@ void charge_copies_to_cores(TaskGraph& graph, const Calibration& calibration) {
       if (first < 0 || place[static_cast<std::size_t>(c.id)] < place[static_cast<std::size_t>(first)]) first = c.id;
     }
   }
+  // In one process the executor has senders copy where it can (links_copied_by_senders); across
+  // ranks every link keeps its threads.
+  const std::vector<bool> by_sender = calibration.ranks > 1 ? std::vector<bool>(graph.links.size(), false)
+                                                            : links_copied_by_senders(graph);
+  const std::int64_t handoff_cycles =
+      static_cast<std::int64_t>(std::ceil(std::max(0.0, calibration.one_handoff_s()) * graph.clock_hz - 1e-9));
+  for (std::size_t k = 0; k < graph.links.size(); ++k) {
+    if (!by_sender[k]) continue;
+    // One wake-up (the sender's of the reader), not two (of the link's thread, then of the reader).
+    for (auto& t : graph.tasks) {
+      if (t.placement == Placement::link && t.resource == static_cast<std::int32_t>(k) && t.cost_cycles > 0) {
+        t.cost_cycles = std::max<std::int64_t>(0, t.cost_cycles - graph.links[k].latency_cycles) + handoff_cycles;
+      }
+    }
+    graph.links[k].latency_cycles = handoff_cycles;
+  }
   const std::int32_t processors = graph.processor_count();
   const auto crosses_ranks = [&](const LinkInfo& link) {
     return calibration.ranks > 1 && link.src != kHost && link.dst != kHost &&
@@ -73,7 +127,16 @@ void charge_copies_to_cores(TaskGraph& graph, const Calibration& calibration) {
                 : static_cast<std::int64_t>(std::ceil(static_cast<double>(t.bytes) / bytes_per_cycle));
     const Task& source = graph.tasks[static_cast<std::size_t>(moved->task)];
     const std::int32_t after = next[static_cast<std::size_t>(source.id)];
-    if (source.placement == Placement::processor && source.resource == link.src && after >= 0) {
+    if (by_sender[static_cast<std::size_t>(t.resource)]) {
+      // The sender's thread copies it, then goes on to its next task: the copy at full speed, as
+      // the table timed a copy of its size, in the transfer's time (for its copy at the link's
+      // bandwidth) and in that task's.
+      const double copy_s = calibration.copy_s(t.bytes);
+      const std::int64_t copy_cycles =
+          copy_s >= 0 ? static_cast<std::int64_t>(std::ceil(copy_s * graph.clock_hz - 1e-9)) : send_cycles;
+      charge[static_cast<std::size_t>(t.id)] += copy_cycles - (t.cost_cycles - link.latency_cycles);
+      if (after >= 0) charge[static_cast<std::size_t>(after)] += copy_cycles;
+    } else if (source.placement == Placement::processor && source.resource == link.src && after >= 0) {
       // The copy and the sender's next task share one core, half each: the task loses the copy's
       // time, and the copy takes twice as long.
       charge[static_cast<std::size_t>(after)] += send_cycles;

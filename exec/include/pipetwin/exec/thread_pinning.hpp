@@ -9,6 +9,9 @@ namespace pipetwin {
 // The CPU ids in this process's affinity mask (taskset, a cgroup's cpuset, mpirun's binding), in
 // increasing order; empty where the platform cannot say.
 std::vector<int> usable_cpu_ids();
+// How many: usable_cpu_ids()'s count, or the machine's hardware threads where the platform cannot
+// say (what a CPU calibration records as its cores).
+int usable_cpu_count();
 
 // The CPUs a run pins to (TrainingOptions::pin_cpus): usable_cpu_ids(), or pipetwin::Error where
 // the platform cannot say.

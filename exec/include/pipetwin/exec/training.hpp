@@ -20,6 +20,8 @@ namespace pipetwin {
 
 using HostWeights = Eigen::VectorXf;  // one layer's parameters on the host
 
+enum class TransferThreads { automatic, links, senders };
+
 struct TrainingOptions {
   double learning_rate = 0.05;
   double momentum = 0.0;              // SGD momentum; 0 = plain SGD
@@ -35,6 +37,15 @@ struct TrainingOptions {
   // the cost model puts their copies (copies_on_cores). Across ranks, a rank's listener is not
   // pinned.
   std::vector<int> pin_cpus;
+  // Which threads copy the transfers between processors (cpu; the CUDA executor runs every link
+  // on streams of its own). links: a thread per in-order link. senders: the sending processor's
+  // thread copies each transfer right after the task whose data it copies, where the graph allows
+  // it (links_copied_by_senders in copies_on_cores.hpp; other links keep their threads). automatic:
+  // senders where the graph has a processor for every CPU this process may run on (the link
+  // threads would only take turns with the compute threads, and each transfer would cost a
+  // wake-up more), which is what the cost model charges there (charge_copies_to_cores); links
+  // otherwise. Across ranks every link keeps its threads.
+  TransferThreads transfer_threads = TransferThreads::automatic;
   // Called from worker threads after each minibatch's loss is complete (minibatches done so far).
   std::function<void(std::int32_t)> on_minibatch;
   // Told every task's start and end and every allocation and free, as they happen.
@@ -59,6 +70,7 @@ struct TrainingRun {
   std::vector<HostWeights> final_weights;    // per layer: the newest version
   std::vector<HostWeights> initial_weights;  // per layer: version 0
   std::vector<LayerTime> layer_times;     // when recorded
+  bool copies_on_senders = false;         // some transfers were copied by their senders' threads
 };
 
 // Initial parameters of every layer, from `seed` (the same as every executor's version 0).

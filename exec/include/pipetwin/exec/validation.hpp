@@ -126,7 +126,10 @@ double calibrated_step_s(const Calibration& c);
 // `graph` with each task's cost set to its measured duration in `measured` (end minus start, in
 // the graph's cycles) and no separate memory traffic: what an engine replays. A transfer also
 // keeps its link's latency (the modelled handoffs between threads, outside its measured copy).
-TaskGraph with_measured_costs(const TaskGraph& graph, const Result& measured);
+// With `copies_on_senders` (the run's TrainingRun::copies_on_senders) a transfer its sender's
+// thread copied (links_copied_by_senders) kept that thread from its next task: the sender's task
+// after the last it read there also takes the transfer's measured copy.
+TaskGraph with_measured_costs(const TaskGraph& graph, const Result& measured, bool copies_on_senders = false);
 
 // Kendall's tau-b of two orderings of the same items: (concordant - discordant) /
 // sqrt((pairs - pairs tied in a) (pairs - pairs tied in b)); NaN when either is all ties (say, one

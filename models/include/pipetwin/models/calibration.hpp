@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "pipetwin/models/hardware.hpp"
 #include "pipetwin/models/network.hpp"
@@ -43,6 +45,13 @@ struct Calibration {
   double task_overhead_s = 0;     // per task, beyond its layers' times (the engine's own cost)
   double layer_overhead_s = 0;    // and per layer in a task other than an update (between layers)
   double copy_bytes_per_s = 0;    // transfers, offload and reload (0: keep the profile's links)
+  // One thread's copy of a buffer of each size, measured (bytes ascending, seconds): copies that
+  // fit a core's caches run several times faster than copy_bytes_per_s, which a large copy gives.
+  // Empty: not measured.
+  std::vector<std::pair<std::int64_t, double>> copy_seconds;
+  // Seconds to copy `bytes` by copy_seconds (linear between its points, at the rate of the
+  // nearest point beyond them), else at copy_bytes_per_s; -1 when neither is known.
+  double copy_s(std::int64_t bytes) const;
   // A copy made by one thread within its process: the sender's share of a transfer (the copy
   // charged to its core) and offload and reload. 0: copy_bytes_per_s, which it is in one process;
   // across ranks (profile --distributed) copy_bytes_per_s is a whole message's, packed, sent and
@@ -54,6 +63,12 @@ struct Calibration {
   double message_send_core_s = 0, message_send_core_bytes_per_s = 0;
   double message_receive_core_s = 0, message_receive_core_bytes_per_s = 0;
   double copy_latency_s = -1;     // per transfer hop, beyond the copy (< 0: keep the profile's)
+  // One thread's wake-up by another, after it slept about a task (cpu; < 0: not measured). A
+  // transfer a link thread copies costs two (copy_latency_s); one its sender copies, one.
+  double handoff_s = -1;
+  // handoff_s, or for a table without it, half its copy_latency_s (which the CPU profile measured
+  // as two handoffs); < 0 when neither is known.
+  double one_handoff_s() const { return handoff_s >= 0 ? handoff_s : copy_latency_s >= 0 ? copy_latency_s / 2 : -1; }
   std::map<std::string, LayerTimes> layers;  // by layer name
   std::string source;             // the file it came from
 };

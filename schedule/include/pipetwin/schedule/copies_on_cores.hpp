@@ -1,9 +1,12 @@
 // Transfers whose copies take a processor's core (docs/executor.md, "Calibration"): on a CPU, a
-// transfer is a copy made by a link thread, and where the graph has a compute thread for every
-// core the link thread shares a core with a processor. make_graph charges each such copy to the
-// processor that sends it, on its task after the one whose data it copies, and the copy runs at
-// half speed meanwhile.
+// transfer is a copy, and where the graph has a compute thread for every core the executor has the
+// sending processor's thread make it (or, where it cannot, a link thread that shares a core with a
+// processor). make_graph charges each such copy to the processor that sends it, on its task after
+// the one whose data it copies.
 #pragma once
+#include <cstdint>
+#include <vector>
+
 #include "pipetwin/models/calibration.hpp"
 #include "pipetwin/models/hardware.hpp"
 #include "pipetwin/schedule/task_graph.hpp"
@@ -14,16 +17,28 @@ namespace pipetwin {
 // attached that recorded its machine's cores, and the graph has at least as many processors.
 bool copies_take_cores(const TaskGraph& graph, const HardwareProfile& hardware);
 
-// Adds the cycles a transfer's bytes take to copy on one core (the calibration's
-// core_copy_bytes_per_s, else its link's bandwidth; not the latency: the threads' handoff takes no
-// core) to the task that follows the transfer's source on the link's sending processor, and as
-// much to the transfer itself: the two share that core, half each, so the task loses the copy's
-// time and the copy takes that much longer. Between ranks (a calibration profiled across ranks,
-// rank_layout.hpp) a transfer is a message: the sender's share is the calibration's measured core
-// time to pack and post it, and the receiver's, to take it from MPI and unpack it, goes to the
-// receiving processor's task before the message's first reader there. Transfers from host memory,
-// and those whose source runs elsewhere or last on its processor (its core is then free), charge
-// nothing to the sender.
+// The in-order links from a processor whose transfers that processor's thread copies itself, right
+// after the task whose data each copies (the CPU executor's copies on senders): every transfer on
+// the link reads only tasks of its sending processor, and placing each after the last of them in
+// the processor's order keeps the link's order. Per link.
+std::vector<bool> links_copied_by_senders(const TaskGraph& graph);
+
+// Per task: the task after it on its processor (-1: the last there, or a link's task).
+std::vector<std::int32_t> next_on_processor(const TaskGraph& graph);
+
+// Charges the cores for a graph whose every core runs a processor, as the CPU executor runs it
+// there. In one process (a table profiled in one process) the links copied by senders (above)
+// have no thread of their own: the sender's thread copies each transfer's bytes (in the time the
+// calibration measured for a copy of that size, Calibration::copy_s) before its next task, which
+// is charged that copy; the transfer takes the copy and one thread's wake-up (the calibration's
+// handoff_s) for its latency. Other links' transfers are copied by link threads that take turns
+// with the sender's next task, half each: the task loses the copy's time and the copy takes twice
+// as long. Between ranks (a calibration profiled across ranks, rank_layout.hpp) a transfer is a
+// message: the sender's share is the calibration's measured core time to pack and post it, and
+// the receiver's, to take it from MPI and unpack it, goes to the receiving processor's task before
+// the message's first reader there. Transfers from host memory, and those whose source runs
+// elsewhere, charge nothing to the sender; a link thread's copy whose source runs last on its
+// processor (its core is then free) neither.
 void charge_copies_to_cores(TaskGraph& graph, const Calibration& calibration);
 
 }  // namespace pipetwin

@@ -10,6 +10,10 @@
 
 namespace pipetwin::cpu {
 
+// What TrainingOptions::transfer_threads `asked` comes to for `graph` on this machine: automatic
+// is senders where the graph has a processor for every CPU this process may run on, else links.
+TransferThreads transfer_threads_for(const TaskGraph& graph, TransferThreads asked);
+
 // Runs `graph` (built for `network`) on `data`. Throws pipetwin::Error, after every thread has
 // stopped, on: a layer the executor cannot run, memory beyond a processor's capacity (checked
 // on the schedule's declared memory before starting, and on what is really allocated while
