@@ -420,6 +420,7 @@ TEST_CASE("validation of data parallelism: the baseline is one replica on one pr
   const std::int64_t one_peak = evaluate(make_graph(one)).peak_memory_bytes[0];
   CHECK(report.rows[0].measured_peak_bytes == one_peak);
   CHECK(report.rows[1].measured_peak_bytes == one_peak);
+  CHECK(report.rows[1].measured_peak_max_bytes == one_peak);  // one run: its peak is the highest
   CHECK(report.rows[1].measured_step_s > 0);
 }
 
@@ -666,13 +667,14 @@ TEST_CASE("validation: predicted peak memory is the measured one (the executor h
   ValidationOptions options;
   options.schedules = {"gpipe", "1f1b", "pipedream"};
   options.processors = {1, 2};
-  options.runs = 1;
+  options.runs = 3;
   const ValidationReport report = cpu::validate_cpu(config_for(kLenet, "gpipe", 1, 2, 2), data, options,
                                                     [](const TaskGraph& g) { return evaluate(g); });
   for (const auto& row : report.rows) {
     CAPTURE(row.schedule);
     CAPTURE(row.processors);
     CHECK(static_cast<double>(row.predicted_peak_bytes) == doctest::Approx(static_cast<double>(row.measured_peak_bytes)).epsilon(0.02));
+    CHECK(row.measured_peak_max_bytes >= row.measured_peak_bytes);  // the median run's, and the highest run's
   }
 }
 

@@ -14,6 +14,13 @@
 namespace pipetwin {
 namespace {
 
+// The upper median, as median_of takes it.
+std::int64_t median_bytes(std::vector<std::int64_t> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
 std::int64_t max_peak(const Result& r) {
   std::int64_t peak = 0;
   for (const auto bytes : r.peak_memory_bytes) peak = std::max(peak, bytes);
@@ -42,12 +49,12 @@ struct Configuration {
   int processors = 0;
   TaskGraph graph;  // built with the latest round's calibration
   std::vector<double> predicted_s;  // per round with a calibration per round, else one
-  std::int64_t predicted_peak = 0;
+  std::vector<std::int64_t> predicted_peaks;  // per prediction
   std::vector<double> steps_s;
   std::vector<double> replay_errors;  // per run: replayed / measured - 1
   std::vector<double> replayed_s;
   std::vector<double> task_time_errors;  // per run: measured processor time / calibrated - 1
-  std::int64_t measured_peak = 0;
+  std::vector<std::int64_t> measured_peaks;  // per run
   double measured_s() const { return median_of(steps_s); }
   double spread() const { return half_range_over_median(steps_s); }
   // With a calibration per round, each round's prediction is paired with that round's run: both
@@ -164,6 +171,7 @@ nlohmann::ordered_json validation_rows_json(const ValidationReport& report) {
                     {"measured_speedup", row.measured_speedup},
                     {"predicted_peak_memory_bytes", row.predicted_peak_bytes},
                     {"measured_peak_memory_bytes", row.measured_peak_bytes},
+                    {"measured_peak_memory_max_bytes", row.measured_peak_max_bytes},
                     {"predicted_rounds_s", row.predicted_rounds_s},
                     {"measured_rounds_s", row.measured_rounds_s}});
   }
@@ -295,9 +303,9 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     for (auto& c : configurations) {
       const Result predicted = predict(c.graph);
       c.predicted_s.push_back(predicted.iteration_s);
-      // A peak can hang on timing (how far ahead forwards run): the highest over the rounds, as
-      // the measured peak is the highest over the runs.
-      c.predicted_peak = std::max(c.predicted_peak, max_peak(predicted));
+      // A peak can hang on timing (how far ahead forwards run): the median over the rounds, as
+      // the measured peak is the median over the runs.
+      c.predicted_peaks.push_back(max_peak(predicted));
     }
   };
   // Rounds until --runs are done and, with max_runs, until every configuration's error is known
@@ -325,7 +333,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       const BatchSampler sampler = graph_sampler(data, c.graph, request.network, options.training.seed);  // its replicas' batches
       const TrainingRun measured = run(c.graph, request.network, sampler, options.training);
       c.steps_s.push_back(measured.result.iteration_s);
-      c.measured_peak = std::max(c.measured_peak, max_peak(measured.result));
+      c.measured_peaks.push_back(max_peak(measured.result));
       if (measured.result.tasks.size() == c.graph.tasks.size() && measured.result.iteration_s > 0) {
         const TaskGraph replay = with_measured_costs(c.graph, measured.result, measured.copies_on_senders);
         const double replayed_s = predict(replay).iteration_s;
@@ -364,8 +372,9 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     // predictions of the same round's calibration.
     row.predicted_speedup = median_of(round_ratios(one.predicted_s, m.predicted_s));
     row.measured_speedup = median_of(round_ratios(one.steps_s, m.steps_s));
-    row.predicted_peak_bytes = m.predicted_peak;
-    row.measured_peak_bytes = m.measured_peak;
+    row.predicted_peak_bytes = median_bytes(m.predicted_peaks);
+    row.measured_peak_bytes = median_bytes(m.measured_peaks);
+    row.measured_peak_max_bytes = m.measured_peaks.empty() ? 0 : *std::max_element(m.measured_peaks.begin(), m.measured_peaks.end());
     row.measured_spread = m.spread();
     row.replayed_step_s = m.replayed_s.empty() ? nan : median_of(m.replayed_s);
     row.replay_error = m.replay_errors.empty() ? nan : median_of(m.replay_errors);

@@ -25,7 +25,11 @@ struct ValidationRow {
   // The baseline's step over the row's: the median over rounds of each round's ratio (the two
   // runs of a round, and the predictions from a round's calibration, taken together).
   double predicted_speedup = 0, measured_speedup = 0;
-  std::int64_t predicted_peak_bytes = 0, measured_peak_bytes = 0;
+  // The highest over its processors of a run's (a prediction's) peak memory: the median over runs
+  // (over the rounds' predictions), as the step times; and the highest run's. A peak that hangs
+  // on timing (a processor held up while the other's buffers arrive) is one run's, and a machine
+  // that stalls a thread for milliseconds can raise it in one run of nine.
+  std::int64_t predicted_peak_bytes = 0, measured_peak_bytes = 0, measured_peak_max_bytes = 0;
   // The noise of the measurement: half the range of the runs' step times over their median. An
   // error within it cannot be told from noise.
   double measured_spread = 0;
