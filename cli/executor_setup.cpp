@@ -75,7 +75,10 @@ void check_device(const std::string& device) {
 Runner executor_runner(const ExecutorOptions& options, std::string* placement) {
   if (options.device == "cpu") {
     if (placement != nullptr) {
-      *placement = "CPU threads (" + cpu::kernel_libraries() + ", fp32), one per processor and per link";
+      const std::string links = options.transfer_threads == "links"     ? "and per link"
+                                : options.transfer_threads == "senders" ? "copying their transfers themselves"
+                                                                        : "and per link where some CPU has no processor";
+      *placement = "CPU threads (" + cpu::kernel_libraries() + ", fp32), one per processor " + links;
     }
     return cpu::run_cpu;
   }
@@ -111,9 +114,7 @@ TrainingOptions training_options(const ExecutorOptions& options) {
   training.momentum = options.momentum;
   training.seed = options.seed;
   training.handoff_spin_s = options.handoff_spin_us * 1e-6;
-  training.transfer_threads = options.transfer_threads == "senders" ? TransferThreads::senders
-                              : options.transfer_threads == "links" ? TransferThreads::links
-                                                                    : TransferThreads::automatic;
+  training.transfer_threads = parse_transfer_threads(options.transfer_threads);
   check_training_options(training);  // before any data is loaded
   return training;
 }

@@ -80,13 +80,15 @@ void bind_executor(py::module_& m) {
 
   m.def("train", [](const Graph& graph, const std::string& data, const std::string& data_dir, double learning_rate,
                     double momentum, std::uint64_t seed, bool test, bool memory_timeline, double handoff_spin_us,
-                    bool pin_threads, const py::typing::Optional<PyMpiSession>& session_arg,
+                    bool pin_threads, const std::string& transfer_threads,
+                    const py::typing::Optional<PyMpiSession>& session_arg,
                     double message_timeout_s) -> std::optional<TrainingResult> {
     PyMpiSession* session = session_arg.is_none() ? nullptr : session_arg.cast<PyMpiSession*>();
     TrainingOptions checked;
     checked.learning_rate = learning_rate;
     checked.momentum = momentum;
     checked.handoff_spin_s = handoff_spin_us * 1e-6;
+    checked.transfer_threads = parse_transfer_threads(transfer_threads);
     check_training_options(checked);  // before the data is loaded
     const Network network = graph_network(*graph.graph);
     const Dataset train_data = load_dataset_for(data, data_dir, network, "train");
@@ -98,6 +100,7 @@ void bind_executor(py::module_& m) {
     options.seed = seed;
     options.record_memory_timeline = memory_timeline;
     options.handoff_spin_s = checked.handoff_spin_s;
+    options.transfer_threads = checked.transfer_threads;
     if (pin_threads) options.pin_cpus = cpus_to_pin();
     Distribution distribution;
     if (session != nullptr) {
@@ -129,7 +132,7 @@ void bind_executor(py::module_& m) {
   }, py::arg("graph"), py::arg("data") = "auto", py::arg("data_dir") = kFashionMnistDir,
      py::arg("learning_rate") = 0.05, py::arg("momentum") = 0.0, py::arg("seed") = 1, py::arg("test") = false,
      py::arg("memory_timeline") = false, py::arg("handoff_spin_us") = 0.0, py::arg("pin_threads") = false,
-     py::arg("session") = py::none(),
+     py::arg("transfer_threads") = "auto", py::arg("session") = py::none(),
      py::arg("message_timeout_s") = 60.0,
      "Trains the graph's network under its schedule on CPU threads (one per processor and link): real "
      "layers, real data (Fashion-MNIST for 28x28 networks, else synthetic), SGD. Returns a TrainingResult. "
@@ -162,7 +165,7 @@ void bind_executor(py::module_& m) {
                        const std::vector<int>& processors, int microbatches, int minibatches, const ParamsArg& params,
                        const std::string& calibration, const std::string& engine, int runs, const std::string& data,
                        const std::string& data_dir, double learning_rate, std::uint64_t seed, int max_runs,
-                       double target, bool pin_threads) {
+                       double target, bool pin_threads, const std::string& transfer_threads) {
     GraphConfig config = graph_config(model, schedules.empty() ? "sequential" : schedules.front(), "cpu-core", 1,
                                       microbatches, minibatches, params, calibration);
     const Network network = make_request(config).network;
@@ -179,6 +182,7 @@ void bind_executor(py::module_& m) {
     options.ci_target = target;
     options.training.learning_rate = learning_rate;
     options.training.seed = seed;
+    options.training.transfer_threads = parse_transfer_threads(transfer_threads);
     const std::vector<int> pinned = pin_threads ? cpus_to_pin() : std::vector<int>{};
     options.training.pin_cpus = pinned;
     ValidationReport report;
@@ -209,6 +213,7 @@ void bind_executor(py::module_& m) {
      py::arg("engine") = "systemc", py::arg("runs") = 5, py::arg("data") = "auto",
      py::arg("data_dir") = kFashionMnistDir, py::arg("learning_rate") = 0.05, py::arg("seed") = 1,
      py::arg("max_runs") = 0, py::arg("target") = 0.05, py::arg("pin_threads") = false,
+     py::arg("transfer_threads") = "auto",
      "Predicted (from a calibration; profiled first when none is given) against measured (CPU executor) step "
      "time, speedup and peak memory per schedule and processor count, and the replay error (the engine fed each "
      "run's own task times). Returns {'rows': [...], 'mean_abs_step_error', 'max_abs_step_error', "

@@ -16,6 +16,13 @@ std::vector<HostWeights> initial_weights(const Network& network, std::uint64_t s
   return weights;
 }
 
+TransferThreads parse_transfer_threads(const std::string& name) {
+  if (name == "auto") return TransferThreads::automatic;
+  if (name == "links") return TransferThreads::links;
+  if (name == "senders") return TransferThreads::senders;
+  throw Error("transfer threads must be auto, links or senders, got '" + name + "'");
+}
+
 void check_training_options(const TrainingOptions& options) {
   if (!(options.learning_rate > 0) || !std::isfinite(options.learning_rate)) {
     throw Error("the learning rate must be a positive number, got " + short_number(options.learning_rate));

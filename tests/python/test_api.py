@@ -152,3 +152,16 @@ def test_pinned_threads_train_the_same_weights_bit_for_bit():
     pinned = pipetwin.run(g, data="synthetic", pin_threads=True)
     assert list(pinned.minibatch_loss) == list(free.minibatch_loss)
     assert [[float(v) for v in w] for w in pinned.weights()] == [[float(v) for v in w] for w in free.weights()]
+
+
+def test_transfers_copied_by_senders_or_by_link_threads_train_the_same_weights():
+    # Which thread copies a transfer changes its timing, never the arithmetic
+    # (tests/test_cpu_executor.cpp checks where each transfer ran).
+    g = pipetwin.build_graph(model="mlp", schedule="1f1b", hardware="cpu-core", processors=2, microbatches=2,
+                             minibatches=2, params={"widths": "24,16,10", "batch": 8})
+    links = pipetwin.run(g, data="synthetic", transfer_threads="links")
+    senders = pipetwin.run(g, data="synthetic", transfer_threads="senders")
+    assert list(senders.minibatch_loss) == list(links.minibatch_loss)
+    assert [[float(v) for v in w] for w in senders.weights()] == [[float(v) for v in w] for w in links.weights()]
+    with pytest.raises(pipetwin.PipetwinError, match="transfer threads must be auto, links or senders, got 'cores'"):
+        pipetwin.run(g, data="synthetic", transfer_threads="cores")

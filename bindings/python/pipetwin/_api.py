@@ -116,7 +116,7 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
         minibatches: Optional[int] = None, params: Params = None, calibration: Optional[PathArg] = None,
         device: str = "cpu", data: str = "auto", data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
         momentum: float = 0.0, seed: int = 1, test: bool = False, memory_timeline: bool = False,
-        handoff_spin_us: float = 0.0, pin_threads: bool = False, session: None = None,
+        handoff_spin_us: float = 0.0, pin_threads: bool = False, transfer_threads: str = "auto", session: None = None,
         message_timeout_s: float = 60.0) -> TrainingResult: ...
 
 
@@ -126,7 +126,7 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
         minibatches: Optional[int] = None, params: Params = None, calibration: Optional[PathArg] = None,
         device: str = "cpu", data: str = "auto", data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
         momentum: float = 0.0, seed: int = 1, test: bool = False, memory_timeline: bool = False,
-        handoff_spin_us: float = 0.0, pin_threads: bool = False, session: MpiSession,
+        handoff_spin_us: float = 0.0, pin_threads: bool = False, transfer_threads: str = "auto", session: MpiSession,
         message_timeout_s: float = 60.0) -> Optional[TrainingResult]: ...
 
 
@@ -136,7 +136,7 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
         minibatches: Optional[int] = None, params: Params = None, calibration: Optional[PathArg] = None,
         device: str = "cpu", data: str = "auto", data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
         momentum: float = 0.0, seed: int = 1, test: bool = False, memory_timeline: bool = False,
-        handoff_spin_us: float = 0.0, pin_threads: bool = False, session: Optional[MpiSession] = None,
+        handoff_spin_us: float = 0.0, pin_threads: bool = False, transfer_threads: str = "auto", session: Optional[MpiSession] = None,
         message_timeout_s: float = 60.0) -> Optional[TrainingResult]:
     """Trains for real under the schedule (CPU threads as processors) and returns a TrainingResult:
     .result (measured, the simulator's schema), .minibatch_loss, .test_accuracy (test=True).
@@ -145,6 +145,9 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
     it sleeps (0: at once; spinning pays only where cores outnumber the run's threads).
     pin_threads: processor p's thread on the p-th CPU this process may run on (in turn), each
     link's on its sender's (docs/executor.md, "Pinning"; off: the OS places them).
+    transfer_threads: which threads copy the transfers between processors: "senders" (the sending
+    processor's, right after the task whose output it copies), "links" (a thread per link), or
+    "auto" (senders where the run has a processor for every CPU, as the cost model assumes there).
 
     session: an MpiSession, for a run across the processes of an MPI job (the script started with
     mpirun -np N): each rank runs its processors' tasks (contiguous blocks; processors defaults to
@@ -158,7 +161,8 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
     g = _graph(graph, locals(), defaults)
     return _core.train(g, data=data, data_dir=_path(data_dir), learning_rate=learning_rate, momentum=momentum,
                        seed=seed, test=test, memory_timeline=memory_timeline, handoff_spin_us=handoff_spin_us,
-                       pin_threads=pin_threads, session=session, message_timeout_s=message_timeout_s)
+                       pin_threads=pin_threads, transfer_threads=transfer_threads, session=session,
+                       message_timeout_s=message_timeout_s)
 
 
 @checked
@@ -185,7 +189,7 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
              calibration: PathArg = "", engine: Optional[str] = None, runs: int = 5, data: str = "auto",
              data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
              seed: int = 1, max_runs: int = 0, target: float = 0.05,
-             pin_threads: bool = False) -> Tuple[Table, Dict[str, Any]]:
+             pin_threads: bool = False, transfer_threads: str = "auto") -> Tuple[Table, Dict[str, Any]]:
     """Predicted (from a calibration table; profiled first without one) against measured step time,
     speedup and peak memory per schedule and processor count. Returns (table, summary): the table a
     DataFrame when pandas is installed (else a list of dicts; each row's step_error is the median
@@ -200,14 +204,16 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     pairs of schedules whose measured order is known, with their count). With max_runs > runs, rounds are added until
     every row's error is known within target, or max_runs rounds are done. pin_threads: the runs'
     and the calibrations' threads pinned as run(pin_threads=True) and profile(pin_threads=True) pin
-    them."""
+    them. transfer_threads: as run()'s. Each row's measured_peak_memory_bytes is the median run's
+    peak (predicted_peak_memory_bytes the median round's), measured_peak_memory_max_bytes the
+    highest run's."""
     _check_device(device)
     names = [schedules] if isinstance(schedules, str) else list(schedules)
     report = _core.validate(_path(model), names, [int(p) for p in processors], microbatches=microbatches,
                             minibatches=minibatches, params=_params(params), calibration=_path(calibration),
                             engine=engine or default_engine(), runs=runs, data=data, data_dir=_path(data_dir),
                             learning_rate=learning_rate, seed=seed, max_runs=max_runs, target=target,
-                            pin_threads=pin_threads)
+                            pin_threads=pin_threads, transfer_threads=transfer_threads)
     summary = {k: v for k, v in report.items() if k != "rows"}
     return frame(report["rows"]), summary
 

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include <Eigen/Core>
@@ -91,6 +92,9 @@ BatchSampler graph_sampler(const Dataset& data, const TaskGraph& graph, const Ne
 void check_executor_network(const Network& network);
 // A learning rate that is a positive finite number, momentum in [0, 1) (NaN is neither).
 void check_training_options(const TrainingOptions& options);
+// "auto", "links" or "senders" as TrainingOptions::transfer_threads; anything else is an error
+// naming the choices.
+TransferThreads parse_transfer_threads(const std::string& name);
 
 // An executor as profiling, validation and ExecutorEngine take it: run_cpu, or the CUDA executor
 // bound to its placement.
