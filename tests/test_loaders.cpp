@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "pipetwin/models/calibration.hpp"
 #include "pipetwin/models/error.hpp"
@@ -127,12 +129,13 @@ TEST_CASE("calibration tables: unknown keys, repeated layers and impossible time
   CHECK(sized.copy_s(10000) == doctest::Approx(10000 * 9e-7 / 5000));
   CHECK(calibration_from_json_text(calibration(R"(, "copy_bytes_per_s": 1e9)", layer), "c.json").copy_s(3000) == doctest::Approx(3e-6));
   CHECK(ok.copy_s(3000) == -1);  // nothing measured
-  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "copy_seconds": [[5000, 1e-7], [1000, 9e-7]])", layer), "c.json"),
-                       doctest::Contains("/copy_seconds/1/0: expected a positive size above the previous point's"), Error);
-  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "copy_seconds": [[1000, 0]])", layer), "c.json"),
-                       doctest::Contains("/copy_seconds/0/1: expected a positive number of seconds"), Error);
-  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "copy_seconds": [[1000]])", layer), "c.json"),
-                       doctest::Contains("/copy_seconds/0: expected [bytes, seconds]"), Error);
+  for (const auto& [points, message] : std::vector<std::pair<std::string, std::string>>{
+           {"[[5000, 1e-7], [1000, 9e-7]]", "/copy_seconds/1/0: expected a positive size above the previous point's"},
+           {"[[1000, 0]]", "/copy_seconds/0/1: expected a positive number of seconds"},
+           {"[[1000]]", "/copy_seconds/0: expected [bytes, seconds]"}}) {
+    CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(", \"copy_seconds\": " + points, layer), "c.json"),
+                         doctest::Contains(message.c_str()), Error);
+  }
   CHECK(ok.concurrent == 1);        // older tables: timed alone
   CHECK(calibration_from_json_text(calibration(R"(, "concurrent": 2)", layer), "c.json").concurrent == 2);
   CHECK(ok.cores == 0);  // older tables: not recorded

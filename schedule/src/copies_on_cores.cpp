@@ -95,10 +95,10 @@ void charge_copies_to_cores(TaskGraph& graph, const Calibration& calibration) {
   // ranks every link keeps its threads.
   const std::vector<bool> by_sender = calibration.ranks > 1 ? std::vector<bool>(graph.links.size(), false)
                                                             : links_copied_by_senders(graph);
-  const std::int64_t handoff_cycles =
-      static_cast<std::int64_t>(std::ceil(std::max(0.0, calibration.one_handoff_s()) * graph.clock_hz - 1e-9));
+  const double handoff_s = calibration.one_handoff_s();  // < 0: not measured, the links keep their latency
+  const std::int64_t handoff_cycles = static_cast<std::int64_t>(std::ceil(std::max(0.0, handoff_s) * graph.clock_hz - 1e-9));
   for (std::size_t k = 0; k < graph.links.size(); ++k) {
-    if (!by_sender[k]) continue;
+    if (!by_sender[k] || handoff_s < 0) continue;
     // One wake-up (the sender's of the reader), not two (of the link's thread, then of the reader).
     for (auto& t : graph.tasks) {
       if (t.placement == Placement::link && t.resource == static_cast<std::int32_t>(k) && t.cost_cycles > 0) {
@@ -135,7 +135,13 @@ void charge_copies_to_cores(TaskGraph& graph, const Calibration& calibration) {
       const std::int64_t copy_cycles =
           copy_s >= 0 ? static_cast<std::int64_t>(std::ceil(copy_s * graph.clock_hz - 1e-9)) : send_cycles;
       charge[static_cast<std::size_t>(t.id)] += copy_cycles - (t.cost_cycles - link.latency_cycles);
-      if (after >= 0) charge[static_cast<std::size_t>(after)] += copy_cycles;
+      // It runs after the last of the sender's tasks it reads (its data's source, where it reads one).
+      std::int32_t last = -1;
+      for (const auto& d : t.deps) {
+        if (last < 0 || place[static_cast<std::size_t>(d.task)] > place[static_cast<std::size_t>(last)]) last = d.task;
+      }
+      const std::int32_t held_up = next[static_cast<std::size_t>(last)];
+      if (held_up >= 0) charge[static_cast<std::size_t>(held_up)] += copy_cycles;
     } else if (source.placement == Placement::processor && source.resource == link.src && after >= 0) {
       // The copy and the sender's next task share one core, half each: the task loses the copy's
       // time, and the copy takes twice as long.
