@@ -134,7 +134,8 @@ void bind_executor(py::module_& m) {
      py::arg("memory_timeline") = false, py::arg("handoff_spin_us") = 0.0, py::arg("pin_threads") = false,
      py::arg("transfer_threads") = "auto", py::arg("session") = py::none(),
      py::arg("message_timeout_s") = 60.0,
-     "Trains the graph's network under its schedule on CPU threads (one per processor and link): real "
+     "Trains the graph's network under its schedule on CPU threads (one per processor, and per link unless "
+     "the senders copy their transfers: transfer_threads): real "
      "layers, real data (Fashion-MNIST for 28x28 networks, else synthetic), SGD. Returns a TrainingResult. "
      "With an MpiSession, across the job's ranks (each runs its processors' tasks): rank 0 returns the "
      "TrainingResult, the other ranks None.");

@@ -16,7 +16,7 @@ struct ThreadPlan {
   std::vector<std::int32_t> runner;
 };
 
-// With `copies_on_senders`, the links that links_copied_by_senders (copies_on_cores.hpp) allows
+// With `copies_on_senders`, the links that copied_after (copies_on_cores.hpp) allows
 // hand their transfers to their sending processor's thread, each right after the last task it
 // reads there (so the thread never waits on itself), in the link's order; other links keep their
 // threads.

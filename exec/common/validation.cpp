@@ -138,22 +138,15 @@ TaskGraph with_measured_costs(const TaskGraph& graph, const Result& measured, bo
     if (t.placement == Placement::link) t.cost_cycles += replay.links[static_cast<std::size_t>(t.resource)].latency_cycles;
   }
   if (!copies_on_senders) return replay;
-  const std::vector<bool> by_sender = links_copied_by_senders(graph);
+  // A transfer its sender copied held up the sender's task after the one it was copied after.
+  const std::vector<std::int32_t> after = copied_after(graph);
   const std::vector<std::int32_t> next = next_on_processor(graph);
-  std::vector<std::size_t> position(graph.tasks.size(), 0);  // a processor task's place in its order
-  for (const auto& order : tasks_by_processor(graph)) {
-    for (std::size_t i = 0; i < order.size(); ++i) position[static_cast<std::size_t>(order[i])] = i;
-  }
   for (const auto& t : graph.tasks) {
-    if (t.placement != Placement::link || !by_sender[static_cast<std::size_t>(t.resource)]) continue;
-    // The executor's thread plan puts it after the last of its sources in the sender's order.
-    std::int32_t last = -1;
-    for (const auto& d : t.deps) {
-      if (last < 0 || position[static_cast<std::size_t>(d.task)] > position[static_cast<std::size_t>(last)]) last = d.task;
-    }
-    const std::int32_t after = last < 0 ? -1 : next[static_cast<std::size_t>(last)];
+    const std::int32_t last = after[static_cast<std::size_t>(t.id)];
+    const std::int32_t held_up = last < 0 ? -1 : next[static_cast<std::size_t>(last)];
+    if (held_up < 0) continue;
     const TaskTiming& copy = measured.tasks[static_cast<std::size_t>(t.id)];
-    if (after >= 0) replay.tasks[static_cast<std::size_t>(after)].cost_cycles += std::max<std::int64_t>(0, copy.end_cycles - copy.start_cycles);
+    replay.tasks[static_cast<std::size_t>(held_up)].cost_cycles += std::max<std::int64_t>(0, copy.end_cycles - copy.start_cycles);
   }
   return replay;
 }

@@ -20,32 +20,47 @@ std::int64_t core_cycles(double fixed_s, std::int64_t bytes, double bytes_per_s,
 
 }  // namespace
 
-std::vector<bool> links_copied_by_senders(const TaskGraph& graph) {
-  const auto by_processor = tasks_by_processor(graph);
+std::vector<std::int32_t> copied_after(const TaskGraph& graph) {
   std::vector<std::size_t> place(graph.tasks.size(), 0);  // a processor task's place in its order
-  for (const auto& order : by_processor) {
+  for (const auto& order : tasks_by_processor(graph)) {
     for (std::size_t i = 0; i < order.size(); ++i) place[static_cast<std::size_t>(order[i])] = i;
   }
-  const auto by_link = tasks_by_link(graph);
-  std::vector<bool> copied(graph.links.size(), false);
-  for (std::size_t k = 0; k < by_link.size(); ++k) {
-    const LinkInfo& link = graph.links[k];
-    if (by_link[k].empty() || link.policy != LinkPolicy::in_order || link.src == kHost) continue;
-    bool fits = true;
-    std::size_t previous_place = 0;
-    for (const auto id : by_link[k]) {
+  std::vector<std::int32_t> after(graph.tasks.size(), -1);
+  for (const auto& transfers : tasks_by_link(graph)) {
+    if (transfers.empty()) continue;
+    const LinkInfo& link = graph.links[static_cast<std::size_t>(graph.tasks[static_cast<std::size_t>(transfers.front())].resource)];
+    if (link.policy != LinkPolicy::in_order || link.src == kHost) continue;
+    std::vector<std::int32_t> last_read;  // per transfer of the link, in its order
+    for (const auto id : transfers) {
       const Task& t = graph.tasks[static_cast<std::size_t>(id)];
-      std::size_t after = 0;
-      fits = fits && !t.deps.empty();
+      std::int32_t last = -1;
       for (const auto& d : t.deps) {
         const Task& source = graph.tasks[static_cast<std::size_t>(d.task)];
-        fits = fits && source.placement == Placement::processor && source.resource == link.src;
-        after = std::max(after, place[static_cast<std::size_t>(d.task)]);
+        if (source.placement != Placement::processor || source.resource != link.src) {
+          last = -1;
+          break;
+        }
+        if (last < 0 || place[static_cast<std::size_t>(d.task)] > place[static_cast<std::size_t>(last)]) last = d.task;
       }
-      fits = fits && after >= previous_place;  // the link's order holds
-      previous_place = after;
+      // A transfer that reads another resource's task, or none, or would run before the link's
+      // previous one: the link keeps its thread.
+      if (last < 0 || (!last_read.empty() && place[static_cast<std::size_t>(last)] < place[static_cast<std::size_t>(last_read.back())])) {
+        last_read.clear();
+        break;
+      }
+      last_read.push_back(last);
     }
-    copied[k] = fits;
+    if (last_read.size() != transfers.size()) continue;
+    for (std::size_t i = 0; i < transfers.size(); ++i) after[static_cast<std::size_t>(transfers[i])] = last_read[i];
+  }
+  return after;
+}
+
+std::vector<bool> links_copied_by_senders(const TaskGraph& graph) {
+  std::vector<bool> copied(graph.links.size(), false);
+  const std::vector<std::int32_t> after = copied_after(graph);
+  for (const auto& t : graph.tasks) {
+    if (after[static_cast<std::size_t>(t.id)] >= 0) copied[static_cast<std::size_t>(t.resource)] = true;
   }
   return copied;
 }
@@ -91,21 +106,25 @@ void charge_copies_to_cores(TaskGraph& graph, const Calibration& calibration) {
       if (first < 0 || place[static_cast<std::size_t>(c.id)] < place[static_cast<std::size_t>(first)]) first = c.id;
     }
   }
-  // In one process the executor has senders copy where it can (links_copied_by_senders); across
-  // ranks every link keeps its threads.
-  const std::vector<bool> by_sender = calibration.ranks > 1 ? std::vector<bool>(graph.links.size(), false)
-                                                            : links_copied_by_senders(graph);
+  // In one process the executor has senders copy where it can (copied_after); across ranks every
+  // link keeps its threads.
+  const std::vector<std::int32_t> after_read =
+      calibration.ranks > 1 ? std::vector<std::int32_t>(graph.tasks.size(), -1) : copied_after(graph);
   const double handoff_s = calibration.one_handoff_s();  // < 0: not measured, the links keep their latency
-  const std::int64_t handoff_cycles = static_cast<std::int64_t>(std::ceil(std::max(0.0, handoff_s) * graph.clock_hz - 1e-9));
-  for (std::size_t k = 0; k < graph.links.size(); ++k) {
-    if (!by_sender[k] || handoff_s < 0) continue;
+  if (handoff_s >= 0) {
     // One wake-up (the sender's of the reader), not two (of the link's thread, then of the reader).
-    for (auto& t : graph.tasks) {
-      if (t.placement == Placement::link && t.resource == static_cast<std::int32_t>(k) && t.cost_cycles > 0) {
-        t.cost_cycles = std::max<std::int64_t>(0, t.cost_cycles - graph.links[k].latency_cycles) + handoff_cycles;
-      }
+    const auto handoff_cycles = static_cast<std::int64_t>(std::ceil(handoff_s * graph.clock_hz - 1e-9));
+    std::vector<bool> copied(graph.links.size(), false);  // per link: its sender copies
+    for (const auto& t : graph.tasks) {
+      if (after_read[static_cast<std::size_t>(t.id)] >= 0) copied[static_cast<std::size_t>(t.resource)] = true;
     }
-    graph.links[k].latency_cycles = handoff_cycles;
+    for (auto& t : graph.tasks) {
+      if (t.placement != Placement::link || !copied[static_cast<std::size_t>(t.resource)] || t.cost_cycles <= 0) continue;
+      t.cost_cycles = std::max<std::int64_t>(0, t.cost_cycles - graph.links[static_cast<std::size_t>(t.resource)].latency_cycles) + handoff_cycles;
+    }
+    for (std::size_t k = 0; k < graph.links.size(); ++k) {
+      if (copied[k]) graph.links[k].latency_cycles = handoff_cycles;
+    }
   }
   const std::int32_t processors = graph.processor_count();
   const auto crosses_ranks = [&](const LinkInfo& link) {
@@ -127,19 +146,14 @@ void charge_copies_to_cores(TaskGraph& graph, const Calibration& calibration) {
                 : static_cast<std::int64_t>(std::ceil(static_cast<double>(t.bytes) / bytes_per_cycle));
     const Task& source = graph.tasks[static_cast<std::size_t>(moved->task)];
     const std::int32_t after = next[static_cast<std::size_t>(source.id)];
-    if (by_sender[static_cast<std::size_t>(t.resource)]) {
-      // The sender's thread copies it, then goes on to its next task: the copy at full speed, as
-      // the table timed a copy of its size, in the transfer's time (for its copy at the link's
-      // bandwidth) and in that task's.
+    if (const std::int32_t last = after_read[static_cast<std::size_t>(t.id)]; last >= 0) {
+      // The sender's thread copies it after the last of its tasks it reads, then goes on to its
+      // next task: the copy at full speed, as the table timed a copy of its size, in the
+      // transfer's time (for its copy at the link's bandwidth) and in that task's.
       const double copy_s = calibration.copy_s(t.bytes);
       const std::int64_t copy_cycles =
           copy_s >= 0 ? static_cast<std::int64_t>(std::ceil(copy_s * graph.clock_hz - 1e-9)) : send_cycles;
       charge[static_cast<std::size_t>(t.id)] += copy_cycles - (t.cost_cycles - link.latency_cycles);
-      // It runs after the last of the sender's tasks it reads (its data's source, where it reads one).
-      std::int32_t last = -1;
-      for (const auto& d : t.deps) {
-        if (last < 0 || place[static_cast<std::size_t>(d.task)] > place[static_cast<std::size_t>(last)]) last = d.task;
-      }
       const std::int32_t held_up = next[static_cast<std::size_t>(last)];
       if (held_up >= 0) charge[static_cast<std::size_t>(held_up)] += copy_cycles;
     } else if (source.placement == Placement::processor && source.resource == link.src && after >= 0) {

@@ -131,7 +131,7 @@ double calibrated_step_s(const Calibration& c);
 // the graph's cycles) and no separate memory traffic: what an engine replays. A transfer also
 // keeps its link's latency (the modelled handoffs between threads, outside its measured copy).
 // With `copies_on_senders` (the run's TrainingRun::copies_on_senders) a transfer its sender's
-// thread copied (links_copied_by_senders) kept that thread from its next task: the sender's task
+// thread copied (copied_after) kept that thread from its next task: the sender's task
 // after the last it read there also takes the transfer's measured copy.
 TaskGraph with_measured_costs(const TaskGraph& graph, const Result& measured, bool copies_on_senders = false);
 

@@ -17,10 +17,13 @@ namespace pipetwin {
 // attached that recorded its machine's cores, and the graph has at least as many processors.
 bool copies_take_cores(const TaskGraph& graph, const HardwareProfile& hardware);
 
-// The in-order links from a processor whose transfers that processor's thread copies itself, right
-// after the task whose data each copies (the CPU executor's copies on senders): every transfer on
-// the link reads only tasks of its sending processor, and placing each after the last of them in
-// the processor's order keeps the link's order. Per link.
+// Per task: for a transfer its sending processor's thread copies itself (the CPU executor's copies
+// on senders), the sender's task it is copied right after: the last of the sender's tasks it
+// reads, in the sender's order. -1 for every other task. An in-order link from a processor is
+// copied so when every transfer on it reads only tasks of its sender, and placing each after the
+// last of them keeps the link's order.
+std::vector<std::int32_t> copied_after(const TaskGraph& graph);
+// Per link: whether its sender copies its transfers (copied_after).
 std::vector<bool> links_copied_by_senders(const TaskGraph& graph);
 
 // Per task: the task after it on its processor (-1: the last there, or a link's task).
