@@ -989,15 +989,16 @@ TEST_CASE("layer times: a fused B goes back to the linear output once, and recor
   }
 }
 
-TEST_CASE("the copy bandwidth of a table for P processors is timed with P copies at once") {
+TEST_CASE("the copy times of a table for P processors are timed with P copies at once") {
   // Speed is the benchmarks' to judge (experiments/); here only that every copier reports and
-  // that a nonsense count is refused.
+  // that a nonsense count or size is refused.
   for (const int concurrent : {1, 2, 3}) {
-    const double bytes_per_s = cpu::measure_copy_bytes_per_s(1, concurrent);
-    CHECK(std::isfinite(bytes_per_s));
-    CHECK(bytes_per_s > 0);
+    const double seconds = cpu::measure_copy_seconds(std::int64_t{8} << 20, 1, concurrent);
+    CHECK(std::isfinite(seconds));
+    CHECK(seconds > 0);
   }
-  CHECK_THROWS_WITH_AS(cpu::measure_copy_bytes_per_s(1, 0), "profile: concurrent copies must be at least 1", Error);
+  CHECK_THROWS_WITH_AS(cpu::measure_copy_seconds(std::int64_t{8} << 20, 1, 0), "profile: concurrent copies must be at least 1", Error);
+  CHECK_THROWS_WITH_AS(cpu::measure_copy_seconds(2, 1, 1), "profile: a copy of at least one float", Error);
 }
 
 }  // namespace pipetwin

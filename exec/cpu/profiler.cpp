@@ -67,11 +67,6 @@ double measure_copy_seconds(std::int64_t bytes, int repeats, int concurrent) {
   return median_of(std::move(seconds));
 }
 
-double measure_copy_bytes_per_s(int repeats, int concurrent) {
-  constexpr std::int64_t kBytes = 8 << 20;  // larger than a core's L2
-  return static_cast<double>(kBytes) / measure_copy_seconds(kBytes, repeats, concurrent);
-}
-
 Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
                         const std::function<void(const std::string&)>& progress, int concurrent,
                         const std::vector<int>& pin_cpus) {
@@ -82,7 +77,8 @@ Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repe
                             " (" + kernel_libraries() + ", fp32)";
   if (progress) progress("measuring copy bandwidth and thread handoff latency");
   // From a cache's worth to more than a core's L2: a transfer of a few hundred KiB, its source
-  // just written by its task, copies several times faster than an 8 MiB one.
+  // just written by its task, copies several times faster than an 8 MiB one, whose rate is the
+  // table's copy bandwidth.
   for (const std::int64_t bytes : {std::int64_t{16} << 10, std::int64_t{128} << 10, std::int64_t{1} << 20, std::int64_t{8} << 20}) {
     calibration.copy_seconds.push_back({bytes, measure_copy_seconds(bytes, repeats, concurrent)});
   }

@@ -15,8 +15,6 @@ namespace pipetwin::cpu {
 // `repeats`), with `concurrent` threads copying at once (the median thread's): a table for P
 // processors times its copies as its layers, P at once, sharing caches and memory bandwidth.
 double measure_copy_seconds(std::int64_t bytes, int repeats, int concurrent = 1);
-// Bytes per second of an 8 MiB copy, so timed (a copy larger than a core's L2).
-double measure_copy_bytes_per_s(int repeats, int concurrent = 1);
 
 // The whole calibration of `config`'s network on the CPU: layer times and task overhead from a
 // one-processor sequential run of about `repeats` microbatches (one warm-up minibatch more), then
