@@ -25,6 +25,12 @@ void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   command.add_flag("--tf32", options.cuda.tf32, "cuda: TF32 tensor-core GEMMs (default: fp32)");
+  command.add_option("--gpu-wait", options.cuda.wait,
+                     "cuda: how a host thread waits for its stream: spin (holds its CPU, the quickest wake; faster "
+                     "even with more threads than CPUs, docs/cuda-executor.md) or block (sleeps until the driver "
+                     "wakes it)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"spin", "block"}));
   command.add_flag("--pin-threads", options.pin_threads,
                    "pin processor p's thread to the p-th CPU this process may run on (in turn, when there are more "
                    "processors), and each link's thread to its sender's CPU; a CPU profile pins its copies likewise. "

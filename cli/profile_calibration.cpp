@@ -20,8 +20,8 @@ Calibration profile_device_calibration(const GraphConfig& config, const Executor
   std::function<void(const std::string&)> report;
   if (progress) report = [](const std::string& line) { std::cerr << line << "\n"; };
   if (executor.device == "cuda") {
-    if (concurrent != 1) throw Error("--concurrent: CUDA profiles time one SM partition or GPU alone");
-    return cuda::load_cuda_plugin().entry_points->profile(config, *data, repeats, executor.seed, executor.cuda, report);
+    return cuda::load_cuda_plugin().entry_points->profile(config, *data, repeats, executor.seed, executor.cuda, report,
+                                                          concurrent);
   }
   return cpu::profile_cpu(config, *data, repeats, executor.seed, report, concurrent, pinned_cpus(executor));
 }

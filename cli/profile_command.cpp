@@ -99,8 +99,9 @@ void add_profile_command(CLI::App& app) {
   command->add_option("--repeats", options->repeats, "timings per task kind and layer: microbatches run (the median is kept)")
       ->capture_default_str();
   command->add_option("--concurrent", options->concurrent,
-                      "cpu: time this many copies at once, one per thread: the table for a pipeline of that many "
-                      "processor threads, which slow each other down (shared caches and memory bandwidth, all-core clocks)")
+                      "time this many copies at once: the table for a pipeline of that many processors, which slow "
+                      "each other down (cpu: one thread each; shared caches and memory bandwidth, all-core clocks. "
+                      "cuda: SM partitions of their own; the host's launches, the GPU's memory and L2)")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
   command->add_option("--output,-o", options->output, "calibration file (default calibration-<model>-<device>.json)");

@@ -98,12 +98,11 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
     };
   } else if (profiled_here) {
     // Calibrations at the start of every round of runs (A/B/A/B), progress only for the first;
-    // on the CPU, P copies at once for P processor threads.
+    // P copies at once for P processors (threads on the CPU, SM partitions on a GPU).
     validation.calibrate = [&, said = false](int processors) mutable {
       const bool say = !options.quiet && !said;
       said = true;
-      return profile_device_calibration(config, options.executor, options.repeats, say,
-                                        options.executor.device == "cpu" ? processors : 1);
+      return profile_device_calibration(config, options.executor, options.repeats, say, processors);
     };
   }
   validation.schedules = schedules;

@@ -35,14 +35,15 @@ struct Pair {
 };
 
 // Runs `config` on the CPU executor (when `with_cpu`) and on the CUDA executor, on the same data.
-Pair run_both(const GraphConfig& config, const cuda::CudaOptions& options, bool with_cpu = true) {
+Pair run_both(const GraphConfig& config, const cuda::CudaOptions& options, bool with_cpu = true,
+              double learning_rate = 0.02) {
   const ScheduleRequest request = make_request(config);
   const TaskGraph graph = make_graph(config);
   const auto classes = static_cast<std::int32_t>(request.network.layers.back().dense.out_features);
   const Dataset data = synthetic_dataset(request.network.input_shape, classes, 128, 5);
   const BatchSampler sampler(data, request.network.batch, config.microbatches, config.minibatches, 3);
   TrainingOptions training;
-  training.learning_rate = 0.02;
+  training.learning_rate = learning_rate;
   training.momentum = 0.9;
   Pair runs;
   if (with_cpu) runs.cpu_run = cpu::run_cpu(graph, request.network, sampler, training);
@@ -55,12 +56,13 @@ Pair run_both(const GraphConfig& config, const cuda::CudaOptions& options, bool 
 TEST_CASE("CUDA executor: every schedule's weights equal the CPU executor's within 1e-4 after 5 steps") {
   if (!have_gpu()) return;
   cuda::CudaOptions options;
-  options.placement = "streams";
+  options.placement = "partitions";  // P SM partitions of 16 SMs (green contexts)
+  options.partition_sms = 16;
   for (const std::string model : {"lenet5", "resnet20"}) {
     for (const auto& schedule : schedule_names()) {
       for (const int P : {1, 2, 4}) {
         GraphConfig config = graph_config(model, schedule, "h100", P, 4, 5);
-        config.params = {model == "lenet5" ? "batch=16" : "batch=8"};
+        config.params = {"batch=16"};
         config = without_other_schedules_params(config);
         try {
           make_graph(config);
@@ -70,7 +72,14 @@ TEST_CASE("CUDA executor: every schedule's weights equal the CPU executor's with
         CAPTURE(model);
         CAPTURE(schedule);
         CAPTURE(P);
-        const Pair runs = run_both(config, options);
+        // resnet20 trains at a smaller rate: at 0.02 with momentum 0.9 its trajectory is not
+        // continuous at the 1e-4 level. ReLUs flip where rounding moves an activation across 0:
+        // on the CPU alone, a learning rate larger by 1 part in 1e5 moved pipedream's weights
+        // (P=1, batch 8) by 10% after 5 steps, gpipe's by 1.8e-5. At 2e-4 and batch 16, a rate
+        // larger by 1 part in 1e6 moves them by at most 1.8e-5 under every schedule and P here,
+        // while the schedules' weights still differ from sequential SGD's by up to 3.7e-3
+        // (2026-11-24, CPU executor).
+        const Pair runs = run_both(config, options, true, model == "lenet5" ? 0.02 : 2e-4);
         CHECK(max_layer_relative_difference(runs.cuda_run.final_weights, runs.cpu_run.final_weights) <= 1e-4);
         REQUIRE(runs.cuda_run.minibatch_loss.size() == runs.cpu_run.minibatch_loss.size());
         for (std::size_t k = 0; k < runs.cpu_run.minibatch_loss.size(); ++k) {
@@ -81,11 +90,10 @@ TEST_CASE("CUDA executor: every schedule's weights equal the CPU executor's with
   }
 }
 
-TEST_CASE("CUDA executor: SM partitions (green contexts) and offload give the CPU executor's weights") {
+TEST_CASE("CUDA executor: plain streams and offload give the CPU executor's weights") {
   if (!have_gpu()) return;
   cuda::CudaOptions options;
-  options.placement = "partitions";
-  options.partition_sms = 16;
+  options.placement = "streams";
   for (const std::string schedule : {"1f1b", "pipedream", "layerpipe", "stale-weights"}) {
     for (const int P : {2, 4}) {
       CAPTURE(schedule);
@@ -99,7 +107,6 @@ TEST_CASE("CUDA executor: SM partitions (green contexts) and offload give the CP
     }
   }
   // Offload to pinned host memory and back.
-  options.placement = "streams";
   GraphConfig config = graph_config("lenet5", "gpipe", "h100", 2, 4, 5);
   config.params = {"batch=16", "offload=true"};
   const Pair runs = run_both(config, options);

@@ -2,6 +2,8 @@
 // (hardware JSON, calibration tables).
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -190,6 +192,36 @@ TEST_CASE("JSON: a key given twice in one object is an error that names the obje
   CHECK_THROWS_WITH_AS(JsonReader::parse(R"({"b": [[0], [{"x": 1, "x": 1}]]})", "t"),
                        "t: /b/1/0: the key 'x' is given twice", Error);
   CHECK_THROWS_WITH_AS(JsonReader::parse(R"({"x": 1, "x": 1})", "t"), "t: /: the key 'x' is given twice", Error);
+}
+
+TEST_CASE("calibration tables: a blend lies between the table taken alone and the one taken at once") {
+  Calibration alone, together;
+  alone.task_overhead_s = 10e-6;
+  together.task_overhead_s = 30e-6;
+  alone.layer_overhead_s = 2e-6;
+  together.layer_overhead_s = 6e-6;
+  together.copy_latency_s = 50e-6;
+  together.concurrent = 4;
+  alone.layers["fc"] = {1e-3, 2e-3, 3e-3, 4e-3, 1e-4};
+  together.layers["fc"] = {3e-3, 4e-3, 7e-3, -1, 5e-4};  // no fused B measured at once
+  const Calibration quarter = blend_calibrations(alone, together, 0.25);
+  CHECK(quarter.task_overhead_s == doctest::Approx(15e-6));
+  CHECK(quarter.layer_overhead_s == doctest::Approx(3e-6));
+  const LayerTimes& fc = quarter.layers.at("fc");
+  CHECK(fc.forward_s == doctest::Approx(1.5e-3));
+  CHECK(fc.activation_grad_s == doctest::Approx(2.5e-3));
+  CHECK(fc.weight_grad_s == doctest::Approx(4e-3));
+  CHECK(fc.backward_s == -1);  // BA + BW then, as in either table without it
+  CHECK(fc.fused_backward_s() == doctest::Approx(6.5e-3));
+  CHECK(fc.update_s == doctest::Approx(2e-4));
+  CHECK(quarter.copy_latency_s == 50e-6);  // links and copies: the table taken at once
+  CHECK(quarter.concurrent == 4);
+  CHECK(blend_calibrations(alone, together, 0).layers.at("fc").forward_s == doctest::Approx(1e-3));
+  CHECK(blend_calibrations(alone, together, 1).layers.at("fc").weight_grad_s == doctest::Approx(7e-3));
+  CHECK_THROWS_WITH_AS(blend_calibrations(alone, together, 1.5), doctest::Contains("[0, 1]"), Error);
+  CHECK_THROWS_AS(blend_calibrations(alone, together, std::nan("")), Error);
+  together.layers["conv"] = {1e-3, 1e-3, 1e-3, 1e-3, 1e-3};
+  CHECK_THROWS_WITH_AS(blend_calibrations(alone, together, 0.5), doctest::Contains("layer conv"), Error);
 }
 
 TEST_CASE("calibration tables: a B costs the measured fused backward, or BA + BW where the table has none") {

@@ -13,6 +13,9 @@
 //           Labels, Lane (where one thread's work runs: nothing on the CPU, a stream on a GPU)
 //   lanes   Lane& processor_lane(p), Lane& link_lane(k); enter(lane) at the start of its thread;
 //           finish(lane) waits until the work issued on it has ended (after every task)
+//   timing  LayerMark, mark_layer(lane) -> LayerMark (a point in the lane's work: a clock reading
+//           on the CPU, an event recorded in the stream on a GPU), seconds_between(lane, a, b)
+//           once the lane's work has ended, forget_layer_marks(lane) once a task's are read
 //   data    load(lane, minibatch, microbatch, Activation* samples, Labels* labels): either may be
 //           null when the task does not need it
 //           samples_of(const Activation&) -> columns
@@ -239,10 +242,24 @@ class GraphExecution {
   bool takes_over(const Task& t, std::int32_t source, Carries carries) const;
   Gradient output_gradient(const Task& t, Lane& lane, bool* found);
   void keep(const Task& t, std::unique_ptr<Payload> out, std::int32_t where);
-  Clock::time_point layer_begin(Lane& lane);
-  double layer_seconds(Lane& lane, Clock::time_point begin);  // since begin, once the lane's work has ended (0 when not recording)
-  void record_layer(const Task& t, Lane& lane, std::int32_t layer, TaskKind kind, Clock::time_point begin);
-  void record_layer_seconds(const Task& t, std::int32_t layer, TaskKind kind, double seconds);
+  // Layer times (TrainingOptions::record_layer_times): each layer's work lies between two marks
+  // in its lane's work; a task's layers are read once its work has ended (report_layer_times),
+  // so timing a layer adds no wait between layers (on a GPU, the kernels run back to back).
+  using LayerMark = typename Backend::LayerMark;
+  struct LayerSpan {
+    LayerMark from{}, to{};
+  };
+  struct LayerTiming {
+    std::int32_t layer = 0;
+    TaskKind kind = TaskKind::F;
+    std::vector<LayerSpan> spans;  // its seconds: their sum
+  };
+  LayerMark layer_begin(Lane& lane);
+  LayerSpan layer_span(Lane& lane, const LayerMark& begin);  // from begin to now in the lane's work
+  void record_layer(const Task& t, Lane& lane, std::int32_t layer, TaskKind kind, const LayerMark& begin);
+  void record_layer_spans(const Task& t, std::int32_t layer, TaskKind kind, std::vector<LayerSpan> spans);
+  void report_layer_times(const Task& t, Lane& lane);  // after the task's work has ended
+  std::vector<std::vector<LayerTiming>> layer_timings_;  // per task, until it is reported
 
   Backend& b_;
   const TaskGraph& g_;
@@ -344,28 +361,42 @@ void GraphExecution<B>::keep(const Task& t, std::unique_ptr<Payload> out, std::i
   payloads_[static_cast<std::size_t>(t.id)] = std::move(out);
 }
 
-// When layer times are recorded, each layer is timed alone: the lane's earlier work ends first.
 template <typename B>
-typename GraphExecution<B>::Clock::time_point GraphExecution<B>::layer_begin(Lane& lane) {
-  if (options_.record_layer_times) b_.finish(lane);
-  return Clock::now();
+typename GraphExecution<B>::LayerMark GraphExecution<B>::layer_begin(Lane& lane) {
+  return options_.record_layer_times ? b_.mark_layer(lane) : LayerMark{};
 }
 
 template <typename B>
-double GraphExecution<B>::layer_seconds(Lane& lane, Clock::time_point begin) {
-  if (!options_.record_layer_times) return 0;
+typename GraphExecution<B>::LayerSpan GraphExecution<B>::layer_span(Lane& lane, const LayerMark& begin) {
+  return options_.record_layer_times ? LayerSpan{begin, b_.mark_layer(lane)} : LayerSpan{};
+}
+
+template <typename B>
+void GraphExecution<B>::record_layer(const Task& t, Lane& lane, std::int32_t layer, TaskKind kind, const LayerMark& begin) {
+  if (options_.record_layer_times) record_layer_spans(t, layer, kind, {layer_span(lane, begin)});
+}
+
+template <typename B>
+void GraphExecution<B>::record_layer_spans(const Task& t, std::int32_t layer, TaskKind kind, std::vector<LayerSpan> spans) {
+  if (!options_.record_layer_times) return;
+  // Only the task's own thread touches its slot.
+  layer_timings_[static_cast<std::size_t>(t.id)].push_back({layer, kind, std::move(spans)});
+}
+
+template <typename B>
+void GraphExecution<B>::report_layer_times(const Task& t, Lane& lane) {
+  if (!options_.record_layer_times) return;
+  auto& timings = layer_timings_[static_cast<std::size_t>(t.id)];
+  if (timings.empty()) return;
   b_.finish(lane);
-  return std::chrono::duration<double>(Clock::now() - begin).count();
-}
-
-template <typename B>
-void GraphExecution<B>::record_layer(const Task& t, Lane& lane, std::int32_t layer, TaskKind kind, Clock::time_point begin) {
-  if (options_.record_layer_times) record_layer_seconds(t, layer, kind, layer_seconds(lane, begin));
-}
-
-template <typename B>
-void GraphExecution<B>::record_layer_seconds(const Task& t, std::int32_t layer, TaskKind kind, double seconds) {
-  if (options_.record_layer_times) observers_.layer_timed(t.id, layer, kind, seconds);
+  for (const auto& timing : timings) {
+    double seconds = 0;
+    for (const auto& span : timing.spans) seconds += b_.seconds_between(lane, span.from, span.to);
+    observers_.layer_timed(t.id, timing.layer, timing.kind, seconds);
+  }
+  timings.clear();
+  timings.shrink_to_fit();
+  b_.forget_layer_marks(lane);
 }
 
 template <typename B>
@@ -586,13 +617,13 @@ void GraphExecution<B>::backward(const Task& t, Lane& lane, Payload& out) {
     auto begin = layer_begin(lane);
     Params grad = needs_weight_grad ? b_.gradient_buffer(lane, l) : Params();
     const auto linear = b_.to_linear(lane, l, *w, kept->layers[i], og, input_grad, needs_weight_grad ? &grad : nullptr);
-    const double to_linear_s = layer_seconds(lane, begin);
-    double weight_s = 0, input_s = 0;
+    const LayerSpan to_linear = layer_span(lane, begin);
+    LayerSpan weight_part, input_part;
     if (needs_weight_grad) {
       begin = layer_begin(lane);
       b_.weight_gradient(lane, l, kept->layers[i], linear, grad);
-      weight_s = layer_seconds(lane, begin);
-      record_layer_seconds(t, l, TaskKind::BW, to_linear_s + weight_s);
+      weight_part = layer_span(lane, begin);
+      record_layer_spans(t, l, TaskKind::BW, {to_linear, weight_part});
       grads[i] = std::move(grad);
     }
     if (input_grad) {
@@ -604,15 +635,20 @@ void GraphExecution<B>::backward(const Task& t, Lane& lane, Payload& out) {
       }
       begin = layer_begin(lane);
       Gradient in = b_.input_gradient(lane, l, *w, linear, og, sample_begin, sample_end);
-      input_s = layer_seconds(lane, begin);
-      record_layer_seconds(t, l, TaskKind::BA, to_linear_s + input_s);
+      input_part = layer_span(lane, begin);
+      record_layer_spans(t, l, TaskKind::BA, {to_linear, input_part});
       if (l > t.first_layer) {
         at_output[i - 1] = std::move(in);
       } else {
         out.input_gradient = std::move(in);
       }
     }
-    if (t.kind == TaskKind::B) record_layer_seconds(t, l, TaskKind::B, to_linear_s + weight_s + input_s);
+    if (t.kind == TaskKind::B) {
+      std::vector<LayerSpan> spans{to_linear};
+      if (needs_weight_grad) spans.push_back(weight_part);
+      if (input_grad) spans.push_back(input_part);
+      record_layer_spans(t, l, TaskKind::B, std::move(spans));
+    }
   }
   if (flow_.sends_output_gradients[static_cast<std::size_t>(t.id)]) out.output_gradients = std::move(at_output);
   if (!needs_weight_grad) return;
@@ -937,6 +973,7 @@ void GraphExecution<B>::run_task(std::int32_t id, Lane& lane) {
   execute(t, lane);
   finished(t);
   observers_.ended(id, Clock::now());
+  report_layer_times(t, lane);
   if (distributed()) announce(t);  // first: what it ships reaches other ranks before any later transfer
   mark_done(id);
 }
@@ -1684,6 +1721,7 @@ TrainingRun GraphExecution<B>::run() {
     }
   }
   payloads_.resize(n);
+  if (options_.record_layer_times) layer_timings_.resize(n);
   dependents_left_.resize(n);
   for (std::size_t i = 0; i < n; ++i) dependents_left_[i] = flow_.output_readers[i];
   readers_left_ = distributed() ? version_readers_here_ : flow_.version_readers;

@@ -174,6 +174,8 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
     const auto options_of_copy = [&](std::size_t k) {
       TrainingOptions mine = options;
       if (!pin_cpus.empty()) mine.pin_cpus = {pinned_cpu(pin_cpus, static_cast<int>(k))};
+      mine.copy = static_cast<int>(k);
+      mine.copies = concurrent;
       return mine;
     };
     if (concurrent == 1) {

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "pipetwin/exec/profiling.hpp"
+#include "pipetwin/models/calibration.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/copies_on_cores.hpp"
 #include "pipetwin/schedule/validator.hpp"
@@ -55,6 +56,7 @@ struct Configuration {
   std::vector<double> replayed_s;
   std::vector<double> task_time_errors;  // per run: measured processor time / calibrated - 1
   std::vector<std::int64_t> measured_peaks;  // per run
+  double co_run_weight = 0;  // the latest calibration's (ValidationRow::co_run_weight)
   double measured_s() const { return median_of(steps_s); }
   double spread() const { return half_range_over_median(steps_s); }
   // With a calibration per round, each round's prediction is paired with that round's run: both
@@ -123,6 +125,33 @@ double calibrated_step_s(const Calibration& c) {
   return total;
 }
 
+double busy_concurrency(const TaskGraph& graph, const Result& result) {
+  if (result.tasks.size() != graph.tasks.size()) {
+    throw Error("internal: busy_concurrency needs one time per task (" + std::to_string(graph.tasks.size()) + " tasks, " +
+                std::to_string(result.tasks.size()) + " times)");
+  }
+  std::vector<std::pair<std::int64_t, int>> changes;  // (cycle, +1 start / -1 end)
+  for (const auto& t : graph.tasks) {
+    if (t.placement != Placement::processor) continue;
+    const TaskTiming& time = result.tasks[static_cast<std::size_t>(t.id)];
+    if (time.end_cycles <= time.start_cycles) continue;
+    changes.emplace_back(time.start_cycles, 1);
+    changes.emplace_back(time.end_cycles, -1);
+  }
+  std::sort(changes.begin(), changes.end());  // at one cycle, ends before starts
+  double busy = 0, busy_squared = 0;
+  int running = 0;
+  for (std::size_t i = 0; i < changes.size(); ++i) {
+    running += changes[i].second;
+    if (i + 1 < changes.size()) {
+      const auto span = static_cast<double>(changes[i + 1].first - changes[i].first);
+      busy += running * span;
+      busy_squared += static_cast<double>(running) * running * span;
+    }
+  }
+  return busy > 0 ? busy_squared / busy : 0;
+}
+
 TaskGraph with_measured_costs(const TaskGraph& graph, const Result& measured, bool copies_on_senders) {
   if (measured.tasks.size() != graph.tasks.size()) {
     throw Error("internal: a replay needs one measured time per task (" + std::to_string(graph.tasks.size()) +
@@ -160,6 +189,7 @@ nlohmann::ordered_json validation_rows_json(const ValidationReport& report) {
                     {"measured_spread", row.measured_spread},
                     {"replayed_step_s", row.replayed_step_s}, {"replay_error", row.replay_error},
                     {"task_time_error", row.task_time_error},
+                    {"co_run_weight", row.co_run_weight},
                     {"predicted_speedup", row.predicted_speedup},
                     {"measured_speedup", row.measured_speedup},
                     {"predicted_peak_memory_bytes", row.predicted_peak_bytes},
@@ -252,8 +282,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     }
   };
   if (options.calibrate) recalibrate(0);
-  auto build = [&](const std::string& schedule, int processors) {
-    GraphConfig c = calibrated.at(processors);
+  auto graph_of = [&](GraphConfig c, const std::string& schedule, int processors) {
     c.schedule = schedule;
     c = without_other_schedules_params(c);
     if (processors == 1) c = single_replica(c);  // the baseline: one replica on one processor
@@ -261,6 +290,26 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     TaskGraph graph = make_graph(c);
     validate_or_throw(graph);
     return graph;
+  };
+  // With a table taken alone and one taken with P copies at once, the row's tasks get the table
+  // for as busy as the other processors are while they work: predicted once with the table taken
+  // alone, the processors' busy concurrency c weighs the two, (c - 1) / (P - 1) (0: a sequential
+  // pipeline, one processor at a time; 1: every processor always busy).
+  auto build = [&](const std::string& schedule, int processors, double* co_run_weight = nullptr) {
+    const GraphConfig& together = calibrated.at(processors);
+    const GraphConfig& alone = calibrated.at(1);
+    if (co_run_weight != nullptr) *co_run_weight = 0;
+    if (processors == 1 || !together.calibration || !alone.calibration || together.calibration == alone.calibration) {
+      return graph_of(together, schedule, processors);
+    }
+    const TaskGraph alone_graph = graph_of(alone, schedule, processors);
+    const double concurrency = busy_concurrency(alone_graph, predict(alone_graph));
+    const double weight = std::clamp((concurrency - 1) / (processors - 1), 0.0, 1.0);
+    if (co_run_weight != nullptr) *co_run_weight = weight;
+    GraphConfig mixed = together;
+    mixed.calibration =
+        std::make_shared<const Calibration>(blend_calibrations(*alone.calibration, *together.calibration, weight));
+    return graph_of(mixed, schedule, processors);
   };
   // Every configuration: per schedule its one-processor baseline (this schedule, or sequential
   // where it cannot be built on one processor: only building falls back; an error while running,
@@ -287,7 +336,10 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       std::size_t at = one;
       if (p != 1 || baseline != schedule) {
         at = configurations.size();
-        configurations.emplace_back(schedule, p, build(schedule, p));
+        double weight = 0;
+        TaskGraph graph = build(schedule, p, &weight);
+        configurations.emplace_back(schedule, p, std::move(graph));
+        configurations.back().co_run_weight = weight;
       }
       plans.push_back({schedule, baseline, p, one, at});
     }
@@ -314,7 +366,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     if (r == 0 || options.calibrate) {
       if (r > 0) {
         recalibrate(r);
-        for (auto& c : configurations) c.graph = build(c.schedule, c.processors);
+        for (auto& c : configurations) c.graph = build(c.schedule, c.processors, &c.co_run_weight);
       }
       predict_all();
     }
@@ -372,6 +424,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     row.replayed_step_s = m.replayed_s.empty() ? nan : median_of(m.replayed_s);
     row.replay_error = m.replay_errors.empty() ? nan : median_of(m.replay_errors);
     row.task_time_error = m.task_time_errors.empty() ? nan : median_of(m.task_time_errors);
+    row.co_run_weight = m.co_run_weight;
     row.error_ci = m.error_ci();
     row.predicted_rounds_s = m.predicted_s;
     row.measured_rounds_s = m.steps_s;

@@ -3,6 +3,7 @@
 // is a copy into a new buffer, accounted to the processor (or host memory) at its far end.
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
 
+#include <chrono>
 #include <cstring>
 
 #include "../common/graph_execution.hpp"
@@ -31,6 +32,12 @@ class CpuBackend {
   Lane& link_lane(std::int32_t) { return lane_; }
   void enter(Lane&) {}
   void finish(Lane&) {}
+  using LayerMark = std::chrono::steady_clock::time_point;
+  static LayerMark mark_layer(Lane&) { return std::chrono::steady_clock::now(); }
+  static double seconds_between(Lane&, const LayerMark& from, const LayerMark& to) {
+    return std::chrono::duration<double>(to - from).count();
+  }
+  static void forget_layer_marks(Lane&) {}
 
   void load(Lane&, std::int32_t minibatch, std::int32_t microbatch, Activation* samples, Labels* labels) const {
     Matrix x;

@@ -11,7 +11,7 @@ bool device_available(std::string* reason) {
   return !probe.devices.empty();
 }
 
-Context::Context(bool tf32) : impl_(std::make_unique<Impl>()) {
+Context::Context(bool tf32, bool blocking_wait) : impl_(std::make_unique<Impl>()) {
   std::string reason;
   if (!device_available(&reason)) throw Error("no CUDA device: " + reason);
   check_cuda(cudaStreamCreateWithFlags(&impl_->stream, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -19,14 +19,25 @@ Context::Context(bool tf32) : impl_(std::make_unique<Impl>()) {
   check_cublas(cublasSetStream(impl_->blas, impl_->stream), "cublasSetStream");
   check_cublas(cublasSetMathMode(impl_->blas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH),
                "cublasSetMathMode");
+  if (blocking_wait) {
+    check_cuda(cudaEventCreateWithFlags(&impl_->drained, cudaEventBlockingSync | cudaEventDisableTiming), "cudaEventCreate");
+  }
 }
 
 Context::~Context() {
+  if (impl_->drained != nullptr) cudaEventDestroy(impl_->drained);
   if (impl_->blas != nullptr) cublasDestroy(impl_->blas);
   if (impl_->stream != nullptr) cudaStreamDestroy(impl_->stream);
 }
 
-void Context::synchronize() { check_cuda(cudaStreamSynchronize(impl_->stream), "cudaStreamSynchronize"); }
+void Context::synchronize() {
+  if (impl_->drained == nullptr) {
+    check_cuda(cudaStreamSynchronize(impl_->stream), "cudaStreamSynchronize");
+    return;
+  }
+  check_cuda(cudaEventRecord(impl_->drained, impl_->stream), "cudaEventRecord");
+  check_cuda(cudaEventSynchronize(impl_->drained), "cudaEventSynchronize");
+}
 
 DeviceBuffer::DeviceBuffer(std::int64_t count) : count_(count) {
   if (count > 0) {

@@ -13,6 +13,7 @@ namespace pipetwin::cuda {
 struct Context::Impl {
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
+  cudaEvent_t drained = nullptr;  // blocking waits: an event the host sleeps on (else it spins)
 };
 
 inline void check_cuda(cudaError_t status, const char* what) {

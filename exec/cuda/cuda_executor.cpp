@@ -24,6 +24,14 @@
 namespace pipetwin::cuda {
 namespace {
 
+// Whether host threads block (sleep) while their streams work (CudaOptions::wait).
+bool blocking_wait(const CudaOptions& options) {
+  if (options.wait != "spin" && options.wait != "block") {
+    throw Error("--gpu-wait must be spin or block, got '" + options.wait + "'");
+  }
+  return options.wait == "block";
+}
+
 class CudaBackend {
  public:
   using Tensor = cuda::Tensor;
@@ -35,9 +43,10 @@ class CudaBackend {
   using Labels = cuda::Tensor;  // ints [n]
   using Lane = cuda::Lane;
 
-  CudaBackend(const TaskGraph& graph, const Network& network, const BatchSampler& data, const CudaOptions& options)
+  CudaBackend(const TaskGraph& graph, const Network& network, const BatchSampler& data, const CudaOptions& options,
+              const TrainingOptions& training)
       : data_(data), pool_(LaneSet::caches_needed(graph) + 1), receive_cache_(LaneSet::caches_needed(graph)),
-        lanes_(graph, PlacementOptions{options.placement, options.device, options.partition_sms, options.tf32}, pool_) {
+        lanes_(graph, placement_options(graph, options, training), pool_) {
     for (auto& spec : exec::make_layer_specs(network.layers)) ops_.emplace_back(std::move(spec));
   }
 
@@ -46,6 +55,24 @@ class CudaBackend {
   Lane& link_lane(std::int32_t k) { return lanes_.link(k); }
   void enter(Lane& lane) { lanes_.enter(lane); }
   static void finish(Lane& lane) { lane.context->synchronize(); }
+  // A layer's time: between two events in the lane's stream, read once the stream has drained, so
+  // that timing adds no wait between layers.
+  using LayerMark = std::size_t;  // an index into the lane's timing events
+  static LayerMark mark_layer(Lane& lane) {
+    if (lane.timing_events_used == lane.timing_events.size()) {
+      cudaEvent_t event = nullptr;
+      check_cuda(cudaEventCreate(&event), "cudaEventCreate");
+      lane.timing_events.push_back(event);
+    }
+    check_cuda(cudaEventRecord(timing_event(lane, lane.timing_events_used), lane.context->impl().stream), "cudaEventRecord");
+    return lane.timing_events_used++;
+  }
+  static double seconds_between(Lane& lane, LayerMark from, LayerMark to) {
+    float ms = 0;
+    check_cuda(cudaEventElapsedTime(&ms, timing_event(lane, from), timing_event(lane, to)), "cudaEventElapsedTime");
+    return static_cast<double>(ms) * 1e-3;
+  }
+  static void forget_layer_marks(Lane& lane) { lane.timing_events_used = 0; }
 
   void load(Lane& lane, std::int32_t minibatch, std::int32_t microbatch, Activation* samples, Labels* labels) const {
     Eigen::MatrixXf x;
@@ -206,6 +233,7 @@ class CudaBackend {
     return {&s.input, &s.activation, &s.batch_norm.normalized, &s.batch_norm.inv_std, &s.argmax, &s.loss_gradient};
   }
   const LayerComposition& op(std::int32_t l) const { return ops_[static_cast<std::size_t>(l)]; }
+  static cudaEvent_t timing_event(Lane& lane, std::size_t i) { return static_cast<cudaEvent_t>(lane.timing_events.at(i)); }
   static void place(const Tensor& to, const Tensor& from, cudaStream_t stream) {
     check_cuda(cudaMemcpyAsync(to.data(), from.data(), static_cast<std::size_t>(from.bytes()), cudaMemcpyDefault, stream), "copy");
   }
@@ -213,6 +241,13 @@ class CudaBackend {
     Tensor t = lane.tensor(rows, cols);
     check_cuda(cudaMemsetAsync(t.data(), 0, static_cast<std::size_t>(t.bytes()), lane.context->impl().stream), "memset");
     return t;
+  }
+
+  // A profile's copy k of n at once takes partitions k P .. k P + P - 1 of n P.
+  static PlacementOptions placement_options(const TaskGraph& graph, const CudaOptions& options, const TrainingOptions& training) {
+    const auto P = static_cast<int>(graph.processors.size());
+    return PlacementOptions{options.placement, options.device, options.partition_sms, options.tf32,
+                            blocking_wait(options), P * training.copies, P * training.copy};
   }
 
   const BatchSampler& data_;
@@ -299,20 +334,21 @@ TrainingRun run_cuda(const TaskGraph& graph, const Network& network, const Batch
     }
   }
   run_options.transfer_threads = TransferThreads::links;  // a link's copies go on its own stream
-  CudaBackend backend(graph, network, data, options);
+  CudaBackend backend(graph, network, data, options, run_options);
   if (placement != nullptr) *placement = backend.description() + rank_link;
   exec::GraphExecution<CudaBackend> execution(backend, graph, network, run_options, "cuda");
   return execution.run();
 }
 
 Calibration profile_cuda(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
-                         const CudaOptions& options, const std::function<void(const std::string&)>& progress) {
+                         const CudaOptions& options, const std::function<void(const std::string&)>& progress,
+                         int concurrent) {
   std::string placement;
   const Runner run = [&](const TaskGraph& graph, const Network& network, const BatchSampler& sampler,
                               const TrainingOptions& training) {
-    return run_cuda(graph, network, sampler, training, options, &placement);
+    return run_cuda(graph, network, sampler, training, options, training.copy == 0 ? &placement : nullptr);
   };
-  Calibration calibration = profile_layers(config, data, repeats, seed, run, progress);
+  Calibration calibration = profile_layers(config, data, repeats, seed, run, progress, concurrent);
   if (progress) progress("measuring the GPU's copy bandwidth and latency");
   measure_copies(options, std::max(3, repeats), &calibration.copy_bytes_per_s, &calibration.copy_latency_s);
   // producer -> link thread -> consumer, each asleep for about a task

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "device_memory.hpp"
 #include "pipetwin/exec/cuda/kernels.hpp"
@@ -22,6 +23,8 @@ struct Lane {
   MemoryPool* pool = nullptr;
   std::unique_ptr<Context> context;
   Tensor scratch;                  // convolution workspace, grown as needed
+  std::vector<void*> timing_events;  // cudaEvent_t marks of layer times (LaneSet destroys them)
+  std::size_t timing_events_used = 0;
 
   // A new [rows x cols] tensor held by processor `where` (kHost: pinned host memory) on `device`.
   Tensor tensor(std::int64_t rows, std::int64_t cols, std::int32_t where, int on_device) const {

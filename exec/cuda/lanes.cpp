@@ -74,8 +74,9 @@ struct LaneSet::Green {
     for (CUgreenCtx g : partitions) destroy(g);
   }
 
-  // `count` disjoint partitions of `sms_each` SMs (0: the largest equal share).
-  void split_device(int device, int count, int sms_each) {
+  // `count` disjoint partitions of `sms_each` SMs (0: the largest equal share); green contexts for
+  // `used` of them from `first` on.
+  void split_device(int device, int count, int sms_each, int first, int used) {
     CUdevice handle = 0;
     check_driver(device_get(&handle, device), "cuDeviceGet");
     CUdevResource all{};
@@ -102,7 +103,8 @@ struct LaneSet::Green {
                   " (partitions come in multiples of " + std::to_string(alignment) + " SMs, at least " +
                   std::to_string(smallest) + ")");
     }
-    for (auto& group : groups) {
+    for (int g = first; g < first + used; ++g) {
+      CUdevResource& group = groups.at(static_cast<std::size_t>(g));
       CUdevResourceDesc desc = nullptr;
       check_driver(describe(&desc, &group, 1), "cuDevResourceGenerateDesc");
       CUgreenCtx partition = nullptr;
@@ -123,7 +125,7 @@ struct LaneSet::Green {
                 std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION % 1000 / 10) +
                 " (rebuild with a newer toolkit, or run with --placement streams)");
   }
-  void split_device(int, int, int) {}
+  void split_device(int, int, int, int, int) {}
   CUresult get_current(CUcontext*) { return CUDA_SUCCESS; }
   CUresult set_current(CUcontext) { return CUDA_SUCCESS; }
   std::vector<CUcontext> contexts;
@@ -154,7 +156,12 @@ LaneSet::LaneSet(const TaskGraph& graph, const PlacementOptions& options, Memory
   int cache = 0;
   if (options.placement == "partitions") {
     green_ = std::make_unique<Green>();
-    green_->split_device(options.device, P, options.sms_per_partition);
+    if (options.first_partition < 0 || options.first_partition + P > std::max(P, options.split_into)) {
+      throw Error("internal: processors on partitions " + std::to_string(options.first_partition) + ".." +
+                  std::to_string(options.first_partition + P - 1) + " of " + std::to_string(std::max(P, options.split_into)));
+    }
+    green_->split_device(options.device, std::max(P, options.split_into), options.sms_per_partition,
+                         options.first_partition, P);
   }
   for (int p = 0; p < P; ++p) {
     auto lane = std::make_unique<Lane>();
@@ -173,14 +180,14 @@ LaneSet::LaneSet(const TaskGraph& graph, const PlacementOptions& options, Memory
       lane->sm_count = green_->sms[static_cast<std::size_t>(p)];
       check_driver(green_->set_current(green_->contexts[static_cast<std::size_t>(p)]), "cuCtxSetCurrent");
       try {
-        lane->context = std::make_unique<Context>(options.tf32);
+        lane->context = std::make_unique<Context>(options.tf32, options.blocking_wait);
       } catch (...) {
         green_->set_current(previous);
         throw;
       }
       check_driver(green_->set_current(previous), "cuCtxSetCurrent");
     } else {
-      lane->context = std::make_unique<Context>(options.tf32);
+      lane->context = std::make_unique<Context>(options.tf32, options.blocking_wait);
     }
     processors_.push_back(std::move(lane));
   }
@@ -192,7 +199,7 @@ LaneSet::LaneSet(const TaskGraph& graph, const PlacementOptions& options, Memory
     lane->cache = cache++;
     lane->pool = &pool;
     check_cuda(cudaSetDevice(lane->device), "cudaSetDevice");
-    lane->context = std::make_unique<Context>(options.tf32);
+    lane->context = std::make_unique<Context>(options.tf32, options.blocking_wait);
     if (l.src >= 0 && l.dst >= 0 && device_of(l.src) != device_of(l.dst)) {
       int can = 0;
       check_cuda(cudaDeviceCanAccessPeer(&can, device_of(l.dst), device_of(l.src)), "cudaDeviceCanAccessPeer");
@@ -215,11 +222,13 @@ LaneSet::LaneSet(const TaskGraph& graph, const PlacementOptions& options, Memory
     description_ = std::to_string(P) + " plain stream(s) on one " + name + " (no SM isolation)";
   }
   if (options.tf32) description_ += ", TF32 GEMMs";
+  if (options.blocking_wait) description_ += ", threads sleep while their streams work";
 }
 
 LaneSet::~LaneSet() {
   for (auto& lane : processors_) {
     if (lane->green_context != nullptr && green_) green_->set_current(static_cast<CUcontext>(lane->green_context));
+    for (void* event : lane->timing_events) cudaEventDestroy(static_cast<cudaEvent_t>(event));
     lane->scratch = Tensor();
     lane->context.reset();
   }
@@ -227,6 +236,7 @@ LaneSet::~LaneSet() {
     cudaSetDevice(processors_.empty() ? 0 : processors_.front()->device);
   }
   for (auto& lane : links_) {
+    for (void* event : lane->timing_events) cudaEventDestroy(static_cast<cudaEvent_t>(event));
     lane->scratch = Tensor();
     lane->context.reset();
   }

@@ -20,6 +20,11 @@ struct PlacementOptions {
   int device = 0;                        // partitions / streams: which GPU
   int sms_per_partition = 0;             // partitions: 0 = as many as P equal partitions allow
   bool tf32 = false;
+  bool blocking_wait = false;            // host threads sleep while their streams work (Context)
+  // partitions: split the GPU into max(P, split_into) partitions and run processor p on partition
+  // first_partition + p (a profile's copies at once each take partitions of their own).
+  int split_into = 0;
+  int first_partition = 0;
 };
 
 class LaneSet {

@@ -7,7 +7,9 @@
 #   experiments/gpu/gpu.sh device     there (device tool: carry [".gpu"]): unpack them into a private
 #                                     prefix, then build, test, validate and baseline below in turn
 #   experiments/gpu/gpu.sh build      there: build with nvcc for the GPU found (build-gpu/), list devices
-#   experiments/gpu/gpu.sh test       there: every test, the CUDA ones included (they skip without a GPU)
+#   experiments/gpu/gpu.sh test       there: every test, the CUDA ones included (they skip without a GPU;
+#                                     TESTS=pattern: only those)
+#   experiments/gpu/gpu.sh partitions there: whether SM partitions isolate (pipetwin_partition_benchmark)
 #   experiments/gpu/gpu.sh validate   there: `pipetwin validate --device cuda` on resnet56 and vgg16,
 #                                     six schedules, P = 1, 2, 4, 8 SM partitions (MODELS, SMS, STEPS,
 #                                     RUNS override); tables and JSON
@@ -66,14 +68,23 @@ build() {
     nvidia-smi || echo "no nvidia-smi here: building for sm_${sm:-90}, the GPU tests will skip"
     cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix_path" \
           -DCMAKE_CUDA_ARCHITECTURES="${sm:-90}" -DPIPETWIN_BUILD_PYTHON=OFF
-    cmake --build "$build" -j "$(nproc)"
+    # TARGETS: only these (the device step builds what it runs, to spend less device time)
+    cmake --build "$build" -j "$(nproc)" ${TARGETS:+--target $TARGETS}
     "$build"/bin/pipetwin devices
   } 2>&1 | tee "$out/build.log"
 }
 
+# TESTS: a ctest -R pattern (default: every test); each test stops after 300 s.
 run_tests() {
   unpack
-  ctest --test-dir "$build" --output-on-failure -j 4 2>&1 | tee "$out/test.log"
+  ctest --test-dir "$build" --output-on-failure -j 4 --timeout 300 ${TESTS:+-R "$TESTS"} 2>&1 | tee "$out/test.log"
+}
+
+# Whether SM partitions isolate: a compute-bound kernel on the whole GPU, on one partition of
+# SMS SMs alone, and on it while every other partition runs too (partition_benchmark.cu).
+partitions() {
+  unpack
+  "$build"/bin/pipetwin_partition_benchmark --sms "${SMS:-16}" 2>&1 | tee "$out/partitions.txt"
 }
 
 # Predicted against measured on SM partitions of one GPU (16 SMs each, so P = 8 fits an H100's
@@ -90,12 +101,19 @@ validate() {
 import json, sys
 r = json.load(open(sys.argv[1]))
 print(f"{r['model']} · {r['placement']} · {r['microbatches']} microbatches x {r['samples_per_microbatch']} samples")
-print(f"{'schedule':>14} {'P':>2} {'pred_ms':>9} {'meas_ms':>9} {'error':>7} {'pred_x':>6} {'meas_x':>6}")
+print(f"{'schedule':>14} {'P':>2} {'pred_ms':>9} {'meas_ms':>9} {'error':>7} {'spread':>6} {'tasks':>7} {'replay':>7} "
+      f"{'pred_x':>6} {'meas_x':>6} {'pred_MiB':>9} {'meas_MiB':>9}")
 for w in r["rows"]:
     print(f"{w['schedule']:>14} {w['processors']:>2} {w['predicted_step_s']*1e3:9.3f} {w['measured_step_s']*1e3:9.3f} "
-          f"{w['step_error']*100:+6.1f}% {w['predicted_speedup']:5.2f}x {w['measured_speedup']:5.2f}x")
+          f"{w['step_error']*100:+6.1f}% {w['measured_spread']*100:5.1f}% {w['task_time_error']*100:+6.1f}% "
+          f"{w['replay_error']*100:+6.1f}% {w['predicted_speedup']:5.2f}x {w['measured_speedup']:5.2f}x "
+          f"{w['predicted_peak_memory_bytes']/2**20:9.1f} {w['measured_peak_memory_bytes']/2**20:9.1f}")
 print(f"mean |error| {r['mean_abs_step_error']*100:.1f}%, largest {r['max_abs_step_error']*100:.1f}%; Kendall tau "
-      + " ".join(f"P={p}: {t:.2f}" for p, t in r["kendall_tau"].items()))
+      + " ".join(f"P={p}: {t:.2f}" for p, t in r["kendall_tau"].items())
+      + "; separable tau " + " ".join(f"P={p}: " + ("-" if t["tau"] is None else f"{t['tau']:.2f}") + f" ({t['pairs']} of {t['of']} pairs)"
+                                      for p, t in r["separable_kendall_tau"].items()))
+for line in r.get("too_noisy", []):
+    print("too noisy:", line)
 PY
   done
 }
@@ -150,6 +168,7 @@ case "${1:-}" in
   baseline) baseline ;;
   constants) constants ;;
   ranks) ranks ;;
-  device) build; run_tests; constants; validate; baseline; ranks ;;
-  *) echo "usage: experiments/gpu/gpu.sh prepare|build|test|validate|baseline|constants|ranks|device" >&2; exit 2 ;;
+  partitions) partitions ;;
+  device) build; run_tests; partitions; constants; validate; baseline; ranks ;;
+  *) echo "usage: experiments/gpu/gpu.sh prepare|build|test|partitions|validate|baseline|constants|ranks|device" >&2; exit 2 ;;
 esac

@@ -3,6 +3,16 @@
 #   -DEXPECT_ERROR=ON   it must fail cleanly: exit code 1 or 2 (not a crash), stderr exactly one
 #                       line starting "pipetwin: error:", and nothing on stdout
 #   -DMATCH=<regex>     stdout (success) or stderr (error) must match
+#   -DWITHOUT_GPU=ON    a check of the machine without a CUDA device: where `pipetwin devices`
+#                       lists one, print "skipped: ..." (ctest shows it skipped) and check nothing
+if(WITHOUT_GPU)
+  list(GET COMMAND 0 program)
+  execute_process(COMMAND ${program} devices RESULT_VARIABLE devices_code OUTPUT_VARIABLE devices_out ERROR_QUIET)
+  if(devices_out MATCHES "cuda:0: ")
+    message("skipped: a CUDA device is here, and this checks the error without one")
+    return()
+  endif()
+endif()
 execute_process(COMMAND ${COMMAND} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(EXPECT_ERROR)
   if(NOT code MATCHES "^[12]$")

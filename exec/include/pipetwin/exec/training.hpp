@@ -38,6 +38,11 @@ struct TrainingOptions {
   // the cost model puts their copies (copies_on_cores). Across ranks, a rank's listener is not
   // pinned.
   std::vector<int> pin_cpus;
+  // A profile's copies at once (profile_layers' `concurrent`): this run is copy `copy` of
+  // `copies`. The CUDA executor gives each copy SM partitions of its own, as a pipeline's
+  // processors have.
+  int copy = 0;
+  int copies = 1;
   // Which threads copy the transfers between processors (cpu; the CUDA executor runs every link
   // on streams of its own). links: a thread per in-order link. senders: the sending processor's
   // thread copies each transfer right after the task whose data it copies, where the graph allows

@@ -43,6 +43,10 @@ struct ValidationRow {
   // calibrated costs add up to, minus 1; the median over runs. Where the step-time error is not
   // the replay's, it is here: tasks ran slower or faster than calibrated. NaN as the replay.
   double task_time_error = 0;
+  // How busy the other processors are, on average, while one works (0: never, 1: always): the
+  // weight of the table taken with P copies at once against the one taken alone in the row's
+  // calibration (blend_calibrations; busy_concurrency). 0 at P = 1 and without calibrations.
+  double co_run_weight = 0;
   // The step error's 95% confidence half-width (a fraction), distribution-free from the order
   // statistics: of the rounds' ratios with a calibration per round, else of the runs' steps.
   // Infinite with one run.
@@ -105,6 +109,12 @@ struct ValidationOptions {
 };
 
 using Predictor = std::function<Result(const TaskGraph&)>;
+
+// How many processors run a task, on average, while one does: the mean over the processors' busy
+// time of the number busy at that moment (the integral of N squared over the integral of N, N
+// the processors running a task), from `result`'s task times for `graph`. 1 when no two
+// processors' tasks overlap, P when all P always run together; 0 without processor tasks.
+double busy_concurrency(const TaskGraph& graph, const Result& result);
 
 // `config` names the model and its parameters, microbatches, minibatches and the calibration;
 // its schedule and processors are replaced by each configuration's. `run` measures (run_cpu, or

@@ -73,6 +73,13 @@ struct Calibration {
   std::string source;             // the file it came from
 };
 
+// The table for tasks that run while, on average, a fraction `weight` of the other processors is
+// busy: every compute time (each layer's F, BA, BW, B and U, the task and layer overheads)
+// linear between the table taken alone (weight 0) and the one taken with every processor busy
+// (`together`, P copies at once: weight 1). The copies' and links' figures are `together`'s.
+// Throws for a weight outside [0, 1] or a layer the alone table lacks.
+Calibration blend_calibrations(const Calibration& alone, const Calibration& together, double weight);
+
 Calibration calibration_from_json_text(const std::string& text, const std::string& source);
 Calibration load_calibration(const std::string& path);
 std::string calibration_to_json_text(const Calibration& calibration);

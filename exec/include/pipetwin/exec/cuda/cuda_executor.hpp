@@ -23,6 +23,11 @@ struct CudaOptions {
   int device = 0;                        // partitions / streams: the GPU
   int partition_sms = 0;                 // SMs per partition; 0: the largest equal share for P
   bool tf32 = false;                     // TF32 tensor-core GEMMs (labelled; fp32 otherwise)
+  // How a host thread waits for its stream: spin (holds its core, the quickest wake) or block
+  // (sleeps until the driver wakes it). Spinning was faster on an H100 machine with 16 CPUs even
+  // with 22 threads (resnet56 on 8 partitions: 1f1b 66.7 ms a step against 76.0, layerpipe 80.2
+  // against 101.6; docs/cuda-executor.md).
+  std::string wait = "spin";
   // Across ranks (--distributed): how tensors travel between them. nccl: GPU to GPU (a GPU per
   // rank); mpi: through host memory (ranks may share a GPU); auto: nccl where it can run.
   std::string rank_link = "auto";
@@ -37,8 +42,11 @@ TrainingRun run_cuda(const TaskGraph& graph, const Network& network, const Batch
 
 // The calibration of `config`'s network on one processor as `options` places it (one SM
 // partition, one GPU, or one stream): every layer's F, BA, BW and U timed inside a one-processor
-// sequential run, the executor's cost per task, and the GPU's copy bandwidth and latency.
+// sequential run, the executor's cost per task, and the GPU's copy bandwidth and latency. With
+// `concurrent` > 1, that many copies of the run at once, each on SM partitions of its own (as the
+// processors of a pipeline of that many run: same GPU, same host, same driver).
 Calibration profile_cuda(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
-                         const CudaOptions& options, const std::function<void(const std::string&)>& progress);
+                         const CudaOptions& options, const std::function<void(const std::string&)>& progress,
+                         int concurrent = 1);
 
 }  // namespace pipetwin::cuda

@@ -18,12 +18,13 @@ struct PluginEntryPoints {
   TrainingRun (*run)(const TaskGraph& graph, const Network& network, const BatchSampler& data,
                      const TrainingOptions& training, const CudaOptions& options, std::string* placement);
   Calibration (*profile)(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
-                         const CudaOptions& options, const std::function<void(const std::string&)>& progress);
+                         const CudaOptions& options, const std::function<void(const std::string&)>& progress,
+                         int concurrent);
 };
 
 // This header's version and the sizes of the types that cross between program and plug-in.
 constexpr std::uint64_t plugin_abi() {
-  constexpr std::uint64_t version = 1;
+  constexpr std::uint64_t version = 2;
   return version << 56 ^ sizeof(TaskGraph) << 40 ^ sizeof(TrainingRun) << 24 ^ sizeof(Calibration) << 8 ^
          sizeof(GraphConfig) ^ sizeof(CudaOptions) << 4 ^ sizeof(TrainingOptions) << 16;
 }

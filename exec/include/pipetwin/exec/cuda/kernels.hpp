@@ -23,10 +23,11 @@ namespace pipetwin::cuda {
 bool device_available(std::string* reason);
 
 // One stream and one cuBLAS handle on the current device. Throws pipetwin::Error when there is
-// no device.
+// no device. synchronize() spins until the stream has drained, or, with `blocking_wait`, sleeps
+// until the driver wakes it (a core left free for other threads, a wake-up's latency paid).
 class Context {
  public:
-  explicit Context(bool tf32 = false);
+  explicit Context(bool tf32 = false, bool blocking_wait = false);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;

@@ -1,0 +1,34 @@
+// A calibration table between two measured ones: the table taken alone and the one taken with P
+// copies at once (every processor busy), mixed linearly by how many of the other processors a
+// pipeline's tasks see busy (blend_calibrations in calibration.hpp).
+#include <cmath>
+
+#include "pipetwin/models/calibration.hpp"
+#include "pipetwin/models/error.hpp"
+
+namespace pipetwin {
+
+Calibration blend_calibrations(const Calibration& alone, const Calibration& together, double weight) {
+  if (!(weight >= 0 && weight <= 1)) {
+    throw Error("blend_calibrations: the weight must be in [0, 1], got " + std::to_string(weight));
+  }
+  const auto mix = [weight](double a, double b) { return a + weight * (b - a); };
+  Calibration blended = together;
+  blended.task_overhead_s = mix(alone.task_overhead_s, together.task_overhead_s);
+  blended.layer_overhead_s = mix(alone.layer_overhead_s, together.layer_overhead_s);
+  for (auto& [name, times] : blended.layers) {
+    const auto it = alone.layers.find(name);
+    if (it == alone.layers.end()) {
+      throw Error("blend_calibrations: layer " + name + " is in the table taken at once but not in the one taken alone");
+    }
+    const LayerTimes& a = it->second;
+    times.forward_s = mix(a.forward_s, times.forward_s);
+    times.activation_grad_s = mix(a.activation_grad_s, times.activation_grad_s);
+    times.weight_grad_s = mix(a.weight_grad_s, times.weight_grad_s);
+    times.backward_s = a.backward_s >= 0 && times.backward_s >= 0 ? mix(a.backward_s, times.backward_s) : -1;
+    times.update_s = mix(a.update_s, times.update_s);
+  }
+  return blended;
+}
+
+}  // namespace pipetwin
