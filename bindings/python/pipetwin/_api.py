@@ -195,7 +195,9 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     DataFrame when pandas is installed (else a list of dicts; each row's step_error is the median
     over rounds of that round's prediction over its run, minus 1, its measured_spread the
     half-range of its runs over their median, its replay_error the engine fed each run's own task
-    times against that run, and predicted_rounds_s and measured_rounds_s every round's figures), the summary a dict with mean_abs_step_error, max_abs_step_error,
+    times against that run, its co_run_weight how far its table lies from the one taken alone
+    towards the one taken with P copies at once (the other processors' busy share while one
+    works), and predicted_rounds_s and measured_rounds_s every round's figures), the summary a dict with mean_abs_step_error, max_abs_step_error,
     mean_abs_replay_error, max_abs_replay_error, kendall_tau per processor count, noise_floor (the
     median spread), and without a calibration table the number of calibration tables taken (per run,
     one per processor count: P copies at once for P processors), the one-processor tables' drift

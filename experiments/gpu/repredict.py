@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Re-predict a stored GPU validation on a machine without a GPU (docs/cuda-executor.md).
+
+Reads a `pipetwin validate --json` file and calibration tables kept beside it (as in
+experiments/gpu/h100-2026-11-24/), predicts every row again with `pipetwin simulate
+--calibration` (the model as it is now), and prints the prediction against the file's measured
+step time. Rows whose P has a table taken with P copies at once (--together P=FILE) are predicted
+as `validate` predicts them: from a table between the one taken alone and that one, weighted by
+the busy concurrency of the prediction from the table taken alone ((c - 1) / (P - 1), c the mean
+number of processors running a task while one does). Other rows use the table taken alone.
+
+    python3 experiments/gpu/repredict.py --pipetwin build/bin/pipetwin \\
+        --validation experiments/gpu/h100-2026-11-24/validate-resnet56-p-tables.json \\
+        --alone experiments/gpu/h100-2026-11-24/calibration-resnet56-alone.json \\
+        --together 8=experiments/gpu/h100-2026-11-24/calibration-resnet56-8-at-once.json
+
+The calibrations of a validation were taken in its own rounds and are not in its JSON: a
+re-prediction from tables kept beside it differs from the file's own prediction by the machine's
+drift between them, as well as by whatever the model changed.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+KINDS = ("F_s", "BA_s", "BW_s", "B_s", "U_s")
+
+
+def simulate(pipetwin, validation, schedule, processors, calibration):
+    """The simulator's prediction of one row, with every task's start and end."""
+    command = [pipetwin, "simulate", "-m", validation["model"], "-s", schedule, "-p", str(processors),
+               "--microbatches", str(validation["microbatches"]), "--minibatches", str(validation["minibatches"]),
+               "--calibration", calibration, "--json", "--task-times"]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"repredict: {' '.join(command)} failed: {done.stderr.strip()}")
+    return json.loads(done.stdout)
+
+
+def busy_concurrency(result):
+    """The integral of N squared over the integral of N, N the processors running a task."""
+    changes = []
+    for task in result["task_times"]:
+        if task["placement"] == "processor" and task["end_cycles"] > task["start_cycles"]:
+            changes += [(task["start_cycles"], 1), (task["end_cycles"], -1)]
+    changes.sort()
+    running = busy = busy_squared = 0
+    for i, (cycle, change) in enumerate(changes):
+        running += change
+        if i + 1 < len(changes):
+            span = changes[i + 1][0] - cycle
+            busy += running * span
+            busy_squared += running * running * span
+    return busy_squared / busy if busy > 0 else 0.0
+
+
+def blend(alone, together, weight):
+    """Every compute time linear between the two tables; links and copies are `together`'s."""
+    mixed = json.loads(json.dumps(together))
+    mix = lambda a, b: a + weight * (b - a)
+    for key in ("task_overhead_s", "layer_overhead_s"):
+        mixed[key] = mix(alone[key], together[key])
+    by_name = {layer["name"]: layer for layer in alone["layers"]}
+    for layer in mixed["layers"]:
+        theirs = by_name[layer["name"]]
+        for kind in KINDS:
+            if kind in layer and kind in theirs:
+                layer[kind] = mix(theirs[kind], layer[kind])
+    return mixed
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pipetwin", default="build/bin/pipetwin")
+    parser.add_argument("--validation", required=True, help="a `pipetwin validate --json` file")
+    parser.add_argument("--alone", required=True, help="the calibration table taken alone")
+    parser.add_argument("--together", action="append", default=[], metavar="P=FILE",
+                        help="the table taken with P copies at once (repeatable)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    args = parser.parse_args()
+    validation = json.load(open(args.validation))
+    alone = json.load(open(args.alone))
+    together = {}
+    for item in args.together:
+        p, _, path = item.partition("=")
+        if not p.isdigit() or not path:
+            sys.exit(f"repredict: --together wants P=FILE, got '{item}'")
+        together[int(p)] = json.load(open(path))
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        blended_path = os.path.join(folder, "blended.json")
+        for row in validation["rows"]:
+            schedule, processors = row["schedule"], row["processors"]
+            predicted = simulate(args.pipetwin, validation, schedule, processors, args.alone)
+            weight = None
+            if processors > 1 and processors in together:
+                concurrency = busy_concurrency(predicted)
+                weight = min(1.0, max(0.0, (concurrency - 1) / (processors - 1)))
+                with open(blended_path, "w") as f:
+                    json.dump(blend(alone, together[processors], weight), f)
+                predicted = simulate(args.pipetwin, validation, schedule, processors, blended_path)
+            step_s = predicted["iteration_s"]
+            rows.append({"schedule": schedule, "processors": processors, "co_run_weight": weight,
+                         "repredicted_step_s": step_s, "measured_step_s": row["measured_step_s"],
+                         "file_predicted_step_s": row["predicted_step_s"],
+                         "error": step_s / row["measured_step_s"] - 1})
+    mean = sum(abs(r["error"]) for r in rows) / len(rows)
+    if args.json:
+        print(json.dumps({"rows": rows, "mean_abs_error": mean}, indent=1))
+        return
+    print(f"{validation['model']}: {len(rows)} rows re-predicted from {os.path.basename(args.alone)}"
+          + (f" and tables at once for P = {', '.join(map(str, sorted(together)))}" if together else ""))
+    print(f"{'schedule':>14} {'P':>2} {'weight':>6} {'repredicted_ms':>14} {'measured_ms':>11} {'error':>7} {'file_ms':>9}")
+    for r in rows:
+        weight = "-" if r["co_run_weight"] is None else f"{r['co_run_weight']:.2f}"
+        print(f"{r['schedule']:>14} {r['processors']:>2} {weight:>6} {r['repredicted_step_s'] * 1e3:14.2f} "
+              f"{r['measured_step_s'] * 1e3:11.2f} {r['error'] * 100:+6.1f}% {r['file_predicted_step_s'] * 1e3:9.2f}")
+    print(f"mean |error| {mean * 100:.1f}% over {len(rows)} rows")
+
+
+if __name__ == "__main__":
+    main()
