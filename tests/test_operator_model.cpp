@@ -99,7 +99,7 @@ TEST_CASE("each layer's GEMM kernels do the layer's own multiply-accumulates") {
             doctest::Approx(2 * layer.forward_macs * b));
       // The weight gradient repeats the forward's weight products; attention cores have none.
       const double attention_macs = layer.type == "transformer_block"
-                                        ? 2.0 * layer.input_shape[0] * layer.input_shape[0] * layer.input_shape[1]
+                                        ? 2.0 * static_cast<double>(layer.input_shape[0] * layer.input_shape[0] * layer.input_shape[1])
                                         : 0.0;
       const double weight_macs = layer.forward_macs - attention_macs;
       CHECK(gemm_flops(layer_kernels(layer, TaskKind::BW, 3, layer.element_bytes)) ==

@@ -37,6 +37,7 @@ namespace {
 std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 std::int64_t floor_mod(std::int64_t a, std::int64_t b) { return a - floor_div(a, b) * b; }
 
+#ifdef PIPETWIN_HAVE_CBC  // what the exact scheduler uses
 // Shifts every start by a multiple of T to the least starts that keep the dependencies (residues
 // and processors unchanged); false if no such starts exist (a positive loop).
 bool least_starts(ModuloSchedule& s, const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& edges) {
@@ -76,11 +77,13 @@ ModuloSchedule retimed(ModuloSchedule s, std::int64_t longer) {
   s.period_cycles = longer;
   return s;
 }
+#endif
 
 }  // namespace
 
 namespace {
 
+#ifdef PIPETWIN_HAVE_CBC  // the local search before CBC
 // Greedy placement at `schedule`'s period with every task held to the processor `assignment`
 // gives it (modulo_place_at with one preferred processor each); false if that fails.
 bool place_assigned(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& edges, int processors,
@@ -134,6 +137,7 @@ ModuloSchedule fewer_bytes(const std::vector<ModuloTask>& tasks, const std::vect
   }
   return best;
 }
+#endif
 
 }  // namespace
 
