@@ -182,6 +182,11 @@ void run(RunOptions& options, mpi::MpiSession* session) {
     j["learning_rate"] = options.executor.learning_rate;
     j["momentum"] = options.executor.momentum;
     j["minibatch_loss"] = trained.minibatch_loss;
+    if (!trained.device_pool_peak_bytes.empty()) {
+      auto pools = nlohmann::json::object();
+      for (const auto& [gpu, bytes] : trained.device_pool_peak_bytes) pools[std::to_string(gpu)] = bytes;
+      j["device_pool_peak_bytes"] = pools;
+    }
     if (test_data) {
       j["test_loss"] = accuracy.loss;
       j["test_accuracy"] = accuracy.accuracy;
@@ -200,6 +205,10 @@ void run(RunOptions& options, mpi::MpiSession* session) {
                  fmt::format("{:.1f}%", 100 * r.bubble_fraction), human_bytes(peak), human_bytes(r.host_peak_memory_bytes),
                  fmt::format("{:.4f}", trained.minibatch_loss.front()), fmt::format("{:.4f}", trained.minibatch_loss.back())});
   table.print(std::cout);
+  for (const auto& [gpu, bytes] : trained.device_pool_peak_bytes) {
+    std::cout << fmt::format("GPU {}: the memory pool held at most {} (graph buffers, caches and convolution workspaces)\n", gpu,
+                             human_bytes(bytes));
+  }
   if (test_data) {
     std::cout << fmt::format("test ({} samples): accuracy {:.2f}%, loss {:.4f}\n", test_data->size(),
                              100 * accuracy.accuracy, accuracy.loss);

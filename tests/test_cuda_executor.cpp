@@ -104,6 +104,11 @@ TEST_CASE("CUDA executor: plain streams and offload give the CPU executor's weig
       CHECK(max_layer_relative_difference(runs.cuda_run.final_weights, runs.cpu_run.final_weights) <= 1e-4);
       CHECK(runs.cuda_run.result.engine == "cuda");
       CHECK(runs.cuda_run.result.tasks.size() == make_graph(config).tasks.size());
+      // The pool held every processor's buffers at their peak, all on GPU 0 (and more: its caches,
+      // the convolution workspaces).
+      REQUIRE(runs.cuda_run.device_pool_peak_bytes.count(0) == 1);
+      for (const auto bytes : runs.cuda_run.result.peak_memory_bytes) CHECK(runs.cuda_run.device_pool_peak_bytes.at(0) >= bytes);
+      CHECK(runs.cpu_run.device_pool_peak_bytes.empty());
     }
   }
   // Offload to pinned host memory and back.

@@ -56,6 +56,7 @@ struct Configuration {
   std::vector<double> replayed_s;
   std::vector<double> task_time_errors;  // per run: measured processor time / calibrated - 1
   std::vector<std::int64_t> measured_peaks;  // per run
+  std::vector<std::int64_t> pool_peaks;      // per run, where the runner has a memory pool
   double co_run_weight = 0;  // the latest calibration's (ValidationRow::co_run_weight)
   double measured_s() const { return median_of(steps_s); }
   double spread() const { return half_range_over_median(steps_s); }
@@ -195,6 +196,7 @@ nlohmann::ordered_json validation_rows_json(const ValidationReport& report) {
                     {"predicted_peak_memory_bytes", row.predicted_peak_bytes},
                     {"measured_peak_memory_bytes", row.measured_peak_bytes},
                     {"measured_peak_memory_max_bytes", row.measured_peak_max_bytes},
+                    {"measured_pool_peak_bytes", row.measured_pool_peak_bytes},
                     {"predicted_rounds_s", row.predicted_rounds_s},
                     {"measured_rounds_s", row.measured_rounds_s}});
   }
@@ -379,6 +381,11 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       const TrainingRun measured = run(c.graph, request.network, sampler, options.training);
       c.steps_s.push_back(measured.result.iteration_s);
       c.measured_peaks.push_back(max_peak(measured.result));
+      if (!measured.device_pool_peak_bytes.empty()) {
+        std::int64_t pool = 0;
+        for (const auto& [gpu, bytes] : measured.device_pool_peak_bytes) pool = std::max(pool, bytes);
+        c.pool_peaks.push_back(pool);
+      }
       if (measured.result.tasks.size() == c.graph.tasks.size() && measured.result.iteration_s > 0) {
         const TaskGraph replay = with_measured_costs(c.graph, measured.result, measured.copies_on_senders);
         const double replayed_s = predict(replay).iteration_s;
@@ -420,6 +427,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     row.predicted_peak_bytes = median_bytes(m.predicted_peaks);
     row.measured_peak_bytes = median_bytes(m.measured_peaks);
     row.measured_peak_max_bytes = m.measured_peaks.empty() ? 0 : *std::max_element(m.measured_peaks.begin(), m.measured_peaks.end());
+    row.measured_pool_peak_bytes = m.pool_peaks.empty() ? 0 : median_bytes(m.pool_peaks);
     row.measured_spread = m.spread();
     row.replayed_step_s = m.replayed_s.empty() ? nan : median_of(m.replayed_s);
     row.replay_error = m.replay_errors.empty() ? nan : median_of(m.replay_errors);

@@ -51,6 +51,12 @@ class CudaBackend {
   }
 
   const std::string& description() const { return lanes_.description(); }
+  // Per GPU (pinned host memory left out), the most bytes the pool held at once.
+  std::map<int, std::int64_t> device_pool_peak_bytes() const {
+    std::map<int, std::int64_t> peaks = pool_.peak_reserved_bytes();
+    peaks.erase(-1);
+    return peaks;
+  }
   Lane& processor_lane(std::int32_t p) { return lanes_.processor(p); }
   Lane& link_lane(std::int32_t k) { return lanes_.link(k); }
   void enter(Lane& lane) { lanes_.enter(lane); }
@@ -337,7 +343,9 @@ TrainingRun run_cuda(const TaskGraph& graph, const Network& network, const Batch
   CudaBackend backend(graph, network, data, options, run_options);
   if (placement != nullptr) *placement = backend.description() + rank_link;
   exec::GraphExecution<CudaBackend> execution(backend, graph, network, run_options, "cuda");
-  return execution.run();
+  TrainingRun run = execution.run();
+  run.device_pool_peak_bytes = backend.device_pool_peak_bytes();
+  return run;
 }
 
 Calibration profile_cuda(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,

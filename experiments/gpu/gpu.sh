@@ -107,7 +107,8 @@ for w in r["rows"]:
     print(f"{w['schedule']:>14} {w['processors']:>2} {w['predicted_step_s']*1e3:9.3f} {w['measured_step_s']*1e3:9.3f} "
           f"{w['step_error']*100:+6.1f}% {w['measured_spread']*100:5.1f}% {w['task_time_error']*100:+6.1f}% "
           f"{w['replay_error']*100:+6.1f}% {w['predicted_speedup']:5.2f}x {w['measured_speedup']:5.2f}x "
-          f"{w['predicted_peak_memory_bytes']/2**20:9.1f} {w['measured_peak_memory_bytes']/2**20:9.1f}")
+          f"{w['predicted_peak_memory_bytes']/2**20:9.1f} {w['measured_peak_memory_bytes']/2**20:9.1f}"
+          + (f" pool {w['measured_pool_peak_bytes']/2**20:.1f}" if w.get('measured_pool_peak_bytes') else ""))
 print(f"mean |error| {r['mean_abs_step_error']*100:.1f}%, largest {r['max_abs_step_error']*100:.1f}%; Kendall tau "
       + " ".join(f"P={p}: {t:.2f}" for p, t in r["kendall_tau"].items())
       + "; separable tau " + " ".join(f"P={p}: " + ("-" if t["tau"] is None else f"{t['tau']:.2f}") + f" ({t['pairs']} of {t['of']} pairs)"

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,10 @@ struct TrainingRun {
   std::vector<HostWeights> initial_weights;  // per layer: version 0
   std::vector<LayerTime> layer_times;     // when recorded
   bool copies_on_senders = false;         // some transfers were copied by their senders' threads
+  // The CUDA executor's memory pool: per GPU, the most bytes it held from cudaMalloc at once (its
+  // caches and the convolution workspaces included, which result.peak_memory_bytes, the graph's
+  // buffers per processor, does not count). Empty on the CPU.
+  std::map<int, std::int64_t> device_pool_peak_bytes;
 };
 
 // Initial parameters of every layer, from `seed` (the same as every executor's version 0).

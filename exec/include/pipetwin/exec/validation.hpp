@@ -30,6 +30,10 @@ struct ValidationRow {
   // on timing (a processor held up while the other's buffers arrive) is one run's, and a machine
   // that stalls a thread for milliseconds can raise it in one run of nine.
   std::int64_t predicted_peak_bytes = 0, measured_peak_bytes = 0, measured_peak_max_bytes = 0;
+  // On GPUs: the memory pool's high-water mark (TrainingRun::device_pool_peak_bytes, the largest
+  // over the GPUs; the median over runs): the graph's buffers as the GPUs held them, with the
+  // pool's caches and the convolution workspaces. 0 on the CPU.
+  std::int64_t measured_pool_peak_bytes = 0;
   // The noise of the measurement: half the range of the runs' step times over their median. An
   // error within it cannot be told from noise.
   double measured_spread = 0;
