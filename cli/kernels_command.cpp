@@ -41,7 +41,7 @@ std::vector<const Layer*> matching_layers(const Network& net, const std::string&
   }
   std::vector<const Layer*> layers;
   for (const Layer& layer : net.layers) {
-    if (std::regex_search(layer.name, pattern)) layers.push_back(&layer);
+    if (std::regex_match(layer.name, pattern)) layers.push_back(&layer);  // the whole name: block1 is not block10
   }
   if (layers.empty()) {
     throw Error("kernels: no layer of " + net.name + " matches --layer '" + layer_pattern + "'");
@@ -187,7 +187,8 @@ void add_kernels_command(CLI::App& app) {
                       "microbatches per minibatch: the kernels are those of one microbatch (batch / microbatches samples)")
       ->capture_default_str();
   command->add_option("--param", options->config.params, "key=value for the model or hardware (repeatable), e.g. batch=8, precision=fp16");
-  command->add_option("--layer", options->layer, "only layers whose name matches this regular expression")
+  command->add_option("--layer", options->layer,
+                      "only layers whose whole name matches this regular expression (block1; block1[0-2]; block.*)")
       ->capture_default_str();
   command->add_flag("--json", options->json, "print JSON: one object per layer and task kind");
   command->callback([options] { run(*options); });

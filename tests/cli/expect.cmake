@@ -3,6 +3,7 @@
 #   -DEXPECT_ERROR=ON   it must fail cleanly: exit code 1 or 2 (not a crash), stderr exactly one
 #                       line starting "pipetwin: error:", and nothing on stdout
 #   -DMATCH=<regex>     stdout (success) or stderr (error) must match
+#   -DNOT_MATCH=<regex> and must not match this
 #   -DWITHOUT_GPU=ON    a check of the machine without a CUDA device: where `pipetwin devices`
 #                       lists one, print "skipped: ..." (ctest shows it skipped) and check nothing
 if(WITHOUT_GPU)
@@ -33,4 +34,7 @@ else()
 endif()
 if(DEFINED MATCH AND NOT text MATCHES "${MATCH}")
   message(FATAL_ERROR "output does not match '${MATCH}':\n${text}")
+endif()
+if(NOT "${NOT_MATCH}" STREQUAL "" AND text MATCHES "${NOT_MATCH}")
+  message(FATAL_ERROR "output matches '${NOT_MATCH}', which it must not:\n${text}")
 endif()
