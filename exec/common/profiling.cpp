@@ -15,11 +15,17 @@
 
 namespace pipetwin {
 
-double median_of(std::vector<double> values) {
-  if (values.empty()) return 0.0;
+namespace {
+template <typename T>
+T upper_median(std::vector<T> values) {
+  if (values.empty()) return T{0};
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
 }
+}  // namespace
+
+double median_of(std::vector<double> values) { return upper_median(std::move(values)); }
+std::int64_t median_of(std::vector<std::int64_t> values) { return upper_median(std::move(values)); }
 
 Calibration calibration_from_run(const TaskGraph& graph, const Network& network, const TrainingRun& run,
                                  std::int32_t skip_minibatches) {

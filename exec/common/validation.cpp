@@ -15,13 +15,6 @@
 namespace pipetwin {
 namespace {
 
-// The upper median, as median_of takes it.
-std::int64_t median_bytes(std::vector<std::int64_t> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
 std::int64_t max_peak(const Result& r) {
   std::int64_t peak = 0;
   for (const auto bytes : r.peak_memory_bytes) peak = std::max(peak, bytes);
@@ -424,10 +417,10 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     // predictions of the same round's calibration.
     row.predicted_speedup = median_of(round_ratios(one.predicted_s, m.predicted_s));
     row.measured_speedup = median_of(round_ratios(one.steps_s, m.steps_s));
-    row.predicted_peak_bytes = median_bytes(m.predicted_peaks);
-    row.measured_peak_bytes = median_bytes(m.measured_peaks);
+    row.predicted_peak_bytes = median_of(m.predicted_peaks);
+    row.measured_peak_bytes = median_of(m.measured_peaks);
     row.measured_peak_max_bytes = m.measured_peaks.empty() ? 0 : *std::max_element(m.measured_peaks.begin(), m.measured_peaks.end());
-    row.measured_pool_peak_bytes = m.pool_peaks.empty() ? 0 : median_bytes(m.pool_peaks);
+    row.measured_pool_peak_bytes = median_of(m.pool_peaks);
     row.measured_spread = m.spread();
     row.replayed_step_s = m.replayed_s.empty() ? nan : median_of(m.replayed_s);
     row.replay_error = m.replay_errors.empty() ? nan : median_of(m.replay_errors);

@@ -56,14 +56,20 @@ std::vector<std::int32_t> copied_after(const TaskGraph& graph) {
   return after;
 }
 
-std::vector<bool> links_copied_by_senders(const TaskGraph& graph) {
+namespace {
+
+// Per link: whether some transfer on it is copied after a sender's task (`after`: copied_after's).
+std::vector<bool> links_with_copies(const TaskGraph& graph, const std::vector<std::int32_t>& after) {
   std::vector<bool> copied(graph.links.size(), false);
-  const std::vector<std::int32_t> after = copied_after(graph);
   for (const auto& t : graph.tasks) {
     if (after[static_cast<std::size_t>(t.id)] >= 0) copied[static_cast<std::size_t>(t.resource)] = true;
   }
   return copied;
 }
+
+}  // namespace
+
+std::vector<bool> links_copied_by_senders(const TaskGraph& graph) { return links_with_copies(graph, copied_after(graph)); }
 
 std::vector<std::int32_t> next_on_processor(const TaskGraph& graph) {
   std::vector<std::int32_t> next(graph.tasks.size(), -1);
@@ -114,10 +120,7 @@ void charge_copies_to_cores(TaskGraph& graph, const Calibration& calibration) {
   if (handoff_s >= 0) {
     // One wake-up (the sender's of the reader), not two (of the link's thread, then of the reader).
     const auto handoff_cycles = static_cast<std::int64_t>(std::ceil(handoff_s * graph.clock_hz - 1e-9));
-    std::vector<bool> copied(graph.links.size(), false);  // per link: its sender copies
-    for (const auto& t : graph.tasks) {
-      if (after_read[static_cast<std::size_t>(t.id)] >= 0) copied[static_cast<std::size_t>(t.resource)] = true;
-    }
+    const std::vector<bool> copied = links_with_copies(graph, after_read);  // per link: its sender copies
     for (auto& t : graph.tasks) {
       if (t.placement != Placement::link || !copied[static_cast<std::size_t>(t.resource)] || t.cost_cycles <= 0) continue;
       t.cost_cycles = std::max<std::int64_t>(0, t.cost_cycles - graph.links[static_cast<std::size_t>(t.resource)].latency_cycles) + handoff_cycles;

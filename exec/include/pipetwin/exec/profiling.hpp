@@ -15,6 +15,7 @@ namespace pipetwin {
 
 // The upper median (the middle value; of two middles, the larger), 0 when empty.
 double median_of(std::vector<double> values);
+std::int64_t median_of(std::vector<std::int64_t> values);  // of byte counts, kept whole
 
 // What each task of `runs` (of `graph`, recorded with `record_layer_times`) took beyond its
 // layers' recorded times, with the number of layers it spans; updates are left out (one fused
