@@ -42,6 +42,22 @@ void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with
       ->capture_default_str();
   command.add_option("--data-dir", options.data_dir, "folder with the Fashion-MNIST (or --data idx) IDX files (.gz or not)")
       ->capture_default_str();
+  command.add_option("--handoff-spin-us", options.handoff_spin,
+                     "microseconds a processor's or link's thread spins for its next task's inputs before it sleeps "
+                     "(0: sleep at once), or auto: 2000 where a CPU run has a processor for every CPU, two or more (no "
+                     "thread then competes for a core), 0 otherwise and on GPUs. A CPU profile times its handoff with the "
+                     "spin of the runs its table is for (docs/executor.md, \"Handoffs\")")
+      ->capture_default_str()
+      ->check([](const std::string& text) {
+        if (text == "auto") return std::string();
+        try {
+          std::size_t used = 0;
+          const double us = std::stod(text, &used);
+          if (used == text.size() && us >= 0 && us <= 1e6) return std::string();
+        } catch (const std::exception&) {
+        }
+        return "microseconds from 0 to 1000000, or auto; got '" + text + "'";
+      });
   if (!with_training) return;
   command.add_option("--rank-link", options.cuda.rank_link,
                      "cuda, --distributed: how tensors travel between ranks: nccl (GPU to GPU; every rank needs a "
@@ -52,11 +68,6 @@ void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with
   command.add_option("--lr", options.learning_rate, "SGD learning rate")->capture_default_str();
   command.add_option("--momentum", options.momentum, "SGD momentum (0: plain SGD)")->capture_default_str();
   command.add_option("--seed", options.seed, "seed of the initial weights")->capture_default_str();
-  command.add_option("--handoff-spin-us", options.handoff_spin_us,
-                     "microseconds a processor's or link's thread spins for its next task's inputs before it sleeps "
-                     "(0: sleep at once). Spinning saves a wake-up only where there are more cores than threads")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 1e6));
   command.add_option("--transfer-threads", options.transfer_threads,
                      "cpu: which threads copy the transfers between processors: senders (the sending processor's "
                      "thread, right after the task whose output it copies), links (a thread per link), or auto "
@@ -109,6 +120,10 @@ std::unique_ptr<Dataset> load_data(const ExecutorOptions& options, const Network
   }
 }
 
+double handoff_spin_s(const ExecutorOptions& options) {
+  return options.handoff_spin == "auto" ? kAutomaticHandoffSpin : std::stod(options.handoff_spin) * 1e-6;
+}
+
 std::vector<int> pinned_cpus(const ExecutorOptions& options) {
   return options.pin_threads ? cpus_to_pin() : std::vector<int>{};
 }
@@ -119,7 +134,7 @@ TrainingOptions training_options(const ExecutorOptions& options) {
   training.learning_rate = options.learning_rate;
   training.momentum = options.momentum;
   training.seed = options.seed;
-  training.handoff_spin_s = options.handoff_spin_us * 1e-6;
+  training.handoff_spin_s = handoff_spin_s(options);
   training.transfer_threads = parse_transfer_threads(options.transfer_threads);
   check_training_options(training);  // before any data is loaded
   return training;

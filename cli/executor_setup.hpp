@@ -22,10 +22,13 @@ struct ExecutorOptions {
   double learning_rate = 0.05;
   double momentum = 0;
   std::uint64_t seed = 1;
-  double handoff_spin_us = 0;  // TrainingOptions::handoff_spin_s, in microseconds
+  std::string handoff_spin = "auto";  // --handoff-spin-us: microseconds, or auto (TrainingOptions::handoff_spin_s)
   std::string transfer_threads = "auto";  // TrainingOptions::transfer_threads: auto, links or senders
   bool pin_threads = false;    // TrainingOptions::pin_cpus: this process's CPUs, in turn
 };
+
+// --handoff-spin-us in seconds (TrainingOptions::handoff_spin_s): kAutomaticHandoffSpin for auto.
+double handoff_spin_s(const ExecutorOptions& options);
 
 // The CPUs `--pin-threads` pins to (this process's affinity mask), or none without it.
 std::vector<int> pinned_cpus(const ExecutorOptions& options);

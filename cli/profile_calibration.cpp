@@ -23,7 +23,8 @@ Calibration profile_device_calibration(const GraphConfig& config, const Executor
     return cuda::load_cuda_plugin().entry_points->profile(config, *data, repeats, executor.seed, executor.cuda, report,
                                                           concurrent);
   }
-  return cpu::profile_cpu(config, *data, repeats, executor.seed, report, concurrent, pinned_cpus(executor));
+  return cpu::profile_cpu(config, *data, repeats, executor.seed, report, concurrent, pinned_cpus(executor),
+                         handoff_spin_s(executor));
 }
 
 Calibration profile_across_ranks(const GraphConfig& config, const ExecutorOptions& executor, int repeats, bool progress,

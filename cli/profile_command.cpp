@@ -63,7 +63,11 @@ void run(const ProfileCommandOptions& options, mpi::MpiSession* session) {
                            "transfer latency {:.1f} us",
                            calibration.task_overhead_s * us, calibration.layer_overhead_s * us, calibration.copy_bytes_per_s / 1e9,
                            calibration.copy_latency_s * us);
-  if (calibration.handoff_s >= 0) std::cout << fmt::format(" ({:.1f} us copied by its sender)", calibration.handoff_s * us);
+  if (calibration.handoff_s >= 0) {
+    std::cout << fmt::format(calibration.device == "cpu" ? " ({:.1f} us copied by its sender)" : " (of which two handoffs of {:.1f} us)",
+                             calibration.handoff_s * us);
+    if (calibration.handoff_spin_s > 0) std::cout << fmt::format(", threads spinning {:.0f} us", calibration.handoff_spin_s * us);
+  }
   std::cout << "\n";
   if (!calibration.copy_seconds.empty()) {
     std::cout << "copies:";

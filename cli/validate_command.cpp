@@ -75,6 +75,18 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
   default_hardware_for_device(options.executor, config.hardware);
   const ScheduleRequest request = make_request(config);
   const bool profiled_here = config.calibration_file.empty();
+  // A table's handoff is that of runs with its spin: say where these runs spin otherwise.
+  const Calibration* given = request.hardware.calibration.get();
+  if (!options.quiet && given != nullptr && given->device == "cpu" && given->handoff_s >= 0) {
+    for (const int p : counts) {
+      const double spin_s = handoff_spin_for(p, handoff_spin_s(options.executor), session != nullptr);
+      if (p == 1 || std::abs(spin_s - given->handoff_spin_s) < 1e-9) continue;
+      std::cerr << fmt::format("note: {} timed its handoff with {:.0f} us of spin, the runs on {} processors spin {:.0f} us "
+                               "(--handoff-spin-us): their transfers' latency is not its\n",
+                               config.calibration_file, given->handoff_spin_s * 1e6, p, spin_s * 1e6);
+      break;
+    }
+  }
   if (session != nullptr && session->rank() != 0) {  // the other ranks do what rank 0 asks
     try {
       follow_rank_leader(session->transport(), config, options.executor, options.repeats, options.message_timeout_s);

@@ -681,6 +681,17 @@ TEST_CASE("a replay's task costs are the measured durations") {
     const auto extra = held_up.find(t.id);
     CHECK(t.cost_cycles == replay.tasks[static_cast<std::size_t>(t.id)].cost_cycles + (extra == held_up.end() ? 0 : extra->second));
   }
+  // A link whose handoffs were timed apart from its latency (a GPU's: a copy's round trip and two
+  // handoffs) adds the handoffs alone: the measured transfer waited for its copy's round trip.
+  TaskGraph split = graph;
+  for (auto& link : split.links) {
+    link.latency_cycles = 100;
+    link.wake_cycles = 30;
+    link.delivery_cycles = 20;
+  }
+  const TaskGraph split_replay = with_measured_costs(split, measured);
+  for (const auto& link : split_replay.links) CHECK(link.latency_cycles == 50);
+  for (const auto& t : split_replay.tasks) CHECK(t.cost_cycles == 7 + t.id + (t.placement == Placement::link ? 50 : 0));
   measured.tasks.pop_back();
   CHECK_THROWS_AS(with_measured_costs(graph, measured), Error);
 }
@@ -785,6 +796,7 @@ TEST_CASE("threads that spin before they sleep train the same weights, bit for b
     const TaskGraph graph = make_graph(config);
     const BatchSampler sampler(data, request.network.batch, config.microbatches, config.minibatches, 7);
     TrainingOptions sleeping;
+    sleeping.handoff_spin_s = 0;
     TrainingOptions spinning;
     spinning.handoff_spin_s = 200e-6;
     const TrainingRun a = cpu::run_cpu(graph, request.network, sampler, sleeping);
@@ -799,6 +811,16 @@ TEST_CASE("threads that spin before they sleep train the same weights, bit for b
   const BatchSampler sampler(data, request.network.batch, 4, 1, 7);
   CHECK_THROWS_WITH_AS(cpu::run_cpu(make_graph(config), request.network, sampler, negative),
                        doctest::Contains("the handoff spin must be from 0 to 1 second"), Error);
+  // The automatic spin: where the processors are as many as the CPUs, in one process, and only there.
+  const int cpus = usable_cpu_count();
+  CHECK(TrainingOptions{}.handoff_spin_s == kAutomaticHandoffSpin);
+  CHECK(handoff_spin_for(cpus, kAutomaticHandoffSpin, false) == (cpus > 1 ? kHandoffSpinWhereEveryCoreHasAThread_s : 0));
+  CHECK(handoff_spin_for(1, kAutomaticHandoffSpin, false) == 0);  // one processor hands off nothing
+  CHECK(handoff_spin_for(cpus + 1, kAutomaticHandoffSpin, false) == 0);
+  if (cpus > 1) CHECK(handoff_spin_for(cpus - 1, kAutomaticHandoffSpin, false) == 0);
+  CHECK(handoff_spin_for(cpus, kAutomaticHandoffSpin, true) == 0);  // ranks may share the CPUs
+  CHECK(handoff_spin_for(cpus + 1, 3e-4, false) == 3e-4);             // asked: as asked
+  CHECK(handoff_spin_for(cpus, 0, false) == 0);
 }
 
 TEST_CASE("transfers copied by their senders' threads run right after their sources and train the same weights, bit for bit") {

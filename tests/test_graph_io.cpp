@@ -84,6 +84,14 @@ TEST_CASE("typed dependencies and link policies in JSON: kept, and bad ones name
     }
   }
   CHECK(back.links.front().policy == LinkPolicy::shared);
+  // A link's wake and delivery parts are kept (absent: 0).
+  CHECK(text.find("wake_cycles") == std::string::npos);
+  TaskGraph split = graph;
+  split.links.front().wake_cycles = 2;
+  split.links.front().delivery_cycles = 3;
+  const TaskGraph split_back = graph_from_json(graph_to_json(split), "g.json");
+  CHECK(split_back.links.front().wake_cycles == 2);
+  CHECK(split_back.links.front().delivery_cycles == 3);
   auto broken = [&](const std::string& from, const std::string& to) {
     std::string edited = text;
     const auto at = edited.find(from);

@@ -158,7 +158,7 @@ TEST_CASE("a CPU calibration's copies take the sending processor's core where ev
   // mlp 16 -> 12 -> 8 -> 4 cut after its first layer, 2 microbatches of 4 samples, gpipe on 2 CPU
   // threads: each microbatch's activation (12 x 4 floats) goes p0 -> p1, its gradient p1 -> p0.
   const auto graph_with_cores = [](std::int32_t cores, bool across_ranks = false,
-                                    std::vector<std::pair<std::int64_t, double>> copy_seconds = {}) {
+                                    std::vector<std::pair<std::int64_t, double>> copy_seconds = {}, double handoff_s = -1) {
     GraphConfig config = graph_config("mlp", "gpipe", "cpu-core", 2, 2, 1);
     config.params = {"widths=16,12,8,4", "batch=8", "cuts=0"};
     auto calibration = std::make_shared<Calibration>();
@@ -167,6 +167,7 @@ TEST_CASE("a CPU calibration's copies take the sending processor's core where ev
     calibration->copy_bytes_per_s = 1e8;
     calibration->copy_latency_s = 1e-5;
     calibration->cores = cores;
+    calibration->handoff_s = handoff_s;
     calibration->copy_seconds = std::move(copy_seconds);
     if (across_ranks) {  // p0 and p1 on ranks 0 and 1: every transfer is a message
       calibration->ranks = 2;
@@ -219,6 +220,20 @@ TEST_CASE("a CPU calibration's copies take the sending processor's core where ev
   for (std::size_t k = 0; k < apart.links.size(); ++k) {
     CHECK(static_cast<double>(apart.links[k].latency_cycles) == latency_cycles);
     CHECK(static_cast<double>(shared.links[k].latency_cycles) == handoff_cycles);
+    // A table without handoff_s keeps a link thread's latency whole; a sender's copy has the
+    // reader's wake-up alone, after the link (docs/design.md, "Links").
+    CHECK(apart.links[k].wake_cycles == 0);
+    CHECK(apart.links[k].delivery_cycles == 0);
+    CHECK(shared.links[k].wake_cycles == 0);
+    CHECK(static_cast<double>(shared.links[k].delivery_cycles) == handoff_cycles);
+  }
+  // A table that timed the handoff (4 us of the 10 us latency) splits a link thread's latency:
+  // the thread's wake-up and the reader's, 4 us each (rounded down: parts of the whole).
+  const TaskGraph timed = graph_with_cores(4, false, {}, 4e-6);
+  for (const auto& link : timed.links) {
+    CHECK(static_cast<double>(link.latency_cycles) == latency_cycles);
+    CHECK(static_cast<double>(link.wake_cycles) == std::floor(4e-6 * timed.clock_hz));
+    CHECK(static_cast<double>(link.delivery_cycles) == std::floor(4e-6 * timed.clock_hz));
   }
   int transfers = 0;
   for (const auto& t : apart.tasks) {

@@ -106,6 +106,7 @@ TEST_CASE("the simulator equals the evaluator on 200 random contention-free task
     for (int p = 0; p < processors; ++p) g.processors.push_back({"p" + std::to_string(p), 1 << 30, 0});
     const int tasks = std::uniform_int_distribution<int>(1, 80)(rng);
     std::vector<std::int32_t> next_order(processors, 0);
+    std::vector<std::int32_t> link_orders;  // per link: its next transfer's order
     for (int i = 0; i < tasks; ++i) {
       // Dependencies only on earlier tasks, and processor orders in creation order: acyclic.
       std::vector<std::int32_t> deps;
@@ -114,11 +115,22 @@ TEST_CASE("the simulator equals the evaluator on 200 random contention-free task
       }
       const std::int64_t cost = std::uniform_int_distribution<int>(0, 20)(rng);
       if (processors > 1 && i > 0 && std::uniform_int_distribution<int>(0, 3)(rng) == 0) {
-        // A transfer on a link of its own, with a latency: no contention by construction.
-        const auto link = static_cast<std::int32_t>(g.links.size());
-        const std::int64_t latency = std::uniform_int_distribution<int>(0, 3)(rng);
-        g.links.push_back({"l" + std::to_string(link), 0, processors - 1, 1.0, latency, ""});
-        g.tasks.push_back(transfer(i, link, 0, cost + latency, deps));
+        // A transfer on an in-order link of its own medium, with a latency (sometimes with a wake
+        // and a delivery part), or the next on such a link: one in service at a time, no contention.
+        std::int32_t link = static_cast<std::int32_t>(g.links.size());
+        if (link > 0 && std::uniform_int_distribution<int>(0, 1)(rng) == 0) {
+          link = std::uniform_int_distribution<std::int32_t>(0, link - 1)(rng);
+        } else {
+          LinkInfo info{"l" + std::to_string(link), 0, processors - 1, 1.0, std::uniform_int_distribution<int>(0, 6)(rng), ""};
+          if (std::uniform_int_distribution<int>(0, 1)(rng) == 0) {
+            info.wake_cycles = std::uniform_int_distribution<std::int64_t>(0, info.latency_cycles / 2)(rng);
+            info.delivery_cycles = std::uniform_int_distribution<std::int64_t>(0, info.latency_cycles - info.wake_cycles)(rng);
+          }
+          g.links.push_back(info);
+          link_orders.push_back(0);
+        }
+        g.tasks.push_back(transfer(i, link, link_orders[static_cast<std::size_t>(link)]++,
+                                   cost + g.links[static_cast<std::size_t>(link)].latency_cycles, deps));
       } else {
         const int p = std::uniform_int_distribution<int>(0, processors - 1)(rng);
         g.tasks.push_back(compute(i, p, next_order[p]++, cost, deps));
@@ -132,6 +144,42 @@ TEST_CASE("the simulator equals the evaluator on 200 random contention-free task
       CHECK(expected[i].end_cycles == simulated[i].end_cycles);
     }
   }
+}
+
+TEST_CASE("an in-order link's wake and delivery parts: a queued transfer skips the wake, the reader's wake holds no link") {
+  // Link latency 30 = wake 8 + round trip 12 + delivery 10; each transfer 20 cycles of bytes.
+  const std::int64_t latency = 30, wake = 8, delivery = 10, cost = latency + 20;
+  TaskGraph g = two_processor_graph();
+  g.links = {{"p0->p1", 0, 1, 1.0, latency, ""}};
+  g.links[0].wake_cycles = wake;
+  g.links[0].delivery_cycles = delivery;
+  // p0: A (10 cycles), then B until cycle 200; X1 and X2 carry A, X3 carries B; p1 reads each.
+  g.tasks = {compute(0, 0, 0, 10, {}),          compute(1, 0, 1, 190, {}),        transfer(2, 0, 0, cost, {0}),
+             transfer(3, 0, 1, cost, {0}),      transfer(4, 0, 2, cost, {1}),     compute(5, 1, 0, 1, {2}),
+             compute(6, 1, 1, 1, {3}),          compute(7, 1, 2, 1, {4})};
+  REQUIRE(structural_problems(g).empty());
+  // X1: the link waited for it, the whole cost: 10..60, the link free at 50 (the reader's wake after).
+  // X2: ready at 10, queued behind X1: starts when the link is free, without the wake: 50..92.
+  // X3: ready at 200, the link idle since 82: its thread slept, the whole cost again: 200..250.
+  const std::vector<std::pair<std::int64_t, std::int64_t>> expected = {{10, 60}, {50, 92}, {200, 250}};
+  for (const auto& times : {evaluate_times(g), simulate_times(g)}) {
+    for (std::size_t x = 0; x < 3; ++x) {
+      CAPTURE(x);
+      CHECK(times[2 + x].start_cycles == expected[x].first);
+      CHECK(times[2 + x].end_cycles == expected[x].second);
+      CHECK(times[5 + x].start_cycles == expected[x].second);
+    }
+  }
+  // Without the parts, the latency holds the link whole: X2 waits for X1's end, 60..110.
+  g.links[0].wake_cycles = g.links[0].delivery_cycles = 0;
+  for (const auto& times : {evaluate_times(g), simulate_times(g)}) {
+    CHECK(times[3].start_cycles == 60);
+    CHECK(times[3].end_cycles == 110);
+  }
+  // Parts larger than the latency are not a graph.
+  g.links[0].wake_cycles = 25;
+  g.links[0].delivery_cycles = 10;
+  CHECK_FALSE(structural_problems(g).empty());
 }
 
 TEST_CASE("two transfers sharing a link take 2N / bandwidth; on separate links N / bandwidth") {

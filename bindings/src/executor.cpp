@@ -79,7 +79,7 @@ void bind_executor(py::module_& m) {
       });
 
   m.def("train", [](const Graph& graph, const std::string& data, const std::string& data_dir, double learning_rate,
-                    double momentum, std::uint64_t seed, bool test, bool memory_timeline, double handoff_spin_us,
+                    double momentum, std::uint64_t seed, bool test, bool memory_timeline, std::optional<double> handoff_spin_us,
                     bool pin_threads, const std::string& transfer_threads,
                     const py::typing::Optional<PyMpiSession>& session_arg,
                     double message_timeout_s) -> std::optional<TrainingResult> {
@@ -87,7 +87,10 @@ void bind_executor(py::module_& m) {
     TrainingOptions checked;
     checked.learning_rate = learning_rate;
     checked.momentum = momentum;
-    checked.handoff_spin_s = handoff_spin_us * 1e-6;
+    if (handoff_spin_us && !(*handoff_spin_us >= 0)) {  // not the automatic spin's sentinel
+      throw Error("the handoff spin must be from 0 to 1 second (or automatic), got " + short_number(*handoff_spin_us * 1e-6));
+    }
+    checked.handoff_spin_s = handoff_spin_us ? *handoff_spin_us * 1e-6 : kAutomaticHandoffSpin;
     checked.transfer_threads = parse_transfer_threads(transfer_threads);
     check_training_options(checked);  // before the data is loaded
     const Network network = graph_network(*graph.graph);
@@ -131,7 +134,7 @@ void bind_executor(py::module_& m) {
     return out;
   }, py::arg("graph"), py::arg("data") = "auto", py::arg("data_dir") = kFashionMnistDir,
      py::arg("learning_rate") = 0.05, py::arg("momentum") = 0.0, py::arg("seed") = 1, py::arg("test") = false,
-     py::arg("memory_timeline") = false, py::arg("handoff_spin_us") = 0.0, py::arg("pin_threads") = false,
+     py::arg("memory_timeline") = false, py::arg("handoff_spin_us") = py::none(), py::arg("pin_threads") = false,
      py::arg("transfer_threads") = "auto", py::arg("session") = py::none(),
      py::arg("message_timeout_s") = 60.0,
      "Trains the graph's network under its schedule on CPU threads (one per processor, and per link unless "

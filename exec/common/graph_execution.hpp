@@ -67,6 +67,7 @@
 #include "byte_codec.hpp"
 #include "collective_shipments.hpp"
 #include "rank_event_log.hpp"
+#include "spin_wait.hpp"
 #include "graph_flow.hpp"
 #include "thread_plan.hpp"
 #include "layer_time_log.hpp"
@@ -1046,13 +1047,7 @@ bool GraphExecution<B>::waits_for_other_rank(const Task& t) const {
 template <typename B>
 void GraphExecution<B>::spin_until_ready(const Task& t) const {
   if (options_.handoff_spin_s <= 0) return;
-  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.handoff_spin_s));
-  for (std::uint32_t i = 1; !failed_.load(std::memory_order_relaxed) && !ready(t); ++i) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-    if (i % 64 == 0 && Clock::now() >= until) return;
-  }
+  spin_until([&] { return failed_.load(std::memory_order_relaxed) || ready(t); }, options_.handoff_spin_s);
 }
 
 // A processor or an in-order link: its tasks one at a time, in order.

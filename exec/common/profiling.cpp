@@ -3,6 +3,7 @@
 #include "pipetwin/exec/profiling.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -11,6 +12,7 @@
 #include <thread>
 
 #include "pipetwin/exec/thread_pinning.hpp"
+#include "spin_wait.hpp"
 #include "pipetwin/models/error.hpp"
 
 namespace pipetwin {
@@ -96,7 +98,7 @@ void fit_task_overheads(const std::vector<TaskOverhead>& overheads, Calibration&
   calibration.task_overhead_s = std::max(0.0, few - calibration.layer_overhead_s * fewest);
 }
 
-double measure_handoff_s(int repeats, double idle_s) {
+double measure_handoff_s(int repeats, double idle_s, double spin_s) {
   // Two threads pass a token back and forth through a mutex and a condition variable per thread,
   // as a task's end wakes the thread of a task waiting on it. Each holds the token for `idle_s`
   // (busy, as a task would be) before passing it on, so that the other has slept that long: a
@@ -109,7 +111,11 @@ double measure_handoff_s(int repeats, double idle_s) {
   std::mutex mutex;
   std::condition_variable wake[2];
   int token = 0;  // whose turn: token % 2
+  std::atomic<int> turn{0};  // token, for a spinning thread to read without the lock
   Clock::time_point passed;
+  const auto spin_for_turn = [&](int me) {  // as GraphExecution::spin_until_ready
+    if (spin_s > 0) exec::spin_until([&] { return turn.load(std::memory_order_acquire) % 2 == me; }, spin_s);
+  };
   std::vector<double> latencies_s;
   const auto hold = [idle_s] {
     const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(idle_s));
@@ -118,6 +124,7 @@ double measure_handoff_s(int repeats, double idle_s) {
   };
   const auto side = [&](int me) {
     for (int r = 0; r < rounds; ++r) {
+      spin_for_turn(me);
       {
         std::unique_lock<std::mutex> lock(mutex);
         wake[me].wait(lock, [&] { return token % 2 == me; });
@@ -127,6 +134,7 @@ double measure_handoff_s(int repeats, double idle_s) {
       std::lock_guard<std::mutex> lock(mutex);
       ++token;
       passed = Clock::now();
+      turn.store(token, std::memory_order_release);
       wake[1 - me].notify_one();
     }
   };

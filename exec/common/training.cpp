@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "pipetwin/exec/layers/layer_spec.hpp"
+#include "pipetwin/exec/thread_pinning.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/registry.hpp"
 
@@ -30,9 +31,18 @@ void check_training_options(const TrainingOptions& options) {
   if (!(options.momentum >= 0 && options.momentum < 1)) {
     throw Error("momentum must be in [0, 1), got " + short_number(options.momentum));
   }
-  if (!(options.handoff_spin_s >= 0 && options.handoff_spin_s <= 1)) {
-    throw Error("the handoff spin must be from 0 to 1 second, got " + short_number(options.handoff_spin_s));
+  if (!(options.handoff_spin_s == kAutomaticHandoffSpin || (options.handoff_spin_s >= 0 && options.handoff_spin_s <= 1))) {
+    throw Error("the handoff spin must be from 0 to 1 second (or automatic), got " + short_number(options.handoff_spin_s));
   }
+}
+
+double automatic_handoff_spin_s(std::int32_t processors) {
+  return processors > 1 && processors == usable_cpu_count() ? kHandoffSpinWhereEveryCoreHasAThread_s : 0.0;
+}
+
+double handoff_spin_for(std::int32_t processors, double asked, bool distributed) {
+  if (asked != kAutomaticHandoffSpin) return asked;
+  return distributed ? 0.0 : automatic_handoff_spin_s(processors);
 }
 
 void check_executor_network(const Network& network) {

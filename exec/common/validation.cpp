@@ -152,6 +152,12 @@ TaskGraph with_measured_costs(const TaskGraph& graph, const Result& measured, bo
                 " tasks, " + std::to_string(measured.tasks.size()) + " times)");
   }
   TaskGraph replay = graph;
+  // Where the calibration timed the handoffs apart (LinkInfo::wake_cycles, delivery_cycles), they
+  // are what lies outside a measured transfer; the rest of the latency (a GPU copy's round trip,
+  // which its task waits for) is inside it.
+  for (auto& link : replay.links) {
+    if (link.wake_cycles + link.delivery_cycles > 0) link.latency_cycles = link.wake_cycles + link.delivery_cycles;
+  }
   for (auto& t : replay.tasks) {
     const TaskTiming& time = measured.tasks[static_cast<std::size_t>(t.id)];
     t.cost_cycles = std::max<std::int64_t>(0, time.end_cycles - time.start_cycles);

@@ -175,6 +175,7 @@ TrainingRun run_cpu(const TaskGraph& graph, const Network& network, const BatchS
   check_training_options(options);
   TrainingOptions resolved = options;
   resolved.transfer_threads = transfer_threads_for(graph, options.transfer_threads);
+  resolved.handoff_spin_s = handoff_spin_for(graph.processor_count(), options.handoff_spin_s, options.distribution != nullptr);
   CpuBackend backend(network, data);
   exec::GraphExecution<CpuBackend> execution(backend, graph, network, resolved, "cpu");
   return execution.run();

@@ -69,7 +69,7 @@ double measure_copy_seconds(std::int64_t bytes, int repeats, int concurrent) {
 
 Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
                         const std::function<void(const std::string&)>& progress, int concurrent,
-                        const std::vector<int>& pin_cpus) {
+                        const std::vector<int>& pin_cpus, double handoff_spin_s) {
   Calibration calibration = profile_layers(config, data, repeats, seed, run_cpu, progress, concurrent, pin_cpus);
   calibration.device = "cpu";
   calibration.device_name = (concurrent == 1 ? std::string("one CPU thread")
@@ -84,9 +84,10 @@ Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repe
   }
   calibration.copy_bytes_per_s = static_cast<double>(calibration.copy_seconds.back().first) / calibration.copy_seconds.back().second;
   calibration.cores = usable_cpu_count();
-  // producer -> link thread -> consumer, each asleep for about a task; a sender that copies
-  // itself wakes the consumer alone
-  calibration.handoff_s = measure_handoff_s(repeats, typical_task_s(calibration));
+  // producer -> link thread -> consumer, each waiting for about a task (spinning first as the
+  // runs will); a sender that copies itself wakes the consumer alone
+  calibration.handoff_spin_s = handoff_spin_for(concurrent, handoff_spin_s, false);
+  calibration.handoff_s = measure_handoff_s(repeats, typical_task_s(calibration), calibration.handoff_spin_s);
   calibration.copy_latency_s = 2 * calibration.handoff_s;
   return calibration;
 }

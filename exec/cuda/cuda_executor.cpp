@@ -340,6 +340,7 @@ TrainingRun run_cuda(const TaskGraph& graph, const Network& network, const Batch
     }
   }
   run_options.transfer_threads = TransferThreads::links;  // a link's copies go on its own stream
+  if (run_options.handoff_spin_s == kAutomaticHandoffSpin) run_options.handoff_spin_s = 0;  // automatic: park
   CudaBackend backend(graph, network, data, options, run_options);
   if (placement != nullptr) *placement = backend.description() + rank_link;
   exec::GraphExecution<CudaBackend> execution(backend, graph, network, run_options, "cuda");
@@ -359,8 +360,11 @@ Calibration profile_cuda(const GraphConfig& config, const Dataset& data, int rep
   Calibration calibration = profile_layers(config, data, repeats, seed, run, progress, concurrent);
   if (progress) progress("measuring the GPU's copy bandwidth and latency");
   measure_copies(options, std::max(3, repeats), &calibration.copy_bytes_per_s, &calibration.copy_latency_s);
-  // producer -> link thread -> consumer, each asleep for about a task
-  calibration.copy_latency_s += 2 * measure_handoff_s(repeats, typical_task_s(calibration));
+  // producer -> link thread -> consumer, each asleep for about a task. Kept apart too: the link
+  // thread's wake-up is paid only when it waited, and the consumer's holds the link no longer
+  // (LinkInfo::wake_cycles, delivery_cycles); the copy's round trip is what the executor waits for.
+  calibration.handoff_s = measure_handoff_s(repeats, typical_task_s(calibration));
+  calibration.copy_latency_s += 2 * calibration.handoff_s;
   calibration.device = "cuda";
   calibration.device_name = placement.empty() ? "CUDA" : placement;
   return calibration;

@@ -78,22 +78,40 @@ def main():
     parser.add_argument("--alone", required=True, help="the calibration table taken alone")
     parser.add_argument("--together", action="append", default=[], metavar="P=FILE",
                         help="the table taken with P copies at once (repeatable)")
+    parser.add_argument("--handoff-us", type=float, metavar="US",
+                        help="for tables that did not time the handoff apart from the copy latency (CUDA tables "
+                             "before 2026-11-24): assume one of US microseconds, so that the links' latency is "
+                             "split as a table with `handoff_s` splits it (docs/design.md, \"Links\")")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args()
+    if args.handoff_us is not None and args.handoff_us < 0:
+        sys.exit("repredict: --handoff-us must be >= 0")
+
+    def table(path):
+        loaded = json.load(open(path))
+        if args.handoff_us is not None and loaded.get("handoff_s", -1) < 0:
+            if 2 * args.handoff_us * 1e-6 > loaded.get("copy_latency_s", -1):
+                sys.exit(f"repredict: two handoffs of {args.handoff_us} us are more than {path}'s copy latency")
+            loaded["handoff_s"] = args.handoff_us * 1e-6
+        return loaded
+
     validation = json.load(open(args.validation))
-    alone = json.load(open(args.alone))
+    alone = table(args.alone)
     together = {}
     for item in args.together:
         p, _, path = item.partition("=")
         if not p.isdigit() or not path:
             sys.exit(f"repredict: --together wants P=FILE, got '{item}'")
-        together[int(p)] = json.load(open(path))
+        together[int(p)] = table(path)
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         blended_path = os.path.join(folder, "blended.json")
+        alone_path = os.path.join(folder, "alone.json")
+        with open(alone_path, "w") as f:
+            json.dump(alone, f)
         for row in validation["rows"]:
             schedule, processors = row["schedule"], row["processors"]
-            predicted = simulate(args.pipetwin, validation, schedule, processors, args.alone)
+            predicted = simulate(args.pipetwin, validation, schedule, processors, alone_path)
             weight = None
             if processors > 1 and processors in together:
                 concurrency = busy_concurrency(predicted)

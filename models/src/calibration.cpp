@@ -19,7 +19,7 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   const JsonReader root(document, source);
   root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "cores", "task_overhead_s", "layer_overhead_s", "copy_bytes_per_s", "core_copy_bytes_per_s", "ranks", "message_send_core_s",
                    "message_send_core_bytes_per_s", "message_receive_core_s", "message_receive_core_bytes_per_s",
-                   "copy_latency_s", "handoff_s", "copy_seconds", "layers"});
+                   "copy_latency_s", "handoff_s", "handoff_spin_s", "copy_seconds", "layers"});
   if (root.get_string("format", "") != "pipetwin-calibration-1") {
     throw Error("calibration " + source + ": not a pipetwin calibration table (format pipetwin-calibration-1)");
   }
@@ -73,6 +73,7 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
     }
   }
   c.handoff_s = seconds(root, "handoff_s", -1.0, true);
+  c.handoff_spin_s = seconds(root, "handoff_spin_s", 0.0, false);
   c.message_send_core_s = seconds(root, "message_send_core_s", 0.0, false);
   c.message_receive_core_s = seconds(root, "message_receive_core_s", 0.0, false);
   for (const auto& [key, rate] : {std::make_pair("message_send_core_bytes_per_s", &c.message_send_core_bytes_per_s),
@@ -130,6 +131,7 @@ std::string calibration_to_json_text(const Calibration& c) {
     for (const auto& [bytes, s] : c.copy_seconds) j["copy_seconds"].push_back({bytes, s});
   }
   if (c.handoff_s >= 0) j["handoff_s"] = c.handoff_s;
+  if (c.handoff_spin_s > 0) j["handoff_spin_s"] = c.handoff_spin_s;
   j["layers"] = nlohmann::ordered_json::array();
   for (const auto& [name, t] : c.layers) {
     j["layers"].push_back({{"name", name}, {"F_s", t.forward_s}, {"BA_s", t.activation_grad_s},

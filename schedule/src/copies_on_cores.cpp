@@ -126,7 +126,11 @@ void charge_copies_to_cores(TaskGraph& graph, const Calibration& calibration) {
       t.cost_cycles = std::max<std::int64_t>(0, t.cost_cycles - graph.links[static_cast<std::size_t>(t.resource)].latency_cycles) + handoff_cycles;
     }
     for (std::size_t k = 0; k < graph.links.size(); ++k) {
-      if (copied[k]) graph.links[k].latency_cycles = handoff_cycles;
+      if (!copied[k]) continue;
+      // No link thread: the reader's wake-up alone, which does not hold the link.
+      graph.links[k].latency_cycles = handoff_cycles;
+      graph.links[k].wake_cycles = 0;
+      graph.links[k].delivery_cycles = handoff_cycles;
     }
   }
   const std::int32_t processors = graph.processor_count();

@@ -1,6 +1,8 @@
 // The analytic evaluator: earliest start of every task given its dependencies and the order of
 // its resource. A processor, and an in-order link, runs one task at a time in its order; on a
-// shared link transfers are pure delays (concurrent ones do not slow each other down here).
+// shared link transfers are pure delays (concurrent ones do not slow each other down here). An
+// in-order link with a wake and a delivery part (LinkInfo) is free again `delivery_cycles` before
+// its transfer ends, and a transfer it did not wait for (ready by then) skips `wake_cycles`.
 #include "pipetwin/schedule/evaluator.hpp"
 
 #include <algorithm>
@@ -18,20 +20,33 @@ std::vector<TaskTiming> evaluate_times(const TaskGraph& g) {
   for (const auto& list : tasks_by_processor(g)) {
     for (std::size_t i = 1; i < list.size(); ++i) previous_on_resource[list[i]] = list[i - 1];
   }
+  std::vector<bool> on_in_order_link(g.tasks.size(), false);
   const auto by_link = tasks_by_link(g);
   for (std::size_t k = 0; k < by_link.size(); ++k) {
     if (g.links[k].policy != LinkPolicy::in_order) continue;
-    for (std::size_t i = 1; i < by_link[k].size(); ++i) previous_on_resource[by_link[k][i]] = by_link[k][i - 1];
+    for (std::size_t i = 0; i < by_link[k].size(); ++i) {
+      on_in_order_link[by_link[k][i]] = true;
+      if (i > 0) previous_on_resource[by_link[k][i]] = by_link[k][i - 1];
+    }
   }
   std::vector<TaskTiming> times(g.tasks.size());
+  std::vector<std::int64_t> frees(g.tasks.size(), 0);  // when the task's resource could take the next
   for (const auto id : order) {
     const Task& t = g.tasks[id];
-    std::int64_t start = 0;
-    for (const auto& dep : t.deps) start = std::max(start, times[dep.task].end_cycles);
-    if (previous_on_resource[id] >= 0) {
-      start = std::max(start, times[previous_on_resource[id]].end_cycles);
+    std::int64_t ready = 0;
+    for (const auto& dep : t.deps) ready = std::max(ready, times[dep.task].end_cycles);
+    const std::int32_t previous = previous_on_resource[id];
+    const std::int64_t start = previous >= 0 ? std::max(ready, frees[previous]) : ready;
+    if (!on_in_order_link[id]) {
+      times[id] = {start, start + t.cost_cycles};
+      frees[id] = times[id].end_cycles;
+      continue;
     }
-    times[id] = {start, start + t.cost_cycles};
+    const LinkInfo& link = g.links[static_cast<std::size_t>(t.resource)];
+    const bool queued = previous >= 0 && ready <= frees[previous];  // its thread went on without a wait
+    const std::int64_t cycles = std::max<std::int64_t>(0, t.cost_cycles - (queued ? link.wake_cycles : 0));
+    times[id] = {start, start + cycles};
+    frees[id] = start + std::max<std::int64_t>(0, cycles - link.delivery_cycles);
   }
   return times;
 }

@@ -123,6 +123,8 @@ std::string graph_to_json(const TaskGraph& g) {
     j["shared_group"] = l.shared_group;
     j["policy"] = to_string(l.policy);
     if (l.switched) j["switched"] = true;
+    if (l.wake_cycles != 0) j["wake_cycles"] = l.wake_cycles;
+    if (l.delivery_cycles != 0) j["delivery_cycles"] = l.delivery_cycles;
     return j;
   }, false);
   write_array(out, "stages", g.stages, [](const StageInfo& s) {
@@ -208,7 +210,8 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
   const JsonReader links = root.at("links");
   for (std::size_t i = 0; i < links.array_size(); ++i) {
     const JsonReader l = links.at(i);
-    l.check_keys({"name", "src", "dst", "bytes_per_cycle", "latency_cycles", "shared_group", "policy", "switched"});
+    l.check_keys({"name", "src", "dst", "bytes_per_cycle", "latency_cycles", "shared_group", "policy", "switched",
+                  "wake_cycles", "delivery_cycles"});
     LinkInfo link{l.get_string("name"), as_i32(l.at("src")), as_i32(l.at("dst")),
                   l.get_double("bytes_per_cycle"), l.get_int("latency_cycles"),
                   l.get_string("shared_group")};
@@ -218,6 +221,8 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
       throw Error(source + ": " + l.path() + "/policy: " + error.what());
     }
     link.switched = l.get_bool("switched", false);
+    link.wake_cycles = l.get_int("wake_cycles", 0);
+    link.delivery_cycles = l.get_int("delivery_cycles", 0);
     g.links.push_back(link);
   }
   const JsonReader stages = root.at("stages");

@@ -2,6 +2,7 @@
 #include "link_tasks.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "pipetwin/models/cost_model.hpp"
@@ -66,6 +67,11 @@ std::int32_t LinkTasks::add(int src, int dst, const std::string& name, const Lin
   info.dst = dst;
   info.bytes_per_cycle = link_bytes_per_cycle(hw_, spec);
   info.latency_cycles = hw_.cost_model == CostModelKind::unit ? 0 : link_latency_cycles(hw_, spec);
+  if (hw_.cost_model != CostModelKind::unit) {
+    const double hz = hw_.clock_hz();
+    info.delivery_cycles = std::min(info.latency_cycles, static_cast<std::int64_t>(std::floor(spec.delivery_s * hz)));
+    info.wake_cycles = std::min(info.latency_cycles - info.delivery_cycles, static_cast<std::int64_t>(std::floor(spec.wake_s * hz)));
+  }
   info.shared_group = group;
   info.policy = spec.policy;
   g_.links.push_back(info);

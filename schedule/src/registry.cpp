@@ -236,6 +236,13 @@ void attach_calibration(HardwareProfile& hardware, const Calibration& calibratio
   if (calibration.copy_latency_s >= 0) {
     hardware.link.latency_s = calibration.copy_latency_s;
     hardware.host_link.latency_s = calibration.copy_latency_s;
+    // A link thread's transfer: its thread's wake-up, the copy's round trip, the reader's wake-up.
+    // Where the table timed the handoff apart, the first is paid only when the link waited, and
+    // the last holds the link no longer (docs/design.md, "Links").
+    if (calibration.handoff_s >= 0 && 2 * calibration.handoff_s <= calibration.copy_latency_s) {
+      hardware.link.wake_s = calibration.handoff_s;
+      hardware.link.delivery_s = calibration.handoff_s;
+    }
   }
   hardware.description += " (calibrated by " + calibration.source + ")";
   hardware.calibration = std::make_shared<const Calibration>(calibration);

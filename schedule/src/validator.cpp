@@ -32,6 +32,11 @@ void check_structure(const TaskGraph& g, std::vector<std::string>& problems) {
       problems.push_back("link " + link.name + ": bytes_per_cycle must be a positive number");
     }
     if (link.latency_cycles < 0) problems.push_back("link " + link.name + ": negative latency_cycles");
+    if (link.wake_cycles < 0 || link.delivery_cycles < 0 || link.wake_cycles > link.latency_cycles - link.delivery_cycles) {
+      problems.push_back("link " + link.name + ": wake_cycles and delivery_cycles must be >= 0 and parts of latency_cycles (" +
+                         std::to_string(link.wake_cycles) + " + " + std::to_string(link.delivery_cycles) + " > " +
+                         std::to_string(link.latency_cycles) + ")");
+    }
   }
   for (std::size_t s = 0; s < g.stages.size(); ++s) {
     const StageInfo& stage = g.stages[s];

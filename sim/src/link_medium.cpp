@@ -28,22 +28,32 @@ std::int32_t LinkMediumModule::serve_in_order(std::vector<std::int32_t> queue) {
   return static_cast<std::int32_t>(in_order_.size()) - 1;
 }
 
-void LinkMediumModule::admit(std::int32_t task) {
+void LinkMediumModule::admit(std::int32_t task, std::int64_t skipped_cycles) {
   board->start(task);
-  service_->admit(task, board->now_cycles());
+  service_->admit(task, board->now_cycles(), skipped_cycles);
   wake_.notify(sc_core::SC_ZERO_TIME);
 }
 
 void LinkMediumModule::admit_next(InOrderLink& link) {
   if (link.busy || link.next >= link.queue.size() || !link.arrived[link.next]) return;
   link.busy = true;
-  admit(link.queue[link.next++]);
+  const std::int32_t task = link.queue[link.next];
+  // Fluid service: the reader's wake-up comes after the link is free, and a transfer that was
+  // ready when the one before freed the link finds its thread awake (LinkInfo).
+  std::int64_t skipped = 0;
+  if (packets_ == nullptr) {
+    const LinkInfo& info = board->graph().links[static_cast<std::size_t>(board->graph().tasks[task].resource)];
+    const bool queued = link.next > 0 && board->now_cycles() <= link.freed_cycles;
+    skipped = info.delivery_cycles + (queued ? info.wake_cycles : 0);
+  }
+  ++link.next;
+  admit(task, skipped);
 }
 
 void LinkMediumModule::task_ready(std::int32_t task) {
   const std::int32_t slot = in_order_slot_[task];
   if (slot < 0) {
-    admit(task);
+    admit(task, 0);
     return;
   }
   InOrderLink& link = in_order_[slot];
@@ -78,16 +88,36 @@ void LinkMediumModule::step() {
       changed = true;
     }
     for (const auto task : finished_) {
-      board->finish(task);
       const std::int32_t slot = in_order_slot_[task];
+      const std::int64_t delivery =
+          slot >= 0 && packets_ == nullptr
+              ? board->graph().links[static_cast<std::size_t>(board->graph().tasks[task].resource)].delivery_cycles
+              : 0;
+      if (delivery > 0) {
+        delivering_.push_back({now + delivery, task});
+      } else {
+        board->finish(task);
+      }
       if (slot >= 0) {
         in_order_[slot].busy = false;
+        in_order_[slot].freed_cycles = now;
         admit_next(in_order_[slot]);
+      }
+    }
+    for (auto it = delivering_.begin(); it != delivering_.end();) {
+      if (it->first <= now) {
+        board->finish(it->second);
+        it = delivering_.erase(it);
+      } else {
+        ++it;
       }
     }
   }
   if (traced_) in_service.write(service_->in_service());
-  const std::int64_t next = service_->next_event(now);
+  std::int64_t next = service_->next_event(now);
+  for (const auto& [at, task] : delivering_) {
+    if (next < 0 || at < next) next = at;
+  }
   if (next > board->horizon_cycles()) {
     board->fail(std::make_exception_ptr(Error(
         "cannot simulate: a transfer on " + std::string(name()) + " would end after cycle " +

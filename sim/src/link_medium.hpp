@@ -7,6 +7,7 @@
 // wakes at arrivals and at the service's next event.
 #pragma once
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "interfaces.hpp"
@@ -42,9 +43,10 @@ class LinkMediumModule final : public sc_core::sc_module, public task_sink_if {
     std::size_t next = 0;             // the next to admit
     std::vector<char> arrived;        // per queue position: dependencies ended
     bool busy = false;                // a transfer of this link is admitted and not finished
+    std::int64_t freed_cycles = -1;   // when its latest transfer's service ended
   };
   void task_ready(std::int32_t task) override;  // the transfer's dependencies have finished
-  void admit(std::int32_t task);                // starts it: hands it to the service
+  void admit(std::int32_t task, std::int64_t skipped_cycles);  // starts it: hands it to the service
   void admit_next(InOrderLink& link);
   void step();
 
@@ -53,6 +55,8 @@ class LinkMediumModule final : public sc_core::sc_module, public task_sink_if {
   std::vector<InOrderLink> in_order_;  // by slot
   std::vector<std::int32_t> finished_;  // reused by each step
   std::vector<std::int32_t> initial_;
+  // Served transfers whose reader's wake-up (LinkInfo::delivery_cycles) is still to come: (ends, task).
+  std::vector<std::pair<std::int64_t, std::int32_t>> delivering_;
   std::unique_ptr<LinkService> service_;
   PacketService* packets_ = nullptr;  // service_, in packet mode
   bool traced_ = false;

@@ -6,9 +6,10 @@
 
 namespace pipetwin::sim {
 
-void FluidService::admit(std::int32_t task, std::int64_t now) {
+void FluidService::admit(std::int32_t task, std::int64_t now, std::int64_t skipped_cycles) {
   ++admitted_;
-  waiting_.push_back({now + graph_.links[graph_.tasks[task].resource].latency_cycles, task});
+  const std::int64_t latency = graph_.links[graph_.tasks[task].resource].latency_cycles;
+  waiting_.push_back({now + std::max<std::int64_t>(0, latency - skipped_cycles), task});
 }
 
 void FluidService::advance(std::int64_t now, std::vector<std::int32_t>& finished) {
@@ -74,7 +75,7 @@ PacketService::Port& PacketService::port(std::vector<Port>& ports, std::int32_t 
   return ports.back();
 }
 
-void PacketService::admit(std::int32_t task, std::int64_t) {
+void PacketService::admit(std::int32_t task, std::int64_t, std::int64_t) {
   const Task& t = graph_.tasks[task];
   const LinkInfo& link = graph_.links[t.resource];
   Flow flow;

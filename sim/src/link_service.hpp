@@ -31,7 +31,9 @@ class LinkService {
  public:
   virtual ~LinkService() = default;
   // The transfer has been admitted (its dependencies ended, its link's policy let it in) at `now`.
-  virtual void admit(std::int32_t task, std::int64_t now) = 0;
+  // `skipped_cycles` of its link's latency it does not wait here (fluid service: the medium
+  // delivers it later, or its link's thread did not sleep; LinkInfo); the packet service takes 0.
+  virtual void admit(std::int32_t task, std::int64_t now, std::int64_t skipped_cycles) = 0;
   // Serves everything up to `now`; `finished` gets the transfers that ended at or before it.
   virtual void advance(std::int64_t now, std::vector<std::int32_t>& finished) = 0;
   // When something next happens, or -1 when nothing will without a new admission.
@@ -42,7 +44,7 @@ class LinkService {
 class FluidService final : public LinkService {
  public:
   explicit FluidService(const TaskGraph& graph) : graph_(graph) {}
-  void admit(std::int32_t task, std::int64_t now) override;
+  void admit(std::int32_t task, std::int64_t now, std::int64_t skipped_cycles) override;
   void advance(std::int64_t now, std::vector<std::int32_t>& finished) override;
   std::int64_t next_event(std::int64_t now) const override;
   int in_service() const override { return admitted_; }
@@ -85,7 +87,7 @@ class PacketService final : public LinkService {
   // up to date); the medium tells their media.
   std::vector<std::int32_t>& forwarded() { return forwarded_; }
   PacketNetwork& network() const { return network_; }
-  void admit(std::int32_t task, std::int64_t now) override;
+  void admit(std::int32_t task, std::int64_t now, std::int64_t skipped_cycles) override;
   void advance(std::int64_t now, std::vector<std::int32_t>& finished) override;
   std::int64_t next_event(std::int64_t now) const override;
   int in_service() const override { return static_cast<int>(flows_.size()); }

@@ -116,7 +116,7 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
         minibatches: Optional[int] = None, params: Params = None, calibration: Optional[PathArg] = None,
         device: str = "cpu", data: str = "auto", data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
         momentum: float = 0.0, seed: int = 1, test: bool = False, memory_timeline: bool = False,
-        handoff_spin_us: float = 0.0, pin_threads: bool = False, transfer_threads: str = "auto", session: None = None,
+        handoff_spin_us: Optional[float] = None, pin_threads: bool = False, transfer_threads: str = "auto", session: None = None,
         message_timeout_s: float = 60.0) -> TrainingResult: ...
 
 
@@ -126,7 +126,7 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
         minibatches: Optional[int] = None, params: Params = None, calibration: Optional[PathArg] = None,
         device: str = "cpu", data: str = "auto", data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
         momentum: float = 0.0, seed: int = 1, test: bool = False, memory_timeline: bool = False,
-        handoff_spin_us: float = 0.0, pin_threads: bool = False, transfer_threads: str = "auto", session: MpiSession,
+        handoff_spin_us: Optional[float] = None, pin_threads: bool = False, transfer_threads: str = "auto", session: MpiSession,
         message_timeout_s: float = 60.0) -> Optional[TrainingResult]: ...
 
 
@@ -136,13 +136,14 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
         minibatches: Optional[int] = None, params: Params = None, calibration: Optional[PathArg] = None,
         device: str = "cpu", data: str = "auto", data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
         momentum: float = 0.0, seed: int = 1, test: bool = False, memory_timeline: bool = False,
-        handoff_spin_us: float = 0.0, pin_threads: bool = False, transfer_threads: str = "auto", session: Optional[MpiSession] = None,
+        handoff_spin_us: Optional[float] = None, pin_threads: bool = False, transfer_threads: str = "auto", session: Optional[MpiSession] = None,
         message_timeout_s: float = 60.0) -> Optional[TrainingResult]:
     """Trains for real under the schedule (CPU threads as processors) and returns a TrainingResult:
     .result (measured, the simulator's schema), .minibatch_loss, .test_accuracy (test=True).
     Configuration keywords as simulate(), but model defaults to lenet5, hardware to cpu-core and
     microbatches to 4. handoff_spin_us: how long a thread spins for its next task's inputs before
-    it sleeps (0: at once; spinning pays only where cores outnumber the run's threads).
+    it sleeps (0: at once; None: 2000 where the run has a processor for every CPU, two or more, else 0;
+    spinning pays only where no other thread needs the core; docs/executor.md, "Handoffs").
     pin_threads: processor p's thread on the p-th CPU this process may run on (in turn), each
     link's on its sender's (docs/executor.md, "Pinning"; off: the OS places them).
     transfer_threads: which threads copy the transfers between processors: "senders" (the sending

@@ -276,7 +276,7 @@ def sweep_row(engine: str, model: str, schedule: str, hardware: str, processors:
     """
     One sweep configuration run: its row (the sweep's columns) as JSON.
     """
-def train(graph: Graph, data: str = 'auto', data_dir: str = '/usr/share/datasets/fashion-mnist', learning_rate: typing.SupportsFloat | typing.SupportsIndex = 0.05, momentum: typing.SupportsFloat | typing.SupportsIndex = 0.0, seed: typing.SupportsInt | typing.SupportsIndex = 1, test: bool = False, memory_timeline: bool = False, handoff_spin_us: typing.SupportsFloat | typing.SupportsIndex = 0.0, pin_threads: bool = False, transfer_threads: str = 'auto', session: MpiSession | None = None, message_timeout_s: typing.SupportsFloat | typing.SupportsIndex = 60.0) -> TrainingResult | None:
+def train(graph: Graph, data: str = 'auto', data_dir: str = '/usr/share/datasets/fashion-mnist', learning_rate: typing.SupportsFloat | typing.SupportsIndex = 0.05, momentum: typing.SupportsFloat | typing.SupportsIndex = 0.0, seed: typing.SupportsInt | typing.SupportsIndex = 1, test: bool = False, memory_timeline: bool = False, handoff_spin_us: typing.SupportsFloat | typing.SupportsIndex | None = None, pin_threads: bool = False, transfer_threads: str = 'auto', session: MpiSession | None = None, message_timeout_s: typing.SupportsFloat | typing.SupportsIndex = 60.0) -> TrainingResult | None:
     """
     Trains the graph's network under its schedule on CPU threads (one per processor, and per link unless the senders copy their transfers: transfer_threads): real layers, real data (Fashion-MNIST for 28x28 networks, else synthetic), SGD. Returns a TrainingResult. With an MpiSession, across the job's ranks (each runs its processors' tasks): rank 0 returns the TrainingResult, the other ranks None.
     """

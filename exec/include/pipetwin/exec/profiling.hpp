@@ -43,9 +43,10 @@ Calibration calibration_from_runs(const TaskGraph& graph, const Network& network
                                   std::int32_t skip_minibatches);
 
 // Seconds from one thread ending a task to another thread starting the task waiting on it: the
-// mean (over the fastest 95%) of mutex / condition-variable handoffs to a thread that has slept
-// `idle_s` (a longer sleep wakes slower). What each hop of a transfer costs beyond its copy.
-double measure_handoff_s(int repeats, double idle_s);
+// mean (over the fastest 95%) of mutex / condition-variable handoffs to a thread that has waited
+// `idle_s` (a longer sleep wakes slower), first spinning up to `spin_s` as the executor's threads
+// do (TrainingOptions::handoff_spin_s). What each hop of a transfer costs beyond its copy.
+double measure_handoff_s(int repeats, double idle_s, double spin_s = 0);
 
 // How long a thread of a pipeline typically waits between its tasks, for measure_handoff_s: the
 // mean of a one-processor forward and a fused backward of one microbatch, from the table.

@@ -24,6 +24,21 @@ using HostWeights = Eigen::VectorXf;  // one layer's parameters on the host
 
 enum class TransferThreads { automatic, links, senders };
 
+// TrainingOptions::handoff_spin_s, left to the executor: automatic_handoff_spin_s.
+constexpr double kAutomaticHandoffSpin = -1;
+// How long a spinning thread spins, where it may (automatic_handoff_spin_s): longer than most
+// waits between the tasks of a pipeline of small networks (docs/executor.md, "Handoffs").
+constexpr double kHandoffSpinWhereEveryCoreHasAThread_s = 2e-3;
+// The automatic spin of a CPU run of `processors` processors in one process: where they are two or
+// more and as many as the CPUs it may run on (each a core of its own, and senders copying the
+// transfers, so no link thread competes for one), kHandoffSpinWhereEveryCoreHasAThread_s;
+// otherwise 0 (a spinning thread would take a core from another; one processor hands off nothing). The CUDA executor parks at once. A CPU profile times
+// its handoff with the spin of the runs its table is for (profile_cpu).
+double automatic_handoff_spin_s(std::int32_t processors);
+// `asked` (TrainingOptions::handoff_spin_s) for a CPU run of `processors` processors, in one
+// process (distributed: across ranks, where ranks may share the machine's CPUs, the automatic spin is 0).
+double handoff_spin_for(std::int32_t processors, double asked, bool distributed);
+
 struct TrainingOptions {
   double learning_rate = 0.05;
   double momentum = 0.0;              // SGD momentum; 0 = plain SGD
@@ -32,8 +47,9 @@ struct TrainingOptions {
   bool record_layer_times = false;    // time every layer's part of every task (for calibration)
   // How long a processor's or in-order link's thread spins, checking its next task's inputs, before
   // it parks on its condition variable. A parked thread's wake-up costs tens of microseconds (more
-  // where an idle virtual CPU halts); a spinning one starts at once, but holds its core meanwhile.
-  double handoff_spin_s = 0;
+  // where an idle virtual CPU halts, and its next task may then run slower); a spinning one starts
+  // at once, but holds its core meanwhile. kAutomaticHandoffSpin: automatic_handoff_spin_s.
+  double handoff_spin_s = kAutomaticHandoffSpin;
   // Pinning (empty: none): processor p's thread runs on CPU pin_cpus[p mod size], and a link's
   // threads on its sending processor's CPU (a link from host memory: its processor's), where
   // the cost model puts their copies (copies_on_cores). Across ranks, a rank's listener is not

@@ -143,7 +143,9 @@ double calibrated_step_s(const Calibration& c);
 
 // `graph` with each task's cost set to its measured duration in `measured` (end minus start, in
 // the graph's cycles) and no separate memory traffic: what an engine replays. A transfer also
-// keeps its link's latency (the modelled handoffs between threads, outside its measured copy).
+// keeps its link's latency (the modelled handoffs between threads, outside its measured copy);
+// where the link has them apart (LinkInfo::wake_cycles, delivery_cycles), those two alone, the
+// rest of the latency (a GPU copy's round trip) being inside the measured transfer.
 // With `copies_on_senders` (the run's TrainingRun::copies_on_senders) a transfer its sender's
 // thread copied (copied_after) kept that thread from its next task: the sender's task
 // after the last it read there also takes the transfer's measured copy.

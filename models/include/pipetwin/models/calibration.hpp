@@ -63,9 +63,14 @@ struct Calibration {
   double message_send_core_s = 0, message_send_core_bytes_per_s = 0;
   double message_receive_core_s = 0, message_receive_core_bytes_per_s = 0;
   double copy_latency_s = -1;     // per transfer hop, beyond the copy (< 0: keep the profile's)
-  // One thread's wake-up by another, after it slept about a task (cpu; < 0: not measured). A
-  // transfer a link thread copies costs two (copy_latency_s); one its sender copies, one.
+  // One thread's wake-up by another, after it slept about a task (< 0: not measured). A transfer
+  // a link thread copies costs two (in copy_latency_s, which on a GPU also holds the copy's round
+  // trip); one its sender copies, one. Timed apart, the link thread's is paid only when the link
+  // waited, and the reader's holds the link no longer (LinkSpec::wake_s, delivery_s).
   double handoff_s = -1;
+  // How long the threads of the handoff above spun before they slept (the runs' --handoff-spin-us;
+  // 0: they slept at once). A handoff timed with a spin is that of runs with the same spin.
+  double handoff_spin_s = 0;
   // handoff_s, or for a table without it, half its copy_latency_s (which the CPU profile measured
   // as two handoffs); < 0 when neither is known.
   double one_handoff_s() const { return handoff_s >= 0 ? handoff_s : copy_latency_s >= 0 ? copy_latency_s / 2 : -1; }

@@ -50,6 +50,11 @@ struct LinkSpec {
   std::string description;
   double bytes_per_s = 0;   // per direction
   double latency_s = 0;     // per hop
+  // Parts of latency_s that a calibration timed apart (LinkInfo::wake_cycles, delivery_cycles): the
+  // link thread's wake-up, paid only when it waited for the transfer, and the reader's, outside
+  // the link's hold. 0: latency_s holds the link whole.
+  double wake_s = 0;
+  double delivery_s = 0;
   bool shared = false;      // one medium for all pairs (a bus or a switch port)
   LinkPolicy policy = LinkPolicy::in_order;  // how each link serves its transfers
 };

@@ -34,7 +34,8 @@ std::vector<std::int32_t> next_on_processor(const TaskGraph& graph);
 // have no thread of their own: the sender's thread copies each transfer's bytes (in the time the
 // calibration measured for a copy of that size, Calibration::copy_s) before its next task, which
 // is charged that copy; the transfer takes the copy and one thread's wake-up (the calibration's
-// handoff_s) for its latency. Other links' transfers are copied by link threads that take turns
+// handoff_s) for its latency, the reader's, which holds the link no longer (its
+// delivery_cycles). Other links' transfers are copied by link threads that take turns
 // with the sender's next task, half each: the task loses the copy's time and the copy takes twice
 // as long. Between ranks (a calibration profiled across ranks, rank_layout.hpp) a transfer is a
 // message: the sender's share is the calibration's measured core time to pack and post it, and

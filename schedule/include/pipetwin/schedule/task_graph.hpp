@@ -140,6 +140,12 @@ struct LinkInfo {
   // The group is a switch (topology "switch"), not a bus: packet-level links give it an input
   // port per sender and an output queue per receiver; the fluid model shares one medium either way.
   bool switched = false;
+  // Two parts of latency_cycles (docs/design.md, "Links"), 0 unless a calibration timed them: on an
+  // in-order link, `wake_cycles` is the link thread's wake-up, paid only by a transfer the link
+  // waited for (not by one queued when the transfer before it freed the link), and
+  // `delivery_cycles` the reader's, after the link is free again (it holds the link no longer).
+  std::int64_t wake_cycles = 0;
+  std::int64_t delivery_cycles = 0;
 };
 
 // A collective operation (docs/design.md, "Collectives"): its steps are X tasks on links, each

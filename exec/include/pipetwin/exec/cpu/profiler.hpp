@@ -21,9 +21,12 @@ double measure_copy_seconds(std::int64_t bytes, int repeats, int concurrent = 1)
 // copy bandwidth (with `concurrent` copies at once) and latency. `progress` gets a line per phase (may be empty). `concurrent`: copies
 // of the run timed at once (Calibration::concurrent), a table for that many processor threads.
 // `pin_cpus`: where the copies' threads run, as a pinned run's processors (profile_layers).
+// `handoff_spin_s`: the spin of the runs the table is for (TrainingOptions::handoff_spin_s; the
+// automatic one is that of runs of `concurrent` processors); the handoff is timed with it
+// (Calibration::handoff_spin_s).
 Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
                         const std::function<void(const std::string&)>& progress, int concurrent = 1,
-                        const std::vector<int>& pin_cpus = {});
+                        const std::vector<int>& pin_cpus = {}, double handoff_spin_s = kAutomaticHandoffSpin);
 
 struct Accuracy {
   double loss = 0;      // mean over the samples
