@@ -110,11 +110,12 @@ double measure_handoff_s(int repeats, double idle_s, double spin_s) {
   using Clock = std::chrono::steady_clock;
   std::mutex mutex;
   std::condition_variable wake[2];
-  int token = 0;  // whose turn: token % 2
-  std::atomic<int> turn{0};  // token, for a spinning thread to read without the lock
+  // Whose turn: token % 2. Changed under the mutex; atomic, so that a spinning thread can read it
+  // without the lock.
+  std::atomic<int> token{0};
   Clock::time_point passed;
   const auto spin_for_turn = [&](int me) {  // as GraphExecution::spin_until_ready
-    if (spin_s > 0) exec::spin_until([&] { return turn.load(std::memory_order_acquire) % 2 == me; }, spin_s);
+    if (spin_s > 0) exec::spin_until([&] { return token.load(std::memory_order_acquire) % 2 == me; }, spin_s);
   };
   std::vector<double> latencies_s;
   const auto hold = [idle_s] {
@@ -132,9 +133,8 @@ double measure_handoff_s(int repeats, double idle_s, double spin_s) {
       }
       hold();
       std::lock_guard<std::mutex> lock(mutex);
-      ++token;
       passed = Clock::now();
-      turn.store(token, std::memory_order_release);
+      token.fetch_add(1, std::memory_order_release);
       wake[1 - me].notify_one();
     }
   };

@@ -28,6 +28,11 @@ std::int32_t LinkMediumModule::serve_in_order(std::vector<std::int32_t> queue) {
   return static_cast<std::int32_t>(in_order_.size()) - 1;
 }
 
+const LinkInfo& LinkMediumModule::link_of(std::int32_t task) const {
+  const TaskGraph& graph = board->graph();
+  return graph.links[static_cast<std::size_t>(graph.tasks[static_cast<std::size_t>(task)].resource)];
+}
+
 void LinkMediumModule::admit(std::int32_t task, std::int64_t skipped_cycles) {
   board->start(task);
   service_->admit(task, board->now_cycles(), skipped_cycles);
@@ -42,7 +47,7 @@ void LinkMediumModule::admit_next(InOrderLink& link) {
   // ready when the one before freed the link finds its thread awake (LinkInfo).
   std::int64_t skipped = 0;
   if (packets_ == nullptr) {
-    const LinkInfo& info = board->graph().links[static_cast<std::size_t>(board->graph().tasks[task].resource)];
+    const LinkInfo& info = link_of(task);
     const bool queued = link.next > 0 && board->now_cycles() <= link.freed_cycles;
     skipped = info.delivery_cycles + (queued ? info.wake_cycles : 0);
   }
@@ -89,10 +94,7 @@ void LinkMediumModule::step() {
     }
     for (const auto task : finished_) {
       const std::int32_t slot = in_order_slot_[task];
-      const std::int64_t delivery =
-          slot >= 0 && packets_ == nullptr
-              ? board->graph().links[static_cast<std::size_t>(board->graph().tasks[task].resource)].delivery_cycles
-              : 0;
+      const std::int64_t delivery = slot >= 0 && packets_ == nullptr ? link_of(task).delivery_cycles : 0;
       if (delivery > 0) {
         delivering_.push_back({now + delivery, task});
       } else {

@@ -48,6 +48,7 @@ class LinkMediumModule final : public sc_core::sc_module, public task_sink_if {
   void task_ready(std::int32_t task) override;  // the transfer's dependencies have finished
   void admit(std::int32_t task, std::int64_t skipped_cycles);  // starts it: hands it to the service
   void admit_next(InOrderLink& link);
+  const LinkInfo& link_of(std::int32_t task) const;  // the link a transfer is on
   void step();
 
   const std::vector<std::int32_t>& queue_position_;

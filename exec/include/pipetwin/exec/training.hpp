@@ -32,8 +32,9 @@ constexpr double kHandoffSpinWhereEveryCoreHasAThread_s = 2e-3;
 // The automatic spin of a CPU run of `processors` processors in one process: where they are two or
 // more and as many as the CPUs it may run on (each a core of its own, and senders copying the
 // transfers, so no link thread competes for one), kHandoffSpinWhereEveryCoreHasAThread_s;
-// otherwise 0 (a spinning thread would take a core from another; one processor hands off nothing). The CUDA executor parks at once. A CPU profile times
-// its handoff with the spin of the runs its table is for (profile_cpu).
+// otherwise 0 (a spinning thread would take a core from another; one processor hands off
+// nothing). The CUDA executor parks at once. A CPU profile times its handoff with the spin of the
+// runs its table is for (profile_cpu).
 double automatic_handoff_spin_s(std::int32_t processors);
 // `asked` (TrainingOptions::handoff_spin_s) for a CPU run of `processors` processors, in one
 // process (distributed: across ranks, where ranks may share the machine's CPUs, the automatic spin is 0).
