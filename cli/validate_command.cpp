@@ -79,7 +79,8 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
   const Calibration* given = request.hardware.calibration.get();
   if (!options.quiet && given != nullptr && given->device == "cpu" && given->handoff_s >= 0) {
     for (const int p : counts) {
-      const double spin_s = handoff_spin_for(p, handoff_spin_s(options.executor), session != nullptr);
+      const double spin_s =
+          handoff_spin_for(p, handoff_spin_s(options.executor), session != nullptr || options.executor.transfer_threads == "links");
       if (p == 1 || std::abs(spin_s - given->handoff_spin_s) < 1e-9) continue;
       std::cerr << fmt::format("note: {} timed its handoff with {:.0f} us of spin, the runs on {} processors spin {:.0f} us "
                                "(--handoff-spin-us): their transfers' latency is not its\n",

@@ -193,6 +193,31 @@ TEST_CASE("dense (oneDNN) forward and gradients equal the Eigen products") {
   }
 }
 
+TEST_CASE("weight gradients added into a sum: what it held plus the gradient (Eigen and oneDNN dense, Eigen conv2d)") {
+  // A gradient sum over microbatches: the kernels add dW into it (db is written either way). The
+  // expected sum is taken in double from the held values and the products.
+  const Matrix x = random_matrix(84, 16, 41), dy = random_matrix(10, 16, 42), held = random_matrix(10, 84, 43);
+  const Eigen::MatrixXd expected = held.cast<double>() + dy.cast<double>() * x.cast<double>().transpose();
+  const auto check_dense = [&](const auto& kernel) {
+    Matrix dw = held;
+    Vector db;
+    kernel(x, dy, dw, &db, WeightGradient::add);
+    CHECK(relative_error(dw, expected.cast<float>()) < 1e-5);
+    CHECK(relative_error(db, dy.rowwise().sum()) < 1e-5);
+  };
+  check_dense([](auto&&... a) { dense_backward_weight(a...); });
+  if (onednn::available()) check_dense([](auto&&... a) { onednn::dense_backward_weight(a...); });
+  const ConvGeometry g{2, 6, 5, 3, 3, 2, 1};
+  const Matrix cx = random_matrix(2 * 6 * 5, 3, 44), dz = random_matrix(g.out_channels * g.out_height() * g.out_width(), 3, 45);
+  const Matrix conv_held = random_matrix(g.out_channels, g.patch(), 46);
+  Matrix written(g.out_channels, g.patch()), added = conv_held;
+  Vector db_written, db_added;
+  conv2d_backward_weight(g, cx, dz, written, &db_written);
+  conv2d_backward_weight(g, cx, dz, added, &db_added, WeightGradient::add);
+  CHECK(relative_error(added, (conv_held.cast<double>() + written.cast<double>()).cast<float>()) < 1e-5);
+  CHECK(relative_error(db_added, db_written) < 1e-6);
+}
+
 TEST_CASE("batch norm backward matches finite differences") {
   const std::int64_t channels = 3;
   const Matrix z = random_matrix(channels * 4, 5, 11), r = random_matrix(channels * 4, 5, 12);

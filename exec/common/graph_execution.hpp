@@ -24,7 +24,9 @@
 //           fused B goes back through pooling, ReLU and batch norm once:
 //           to_linear(lane, l, params, stash, out_grad*, want_shortcut, grad*) -> Linear,
 //           input_gradient(lane, l, params, linear, out_grad*, begin, end) -> Gradient,
-//           gradient_buffer(lane, l) -> Params, weight_gradient(lane, l, stash, linear, grad&)
+//           gradient_buffer(lane, l) -> Params, weight_gradient(lane, l, stash, linear, grad&);
+//           a backend with `static constexpr bool adds_into_gradients = true` adds into grad
+//           (in to_linear and weight_gradient; gradient_buffer gives zeros), others write it
 //           assemble(lane, slices, n) -> Gradient (the slices placed at their columns)
 //           accumulate(lane, sum, g); sgd(lane, w, g, velocity*, lr, momentum) -> Params
 //   memory  upload(const HostWeights&, p) / zeros(count, p) -> Params; download(Params) -> HostWeights;
@@ -89,6 +91,13 @@ template <typename B>
 struct PacksTensors<B, std::void_t<decltype(std::declval<const B&>().pack(std::declval<ByteWriter&>(),
                                                                          std::declval<const typename B::Tensor&>()))>>
     : std::true_type {};
+
+// Whether a backend's weight_gradient and to_linear add into `grad` (its gradient_buffer is
+// zeros), so that a backward can add its weight gradients straight into its update's sum.
+template <typename B, typename = void>
+struct AddsIntoGradients : std::false_type {};
+template <typename B>
+struct AddsIntoGradients<B, std::enable_if_t<B::adds_into_gradients>> : std::true_type {};
 
 template <typename Backend>
 class GraphExecution {
@@ -215,6 +224,7 @@ class GraphExecution {
   template <typename Hear>
   void plan_collectives(Hear& hear);
   void pack_carried_sums(const Task& step);
+  void plan_sums_in_place();  // sums_in_place_, after threads_
   void drop_arrived_sum(std::int32_t update);  // under registry_mutex_
   void announce(const Task& t);  // tells the other ranks waiting for `t` that it has ended
   void listen();                 // this rank's messages: transfers' data and other ranks' ends
@@ -316,6 +326,9 @@ class GraphExecution {
   std::map<StashKey, std::shared_ptr<Stash>> stashes_;
   std::map<StashKey, std::shared_ptr<KeptInput>> inputs_;
   std::map<std::int32_t, std::vector<Params>> accumulators_;  // per update task
+  // Per update task: its backwards add their weight gradients straight into its sum (the backend
+  // adds into gradients, and they all run on one thread, one after another).
+  std::vector<bool> sums_in_place_;
   std::vector<Params> momentum_;                               // per layer key (touched by its U only)
   std::map<std::int32_t, std::pair<std::vector<Params>, std::int32_t>> reduced_;  // per all-reduce: the
                                                                  // sum and the updates yet to take it
@@ -606,6 +619,15 @@ void GraphExecution<B>::backward(const Task& t, Lane& lane, Payload& out) {
   std::vector<Params> grads(static_cast<std::size_t>(layers));
   const bool needs_input_grad = t.kind != TaskKind::BW;
   const bool needs_weight_grad = t.kind != TaskKind::BA;
+  const std::int32_t u = needs_weight_grad ? flow_.accumulate_into[static_cast<std::size_t>(t.id)] : -1;
+  std::vector<Params>* sum = nullptr;  // the update's sum, where this task adds into it in place
+  bool starts_sum = false;             // this task's gradients begin it
+  if (u >= 0 && sums_in_place_[static_cast<std::size_t>(u)]) {
+    std::lock_guard<std::mutex> lock(registry_mutex_);
+    sum = &accumulators_[u];  // a map's entry stays where it is while others come and go
+    starts_sum = sum->empty();
+    if (starts_sum) sum->resize(static_cast<std::size_t>(layers));
+  }
   for (std::int32_t l = t.last_layer; l >= t.first_layer; --l) {
     const auto i = static_cast<std::size_t>(l - t.first_layer);
     const bool input_grad = needs_input_grad && l > 0;  // nothing needs the gradient of the network's input
@@ -616,16 +638,16 @@ void GraphExecution<B>::backward(const Task& t, Lane& lane, Payload& out) {
     // times record what a split BA and BW would each cost (both go back to the linear output)
     // and, for a fused B, what it cost.
     auto begin = layer_begin(lane);
-    Params grad = needs_weight_grad ? b_.gradient_buffer(lane, l) : Params();
-    const auto linear = b_.to_linear(lane, l, *w, kept->layers[i], og, input_grad, needs_weight_grad ? &grad : nullptr);
+    if (needs_weight_grad && (sum == nullptr || starts_sum)) (sum ? (*sum)[i] : grads[i]) = b_.gradient_buffer(lane, l);
+    Params* grad = needs_weight_grad ? (sum ? &(*sum)[i] : &grads[i]) : nullptr;
+    const auto linear = b_.to_linear(lane, l, *w, kept->layers[i], og, input_grad, grad);
     const LayerSpan to_linear = layer_span(lane, begin);
     LayerSpan weight_part, input_part;
     if (needs_weight_grad) {
       begin = layer_begin(lane);
-      b_.weight_gradient(lane, l, kept->layers[i], linear, grad);
+      b_.weight_gradient(lane, l, kept->layers[i], linear, *grad);
       weight_part = layer_span(lane, begin);
       record_layer_spans(t, l, TaskKind::BW, {to_linear, weight_part});
-      grads[i] = std::move(grad);
     }
     if (input_grad) {
       std::int64_t sample_begin = 0, sample_end = n;  // the samples of this BA part
@@ -653,17 +675,22 @@ void GraphExecution<B>::backward(const Task& t, Lane& lane, Payload& out) {
   }
   if (flow_.sends_output_gradients[static_cast<std::size_t>(t.id)]) out.output_gradients = std::move(at_output);
   if (!needs_weight_grad) return;
-  const std::int32_t u = flow_.accumulate_into[static_cast<std::size_t>(t.id)];
-  if (u >= 0) {
+  if (sum != nullptr) {
+    if (starts_sum) {  // accounted as before it was in place: from the end of the task that begins it
+      std::int64_t bytes = 0;
+      for (const auto& gr : *sum) bytes += b_.bytes(gr);
+      memory_.allocate({BufferKind::gradient_sum, u, task(u).stage}, t.resource, bytes, t.id);
+    }
+  } else if (u >= 0) {
     std::lock_guard<std::mutex> lock(registry_mutex_);
-    auto& sum = accumulators_[u];
-    if (sum.empty()) {
+    auto& kept_sum = accumulators_[u];
+    if (kept_sum.empty()) {
       std::int64_t bytes = 0;
       for (const auto& gr : grads) bytes += b_.bytes(gr);
       memory_.allocate({BufferKind::gradient_sum, u, task(u).stage}, t.resource, bytes, t.id);
-      sum = std::move(grads);
+      kept_sum = std::move(grads);
     } else {
-      for (std::size_t i = 0; i < grads.size(); ++i) b_.accumulate(lane, sum[i], grads[i]);
+      for (std::size_t i = 0; i < grads.size(); ++i) b_.accumulate(lane, kept_sum[i], grads[i]);
     }
   } else if (flow_.sends_weight_gradient[static_cast<std::size_t>(t.id)]) {
     out.weight_gradients = std::move(grads);
@@ -1396,6 +1423,29 @@ void GraphExecution<B>::drop_arrived_sum(std::int32_t update) {
   accumulators_.erase(update);
 }
 
+// A backward adds its weight gradients straight into its update's sum (no buffer of its own, no
+// pass to add it, no lock held while it adds) where the backend adds into gradients and every
+// backward that sums into that update runs on one thread, so that they add one at a time.
+template <typename B>
+void GraphExecution<B>::plan_sums_in_place() {
+  sums_in_place_.assign(g_.tasks.size(), false);
+  if constexpr (AddsIntoGradients<B>::value) {
+    std::vector<std::int32_t> thread(g_.tasks.size(), -1);  // per update: the thread of its backwards
+    for (const auto& t : g_.tasks) {
+      const std::int32_t u = flow_.accumulate_into[static_cast<std::size_t>(t.id)];
+      if (u < 0) continue;
+      const std::int32_t runner = threads_.runner[static_cast<std::size_t>(t.id)];
+      auto& first = thread[static_cast<std::size_t>(u)];
+      if (first == -1) {
+        first = runner;
+        sums_in_place_[static_cast<std::size_t>(u)] = true;
+      } else if (first != runner) {
+        sums_in_place_[static_cast<std::size_t>(u)] = false;
+      }
+    }
+  }
+}
+
 // The other ranks waiting for `t`: a transfer's receiver has its data already (sends_away).
 template <typename B>
 void GraphExecution<B>::announce(const Task& t) {
@@ -1708,6 +1758,7 @@ TrainingRun GraphExecution<B>::run() {
   claimed_.assign(n, 0);
   wake_ = std::make_unique<std::condition_variable[]>(g_.processors.size() + g_.links.size());
   threads_ = plan_threads(g_, options_.transfer_threads == TransferThreads::senders && !distributed());
+  plan_sums_in_place();
   wakes_.assign(n, {});
   for (const auto& t : g_.tasks) {
     for (const auto& d : t.deps) {

@@ -43,4 +43,11 @@ ThreadPlan plan_threads(const TaskGraph& graph, bool copies_on_senders) {
   return plan;
 }
 
+bool ThreadPlan::runs_link_threads(const TaskGraph& graph) const {
+  for (const auto& t : graph.tasks) {
+    if (t.placement == Placement::link && link_has_thread[static_cast<std::size_t>(t.resource)]) return true;
+  }
+  return false;
+}
+
 }  // namespace pipetwin::exec

@@ -14,6 +14,9 @@ struct ThreadPlan {
   std::vector<bool> link_has_thread;                        // per link: runs on threads of its own
   // Per task: the thread that runs it, as an index into processors, then links (its wake-up).
   std::vector<std::int32_t> runner;
+
+  // Whether some transfer of `graph` runs on a link's thread of its own.
+  bool runs_link_threads(const TaskGraph& graph) const;
 };
 
 // With `copies_on_senders`, the links that copied_after (copies_on_cores.hpp) allows

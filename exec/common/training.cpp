@@ -40,9 +40,9 @@ double automatic_handoff_spin_s(std::int32_t processors) {
   return processors > 1 && processors == usable_cpu_count() ? kHandoffSpinWhereEveryCoreHasAThread_s : 0.0;
 }
 
-double handoff_spin_for(std::int32_t processors, double asked, bool distributed) {
+double handoff_spin_for(std::int32_t processors, double asked, bool other_threads_need_cores) {
   if (asked != kAutomaticHandoffSpin) return asked;
-  return distributed ? 0.0 : automatic_handoff_spin_s(processors);
+  return other_threads_need_cores ? 0.0 : automatic_handoff_spin_s(processors);
 }
 
 void check_executor_network(const Network& network) {

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "../common/graph_execution.hpp"
+#include "../common/thread_plan.hpp"
 #include "pipetwin/exec/cpu/layer_op.hpp"
 #include "pipetwin/exec/thread_pinning.hpp"
 #include "pipetwin/models/error.hpp"
@@ -25,6 +26,9 @@ class CpuBackend {
   using Linear = cpu::Linear;
   using Labels = std::vector<std::int32_t>;
   struct Lane {};
+  // The layers add their weight gradients into `grad` (gradient_buffer is zeros): a backward adds
+  // straight into its update's sum (graph_execution.hpp).
+  static constexpr bool adds_into_gradients = true;
 
   CpuBackend(const Network& network, const BatchSampler& data) : ops_(make_layer_ops(network.layers)), data_(data) {}
 
@@ -169,13 +173,20 @@ TransferThreads transfer_threads_for(const TaskGraph& graph, TransferThreads ask
   return graph.processor_count() >= usable_cpu_count() ? TransferThreads::senders : TransferThreads::links;
 }
 
+double handoff_spin_of_run(const TaskGraph& graph, const TrainingOptions& options) {
+  const bool distributed = options.distribution != nullptr;
+  const bool senders = transfer_threads_for(graph, options.transfer_threads) == TransferThreads::senders;
+  const bool link_threads = exec::plan_threads(graph, senders && !distributed).runs_link_threads(graph);
+  return handoff_spin_for(graph.processor_count(), options.handoff_spin_s, distributed || link_threads);
+}
+
 TrainingRun run_cpu(const TaskGraph& graph, const Network& network, const BatchSampler& data,
                     const TrainingOptions& options) {
   check_run_inputs(graph, network, data);
   check_training_options(options);
   TrainingOptions resolved = options;
   resolved.transfer_threads = transfer_threads_for(graph, options.transfer_threads);
-  resolved.handoff_spin_s = handoff_spin_for(graph.processor_count(), options.handoff_spin_s, options.distribution != nullptr);
+  resolved.handoff_spin_s = handoff_spin_of_run(graph, options);
   CpuBackend backend(network, data);
   exec::GraphExecution<CpuBackend> execution(backend, graph, network, resolved, "cpu");
   return execution.run();

@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <exception>
 #include <thread>
 
+#include "../common/spin_wait.hpp"
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
 #include "pipetwin/exec/cpu/layer_op.hpp"
 #include "pipetwin/exec/thread_pinning.hpp"
@@ -18,50 +21,84 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-template <typename Body>
-double median_seconds(int repeats, Body body) {
-  std::vector<double> times;
-  body();  // warm up caches and allocations
-  for (int r = 0; r < repeats; ++r) {
-    const auto begin = Clock::now();
-    body();
-    times.push_back(std::chrono::duration<double>(Clock::now() - begin).count());
-  }
-  return median_of(std::move(times));
-}
-
 }  // namespace
 
-double measure_copy_seconds(std::int64_t bytes, int repeats, int concurrent) {
+double measure_copy_seconds(std::int64_t bytes, int repeats, int concurrent, double spin_s) {
   if (concurrent < 1) throw Error("profile: concurrent copies must be at least 1");
   if (bytes < static_cast<std::int64_t>(sizeof(float))) throw Error("profile: a copy of at least one float");
   // Small copies are timed in batches of about 1 MiB, so that the clock's resolution does not weigh.
   const int batch = static_cast<int>(std::max<std::int64_t>(1, (std::int64_t{1} << 20) / bytes));
-  std::vector<double> seconds(static_cast<std::size_t>(concurrent));
-  std::atomic<int> ready{0};
-  const auto copier = [&](int i) {
-    const Matrix source = Matrix::Constant(bytes / static_cast<std::int64_t>(sizeof(float)), 1, 1.0f);  // a thread's own
-    Matrix copy;
-    ++ready;
-    while (ready.load() < concurrent) std::this_thread::yield();  // the threads copy at once
-    seconds[static_cast<std::size_t>(i)] = median_seconds(repeats, [&] {
-      for (int k = 0; k < batch; ++k) copy = Matrix(source);  // a new buffer each time, as a transfer's
-    }) / batch;
+  const auto count = static_cast<std::size_t>(concurrent);
+  // Thread i hands each batch of copies to thread i + 1 (mod concurrent), which reads every
+  // float of them and frees them before thread i copies again, as a transfer's receiver reads
+  // and frees its data before the next transfer: glibc hands the freed buffer back to the thread
+  // that allocated it, so the next batch lands in memory that another core's cache holds, and
+  // must take it back line by line (on a 2-vCPU VM, 800 KB copied in 350-450 us so, in 18 us
+  // where only the copier had touched it). One thread reads its own.
+  struct Inbox {
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::vector<Matrix> copies;
+    std::atomic<bool> full{false};  // until its copies are read and freed; set under `mutex`
   };
-  std::vector<std::exception_ptr> failed(static_cast<std::size_t>(concurrent));
-  const auto guarded = [&](int i) {
+  std::vector<Inbox> inboxes(count);
+  std::atomic<bool> failed{false};
+  // Waits as the executor's threads do: spinning first (an idle virtual CPU that halts may come
+  // back elsewhere, and the cache it held with it), then asleep.
+  const auto wait_for = [&](Inbox& inbox, bool full) {
+    const auto done = [&] { return inbox.full.load() == full || failed.load(); };
+    if (exec::spin_until(done, spin_s)) return std::unique_lock<std::mutex>(inbox.mutex);
+    std::unique_lock<std::mutex> lock(inbox.mutex);
+    inbox.changed.wait(lock, done);
+    return lock;
+  };
+  const auto post = [&](Inbox& to, std::vector<Matrix> copies) {
+    std::lock_guard<std::mutex> lock(to.mutex);
+    to.copies = std::move(copies);
+    to.full = true;
+    to.changed.notify_all();
+  };
+  const auto receive = [&](Inbox& from) {  // reads every float, frees the copies, then says so
+    const auto lock = wait_for(from, true);
+    float sum = 0;
+    for (const auto& copy : from.copies) sum += copy.sum();
+    volatile float sink = sum;  // the reads are observed: not optimised away
+    static_cast<void>(sink);
+    from.copies.clear();
+    from.full = false;
+    from.changed.notify_all();
+  };
+  std::vector<double> seconds(count);
+  std::vector<std::exception_ptr> errors(count);
+  const auto copier = [&](std::size_t i) {
     try {
-      copier(i);
+      const Matrix source = Matrix::Constant(bytes / static_cast<std::int64_t>(sizeof(float)), 1, 1.0f);  // [floats x 1], its own
+      std::vector<double> times;
+      for (int r = 0; r <= repeats && !failed.load(); ++r) {  // the first round warms caches and allocations
+        std::vector<Matrix> copies;
+        copies.reserve(static_cast<std::size_t>(batch));
+        wait_for(inboxes[(i + 1) % count], false);  // its previous copies are read and freed
+        const auto begin = Clock::now();
+        for (int k = 0; k < batch; ++k) copies.emplace_back(source);  // a new buffer each, as a transfer's
+        if (r > 0) times.push_back(std::chrono::duration<double>(Clock::now() - begin).count() / batch);
+        post(inboxes[(i + 1) % count], std::move(copies));
+        receive(inboxes[i]);
+      }
+      if (!failed.load()) seconds[i] = median_of(std::move(times));
     } catch (...) {
-      failed[static_cast<std::size_t>(i)] = std::current_exception();
-      ready += concurrent;  // no thread waits for this one
+      errors[i] = std::current_exception();
+      failed = true;
+      for (auto& inbox : inboxes) {  // no thread waits for this one
+        std::lock_guard<std::mutex> lock(inbox.mutex);
+        inbox.changed.notify_all();
+      }
     }
   };
   std::vector<std::thread> others;
-  for (int i = 1; i < concurrent; ++i) others.emplace_back(guarded, i);
-  guarded(0);
+  for (std::size_t i = 1; i < count; ++i) others.emplace_back(copier, i);
+  copier(0);
   for (auto& t : others) t.join();
-  for (const auto& e : failed) {
+  for (const auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }
   return median_of(std::move(seconds));
@@ -76,17 +113,19 @@ Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repe
                                              : "one of " + std::to_string(concurrent) + " CPU threads at once") +
                             " (" + kernel_libraries() + ", fp32)";
   if (progress) progress("measuring copy bandwidth and thread handoff latency");
+  // The spin of the runs this table is for (P = concurrent in one process, senders copying).
+  const double spin_s = handoff_spin_for(concurrent, handoff_spin_s, false);
   // From a cache's worth to more than a core's L2: a transfer of a few hundred KiB, its source
   // just written by its task, copies several times faster than an 8 MiB one, whose rate is the
   // table's copy bandwidth.
   for (const std::int64_t bytes : {std::int64_t{16} << 10, std::int64_t{128} << 10, std::int64_t{1} << 20, std::int64_t{8} << 20}) {
-    calibration.copy_seconds.push_back({bytes, measure_copy_seconds(bytes, repeats, concurrent)});
+    calibration.copy_seconds.push_back({bytes, measure_copy_seconds(bytes, repeats, concurrent, spin_s)});
   }
   calibration.copy_bytes_per_s = static_cast<double>(calibration.copy_seconds.back().first) / calibration.copy_seconds.back().second;
   calibration.cores = usable_cpu_count();
   // producer -> link thread -> consumer, each waiting for about a task (spinning first as the
   // runs will); a sender that copies itself wakes the consumer alone
-  calibration.handoff_spin_s = handoff_spin_for(concurrent, handoff_spin_s, false);
+  calibration.handoff_spin_s = spin_s;
   calibration.handoff_s = measure_handoff_s(repeats, typical_task_s(calibration), calibration.handoff_spin_s);
   calibration.copy_latency_s = 2 * calibration.handoff_s;
   return calibration;

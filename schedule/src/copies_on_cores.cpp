@@ -71,14 +71,6 @@ std::vector<bool> links_with_copies(const TaskGraph& graph, const std::vector<st
 
 std::vector<bool> links_copied_by_senders(const TaskGraph& graph) { return links_with_copies(graph, copied_after(graph)); }
 
-std::vector<std::int32_t> next_on_processor(const TaskGraph& graph) {
-  std::vector<std::int32_t> next(graph.tasks.size(), -1);
-  for (const auto& order : tasks_by_processor(graph)) {
-    for (std::size_t i = 0; i + 1 < order.size(); ++i) next[static_cast<std::size_t>(order[i])] = order[i + 1];
-  }
-  return next;
-}
-
 bool copies_take_cores(const TaskGraph& graph, const HardwareProfile& hardware) {
   const Calibration* calibration = hardware.calibration.get();
   return calibration != nullptr && calibration->device == "cpu" && calibration->cores > 0 &&
@@ -154,15 +146,15 @@ void charge_copies_to_cores(TaskGraph& graph, const Calibration& calibration) {
     const Task& source = graph.tasks[static_cast<std::size_t>(moved->task)];
     const std::int32_t after = next[static_cast<std::size_t>(source.id)];
     if (const std::int32_t last = after_read[static_cast<std::size_t>(t.id)]; last >= 0) {
-      // The sender's thread copies it after the last of its tasks it reads, then goes on to its
-      // next task: the copy at full speed, as the table timed a copy of its size, in the
-      // transfer's time (for its copy at the link's bandwidth) and in that task's.
+      // The sender's thread copies it right after the last of its tasks it reads, at full speed
+      // (as the table timed a copy of its size), before it goes on: the copy is that task's
+      // time, so that the sender's next task starts after it however long that task then waits
+      // for its other inputs, and the transfer is the reader's wake-up alone.
       const double copy_s = calibration.copy_s(t.bytes);
       const std::int64_t copy_cycles =
           copy_s >= 0 ? static_cast<std::int64_t>(std::ceil(copy_s * graph.clock_hz - 1e-9)) : send_cycles;
-      charge[static_cast<std::size_t>(t.id)] += copy_cycles - (t.cost_cycles - link.latency_cycles);
-      const std::int32_t held_up = next[static_cast<std::size_t>(last)];
-      if (held_up >= 0) charge[static_cast<std::size_t>(held_up)] += copy_cycles;
+      charge[static_cast<std::size_t>(t.id)] -= t.cost_cycles - link.latency_cycles;
+      charge[static_cast<std::size_t>(last)] += copy_cycles;
     } else if (source.placement == Placement::processor && source.resource == link.src && after >= 0) {
       // The copy and the sender's next task share one core, half each: the task loses the copy's
       // time, and the copy takes twice as long.

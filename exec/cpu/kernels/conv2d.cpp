@@ -115,9 +115,9 @@ Matrix conv2d_backward_input(const ConvGeometry& g, const Eigen::Ref<const Matri
 }
 
 void conv2d_backward_weight(const ConvGeometry& g, const Matrix& x, const Matrix& dz,
-                            Eigen::Ref<Matrix> dw, Vector* db) {
+                            Eigen::Ref<Matrix> dw, Vector* db, WeightGradient mode) {
   const std::int64_t positions = g.out_height() * g.out_width(), n = dz.cols();
-  dw.setZero();
+  if (mode == WeightGradient::write) dw.setZero();
   if (db != nullptr) db->setZero(g.out_channels);
   Matrix cols;  // [Ho*Wo x C*k*k], one sample's
   for (std::int64_t s = 0; s < n; ++s) {

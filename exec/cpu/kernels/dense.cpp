@@ -13,8 +13,12 @@ Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const Matrix& dy)
   return w.transpose() * dy;  // [in x n]
 }
 
-void dense_backward_weight(const Matrix& x, const Matrix& dy, Eigen::Ref<Matrix> dw, Vector* db) {
-  dw.noalias() = dy * x.transpose();  // [out x in]
+void dense_backward_weight(const Matrix& x, const Matrix& dy, Eigen::Ref<Matrix> dw, Vector* db, WeightGradient mode) {
+  if (mode == WeightGradient::add) {
+    dw.noalias() += dy * x.transpose();  // [out x in]
+  } else {
+    dw.noalias() = dy * x.transpose();
+  }
   if (db != nullptr) *db = dy.rowwise().sum();
 }
 

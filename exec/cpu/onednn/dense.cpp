@@ -36,10 +36,11 @@ Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const Matrix& dy)
   return dx;
 }
 
-void dense_backward_weight(const Matrix& x, const Matrix& dy, Eigen::Ref<Matrix> dw, Vector* db) {
+void dense_backward_weight(const Matrix& x, const Matrix& dy, Eigen::Ref<Matrix> dw, Vector* db, WeightGradient mode) {
   const Call call("dense weight gradient");
-  // dW [out x in] = dy [out x n] * x^T [n x in]
-  if (dw.size() > 0) gemm(call, false, true, dy.rows(), x.rows(), dy.cols(), dy.data(), dy.rows(), x.data(), x.rows(), 0.0f, dw.data(), dw.outerStride());
+  // dW [out x in] (+)= dy [out x n] * x^T [n x in]
+  const float beta = mode == WeightGradient::add ? 1.0f : 0.0f;
+  if (dw.size() > 0) gemm(call, false, true, dy.rows(), x.rows(), dy.cols(), dy.data(), dy.rows(), x.data(), x.rows(), beta, dw.data(), dw.outerStride());
   if (db != nullptr) *db = dy.rowwise().sum();
 }
 

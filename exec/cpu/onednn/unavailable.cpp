@@ -17,7 +17,7 @@ std::string description() { return ""; }
 
 Matrix dense_forward(const Eigen::Ref<const Matrix>&, const Eigen::Ref<const Vector>&, const Matrix&) { unavailable(); }
 Matrix dense_backward_input(const Eigen::Ref<const Matrix>&, const Matrix&) { unavailable(); }
-void dense_backward_weight(const Matrix&, const Matrix&, Eigen::Ref<Matrix>, Vector*) { unavailable(); }
+void dense_backward_weight(const Matrix&, const Matrix&, Eigen::Ref<Matrix>, Vector*, WeightGradient) { unavailable(); }
 Matrix conv2d_forward(const ConvGeometry&, const Eigen::Ref<const Matrix>&, const Eigen::Ref<const Vector>&, const Matrix&) {
   unavailable();
 }

@@ -36,9 +36,11 @@ constexpr double kHandoffSpinWhereEveryCoreHasAThread_s = 2e-3;
 // nothing). The CUDA executor parks at once. A CPU profile times its handoff with the spin of the
 // runs its table is for (profile_cpu).
 double automatic_handoff_spin_s(std::int32_t processors);
-// `asked` (TrainingOptions::handoff_spin_s) for a CPU run of `processors` processors, in one
-// process (distributed: across ranks, where ranks may share the machine's CPUs, the automatic spin is 0).
-double handoff_spin_for(std::int32_t processors, double asked, bool distributed);
+// `asked` (TrainingOptions::handoff_spin_s) for a CPU run of `processors` processors. The automatic
+// spin is 0 where other threads need the cores too: across ranks (they may share the machine's
+// CPUs), or where a link has a thread of its own (--transfer-threads links), which a spinning
+// processor would keep waiting.
+double handoff_spin_for(std::int32_t processors, double asked, bool other_threads_need_cores);
 
 struct TrainingOptions {
   double learning_rate = 0.05;

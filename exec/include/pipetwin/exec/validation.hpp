@@ -105,8 +105,9 @@ struct ValidationOptions {
   // time; one calibration before the runs would carry its moment's speed into every prediction.
   // `calibrate(P)` is asked once per round for every processor count P (1 included, for the
   // baselines), and the configurations with P processors are predicted from its table: an
-  // executor whose processors share a machine (CPU threads) times P copies at once there. When
-  // empty, the config's calibration is used throughout.
+  // executor whose processors share a machine (CPU threads) times P copies at once there. One
+  // more calibration, of one processor, comes first and is not kept (a process's first runs
+  // cold). When empty, the config's calibration is used throughout.
   std::function<Calibration(int processors)> calibrate;
   TrainingOptions training;
   std::function<void(const std::string&)> progress;  // a line per configuration, or empty

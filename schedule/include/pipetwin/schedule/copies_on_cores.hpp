@@ -1,8 +1,8 @@
 // Transfers whose copies take a processor's core (docs/executor.md, "Calibration"): on a CPU, a
 // transfer is a copy, and where the graph has a compute thread for every core the executor has the
 // sending processor's thread make it (or, where it cannot, a link thread that shares a core with a
-// processor). make_graph charges each such copy to the processor that sends it, on its task after
-// the one whose data it copies.
+// processor). make_graph charges each such copy to the processor that sends it: to the task whose
+// data it copies where the sender's thread copies it, else to the task after that one.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -26,16 +26,16 @@ std::vector<std::int32_t> copied_after(const TaskGraph& graph);
 // Per link: whether its sender copies its transfers (copied_after).
 std::vector<bool> links_copied_by_senders(const TaskGraph& graph);
 
-// Per task: the task after it on its processor (-1: the last there, or a link's task).
-std::vector<std::int32_t> next_on_processor(const TaskGraph& graph);
-
 // Charges the cores for a graph whose every core runs a processor, as the CPU executor runs it
 // there. In one process (a table profiled in one process) the links copied by senders (above)
 // have no thread of their own: the sender's thread copies each transfer's bytes (in the time the
-// calibration measured for a copy of that size, Calibration::copy_s) before its next task, which
-// is charged that copy; the transfer takes the copy and one thread's wake-up (the calibration's
-// handoff_s) for its latency, the reader's, which holds the link no longer (its
-// delivery_cycles). Other links' transfers are copied by link threads that take turns
+// calibration measured for a copy of that size, Calibration::copy_s) right after the last of its
+// tasks the transfer reads (copied_after), which is charged that copy, so that the sender's next
+// task starts after it (not, as until 2026-11-25, with it in its own time, which put the copy
+// after whatever else that task waited for); the transfer then takes one thread's wake-up (the
+// calibration's handoff_s) for its latency, the reader's, which holds the link no longer (its
+// delivery_cycles). Several transfers copied after one task are all delivered after all of
+// their copies (the executor delivers each after its own). Other links' transfers are copied by link threads that take turns
 // with the sender's next task, half each: the task loses the copy's time and the copy takes twice
 // as long. Between ranks (a calibration profiled across ranks, rank_layout.hpp) a transfer is a
 // message: the sender's share is the calibration's measured core time to pack and post it, and

@@ -14,6 +14,10 @@ namespace pipetwin::cpu {
 // is senders where the graph has a processor for every CPU this process may run on, else links.
 TransferThreads transfer_threads_for(const TaskGraph& graph, TransferThreads asked);
 
+// The seconds a run_cpu of `graph` with `options` spins for a task's inputs (handoff_spin_for):
+// the automatic spin is 0 across ranks and where a transfer runs on a link's thread of its own.
+double handoff_spin_of_run(const TaskGraph& graph, const TrainingOptions& options);
+
 // Runs `graph` (built for `network`) on `data`. Throws pipetwin::Error, after every thread has
 // stopped, on: a layer the executor cannot run, memory beyond a processor's capacity (checked
 // on the schedule's declared memory before starting, and on what is really allocated while

@@ -23,12 +23,17 @@ using Vector = Eigen::VectorXf;
 inline std::int64_t bytes_of(const Matrix& m) { return static_cast<std::int64_t>(m.size()) * 4; }
 inline std::int64_t bytes_of(const Vector& v) { return static_cast<std::int64_t>(v.size()) * 4; }
 
+// Whether a weight gradient kernel writes dW, or adds it to what dW holds (a gradient sum over
+// microbatches, with no buffer and no pass of its own). db is written either way.
+enum class WeightGradient { write, add };
+
 // ---- dense: y = W x + b --------------------------------------------------------------------
 // W [out x in], b [out] (may be empty), x [in x n], y [out x n].
 Matrix dense_forward(const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const Vector>& b, const Matrix& x);
 Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const Matrix& dy);     // dx [in x n]
 // dW [out x in] and db [out] (when `db` is not null).
-void dense_backward_weight(const Matrix& x, const Matrix& dy, Eigen::Ref<Matrix> dw, Vector* db);
+void dense_backward_weight(const Matrix& x, const Matrix& dy, Eigen::Ref<Matrix> dw, Vector* db,
+                           WeightGradient mode = WeightGradient::write);
 
 // ---- conv2d: im2col + GEMM, groups = 1, zero padding -------------------------------------------
 // W [out_channels x C*k*k] (c, kh, kw order), b [out_channels] (may be empty),
@@ -37,7 +42,7 @@ Matrix conv2d_forward(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w,
                       const Eigen::Ref<const Vector>& b, const Matrix& x);
 Matrix conv2d_backward_input(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const Matrix& dz);
 void conv2d_backward_weight(const ConvGeometry& g, const Matrix& x, const Matrix& dz,
-                            Eigen::Ref<Matrix> dw, Vector* db);
+                            Eigen::Ref<Matrix> dw, Vector* db, WeightGradient mode = WeightGradient::write);
 
 // ---- batch normalization over (samples, H, W) per channel, batch statistics ------------------
 struct BatchNormStash {

@@ -1,7 +1,9 @@
 // The CPU backend's side of the layer composition (pipetwin/exec/layers/layer_composition.hpp):
 // the kernels behind the kernel interface, parameters as one flat vector W | bias | gamma | beta.
 // Convolutions and dense layers run on oneDNN when the build has it (onednn_kernels.hpp), else on
-// Eigen; every other kernel is Eigen's (exec/cpu/kernels/).
+// Eigen; every other kernel is Eigen's (exec/cpu/kernels/). Weight gradients (dW, db, dgamma,
+// dbeta) are added into `grad`, which param_buffer gives as zeros: a backward adds straight into
+// its update's sum over microbatches.
 #pragma once
 #include <cstdint>
 #include <thread>
@@ -92,12 +94,12 @@ struct CpuLayerKernels {
     Eigen::Map<Matrix> dw(grad.data(), rows, cols);
     if (split == TensorSplit::columns) {
       const std::int64_t n = rows / ranks;
-      on_ranks(ranks, [&](std::int64_t i) { dw.middleRows(i * n, n).noalias() = dz.middleRows(i * n, n) * x.transpose(); });
+      on_ranks(ranks, [&](std::int64_t i) { dw.middleRows(i * n, n).noalias() += dz.middleRows(i * n, n) * x.transpose(); });
     } else {
       const std::int64_t n = cols / ranks;
-      on_ranks(ranks, [&](std::int64_t i) { dw.middleCols(i * n, n).noalias() = dz * x.middleRows(i * n, n).transpose(); });
+      on_ranks(ranks, [&](std::int64_t i) { dw.middleCols(i * n, n).noalias() += dz * x.middleRows(i * n, n).transpose(); });
     }
-    if (bias_at >= 0) grad.segment(bias_at, rows) = dz.rowwise().sum();
+    if (bias_at >= 0) grad.segment(bias_at, rows) += dz.rowwise().sum();
   }
 
   Matrix dense(const Vector& p, std::int64_t rows, std::int64_t cols, std::int64_t bias_at, const Matrix& x) {
@@ -139,8 +141,8 @@ struct CpuLayerKernels {
     Matrix dz = cpu::batch_norm_backward(channels, part(p, gamma_at, channels), stash, dy, grad ? &dgamma : nullptr,
                                          grad ? &dbeta : nullptr);
     if (grad != nullptr) {
-      grad->segment(dgamma_at, channels) = dgamma;
-      grad->segment(dbeta_at, channels) = dbeta;
+      grad->segment(dgamma_at, channels) += dgamma;
+      grad->segment(dbeta_at, channels) += dbeta;
     }
     return dz;
   }
@@ -159,22 +161,24 @@ struct CpuLayerKernels {
     Eigen::Map<Matrix> dw(grad.data(), rows, cols);
     Vector db;
     if (use_onednn) {
-      onednn::dense_backward_weight(x, dz, dw, bias_at >= 0 ? &db : nullptr);
+      onednn::dense_backward_weight(x, dz, dw, bias_at >= 0 ? &db : nullptr, WeightGradient::add);
     } else {
-      cpu::dense_backward_weight(x, dz, dw, bias_at >= 0 ? &db : nullptr);
+      cpu::dense_backward_weight(x, dz, dw, bias_at >= 0 ? &db : nullptr, WeightGradient::add);
     }
-    if (bias_at >= 0) grad.segment(bias_at, rows) = db;
+    if (bias_at >= 0) grad.segment(bias_at, rows) += db;
   }
   void conv2d_backward_weight(const ConvGeometry& g, const Matrix& x, const Matrix& dz, std::int64_t bias_at,
                               Vector& grad) {
     Eigen::Map<Matrix> dw(grad.data(), g.out_channels, g.patch());
     Vector db;
-    if (use_onednn) {
-      onednn::conv2d_backward_weight(g, x, dz, dw, bias_at >= 0 ? &db : nullptr);
+    if (use_onednn) {  // oneDNN's primitive writes its output: into a buffer of its own, then added
+      Matrix part(g.out_channels, g.patch());
+      onednn::conv2d_backward_weight(g, x, dz, part, bias_at >= 0 ? &db : nullptr);
+      dw += part;
     } else {
-      cpu::conv2d_backward_weight(g, x, dz, dw, bias_at >= 0 ? &db : nullptr);
+      cpu::conv2d_backward_weight(g, x, dz, dw, bias_at >= 0 ? &db : nullptr, WeightGradient::add);
     }
-    if (bias_at >= 0) grad.segment(bias_at, g.out_channels) = db;
+    if (bias_at >= 0) grad.segment(bias_at, g.out_channels) += db;
   }
 };
 

@@ -14,7 +14,11 @@ namespace pipetwin::cpu {
 // Seconds of one copy of `bytes` into a new buffer, as the executor's transfers make (median of
 // `repeats`), with `concurrent` threads copying at once (the median thread's): a table for P
 // processors times its copies as its layers, P at once, sharing caches and memory bandwidth.
-double measure_copy_seconds(std::int64_t bytes, int repeats, int concurrent = 1);
+// Each thread's copies are read and freed by the next thread, as a transfer's receiver reads
+// and frees its data, so a copy lands in memory another core's cache held last (docs/executor.md,
+// "Calibration"). Each thread waits for the others as the runs' threads do: spinning for up to
+// `spin_s` (TrainingOptions::handoff_spin_s, resolved), then asleep.
+double measure_copy_seconds(std::int64_t bytes, int repeats, int concurrent = 1, double spin_s = 0);
 
 // The whole calibration of `config`'s network on the CPU: layer times and task overhead from a
 // one-processor sequential run of about `repeats` microbatches (one warm-up minibatch more), then
