@@ -44,9 +44,11 @@ void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with
       ->capture_default_str();
   command.add_option("--handoff-spin-us", options.handoff_spin,
                      "microseconds a processor's or link's thread spins for its next task's inputs before it sleeps "
-                     "(0: sleep at once), or auto: 2000 where a CPU run has a processor for every CPU, two or more (no "
-                     "thread then competes for a core), 0 otherwise and on GPUs. A CPU profile times its handoff with the "
-                     "spin of the runs its table is for (docs/executor.md, \"Handoffs\")")
+                     "(0: sleep at once), or auto: " +
+                         std::to_string(static_cast<int>(kHandoffSpinWhereEveryCoreHasAThread_s * 1e6)) +
+                         " where a CPU run has a processor for every CPU, two or more, and no link has a thread of its own "
+                         "(no thread then competes for a core), 0 otherwise and on GPUs. A CPU profile times its handoff "
+                         "with the spin of the runs its table is for (docs/executor.md, \"Handoffs\")")
       ->capture_default_str()
       ->check([](const std::string& text) {
         if (text == "auto") return std::string();

@@ -43,8 +43,8 @@ double measure_copy_seconds(std::int64_t bytes, int repeats, int concurrent, dou
   };
   std::vector<Inbox> inboxes(count);
   std::atomic<bool> failed{false};
-  // Waits as the executor's threads do: spinning first (an idle virtual CPU that halts may come
-  // back elsewhere, and the cache it held with it), then asleep.
+  // Waits as the runs' threads wait for a task's inputs: spinning for up to spin_s, then asleep
+  // (with 0 the slow copies above were not seen: a thread that sleeps gives its core up).
   const auto wait_for = [&](Inbox& inbox, bool full) {
     const auto done = [&] { return inbox.full.load() == full || failed.load(); };
     if (exec::spin_until(done, spin_s)) return std::unique_lock<std::mutex>(inbox.mutex);

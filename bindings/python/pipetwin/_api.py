@@ -142,7 +142,8 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
     .result (measured, the simulator's schema), .minibatch_loss, .test_accuracy (test=True).
     Configuration keywords as simulate(), but model defaults to lenet5, hardware to cpu-core and
     microbatches to 4. handoff_spin_us: how long a thread spins for its next task's inputs before
-    it sleeps (0: at once; None: 2000 where the run has a processor for every CPU, two or more, else 0;
+    it sleeps (0: at once; None: 100000 where the run has a processor for every CPU, two or more, and
+    no link has a thread of its own, else 0;
     spinning pays only where no other thread needs the core; docs/executor.md, "Handoffs").
     pin_threads: processor p's thread on the p-th CPU this process may run on (in turn), each
     link's on its sender's (docs/executor.md, "Pinning"; off: the OS places them).

@@ -26,9 +26,11 @@ enum class TransferThreads { automatic, links, senders };
 
 // TrainingOptions::handoff_spin_s, left to the executor: automatic_handoff_spin_s.
 constexpr double kAutomaticHandoffSpin = -1;
-// How long a spinning thread spins, where it may (automatic_handoff_spin_s): longer than most
-// waits between the tasks of a pipeline of small networks (docs/executor.md, "Handoffs").
-constexpr double kHandoffSpinWhereEveryCoreHasAThread_s = 2e-3;
+// How long a spinning thread spins, where it may (automatic_handoff_spin_s): longer than the
+// waits between the tasks of the networks the CPU executor trains here (resnet8's tasks take
+// 10-50 ms), so that a core is not left to halt, after which its next task runs slower
+// (docs/executor.md, "Handoffs"; 2 ms until 2026-11-25).
+constexpr double kHandoffSpinWhereEveryCoreHasAThread_s = 100e-3;
 // The automatic spin of a CPU run of `processors` processors in one process: where they are two or
 // more and as many as the CPUs it may run on (each a core of its own, and senders copying the
 // transfers, so no link thread competes for one), kHandoffSpinWhereEveryCoreHasAThread_s;
