@@ -148,8 +148,9 @@ double calibrated_step_s(const Calibration& c);
 // where the link has them apart (LinkInfo::wake_cycles, delivery_cycles), those two alone, the
 // rest of the latency (a GPU copy's round trip) being inside the measured transfer.
 // With `copies_on_senders` (the run's TrainingRun::copies_on_senders) a transfer its sender's
-// thread copied (copied_after) kept that thread from its next task: the sender's task
-// after the last it read there also takes the transfer's measured copy.
+// thread copied (copied_after) was that thread's time right after the last task it read there:
+// that task takes the transfer's measured copy, and the transfer keeps the handoffs alone (as
+// charge_copies_to_cores prices it).
 TaskGraph with_measured_costs(const TaskGraph& graph, const Result& measured, bool copies_on_senders = false);
 
 // Kendall's tau-b of two orderings of the same items: (concordant - discordant) /
