@@ -215,11 +215,6 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
   };
   const TaskGraph graph = make_graph(sequential);
   const BatchSampler sampler(data, request.network.batch, sequential.microbatches, sequential.minibatches, seed);
-  // The same run once first, not kept: in a process that has not run it yet, the heap still grows
-  // and every new page faults. A fresh process's profile of mlp timed fc1's update (a new 785 KiB
-  // weight version each minibatch) at 406 us, where runs take 50-100 us once the heap has grown
-  // (its first seven minibatches' updates took 210-700 us).
-  static_cast<void>(run_copies(graph, sampler));
   const std::vector<TrainingRun> measured = run_copies(graph, sampler);
   Calibration calibration = calibration_from_runs(graph, request.network, measured, 1);
   calibration.source = "profile of " + request.network.name;
