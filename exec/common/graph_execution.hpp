@@ -28,7 +28,8 @@
 //           a backend with `static constexpr bool adds_into_gradients = true` adds into grad
 //           (in to_linear and weight_gradient; gradient_buffer gives zeros), others write it
 //           assemble(lane, slices, n) -> Gradient (the slices placed at their columns)
-//           accumulate(lane, sum, g); sgd(lane, w, g, velocity*, lr, momentum) -> Params
+//           accumulate(lane, sum, g); sgd(lane, w, std::move(sum), velocity*, lr, momentum) -> Params
+//           (the update gives its sum up: a backend may write the new weights over it)
 //   memory  upload(const HostWeights&, p) / zeros(count, p) -> Params; download(Params) -> HostWeights;
 //           copy(lane, x, to) for every type above, for stashes and for a stash's fields (to: a
 //           processor or kHost; a processor's lane may share what it holds already, a link's
@@ -772,7 +773,7 @@ void GraphExecution<B>::update(const Task& t, Lane& lane) {
     const ParamsPtr old = weights(l, t.version_read, t);
     Params* velocity = options_.momentum > 0 ? &momentum_[static_cast<std::size_t>(flow_.layer_key(t, l))] : nullptr;
     store_weights(flow_.layer_key(t, l), t.version_written,
-                  std::make_shared<const Params>(b_.sgd(lane, *old, sum[i], velocity, options_.learning_rate, options_.momentum)));
+                  std::make_shared<const Params>(b_.sgd(lane, *old, std::move(sum[i]), velocity, options_.learning_rate, options_.momentum)));
     record_layer(t, lane, l, TaskKind::U, begin);
   }
   memory_.allocate({BufferKind::weights, t.id, t.stage}, stage.processor, stage_weight_bytes(t.stage, t.version_written), t.id);

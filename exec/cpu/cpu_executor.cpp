@@ -79,11 +79,18 @@ class CpuBackend {
     return whole;
   }
   static void accumulate(Lane&, Params& sum, const Params& g) { sum += g; }
-  static Params sgd(Lane&, const Params& w, const Params& g, Params* velocity, double learning_rate, double momentum) {
+  // The new weights are written over the sum, which the update gives up: an update allocates no
+  // memory (a fresh 785 KiB version per step had glibc's heap grow for mlp's first seven updates,
+  // each 4-20x its later time in page faults).
+  static Params sgd(Lane&, const Params& w, Params&& g, Params* velocity, double learning_rate, double momentum) {
     const float rate = static_cast<float>(learning_rate);
-    if (velocity == nullptr) return w - rate * g;
-    *velocity = static_cast<float>(momentum) * *velocity + g;
-    return w - rate * *velocity;
+    if (velocity == nullptr) {
+      g = w - rate * g;  // coefficient-wise: no aliasing
+    } else {
+      *velocity = static_cast<float>(momentum) * *velocity + g;
+      g = w - rate * *velocity;
+    }
+    return std::move(g);
   }
 
   static Params upload(const Vector& host, std::int32_t) { return host; }
