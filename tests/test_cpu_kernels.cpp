@@ -4,6 +4,7 @@
 
 #include <array>
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include "pipetwin/exec/cpu/kernels.hpp"
@@ -216,6 +217,51 @@ TEST_CASE("weight gradients added into a sum: what it held plus the gradient (Ei
   conv2d_backward_weight(g, cx, dz, added, &db_added, WeightGradient::add);
   CHECK(relative_error(added, (conv_held.cast<double>() + written.cast<double>()).cast<float>()) < 1e-5);
   CHECK(relative_error(db_added, db_written) < 1e-6);
+}
+
+TEST_CASE("a layer's weight gradient written into room that held NaN equals it added into zeros, and adds on top") {
+  // The first backward of a gradient sum writes every part of its layer's gradient (dW, db,
+  // dgamma, dbeta) into uninitialised room, the later ones add: room filled with NaN shows a part
+  // left unwritten, and adding the same gradient again must double it.
+  Conv2dSpec with_norm;
+  with_norm.out_channels = 4;
+  with_norm.kernel = 3;
+  with_norm.padding = 1;
+  with_norm.bias = false;
+  with_norm.batch_norm = true;
+  Conv2dSpec with_bias = with_norm;
+  with_bias.bias = true;
+  with_bias.batch_norm = false;
+  DenseSpec dense;
+  dense.out_features = 6;
+  const Layer dense_layer_whole = dense_layer("fc", {2, 6, 6}, dense, 4);
+  const std::vector<Layer> layers{conv2d_layer("conv_bn", {2, 6, 6}, with_norm, 4), conv2d_layer("conv_bias", {2, 6, 6}, with_bias, 4),
+                                  dense_layer_whole, tensor_parallel_layer(dense_layer_whole, 2, TensorSplit::columns),
+                                  tensor_parallel_layer(dense_layer_whole, 2, TensorSplit::rows)};
+  const Matrix x = random_matrix(72, 3, 50);
+  for (std::size_t k = 0; k < layers.size(); ++k) {
+    CAPTURE(k);
+    const auto ops = make_layer_ops({layers[k]});
+    const LayerOp& op = ops[0];
+    const Vector p = op.initial_parameters(51);
+    LayerStash stash;
+    const Activation y = op.forward(p, Activation{x, Matrix()}, stash, nullptr, 1, nullptr);
+    const Gradient out{random_matrix(y.main.rows(), 3, 52), Matrix(), 0};
+    const auto into = [&](Vector& grad, WeightGradient mode) {
+      op.weight_gradient(stash, op.to_linear(p, stash, &out, false, &grad, mode), grad, mode);
+    };
+    Vector written = op.gradient_buffer(WeightGradient::write);
+    REQUIRE(written.size() == op.parameter_count());
+    written.setConstant(std::numeric_limits<float>::quiet_NaN());
+    into(written, WeightGradient::write);
+    Vector added = op.gradient_buffer(WeightGradient::add);
+    CHECK(added.isZero(0));
+    into(added, WeightGradient::add);
+    CHECK(written.allFinite());
+    CHECK(relative_error(written, added) < 1e-6);
+    into(written, WeightGradient::add);
+    CHECK(relative_error(written, Vector(2 * added)) < 1e-6);
+  }
 }
 
 TEST_CASE("batch norm backward matches finite differences") {

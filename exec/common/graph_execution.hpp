@@ -25,8 +25,9 @@
 //           to_linear(lane, l, params, stash, out_grad*, want_shortcut, grad*) -> Linear,
 //           input_gradient(lane, l, params, linear, out_grad*, begin, end) -> Gradient,
 //           gradient_buffer(lane, l) -> Params, weight_gradient(lane, l, stash, linear, grad&);
-//           a backend with `static constexpr bool adds_into_gradients = true` adds into grad
-//           (in to_linear and weight_gradient; gradient_buffer gives zeros), others write it
+//           these write grad; a backend with `static constexpr bool adds_into_gradients = true`
+//           takes one more argument, `add`, in to_linear and weight_gradient: add into grad (a sum
+//           begun by an earlier backward), or write it (gradient_buffer's room, uninitialised)
 //           assemble(lane, slices, n) -> Gradient (the slices placed at their columns)
 //           accumulate(lane, sum, g); sgd(lane, w, std::move(sum), velocity*, lr, momentum) -> Params
 //           (the update gives its sum up: a backend may write the new weights over it)
@@ -93,8 +94,8 @@ struct PacksTensors<B, std::void_t<decltype(std::declval<const B&>().pack(std::d
                                                                          std::declval<const typename B::Tensor&>()))>>
     : std::true_type {};
 
-// Whether a backend's weight_gradient and to_linear add into `grad` (its gradient_buffer is
-// zeros), so that a backward can add its weight gradients straight into its update's sum.
+// Whether a backend's weight_gradient and to_linear can add into `grad` (their `add` argument),
+// so that a backward can add its weight gradients straight into its update's sum.
 template <typename B, typename = void>
 struct AddsIntoGradients : std::false_type {};
 template <typename B>
@@ -639,14 +640,25 @@ void GraphExecution<B>::backward(const Task& t, Lane& lane, Payload& out) {
     // times record what a split BA and BW would each cost (both go back to the linear output)
     // and, for a fused B, what it cost.
     auto begin = layer_begin(lane);
-    if (needs_weight_grad && (sum == nullptr || starts_sum)) (sum ? (*sum)[i] : grads[i]) = b_.gradient_buffer(lane, l);
+    const bool adds = sum != nullptr && !starts_sum;  // into a sum an earlier backward began
+    if (needs_weight_grad && !adds) (sum ? (*sum)[i] : grads[i]) = b_.gradient_buffer(lane, l);
     Params* grad = needs_weight_grad ? (sum ? &(*sum)[i] : &grads[i]) : nullptr;
-    const auto linear = b_.to_linear(lane, l, *w, kept->layers[i], og, input_grad, grad);
+    const auto linear = [&] {
+      if constexpr (AddsIntoGradients<B>::value) {
+        return b_.to_linear(lane, l, *w, kept->layers[i], og, input_grad, grad, adds);
+      } else {
+        return b_.to_linear(lane, l, *w, kept->layers[i], og, input_grad, grad);
+      }
+    }();
     const LayerSpan to_linear = layer_span(lane, begin);
     LayerSpan weight_part, input_part;
     if (needs_weight_grad) {
       begin = layer_begin(lane);
-      b_.weight_gradient(lane, l, kept->layers[i], linear, *grad);
+      if constexpr (AddsIntoGradients<B>::value) {
+        b_.weight_gradient(lane, l, kept->layers[i], linear, *grad, adds);
+      } else {
+        b_.weight_gradient(lane, l, kept->layers[i], linear, *grad);
+      }
       weight_part = layer_span(lane, begin);
       record_layer_spans(t, l, TaskKind::BW, {to_linear, weight_part});
     }

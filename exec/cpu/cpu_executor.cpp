@@ -26,8 +26,9 @@ class CpuBackend {
   using Linear = cpu::Linear;
   using Labels = std::vector<std::int32_t>;
   struct Lane {};
-  // The layers add their weight gradients into `grad` (gradient_buffer is zeros): a backward adds
-  // straight into its update's sum (graph_execution.hpp).
+  // The layers add their weight gradients into `grad` where it holds a sum, and write them into
+  // gradient_buffer's room (uninitialised) where they begin one: a backward adds straight into
+  // its update's sum (graph_execution.hpp), and no buffer is zeroed.
   static constexpr bool adds_into_gradients = true;
 
   CpuBackend(const Network& network, const BatchSampler& data) : ops_(make_layer_ops(network.layers)), data_(data) {}
@@ -57,16 +58,17 @@ class CpuBackend {
     return op(l).forward(w, in, stash, labels, loss_scale, loss);
   }
   Linear to_linear(Lane&, std::int32_t l, const Params& w, const LayerStash& stash, const Gradient* out,
-                   bool want_shortcut, Params* grad) const {
-    return op(l).to_linear(w, stash, out, want_shortcut, grad);
+                   bool want_shortcut, Params* grad, bool add) const {
+    return op(l).to_linear(w, stash, out, want_shortcut, grad, mode(add));
   }
   Gradient input_gradient(Lane&, std::int32_t l, const Params& w, const Linear& linear, const Gradient* out,
                           std::int64_t begin, std::int64_t end) const {
     return op(l).input_gradient(w, linear, out, begin, end);
   }
-  Params gradient_buffer(Lane&, std::int32_t l) const { return op(l).gradient_buffer(); }
-  void weight_gradient(Lane&, std::int32_t l, const LayerStash& stash, const Linear& linear, Params& grad) const {
-    op(l).weight_gradient(stash, linear, grad);
+  Params gradient_buffer(Lane&, std::int32_t l) const { return op(l).gradient_buffer(WeightGradient::write); }
+  void weight_gradient(Lane&, std::int32_t l, const LayerStash& stash, const Linear& linear, Params& grad,
+                       bool add) const {
+    op(l).weight_gradient(stash, linear, grad, mode(add));
   }
   static Gradient assemble(Lane&, const std::vector<const Gradient*>& slices, std::int64_t n) {
     Gradient whole;
@@ -166,6 +168,7 @@ class CpuBackend {
     r.values(into, header.count());
   }
   const LayerOp& op(std::int32_t l) const { return ops_[static_cast<std::size_t>(l)]; }
+  static WeightGradient mode(bool add) { return add ? WeightGradient::add : WeightGradient::write; }
   std::vector<LayerOp> ops_;
   const BatchSampler& data_;
   Lane lane_;

@@ -21,8 +21,9 @@ const Layer& LayerOp::layer() const { return composition_->spec().layer(); }
 const exec::LayerSpec& LayerOp::spec() const { return composition_->spec(); }
 
 Linear LayerOp::to_linear(const Vector& params, const LayerStash& stash, const Gradient* out, bool want_shortcut,
-                          Vector* grad) const {
+                          Vector* grad, WeightGradient mode) const {
   CpuLayerKernels kernels;
+  kernels.grad_mode = mode;
   return composition_->to_linear(kernels, params, stash, out, want_shortcut, grad);
 }
 
@@ -32,13 +33,15 @@ Gradient LayerOp::input_gradient(const Vector& params, const Linear& linear, con
   return composition_->input_gradient(kernels, params, linear, out, begin, end);
 }
 
-Vector LayerOp::gradient_buffer() const {
+Vector LayerOp::gradient_buffer(WeightGradient mode) const {
   CpuLayerKernels kernels;
+  kernels.grad_mode = mode;
   return composition_->gradient_buffer(kernels);
 }
 
-void LayerOp::weight_gradient(const LayerStash& stash, const Linear& linear, Vector& grad) const {
+void LayerOp::weight_gradient(const LayerStash& stash, const Linear& linear, Vector& grad, WeightGradient mode) const {
   CpuLayerKernels kernels;
+  kernels.grad_mode = mode;
   composition_->weight_gradient(kernels, stash, linear, grad);
 }
 

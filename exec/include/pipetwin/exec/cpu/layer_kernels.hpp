@@ -2,8 +2,9 @@
 // the kernels behind the kernel interface, parameters as one flat vector W | bias | gamma | beta.
 // Convolutions and dense layers run on oneDNN when the build has it (onednn_kernels.hpp), else on
 // Eigen; every other kernel is Eigen's (exec/cpu/kernels/). Weight gradients (dW, db, dgamma,
-// dbeta) are added into `grad`, which param_buffer gives as zeros: a backward adds straight into
-// its update's sum over microbatches.
+// dbeta) go into `grad` as `grad_mode` says: added (a backward adds straight into its update's
+// sum over microbatches; param_buffer gives zeros) or written (the sum's first backward, into the
+// uninitialised room param_buffer gives: no pass to zero it).
 #pragma once
 #include <cstdint>
 #include <thread>
@@ -24,6 +25,17 @@ struct CpuLayerKernels {
   using Labels = std::vector<std::int32_t>;
 
   bool use_onednn = onednn::available();  // false: the Eigen convolutions and dense layers
+  WeightGradient grad_mode = WeightGradient::add;  // how weight gradients go into `grad`
+
+  // A weight gradient's part into its place in `grad`, as grad_mode says.
+  template <typename Place, typename Part>
+  void into(Place&& place, const Part& part) const {
+    if (grad_mode == WeightGradient::add) {
+      place += part;
+    } else {
+      place = part;
+    }
+  }
 
   static std::int64_t rows(const Matrix& t) { return t.rows(); }
   static std::int64_t cols(const Matrix& t) { return t.cols(); }
@@ -94,12 +106,24 @@ struct CpuLayerKernels {
     Eigen::Map<Matrix> dw(grad.data(), rows, cols);
     if (split == TensorSplit::columns) {
       const std::int64_t n = rows / ranks;
-      on_ranks(ranks, [&](std::int64_t i) { dw.middleRows(i * n, n).noalias() += dz.middleRows(i * n, n) * x.transpose(); });
+      on_ranks(ranks, [&](std::int64_t i) {
+        if (grad_mode == WeightGradient::add) {
+          dw.middleRows(i * n, n).noalias() += dz.middleRows(i * n, n) * x.transpose();
+        } else {
+          dw.middleRows(i * n, n).noalias() = dz.middleRows(i * n, n) * x.transpose();
+        }
+      });
     } else {
       const std::int64_t n = cols / ranks;
-      on_ranks(ranks, [&](std::int64_t i) { dw.middleCols(i * n, n).noalias() += dz * x.middleRows(i * n, n).transpose(); });
+      on_ranks(ranks, [&](std::int64_t i) {
+        if (grad_mode == WeightGradient::add) {
+          dw.middleCols(i * n, n).noalias() += dz * x.middleRows(i * n, n).transpose();
+        } else {
+          dw.middleCols(i * n, n).noalias() = dz * x.middleRows(i * n, n).transpose();
+        }
+      });
     }
-    if (bias_at >= 0) grad.segment(bias_at, rows) += dz.rowwise().sum();
+    if (bias_at >= 0) into(grad.segment(bias_at, rows), dz.rowwise().sum());
   }
 
   Matrix dense(const Vector& p, std::int64_t rows, std::int64_t cols, std::int64_t bias_at, const Matrix& x) {
@@ -141,8 +165,8 @@ struct CpuLayerKernels {
     Matrix dz = cpu::batch_norm_backward(channels, part(p, gamma_at, channels), stash, dy, grad ? &dgamma : nullptr,
                                          grad ? &dbeta : nullptr);
     if (grad != nullptr) {
-      grad->segment(dgamma_at, channels) += dgamma;
-      grad->segment(dbeta_at, channels) += dbeta;
+      into(grad->segment(dgamma_at, channels), dgamma);
+      into(grad->segment(dbeta_at, channels), dbeta);
     }
     return dz;
   }
@@ -155,30 +179,33 @@ struct CpuLayerKernels {
     return use_onednn ? onednn::conv2d_backward_input(g, w, dz) : cpu::conv2d_backward_input(g, w, dz);
   }
   void add(Matrix& x, const Matrix& y) { x += y; }
-  Vector param_buffer(std::int64_t count) { return Vector::Zero(count); }
+  // Room for a layer's parameter gradient: zeros to add into, or uninitialised to write.
+  Vector param_buffer(std::int64_t count) { return grad_mode == WeightGradient::add ? Vector::Zero(count) : Vector(count); }
   void dense_backward_weight(const Matrix& x, const Matrix& dz, std::int64_t rows, std::int64_t cols,
                              std::int64_t bias_at, Vector& grad) {
     Eigen::Map<Matrix> dw(grad.data(), rows, cols);
     Vector db;
     if (use_onednn) {
-      onednn::dense_backward_weight(x, dz, dw, bias_at >= 0 ? &db : nullptr, WeightGradient::add);
+      onednn::dense_backward_weight(x, dz, dw, bias_at >= 0 ? &db : nullptr, grad_mode);
     } else {
-      cpu::dense_backward_weight(x, dz, dw, bias_at >= 0 ? &db : nullptr, WeightGradient::add);
+      cpu::dense_backward_weight(x, dz, dw, bias_at >= 0 ? &db : nullptr, grad_mode);
     }
-    if (bias_at >= 0) grad.segment(bias_at, rows) += db;
+    if (bias_at >= 0) into(grad.segment(bias_at, rows), db);
   }
   void conv2d_backward_weight(const ConvGeometry& g, const Matrix& x, const Matrix& dz, std::int64_t bias_at,
                               Vector& grad) {
     Eigen::Map<Matrix> dw(grad.data(), g.out_channels, g.patch());
     Vector db;
-    if (use_onednn) {  // oneDNN's primitive writes its output: into a buffer of its own, then added
+    if (use_onednn && grad_mode == WeightGradient::write) {
+      onednn::conv2d_backward_weight(g, x, dz, dw, bias_at >= 0 ? &db : nullptr);
+    } else if (use_onednn) {  // oneDNN's primitive writes its output: into a buffer of its own, then added
       Matrix part(g.out_channels, g.patch());
       onednn::conv2d_backward_weight(g, x, dz, part, bias_at >= 0 ? &db : nullptr);
       dw += part;
     } else {
-      cpu::conv2d_backward_weight(g, x, dz, dw, bias_at >= 0 ? &db : nullptr, WeightGradient::add);
+      cpu::conv2d_backward_weight(g, x, dz, dw, bias_at >= 0 ? &db : nullptr, grad_mode);
     }
-    if (bias_at >= 0) grad.segment(bias_at, g.out_channels) += db;
+    if (bias_at >= 0) into(grad.segment(bias_at, g.out_channels), db);
   }
 };
 

@@ -50,12 +50,16 @@ class LayerOp {
 
   // The backward in the composition's three steps (layer_composition.hpp), for a fused B that
   // goes back to the linear output once: to_linear, then input_gradient and weight_gradient.
+  // Weight gradients go into `grad` as `mode` says: added to what it holds (gradient_buffer(add)
+  // gives zeros), or written (gradient_buffer(write) gives room, uninitialised); to_linear's
+  // dgamma and dbeta and weight_gradient's dW and db are written once each.
   Linear to_linear(const Vector& params, const LayerStash& stash, const Gradient* out, bool want_shortcut,
-                   Vector* grad) const;
+                   Vector* grad, WeightGradient mode = WeightGradient::add) const;
   Gradient input_gradient(const Vector& params, const Linear& linear, const Gradient* out, std::int64_t begin,
                           std::int64_t end) const;
-  Vector gradient_buffer() const;
-  void weight_gradient(const LayerStash& stash, const Linear& linear, Vector& grad) const;
+  Vector gradient_buffer(WeightGradient mode = WeightGradient::add) const;
+  void weight_gradient(const LayerStash& stash, const Linear& linear, Vector& grad,
+                       WeightGradient mode = WeightGradient::add) const;
 
  private:
   std::shared_ptr<const exec::LayerComposition<CpuLayerKernels>> composition_;

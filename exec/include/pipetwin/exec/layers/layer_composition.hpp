@@ -116,8 +116,8 @@ class LayerComposition {
   //     residual's shortcut gradient when `want_shortcut`, dgamma and dbeta into *grad when it
   //     is not null;
   //   input_gradient: the gradient at the input for samples [begin, end) (BA);
-  //   weight_gradient: dW and db into grad (BW), grad from gradient_buffer() (the CPU kernels add
-  //     into it, and their buffer is zeros; the CUDA ones write it).
+  //   weight_gradient: dW and db into grad (BW), grad from gradient_buffer() (the CUDA kernels
+  //     write it; the CPU ones add into it or write it, as their grad_mode says).
   struct Linear {
     Tensor dz;              // [conv / dense out x n]
     Tensor shortcut_grad;   // at the block input [block input features x n], or empty
