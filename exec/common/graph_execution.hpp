@@ -86,6 +86,10 @@
 
 namespace pipetwin::exec {
 
+// The cache line of x86-64 and of most Arm cores (std::hardware_destructive_interference_size,
+// which GCC 12 warns against using in headers).
+inline constexpr std::size_t kCacheLineBytes = 64;
+
 // Whether a backend can put its tensors into messages between ranks (pack / unpack).
 template <typename B, typename = void>
 struct PacksTensors : std::false_type {};
@@ -308,11 +312,15 @@ class GraphExecution {
   // Each processor and each link has its own condition variable: a task's end wakes only the
   // threads whose tasks depend on it (`wakes_`: per task, the resources of its dependents), not
   // every thread of the run.
-  std::mutex mutex_;
+  // What a spinning thread reads (done_, failed_) sits on cache lines of its own, apart from the
+  // mutexes the working threads take (kCacheLineBytes): a spinner's reads of a line another
+  // thread writes make each of those writes miss.
+  alignas(kCacheLineBytes) std::mutex mutex_;
   std::unique_ptr<std::condition_variable[]> wake_;  // processors, then links
   std::vector<std::vector<std::int32_t>> wakes_;
   ThreadPlan threads_;  // which thread runs each task
-  std::unique_ptr<std::atomic<bool>[]> done_;  // set under `mutex_`; read without it while spinning
+  alignas(kCacheLineBytes) std::unique_ptr<std::atomic<bool>[]> done_;  // set under `mutex_`; read
+                                                                        // without it while spinning
   std::vector<char> claimed_;  // a shared link's task some thread has taken
   std::vector<std::int32_t> dependents_left_;
   std::atomic<bool> failed_{false};
@@ -322,7 +330,7 @@ class GraphExecution {
   std::vector<std::unique_ptr<Payload>> payloads_;
 
   // Registries, under `registry_mutex_`.
-  std::mutex registry_mutex_;
+  alignas(kCacheLineBytes) std::mutex registry_mutex_;
   std::map<std::pair<std::int32_t, std::int32_t>, ParamsPtr> versions_;  // (layer, version)
   std::map<std::pair<std::int32_t, std::int32_t>, std::int32_t> readers_left_;
   std::map<StashKey, std::shared_ptr<Stash>> stashes_;

@@ -48,6 +48,7 @@ struct Configuration {
   std::vector<double> replay_errors;  // per run: replayed / measured - 1
   std::vector<double> replayed_s;
   std::vector<double> task_time_errors;  // per run: measured processor time / calibrated - 1
+  std::map<std::string, std::vector<double>> part_time_errors;  // the same per processor and kind ("p0 F")
   std::vector<std::int64_t> measured_peaks;  // per run
   std::vector<std::int64_t> pool_peaks;      // per run, where the runner has a memory pool
   double co_run_weight = 0;  // the latest calibration's (ValidationRow::co_run_weight)
@@ -76,6 +77,16 @@ double processor_busy_cycles(const TaskGraph& g) {
   double total = 0;
   for (const auto& t : g.tasks) {
     if (t.placement == Placement::processor) total += static_cast<double>(t.cost_cycles);
+  }
+  return total;
+}
+
+// The processors' tasks' costs, summed per processor and task kind ("p0 F", "p1 B", ...).
+std::map<std::string, double> processor_busy_cycles_by_part(const TaskGraph& g) {
+  std::map<std::string, double> total;
+  for (const auto& t : g.tasks) {
+    if (t.placement != Placement::processor) continue;
+    total["p" + std::to_string(t.resource) + " " + to_string(t.kind)] += static_cast<double>(t.cost_cycles);
   }
   return total;
 }
@@ -191,6 +202,7 @@ nlohmann::ordered_json validation_rows_json(const ValidationReport& report) {
                     {"measured_spread", row.measured_spread},
                     {"replayed_step_s", row.replayed_step_s}, {"replay_error", row.replay_error},
                     {"task_time_error", row.task_time_error},
+                    {"task_time_error_by_part", row.task_time_error_by_part},
                     {"co_run_weight", row.co_run_weight},
                     {"predicted_speedup", row.predicted_speedup},
                     {"measured_speedup", row.measured_speedup},
@@ -400,6 +412,11 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
         c.replayed_s.push_back(replayed_s);
         c.replay_errors.push_back(replayed_s / measured.result.iteration_s - 1);
         c.task_time_errors.push_back(processor_busy_cycles(replay) / processor_busy_cycles(c.graph) - 1);
+        const auto calibrated_parts = processor_busy_cycles_by_part(c.graph);
+        for (const auto& [part, cycles] : processor_busy_cycles_by_part(replay)) {
+          const auto it = calibrated_parts.find(part);
+          if (it != calibrated_parts.end() && it->second > 0) c.part_time_errors[part].push_back(cycles / it->second - 1);
+        }
       }
     }
   }
@@ -440,6 +457,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     row.replayed_step_s = m.replayed_s.empty() ? nan : median_of(m.replayed_s);
     row.replay_error = m.replay_errors.empty() ? nan : median_of(m.replay_errors);
     row.task_time_error = m.task_time_errors.empty() ? nan : median_of(m.task_time_errors);
+    for (const auto& [part, errors] : m.part_time_errors) row.task_time_error_by_part[part] = median_of(errors);
     row.co_run_weight = m.co_run_weight;
     row.error_ci = m.error_ci();
     row.predicted_rounds_s = m.predicted_s;

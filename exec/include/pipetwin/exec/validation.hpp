@@ -47,6 +47,9 @@ struct ValidationRow {
   // calibrated costs add up to, minus 1; the median over runs. Where the step-time error is not
   // the replay's, it is here: tasks ran slower or faster than calibrated. NaN as the replay.
   double task_time_error = 0;
+  // The same per processor and task kind, keyed "p0 F", "p1 B", "p0 U" (a processor's index in
+  // the row's graph, the kind's letters): which tasks ran off their calibrated time.
+  std::map<std::string, double> task_time_error_by_part;
   // How busy the other processors are, on average, while one works (0: never, 1: always): the
   // weight of the table taken with P copies at once against the one taken alone in the row's
   // calibration (blend_calibrations; busy_concurrency). 0 at P = 1 and without calibrations.
