@@ -9,6 +9,17 @@
 
 namespace pipetwin::cli {
 
+void add_concurrent_timing_option(CLI::App& command, std::string& timing) {
+  command
+      .add_option("--concurrent-timing", timing,
+                  "cpu, tables for 2 or more processors: time the layers where a pipeline of that many runs them "
+                  "(pipeline: a 1f1b run, each layer on its processor; a network with too few layers falls back to "
+                  "copies) or as that many copies of a one-processor run at once (copies: shared caches and memory "
+                  "bandwidth only)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"pipeline", "copies"}));
+}
+
 void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with_training) {
   command.add_option("--device", options.device, "executor: cpu (threads as processors; oneDNN and Eigen kernels) or cuda (GPUs)")
       ->capture_default_str();

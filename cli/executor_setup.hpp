@@ -34,6 +34,9 @@ double handoff_spin_s(const ExecutorOptions& options);
 std::vector<int> pinned_cpus(const ExecutorOptions& options);
 
 void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with_training);
+// --concurrent-timing pipeline|copies: how a CPU table for 2 or more processors times its layers
+// (cpu::ConcurrentTiming), for profile and validate.
+void add_concurrent_timing_option(CLI::App& command, std::string& timing);
 
 // Throws unless the device can run here: "cpu", or "cuda" with a clear word on why not.
 void check_device(const std::string& device);

@@ -14,7 +14,7 @@
 namespace pipetwin::cli {
 
 Calibration profile_device_calibration(const GraphConfig& config, const ExecutorOptions& executor, int repeats,
-                                       bool progress, int concurrent) {
+                                       bool progress, int concurrent, cpu::ConcurrentTiming timing) {
   const ScheduleRequest request = make_request(config);
   const auto data = load_data(executor, request.network, "train");
   std::function<void(const std::string&)> report;
@@ -24,7 +24,7 @@ Calibration profile_device_calibration(const GraphConfig& config, const Executor
                                                           concurrent);
   }
   return cpu::profile_cpu(config, *data, repeats, executor.seed, report, concurrent, pinned_cpus(executor),
-                         handoff_spin_s(executor));
+                         handoff_spin_s(executor), timing, parse_transfer_threads(executor.transfer_threads));
 }
 
 Calibration profile_across_ranks(const GraphConfig& config, const ExecutorOptions& executor, int repeats, bool progress,

@@ -25,6 +25,7 @@ struct ProfileCommandOptions {
   ExecutorOptions executor;
   int repeats = 16;
   int concurrent = 1;
+  std::string concurrent_timing = "pipeline";
   std::string output;
   bool quiet = false;
   bool distributed = false;
@@ -46,7 +47,8 @@ void run(const ProfileCommandOptions& options, mpi::MpiSession* session) {
   const Calibration calibration =
       session != nullptr
           ? profile_across_ranks(config, options.executor, options.repeats, !options.quiet && rank0, 1, session->transport())
-          : profile_device_calibration(config, options.executor, options.repeats, !options.quiet, options.concurrent);
+          : profile_device_calibration(config, options.executor, options.repeats, !options.quiet, options.concurrent,
+                                       cpu::parse_concurrent_timing(options.concurrent_timing));
   if (!rank0) return;
   const double us = 1e6;
   Table table({"layer", "F_us", "BA_us", "BW_us", "B_us", "U_us"});
@@ -108,6 +110,7 @@ void add_profile_command(CLI::App& app) {
                       "cuda: SM partitions of their own; the host's launches, the GPU's memory and L2)")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
+  add_concurrent_timing_option(*command, options->concurrent_timing);
   command->add_option("--output,-o", options->output, "calibration file (default calibration-<model>-<device>.json)");
   command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");
   command->add_flag("--distributed", options->distributed,

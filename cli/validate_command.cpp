@@ -33,6 +33,7 @@ struct ValidateOptions {
   std::string procs = "1,2";
   std::string engine;
   int repeats = 16;
+  std::string concurrent_timing = "pipeline";
   int runs = 5;
   int max_runs = 0;
   bool json = false;
@@ -115,7 +116,8 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
     validation.calibrate = [&, said = false](int processors) mutable {
       const bool say = !options.quiet && !said;
       said = true;
-      return profile_device_calibration(config, options.executor, options.repeats, say, processors);
+      return profile_device_calibration(config, options.executor, options.repeats, say, processors,
+                                        cpu::parse_concurrent_timing(options.concurrent_timing));
     };
   }
   validation.schedules = schedules;
@@ -196,9 +198,12 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
   }
   std::cout << "\n";
   for (const auto& [p, slowdown] : report.co_run_slowdown) {
-    std::cout << fmt::format("co-run: layers ran {:+.1f}% slower with {} copies at once than alone (P={} is predicted "
-                             "from those tables)\n",
-                             100 * slowdown, p, p);
+    std::cout << fmt::format("co-run: layers ran {:+.1f}% slower in the tables for {} processors ({}) than alone (P={} is "
+                             "predicted from those tables)\n",
+                             100 * slowdown, p,
+                             options.concurrent_timing == "pipeline" ? "timed in a pipeline where the network has the layers for it"
+                                                                     : "copies at once",
+                             p);
   }
   std::cout << fmt::format("replay error (the engine fed each run's own task times, against that run: the schedule's "
                            "model without the calibration or the machine's speed): mean {:.1f}%, largest {:.1f}%\n",
@@ -258,6 +263,7 @@ void add_validate_command(CLI::App& app) {
   command->add_option("--engine", options->engine, "predicting engine: systemc (default when built) or analytic");
   add_executor_options(*command, options->executor, true);
   command->add_option("--repeats", options->repeats, "profiling: timings per task kind and layer")->capture_default_str();
+  add_concurrent_timing_option(*command, options->concurrent_timing);
   command->add_option("--target", options->target,
                       "the step-time error to judge (a fraction): when the errors' 95% confidence interval is wider, the "
                       "output says the errors cannot be trusted; --max-runs adds rounds until the interval is this narrow")

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -617,6 +618,81 @@ TEST_CASE("validation calibrates before each round, predicts the rounds' median,
     CHECK(row.replay_error == doctest::Approx(0.0).epsilon(1e-9));
   }
   CHECK(report.mean_abs_replay_error == doctest::Approx(0.0).epsilon(1e-9));
+}
+
+TEST_CASE("validation takes a table timed in a P-processor pipeline whole for every row at P") {
+  const Dataset data = data_for(kMlp);
+  const GraphConfig config = config_for(kMlp, "gpipe", 1, 2, 2);
+  const Network network = make_request(config).network;
+  ValidationOptions options = gpipe_at_one_and_two(2);
+  // Alone 1x; the pipeline's table 1.5x, marked as timed in a 2-processor 1f1b run.
+  options.calibrate = [&](int processors) {
+    Calibration c = scaled_calibration(network, config, processors == 2 ? 1.5 : 1.0);
+    if (processors == 2) {
+      c.concurrent = 2;
+      c.pipeline_schedule = "1f1b";
+    }
+    return c;
+  };
+  const Runner as_predicted = [](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
+    TrainingRun run;
+    run.result = evaluate(g);
+    return run;
+  };
+  const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, as_predicted);
+  REQUIRE(report.rows.size() == 2);
+  const ValidationRow& two = report.rows[1];
+  REQUIRE(two.processors == 2);
+  CHECK(two.co_run_weight == 1);
+  GraphConfig at = config;
+  at.processors = 2;
+  at.calibration = std::make_shared<const Calibration>(scaled_calibration(network, config, 1.5));
+  CHECK(two.predicted_step_s == doctest::Approx(evaluate(make_graph(at)).iteration_s));
+  CHECK(report.rows[0].co_run_weight == 0);
+}
+
+TEST_CASE("a table for P processors timed in a pipeline: each layer where a P-processor 1f1b run puts it") {
+  const Dataset data = data_for(kLenet);
+  const GraphConfig config = config_for(kLenet, "sequential", 1, 2, 3);
+  std::vector<TaskGraph> graphs;  // what the runner was given, in order
+  std::vector<TrainingRun> runs;
+  const Runner recording = [&](const TaskGraph& g, const Network& n, const BatchSampler& s, const TrainingOptions& o) {
+    CHECK(o.record_layer_times);
+    CHECK(o.handoff_spin_s == 0);  // the options given, passed on
+    graphs.push_back(g);
+    runs.push_back(cpu::run_cpu(g, n, s, o));
+    return runs.back();
+  };
+  TrainingOptions options;
+  options.handoff_spin_s = 0;
+  const Calibration c = profile_layers_in_pipeline(config, data, 4, 7, recording, {}, 2, options);
+  // The pipeline's run, then a layerpipe run on as many processors for the one-layer tasks.
+  REQUIRE(graphs.size() == 2);
+  CHECK(graphs[0].processor_count() == 2);
+  CHECK(graphs[1].processor_count() == 2);
+  CHECK(c.concurrent == 2);
+  CHECK(c.pipeline_schedule == kCalibrationPipelineSchedule);
+  // Each layer's F: the median of the pipeline run's samples after its warm-up minibatch, taken on
+  // whichever processor ran it; both processors ran some.
+  const Network network = make_request(config).network;
+  std::set<std::int32_t> processors_seen;
+  for (std::size_t l = 0; l < network.size(); ++l) {
+    std::vector<double> samples;
+    for (const auto& time : runs[0].layer_times) {
+      const Task& t = graphs[0].tasks[static_cast<std::size_t>(time.task)];
+      if (time.layer == static_cast<std::int32_t>(l) && time.kind == TaskKind::F && t.minibatch >= 1) {
+        samples.push_back(time.seconds);
+        processors_seen.insert(t.resource);
+      }
+    }
+    CAPTURE(l);
+    CHECK(samples.size() == 2 * 2);  // 2 minibatches after the warm-up x 2 microbatches
+    CHECK(c.layers.at(network.layers[l].name).forward_s == median_of(samples));
+  }
+  CHECK(processors_seen.size() == 2);
+  // More processors than the network has layers: no such pipeline.
+  CHECK_THROWS_AS(profile_layers_in_pipeline(config, data, 4, 7, recording, {}, 64, options), Error);
+  CHECK_THROWS_AS(profile_layers_in_pipeline(config, data, 4, 7, recording, {}, 1, options), Error);
 }
 
 TEST_CASE("validation pairs each round's prediction with that round's runs") {

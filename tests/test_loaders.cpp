@@ -117,6 +117,16 @@ TEST_CASE("calibration tables: unknown keys, repeated layers and impossible time
       calibration_to_json_text(calibration_from_json_text(calibration(R"(, "copy_latency_s": 8e-5, "handoff_s": 3e-5)", layer), "c.json")),
       "c.json");
   CHECK(handoff.handoff_s == 3e-5);
+  CHECK(handoff.pipeline_schedule.empty());
+  // A table timed in a pipeline says which, and keeps it; it needs 2 or more processors.
+  const Calibration piped = calibration_from_json_text(
+      calibration_to_json_text(calibration_from_json_text(calibration(R"(, "concurrent": 2, "pipeline_schedule": "1f1b")", layer), "c.json")),
+      "c.json");
+  CHECK(piped.pipeline_schedule == "1f1b");
+  CHECK(piped.concurrent == 2);
+  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "pipeline_schedule": "1f1b")", layer), "c.json"),
+                       doctest::Contains("pipeline_schedule"), Error);
+
   CHECK(handoff.one_handoff_s() == 3e-5);
   // Copies timed at sizes: kept in order, and a copy's time read off them (linear between two
   // points, at the nearest point's rate beyond them); without them, at copy_bytes_per_s.

@@ -147,7 +147,8 @@ void bind_executor(py::module_& m) {
         "Writes text to path whole or not at all: through symbolic links; a device or FIFO is written, never "
         "replaced; a directory is an error.");
   m.def("profile", [](const std::string& model, int microbatches, const ParamsArg& params, const std::string& data,
-                      const std::string& data_dir, int repeats, std::uint64_t seed, int concurrent, bool pin_threads) {
+                      const std::string& data_dir, int repeats, std::uint64_t seed, int concurrent, bool pin_threads,
+                      const std::string& concurrent_timing) {
     const GraphConfig config = graph_config(model, "sequential", "cpu-core", 1, microbatches, 1, params, "");
     const Network network = make_request(config).network;
     const Dataset dataset = load_dataset_for(data, data_dir, network, "train");
@@ -156,20 +157,23 @@ void bind_executor(py::module_& m) {
       py::gil_scoped_release release;
       keep_freed_host_memory();
       calibration = cpu::profile_cpu(config, dataset, repeats, seed, {}, concurrent,
-                                     pin_threads ? cpus_to_pin() : std::vector<int>{});
+                                     pin_threads ? cpus_to_pin() : std::vector<int>{}, kAutomaticHandoffSpin,
+                                     cpu::parse_concurrent_timing(concurrent_timing));
     }
     return calibration_to_json_text(calibration);
   }, py::arg("model"), py::arg("microbatches") = 4, py::arg("params") = py::none(), py::arg("data") = "auto",
      py::arg("data_dir") = kFashionMnistDir, py::arg("repeats") = 16, py::arg("seed") = 1, py::arg("concurrent") = 1,
-     py::arg("pin_threads") = false,
-     "Times every task kind of every layer on one CPU thread (with concurrent > 1: that many copies at once, the "
-     "table for as many processor threads); returns the calibration table as JSON text.");
+     py::arg("pin_threads") = false, py::arg("concurrent_timing") = "pipeline",
+     "Times every task kind of every layer on one CPU thread (with concurrent > 1: the table for as many processor "
+     "threads, its layers timed in a pipeline of that many, or as that many copies at once, as concurrent_timing "
+     "says); returns the calibration table as JSON text.");
 
   m.def("validate", [](const std::string& model, const std::vector<std::string>& schedules,
                        const std::vector<int>& processors, int microbatches, int minibatches, const ParamsArg& params,
                        const std::string& calibration, const std::string& engine, int runs, const std::string& data,
                        const std::string& data_dir, double learning_rate, std::uint64_t seed, int max_runs,
-                       double target, bool pin_threads, const std::string& transfer_threads) {
+                       double target, bool pin_threads, const std::string& transfer_threads,
+                       const std::string& concurrent_timing) {
     GraphConfig config = graph_config(model, schedules.empty() ? "sequential" : schedules.front(), "cpu-core", 1,
                                       microbatches, minibatches, params, calibration);
     const Network network = make_request(config).network;
@@ -195,7 +199,11 @@ void bind_executor(py::module_& m) {
       keep_freed_host_memory();
       if (calibration.empty()) {
         // A calibration at the start of every round of runs (A/B/A/B).
-        options.calibrate = [&](int processors) { return cpu::profile_cpu(config, dataset, 16, seed, {}, processors, pinned); };
+        const cpu::ConcurrentTiming timing = cpu::parse_concurrent_timing(concurrent_timing);
+        options.calibrate = [&, timing](int processors) {
+          return cpu::profile_cpu(config, dataset, 16, seed, {}, processors, pinned, kAutomaticHandoffSpin, timing,
+                                  options.training.transfer_threads);
+        };
       }
       report = cpu::validate_cpu(config, dataset, options, [&](const TaskGraph& g) {
 #ifdef PIPETWIN_HAVE_SYSTEMC
@@ -217,7 +225,7 @@ void bind_executor(py::module_& m) {
      py::arg("engine") = "systemc", py::arg("runs") = 5, py::arg("data") = "auto",
      py::arg("data_dir") = kFashionMnistDir, py::arg("learning_rate") = 0.05, py::arg("seed") = 1,
      py::arg("max_runs") = 0, py::arg("target") = 0.05, py::arg("pin_threads") = false,
-     py::arg("transfer_threads") = "auto",
+     py::arg("transfer_threads") = "auto", py::arg("concurrent_timing") = "pipeline",
      "Predicted (from a calibration; profiled first when none is given) against measured (CPU executor) step "
      "time, speedup and peak memory per schedule and processor count, and the replay error (the engine fed each "
      "run's own task times). Returns {'rows': [...], 'mean_abs_step_error', 'max_abs_step_error', "

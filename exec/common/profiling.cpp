@@ -243,4 +243,58 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
   return calibration;
 }
 
+Calibration profile_layers_in_pipeline(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
+                                       const Runner& run, const std::function<void(const std::string&)>& progress,
+                                       int processors, const TrainingOptions& options) {
+  if (repeats < 1) throw Error("profile: repeats must be at least 1");
+  if (processors < 2) throw Error("profile: a pipeline needs at least 2 processors");
+  const ScheduleRequest request = make_request(config);
+  const auto pipeline_of = [&](const std::string& schedule, std::int32_t minibatches) {
+    GraphConfig c = config;
+    c.schedule = schedule;
+    c.processors = processors;
+    c.minibatches = minibatches;
+    c.calibration_file.clear();
+    c.calibration.reset();
+    return single_replica(without_other_schedules_params(c));
+  };
+  // As many microbatches per layer and kind as the one-processor profile, one warm-up minibatch more.
+  const GraphConfig pipeline =
+      pipeline_of(kCalibrationPipelineSchedule, 1 + std::max(1, (repeats + config.microbatches - 1) / config.microbatches));
+  const TaskGraph graph = make_graph(pipeline);  // throws where the network has too few layers
+  if (progress) {
+    progress("profiling " + request.network.name + ": every layer's F, BA, BW, U where a " + std::to_string(processors) +
+             "-processor " + pipeline.schedule + " run puts it (" + std::to_string(graph.samples_per_microbatch) +
+             " samples per task, " + std::to_string(pipeline.minibatches) + " minibatches)");
+  }
+  TrainingOptions timed = options;
+  timed.seed = seed;
+  timed.record_layer_times = true;
+  timed.copy = 0;
+  timed.copies = 1;
+  const BatchSampler sampler(data, request.network.batch, pipeline.microbatches, pipeline.minibatches, seed);
+  const TrainingRun measured = run(graph, request.network, sampler, timed);
+  Calibration calibration = calibration_from_run(graph, request.network, measured, 1);
+  calibration.concurrent = processors;
+  calibration.pipeline_schedule = pipeline.schedule;
+  calibration.source = "profile of " + request.network.name + " in a " + std::to_string(processors) + "-processor " +
+                       pipeline.schedule + " run";
+  // One-layer tasks for the overhead line's other end, on as many processors (one warm-up minibatch).
+  TaskGraph layer_graph;
+  const GraphConfig per_layer = pipeline_of("layerpipe", 2);
+  try {
+    layer_graph = make_graph(per_layer);
+  } catch (const Error& e) {
+    if (progress) progress(std::string("no task-per-layer run (") + e.what() + "): the overhead line is the pipeline's alone");
+    return calibration;
+  }
+  if (progress) progress("timing the overhead of one-layer tasks (a " + std::to_string(processors) + "-processor layerpipe run)");
+  const BatchSampler layer_sampler(data, request.network.batch, per_layer.microbatches, per_layer.minibatches, seed);
+  std::vector<TaskOverhead> overheads = task_overheads(graph, {measured}, 1);
+  const auto one_layer = task_overheads(layer_graph, {run(layer_graph, request.network, layer_sampler, timed)}, 1);
+  overheads.insert(overheads.end(), one_layer.begin(), one_layer.end());
+  fit_task_overheads(overheads, calibration);
+  return calibration;
+}
+
 }  // namespace pipetwin

@@ -104,17 +104,52 @@ double measure_copy_seconds(std::int64_t bytes, int repeats, int concurrent, dou
   return median_of(std::move(seconds));
 }
 
+ConcurrentTiming parse_concurrent_timing(const std::string& name) {
+  if (name == "pipeline") return ConcurrentTiming::pipeline;
+  if (name == "copies") return ConcurrentTiming::copies;
+  throw Error("concurrent timing must be pipeline or copies, got '" + name + "'");
+}
+
+namespace {
+
+// The layer times and overhead for `concurrent` processors, as `timing` says (profile_cpu).
+Calibration profile_cpu_layers(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
+                               const std::function<void(const std::string&)>& progress, int concurrent,
+                               const std::vector<int>& pin_cpus, double handoff_spin_s, ConcurrentTiming timing,
+                               TransferThreads transfer_threads) {
+  if (concurrent > 1 && timing == ConcurrentTiming::pipeline) {
+    TrainingOptions options;
+    options.pin_cpus = pin_cpus;
+    options.handoff_spin_s = handoff_spin_s;
+    options.transfer_threads = transfer_threads;
+    try {
+      return profile_layers_in_pipeline(config, data, repeats, seed, run_cpu, progress, concurrent, options);
+    } catch (const Error& e) {  // too few layers for that many stages
+      if (progress) progress(std::string("no ") + std::to_string(concurrent) + "-processor pipeline to time the layers in (" +
+                             e.what() + "): timing " + std::to_string(concurrent) + " copies at once instead");
+    }
+  }
+  return profile_layers(config, data, repeats, seed, run_cpu, progress, concurrent, pin_cpus);
+}
+
+}  // namespace
+
 Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
                         const std::function<void(const std::string&)>& progress, int concurrent,
-                        const std::vector<int>& pin_cpus, double handoff_spin_s) {
-  Calibration calibration = profile_layers(config, data, repeats, seed, run_cpu, progress, concurrent, pin_cpus);
+                        const std::vector<int>& pin_cpus, double handoff_spin_s, ConcurrentTiming timing,
+                        TransferThreads transfer_threads) {
+  Calibration calibration = profile_cpu_layers(config, data, repeats, seed, progress, concurrent, pin_cpus, handoff_spin_s,
+                                               timing, transfer_threads);
   calibration.device = "cpu";
   calibration.device_name = (concurrent == 1 ? std::string("one CPU thread")
-                                             : "one of " + std::to_string(concurrent) + " CPU threads at once") +
+                             : calibration.pipeline_schedule.empty()
+                                 ? "one of " + std::to_string(concurrent) + " CPU threads at once"
+                                 : "CPU threads of a " + std::to_string(concurrent) + "-processor " +
+                                       calibration.pipeline_schedule + " pipeline") +
                             " (" + kernel_libraries() + ", fp32)";
   if (progress) progress("measuring copy bandwidth and thread handoff latency");
   // The spin of the runs this table is for (P = concurrent in one process, senders copying).
-  const double spin_s = handoff_spin_for(concurrent, handoff_spin_s, false);
+  const double spin_s = handoff_spin_for(concurrent, handoff_spin_s, transfer_threads == TransferThreads::links);
   // From a cache's worth to more than a core's L2: a transfer of a few hundred KiB, its source
   // just written by its task, copies several times faster than an 8 MiB one, whose rate is the
   // table's copy bandwidth.

@@ -17,7 +17,7 @@ namespace pipetwin {
 Calibration calibration_from_json_text(const std::string& text, const std::string& source) {
   const nlohmann::json document = JsonReader::parse(text, source);
   const JsonReader root(document, source);
-  root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "cores", "task_overhead_s", "layer_overhead_s", "copy_bytes_per_s", "core_copy_bytes_per_s", "ranks", "message_send_core_s",
+  root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "pipeline_schedule", "cores", "task_overhead_s", "layer_overhead_s", "copy_bytes_per_s", "core_copy_bytes_per_s", "ranks", "message_send_core_s",
                    "message_send_core_bytes_per_s", "message_receive_core_s", "message_receive_core_bytes_per_s",
                    "copy_latency_s", "handoff_s", "handoff_spin_s", "copy_seconds", "layers"});
   if (root.get_string("format", "") != "pipetwin-calibration-1") {
@@ -43,6 +43,10 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   const std::int64_t concurrent = root.get_int("concurrent", 1);
   if (concurrent < 1 || concurrent > 4096) root.at("concurrent").fail("a number of copies from 1 to 4096");
   c.concurrent = static_cast<std::int32_t>(concurrent);
+  c.pipeline_schedule = root.get_string("pipeline_schedule", "");
+  if (!c.pipeline_schedule.empty() && c.concurrent < 2) {
+    root.at("pipeline_schedule").fail("a pipeline of 2 or more processors (\"concurrent\")");
+  }
   const std::int64_t cores = root.get_int("cores", 0);
   if (cores < 0 || cores > 1048576) root.at("cores").fail("a number of CPUs from 0 (not recorded) to 1048576");
   c.cores = static_cast<std::int32_t>(cores);
@@ -113,6 +117,7 @@ std::string calibration_to_json_text(const Calibration& c) {
   j["network"] = c.network;
   j["samples"] = c.samples;
   j["concurrent"] = c.concurrent;
+  if (!c.pipeline_schedule.empty()) j["pipeline_schedule"] = c.pipeline_schedule;
   j["cores"] = c.cores;
   j["task_overhead_s"] = c.task_overhead_s;
   j["layer_overhead_s"] = c.layer_overhead_s;

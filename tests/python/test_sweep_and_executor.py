@@ -39,6 +39,11 @@ def test_profile_of_copies_at_once(tmp_path):
     two = pipetwin.profile("mlp", params={"widths": "32,16,8", "batch": 8}, data="synthetic", repeats=4, concurrent=2,
                            output=tmp_path / "two.json")
     assert alone["concurrent"] == 1 and two["concurrent"] == 2
+    # Timed in a 2-processor pipeline by default; as two copies at once when asked.
+    assert two["pipeline_schedule"] == "1f1b" and "pipeline_schedule" not in alone
+    copies = pipetwin.profile("mlp", params={"widths": "32,16,8", "batch": 8}, data="synthetic", repeats=4, concurrent=2,
+                              concurrent_timing="copies")
+    assert copies["concurrent"] == 2 and "pipeline_schedule" not in copies
     assert [layer["name"] for layer in two["layers"]] == [layer["name"] for layer in alone["layers"]]
     assert two["task_overhead_s"] >= 0 and two["layer_overhead_s"] >= 0
     graph = pipetwin.build_graph("mlp", "1f1b", "cpu-core", 2, 4, 2, params={"widths": "32,16,8", "batch": 8},

@@ -170,15 +170,19 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
 @checked
 def profile(model: PathArg, *, device: str = "cpu", microbatches: int = 4, params: Params = None, data: str = "auto",
             data_dir: PathArg = _DATA_DIR, repeats: int = 16, seed: int = 1, concurrent: int = 1,
-            output: Optional[PathArg] = None, pin_threads: bool = False) -> Dict[str, Any]:
+            output: Optional[PathArg] = None, pin_threads: bool = False,
+            concurrent_timing: str = "pipeline") -> Dict[str, Any]:
     """Times F, BA, BW and U of every layer on one processor; returns the calibration table (a dict)
-    and writes it to `output` when given (use it as calibration=path). concurrent > 1 times that
-    many copies at once, one per thread: the table for a pipeline of that many CPU threads, which
-    slow each other down. pin_threads: copy k's thread on the k-th CPU this process may run on, as
-    processor k's in a pinned run."""
+    and writes it to `output` when given (use it as calibration=path). concurrent > 1 gives the
+    table for a pipeline of that many CPU threads: concurrent_timing "pipeline" times each layer
+    where a 1f1b run on that many processors puts it (a network with too few layers falls back to
+    copies), "copies" times that many copies of the one-processor run at once, one per thread.
+    pin_threads: processor (copy) k's thread on the k-th CPU this process may run on, as processor
+    k's in a pinned run."""
     _check_device(device)
     text = _core.profile(_path(model), microbatches=microbatches, params=_params(params), data=data, data_dir=_path(data_dir),
-                         repeats=repeats, seed=seed, concurrent=concurrent, pin_threads=pin_threads)
+                         repeats=repeats, seed=seed, concurrent=concurrent, pin_threads=pin_threads,
+                         concurrent_timing=concurrent_timing)
     if output is not None:
         _core.write_output_file(_path(output), text)
     table: Dict[str, Any] = json.loads(text)
@@ -191,7 +195,8 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
              calibration: PathArg = "", engine: Optional[str] = None, runs: int = 5, data: str = "auto",
              data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
              seed: int = 1, max_runs: int = 0, target: float = 0.05,
-             pin_threads: bool = False, transfer_threads: str = "auto") -> Tuple[Table, Dict[str, Any]]:
+             pin_threads: bool = False, transfer_threads: str = "auto",
+             concurrent_timing: str = "pipeline") -> Tuple[Table, Dict[str, Any]]:
     """Predicted (from a calibration table; profiled first without one) against measured step time,
     speedup and peak memory per schedule and processor count. Returns (table, summary): the table a
     DataFrame when pandas is installed (else a list of dicts; each row's step_error is the median
@@ -199,10 +204,12 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     half-range of its runs over their median, its replay_error the engine fed each run's own task
     times against that run, its co_run_weight how far its table lies from the one taken alone
     towards the one taken with P copies at once (the other processors' busy share while one
-    works), and predicted_rounds_s and measured_rounds_s every round's figures), the summary a dict with mean_abs_step_error, max_abs_step_error,
+    works; 1 where the P-processor table was timed in a pipeline, concurrent_timing="pipeline",
+    as in profile()), task_time_error_by_part its task time error per processor and task kind
+    ("p0 F", ...), and predicted_rounds_s and measured_rounds_s every round's figures), the summary a dict with mean_abs_step_error, max_abs_step_error,
     mean_abs_replay_error, max_abs_replay_error, kendall_tau per processor count, noise_floor (the
     median spread), and without a calibration table the number of calibration tables taken (per run,
-    one per processor count: P copies at once for P processors), the one-processor tables' drift
+    one per processor count: for P processors, timed as concurrent_timing says), the one-processor tables' drift
     (last over first) and spread, co_run_slowdown per P, error_ci (the median over rows of each
     step error's 95% confidence half-width), rounds, and separable_kendall_tau per P (tau over the
     pairs of schedules whose measured order is known, with their count). With max_runs > runs, rounds are added until
@@ -217,7 +224,8 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
                             minibatches=minibatches, params=_params(params), calibration=_path(calibration),
                             engine=engine or default_engine(), runs=runs, data=data, data_dir=_path(data_dir),
                             learning_rate=learning_rate, seed=seed, max_runs=max_runs, target=target,
-                            pin_threads=pin_threads, transfer_threads=transfer_threads)
+                            pin_threads=pin_threads, transfer_threads=transfer_threads,
+                            concurrent_timing=concurrent_timing)
     summary = {k: v for k, v in report.items() if k != "rows"}
     return frame(report["rows"]), summary
 

@@ -63,4 +63,19 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
                            const Runner& run, const std::function<void(const std::string&)>& progress,
                            int concurrent = 1, const std::vector<int>& pin_cpus = {});
 
+// The schedule a table for P processors is timed in (profile_layers_in_pipeline).
+inline constexpr const char* kCalibrationPipelineSchedule = "1f1b";
+
+// Layer times and task overhead of `config`'s network where a pipeline of `processors` runs them:
+// a kCalibrationPipelineSchedule run of about `repeats` microbatches per layer (one warm-up
+// minibatch more), every layer's part of every task timed on the processor that runs it
+// (Calibration::pipeline_schedule), with `options` (the runs' spin, transfer threads and
+// pinning; record_layer_times is set here). The overhead line is fitted to its tasks and to those
+// of a short `layerpipe` run on as many processors (a task per layer). Device, copies and
+// handoffs are left for the caller. Throws Error where the network cannot be cut into that many
+// stages.
+Calibration profile_layers_in_pipeline(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
+                                       const Runner& run, const std::function<void(const std::string&)>& progress,
+                                       int processors, const TrainingOptions& options);
+
 }  // namespace pipetwin

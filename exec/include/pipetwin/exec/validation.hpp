@@ -52,7 +52,8 @@ struct ValidationRow {
   std::map<std::string, double> task_time_error_by_part;
   // How busy the other processors are, on average, while one works (0: never, 1: always): the
   // weight of the table taken with P copies at once against the one taken alone in the row's
-  // calibration (blend_calibrations; busy_concurrency). 0 at P = 1 and without calibrations.
+  // calibration (blend_calibrations; busy_concurrency). 0 at P = 1 and without calibrations; 1
+  // where the P-processor table was timed in a pipeline (Calibration::pipeline_schedule).
   double co_run_weight = 0;
   // The step error's 95% confidence half-width (a fraction), distribution-free from the order
   // statistics: of the rounds' ratios with a calibration per round, else of the runs' steps.
@@ -86,8 +87,8 @@ struct ValidationReport {
   double calibration_drift = 0, calibration_spread = 0;
   int calibrations = 0;  // tables taken by validate (0: the config's own calibration throughout)
   // Per processor count P > 1 with its own calibrations: the median over rounds of how much
-  // slower a minibatch's layers ran with P copies at once than alone (the P table's calibrated
-  // step over the same round's one-processor table's, minus 1).
+  // slower a minibatch's layers ran in the P table (P copies at once, or a P-processor pipeline)
+  // than alone (its calibrated step over the same round's one-processor table's, minus 1).
   std::map<int, double> co_run_slowdown;
 };
 

@@ -35,6 +35,11 @@ struct Calibration {
   // machine is taken with P copies, so that it holds what they cost each other: a shared cache
   // and memory bandwidth, a lower all-core clock, SMT or a hypervisor's siblings.
   std::int32_t concurrent = 1;
+  // Empty: the layers were timed alone, or as `concurrent` copies of a one-processor run. Else the
+  // schedule of the `concurrent`-processor run they were timed in, each on the processor that ran
+  // it: a pipeline's own conditions (the other processors' work, its data crossing cores, the
+  // caches each processor has for its share of the network), which P copies do not have.
+  std::string pipeline_schedule;
   // The CPUs the profiling process could run on (0: not recorded). A graph with at least as many
   // processors as this runs a compute thread on every core, so that a transfer's copy, made by a
   // link thread, takes its time from a processor (charge_copies_to_cores, schedule/).

@@ -20,17 +20,26 @@ namespace pipetwin::cpu {
 // `spin_s` (TrainingOptions::handoff_spin_s, resolved), then asleep.
 double measure_copy_seconds(std::int64_t bytes, int repeats, int concurrent = 1, double spin_s = 0);
 
+// How a table for P >= 2 processors times its layers: in a P-processor pipeline
+// (profile_layers_in_pipeline), or as P copies of a one-processor run at once (profile_layers).
+enum class ConcurrentTiming { pipeline, copies };
+ConcurrentTiming parse_concurrent_timing(const std::string& name);  // "pipeline" or "copies"
+
 // The whole calibration of `config`'s network on the CPU: layer times and task overhead from a
 // one-processor sequential run of about `repeats` microbatches (one warm-up minibatch more), then
-// copy bandwidth (with `concurrent` copies at once) and latency. `progress` gets a line per phase (may be empty). `concurrent`: copies
-// of the run timed at once (Calibration::concurrent), a table for that many processor threads.
-// `pin_cpus`: where the copies' threads run, as a pinned run's processors (profile_layers).
-// `handoff_spin_s`: the spin of the runs the table is for (TrainingOptions::handoff_spin_s; the
-// automatic one is that of runs of `concurrent` processors); the handoff is timed with it
-// (Calibration::handoff_spin_s).
+// copy bandwidth (with `concurrent` copies at once) and latency. `progress` gets a line per phase
+// (may be empty). `concurrent`: a table for that many processor threads (Calibration::concurrent),
+// its layers timed as `timing` says; a network that cannot be cut into that many stages is timed
+// as copies. `pin_cpus`: where the threads run, as a pinned run's processors (profile_layers).
+// `handoff_spin_s` and `transfer_threads`: those of the runs the table is for
+// (TrainingOptions::handoff_spin_s, the automatic one being that of runs of `concurrent`
+// processors, and TrainingOptions::transfer_threads); the pipeline runs with them, and the
+// handoff is timed with that spin (Calibration::handoff_spin_s).
 Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
                         const std::function<void(const std::string&)>& progress, int concurrent = 1,
-                        const std::vector<int>& pin_cpus = {}, double handoff_spin_s = kAutomaticHandoffSpin);
+                        const std::vector<int>& pin_cpus = {}, double handoff_spin_s = kAutomaticHandoffSpin,
+                        ConcurrentTiming timing = ConcurrentTiming::pipeline,
+                        TransferThreads transfer_threads = TransferThreads::automatic);
 
 struct Accuracy {
   double loss = 0;      // mean over the samples
