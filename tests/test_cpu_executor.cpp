@@ -1070,6 +1070,31 @@ TEST_CASE("task overheads: the line through the medians of the smallest and the 
   CHECK(c.task_overhead_s == doctest::Approx(11e-6));
 }
 
+TEST_CASE("task overheads per kind: each kind's median beyond the common cost per layer") {
+  // 3 us per layer throughout (the medians of the 1-layer and the 4-layer tasks give it);
+  // forwards cost 6 us per task beyond it, backwards of 4 layers 2 us, split BAs of 1 layer 1 us;
+  // one forward is an outlier the medians ignore.
+  std::vector<TaskOverhead> overheads;
+  for (int k = 0; k < 3; ++k) {
+    overheads.push_back({1, 9e-6, TaskKind::F});
+    overheads.push_back({4, 18e-6, TaskKind::F});
+    overheads.push_back({4, 14e-6, TaskKind::B});
+    overheads.push_back({1, 4e-6, TaskKind::BA});
+  }
+  overheads.push_back({1, 60e-6, TaskKind::F});
+  Calibration c;
+  fit_task_overheads(overheads, c);
+  CHECK(c.layer_overhead_s == doctest::Approx(3e-6));
+  CHECK(c.task_overhead_s == doctest::Approx(6e-6));
+  REQUIRE(c.kind_overhead_s.size() == 3);
+  CHECK(c.kind_overhead_s.at(TaskKind::F) == doctest::Approx(6e-6));
+  CHECK(c.kind_overhead_s.at(TaskKind::B) == doctest::Approx(2e-6));
+  CHECK(c.kind_overhead_s.at(TaskKind::BA) == doctest::Approx(1e-6));
+  // Never below zero.
+  fit_task_overheads({{1, 10e-6, TaskKind::F}, {8, 31e-6, TaskKind::F}, {8, 1e-6, TaskKind::BW}}, c);
+  CHECK(c.kind_overhead_s.at(TaskKind::BW) == 0);
+}
+
 TEST_CASE("a calibration of copies at once pools every copy's samples") {
   const Dataset data = data_for(kLenet);
   const GraphConfig config = config_for(kLenet, "sequential", 1, 2, 3);

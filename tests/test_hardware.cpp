@@ -107,4 +107,10 @@ TEST_CASE("a calibrated task costs its layers, its overhead, and the overhead pe
   // An update is one step for all its layers: no cost per layer.
   CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::U, 0, L - 1, 8)) ==
         doctest::Approx((L * 1e-4 + 5e-6) * cycles_per_s).epsilon(1e-6));
+  // A kind timed apart pays its own overhead per task; the others still the table's.
+  calibration->kind_overhead_s[TaskKind::F] = 9e-6;
+  CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::F, 1, 1, 8)) ==
+        doctest::Approx((1e-3 + 2e-6 + 9e-6) * cycles_per_s).epsilon(1e-6));
+  CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::BW, 1, 1, 8)) ==
+        doctest::Approx((3e-3 + 2e-6 + 5e-6) * cycles_per_s).epsilon(1e-6));
 }

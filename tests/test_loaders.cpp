@@ -118,6 +118,19 @@ TEST_CASE("calibration tables: unknown keys, repeated layers and impossible time
       "c.json");
   CHECK(handoff.handoff_s == 3e-5);
   CHECK(handoff.pipeline_schedule.empty());
+  CHECK(handoff.kind_overhead_s.empty());
+  // Overheads per task kind: kept through a round trip, and read by kind.
+  const Calibration kinds = calibration_from_json_text(
+      calibration_to_json_text(calibration_from_json_text(
+          calibration(R"(, "task_overhead_s": 5e-6, "kind_overhead_s": {"F": 7e-6, "BA": 1e-6})", layer), "c.json")),
+      "c.json");
+  CHECK(kinds.task_overhead_s_of(TaskKind::F) == 7e-6);
+  CHECK(kinds.task_overhead_s_of(TaskKind::BA) == 1e-6);
+  CHECK(kinds.task_overhead_s_of(TaskKind::B) == 5e-6);
+  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "kind_overhead_s": {"OFF": 1e-6})", layer), "c.json"),
+                       doctest::Contains("kind_overhead_s/OFF"), Error);
+  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "kind_overhead_s": {"F": -1})", layer), "c.json"),
+                       doctest::Contains("kind_overhead_s/F"), Error);
   // A table timed in a pipeline says which, and keeps it; it needs 2 or more processors.
   const Calibration piped = calibration_from_json_text(
       calibration_to_json_text(calibration_from_json_text(calibration(R"(, "concurrent": 2, "pipeline_schedule": "1f1b")", layer), "c.json")),
@@ -214,8 +227,14 @@ TEST_CASE("calibration tables: a blend lies between the table taken alone and th
   together.concurrent = 4;
   alone.layers["fc"] = {1e-3, 2e-3, 3e-3, 4e-3, 1e-4};
   together.layers["fc"] = {3e-3, 4e-3, 7e-3, -1, 5e-4};  // no fused B measured at once
+  alone.kind_overhead_s[TaskKind::F] = 4e-6;     // timed apart alone only
+  together.kind_overhead_s[TaskKind::B] = 20e-6;  // and at once only
   const Calibration quarter = blend_calibrations(alone, together, 0.25);
   CHECK(quarter.task_overhead_s == doctest::Approx(15e-6));
+  // Per kind, each table's own for that kind (its task_overhead_s where it has none).
+  CHECK(quarter.task_overhead_s_of(TaskKind::F) == doctest::Approx(4e-6 + 0.25 * (30e-6 - 4e-6)));
+  CHECK(quarter.task_overhead_s_of(TaskKind::B) == doctest::Approx(10e-6 + 0.25 * (20e-6 - 10e-6)));
+  CHECK(quarter.task_overhead_s_of(TaskKind::BW) == doctest::Approx(15e-6));
   CHECK(quarter.layer_overhead_s == doctest::Approx(3e-6));
   const LayerTimes& fc = quarter.layers.at("fc");
   CHECK(fc.forward_s == doctest::Approx(1.5e-3));

@@ -79,7 +79,7 @@ std::vector<TaskOverhead> task_overheads(const TaskGraph& graph, const std::vect
       const Task& t = graph.tasks[static_cast<std::size_t>(task)];
       const TaskTiming& time = run.result.tasks[static_cast<std::size_t>(task)];
       overheads.push_back({t.last_layer - t.first_layer + 1,
-                           static_cast<double>(time.end_cycles - time.start_cycles) / graph.clock_hz - sum_s});
+                           static_cast<double>(time.end_cycles - time.start_cycles) / graph.clock_hz - sum_s, t.kind});
     }
   }
   return overheads;
@@ -96,6 +96,10 @@ void fit_task_overheads(const std::vector<TaskOverhead>& overheads, Calibration&
   const double few = median_of(few_s), many = median_of(many_s);
   if (most > fewest) calibration.layer_overhead_s = std::max(0.0, (many - few) / (most - fewest));
   calibration.task_overhead_s = std::max(0.0, few - calibration.layer_overhead_s * fewest);
+  std::map<TaskKind, std::vector<double>> beyond_slope;  // per kind
+  for (const auto& o : overheads) beyond_slope[o.kind].push_back(o.seconds - calibration.layer_overhead_s * o.layers);
+  calibration.kind_overhead_s.clear();
+  for (const auto& [kind, seconds] : beyond_slope) calibration.kind_overhead_s[kind] = std::max(0.0, median_of(seconds));
 }
 
 double measure_handoff_s(int repeats, double idle_s, double spin_s) {

@@ -17,7 +17,7 @@ namespace pipetwin {
 Calibration calibration_from_json_text(const std::string& text, const std::string& source) {
   const nlohmann::json document = JsonReader::parse(text, source);
   const JsonReader root(document, source);
-  root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "pipeline_schedule", "cores", "task_overhead_s", "layer_overhead_s", "copy_bytes_per_s", "core_copy_bytes_per_s", "ranks", "message_send_core_s",
+  root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "pipeline_schedule", "cores", "task_overhead_s", "layer_overhead_s", "kind_overhead_s", "copy_bytes_per_s", "core_copy_bytes_per_s", "ranks", "message_send_core_s",
                    "message_send_core_bytes_per_s", "message_receive_core_s", "message_receive_core_bytes_per_s",
                    "copy_latency_s", "handoff_s", "handoff_spin_s", "copy_seconds", "layers"});
   if (root.get_string("format", "") != "pipetwin-calibration-1") {
@@ -55,6 +55,21 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   c.ranks = static_cast<std::int32_t>(ranks);
   c.task_overhead_s = seconds(root, "task_overhead_s", 0.0, false);
   c.layer_overhead_s = seconds(root, "layer_overhead_s", 0.0, false);
+  if (root.has("kind_overhead_s")) {
+    const JsonReader kinds = root.at("kind_overhead_s");
+    kinds.require_object();
+    for (const auto& item : kinds.value().items()) {
+      TaskKind kind = TaskKind::X;
+      try {
+        kind = task_kind_from_string(item.key());
+      } catch (const Error&) {
+      }
+      if (kind == TaskKind::X || kind == TaskKind::OFF || kind == TaskKind::ON) {
+        kinds.at(item.key()).fail("a compute task's kind as the key (F, B, BA, BW, U or RC)");
+      }
+      c.kind_overhead_s[kind] = seconds(kinds, item.key(), std::nullopt, false);
+    }
+  }
   c.copy_bytes_per_s = root.get_double("copy_bytes_per_s", 0.0);
   if (!(std::isfinite(c.copy_bytes_per_s) && c.copy_bytes_per_s >= 0)) root.at("copy_bytes_per_s").fail("bytes per second >= 0");
   c.core_copy_bytes_per_s = root.get_double("core_copy_bytes_per_s", 0.0);
@@ -121,6 +136,10 @@ std::string calibration_to_json_text(const Calibration& c) {
   j["cores"] = c.cores;
   j["task_overhead_s"] = c.task_overhead_s;
   j["layer_overhead_s"] = c.layer_overhead_s;
+  if (!c.kind_overhead_s.empty()) {
+    j["kind_overhead_s"] = nlohmann::ordered_json::object();
+    for (const auto& [kind, s] : c.kind_overhead_s) j["kind_overhead_s"][to_string(kind)] = s;
+  }
   j["copy_bytes_per_s"] = c.copy_bytes_per_s;
   if (c.core_copy_bytes_per_s > 0) j["core_copy_bytes_per_s"] = c.core_copy_bytes_per_s;
   if (c.ranks > 1) {

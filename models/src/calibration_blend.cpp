@@ -16,6 +16,12 @@ Calibration blend_calibrations(const Calibration& alone, const Calibration& toge
   Calibration blended = together;
   blended.task_overhead_s = mix(alone.task_overhead_s, together.task_overhead_s);
   blended.layer_overhead_s = mix(alone.layer_overhead_s, together.layer_overhead_s);
+  blended.kind_overhead_s.clear();  // each kind either table timed apart, mixed with the other's for that kind
+  for (const auto* table : {&alone, &together}) {
+    for (const auto& [kind, s] : table->kind_overhead_s) {
+      blended.kind_overhead_s[kind] = mix(alone.task_overhead_s_of(kind), together.task_overhead_s_of(kind));
+    }
+  }
   for (auto& [name, times] : blended.layers) {
     const auto it = alone.layers.find(name);
     if (it == alone.layers.end()) {

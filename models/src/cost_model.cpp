@@ -80,9 +80,9 @@ double operator_layer_bytes(const Layer& layer, TaskKind kind, std::int64_t samp
   return bytes;
 }
 
-// The fixed cost of a task beyond its layers: the calibration's, or the profile's.
-std::int64_t task_overhead_cycles(const HardwareProfile& hw) {
-  const double overhead_s = hw.calibration ? hw.calibration->task_overhead_s : hw.processor.task_overhead_s;
+// The fixed cost of a task of `kind` beyond its layers: the calibration's, or the profile's.
+std::int64_t task_overhead_cycles(const HardwareProfile& hw, TaskKind kind) {
+  const double overhead_s = hw.calibration ? hw.calibration->task_overhead_s_of(kind) : hw.processor.task_overhead_s;
   return ceil_cycles(overhead_s * hw.processor.clock_hz);
 }
 
@@ -155,7 +155,7 @@ std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, 
   for (int l = first_layer; l <= last_layer; ++l) {
     cycles += layer_cycles(hw, net.layers[l], kind, samples, net.optimizer);
   }
-  if (hw.cost_model != CostModelKind::unit && cycles > 0) cycles += task_overhead_cycles(hw);
+  if (hw.cost_model != CostModelKind::unit && cycles > 0) cycles += task_overhead_cycles(hw, kind);
   if (hw.cost_model == CostModelKind::operator_level && !hw.calibration && kind == TaskKind::U && cycles > 0) {
     // The update's multi-tensor kernels: launched once for the stage.
     const ProcessorSpec& p = hw.processor;
@@ -188,7 +188,7 @@ std::int64_t selective_recompute_cycles(const HardwareProfile& hw, const Network
     cycles += ceil_cycles(roofline + p.layer_overhead_s * p.clock_hz);
   }
   if (hw.cost_model != CostModelKind::unit && cycles > 0) {
-    cycles += task_overhead_cycles(hw);
+    cycles += task_overhead_cycles(hw, TaskKind::RC);
     *memory_cycles = std::min(cycles, ceil_cycles(bytes / (hw.processor.memory_bytes_per_s / hw.processor.clock_hz)));
   }
   return cycles;
@@ -203,7 +203,7 @@ std::int64_t block_recompute_cycles(const HardwareProfile& hw, const Network& ne
     cycles += layer_cycles(hw, net.layers[static_cast<std::size_t>(l)], TaskKind::RC, samples, net.optimizer);
     memory += memory_traffic_cycles(hw, net, TaskKind::RC, l, l, samples);
   }
-  if (hw.cost_model != CostModelKind::unit && cycles > 0) cycles += task_overhead_cycles(hw);
+  if (hw.cost_model != CostModelKind::unit && cycles > 0) cycles += task_overhead_cycles(hw, TaskKind::RC);
   *memory_cycles = std::min(memory, cycles);
   return cycles;
 }

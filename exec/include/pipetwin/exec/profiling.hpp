@@ -23,13 +23,16 @@ std::int64_t median_of(std::vector<std::int64_t> values);  // of byte counts, ke
 struct TaskOverhead {
   std::int32_t layers = 1;
   double seconds = 0;
+  TaskKind kind = TaskKind::F;
 };
 std::vector<TaskOverhead> task_overheads(const TaskGraph& graph, const std::vector<TrainingRun>& runs,
                                          std::int32_t skip_minibatches);
 
 // The line through the median overheads of the tasks spanning the fewest and the most layers:
 // calibration.task_overhead_s per task plus calibration.layer_overhead_s per layer in it (both
-// >= 0). With one size of task, the median is all per task.
+// >= 0). With one size of task, the median is all per task. Then per task kind, what its tasks
+// cost beyond that slope (the median of overhead - layer_overhead_s * layers, >= 0):
+// calibration.kind_overhead_s.
 void fit_task_overheads(const std::vector<TaskOverhead>& overheads, Calibration& calibration);
 
 // The calibration table from a run recorded with `record_layer_times` (one processor): per layer

@@ -49,6 +49,16 @@ struct Calibration {
   std::int32_t ranks = 1;
   double task_overhead_s = 0;     // per task, beyond its layers' times (the engine's own cost)
   double layer_overhead_s = 0;    // and per layer in a task other than an update (between layers)
+  // Per task kind the profile timed apart (F, B, BA, BW; empty in older tables): what a task of
+  // that kind costs beyond its layers and layer_overhead_s, in place of task_overhead_s. A
+  // forward loads, stashes and keeps its output, a split BA keeps its gradients for its BW: one
+  // constant for all kinds put mlp's forwards 3-8% over and its split BAs 15-24% under it.
+  std::map<TaskKind, double> kind_overhead_s;
+  // The per-task overhead of a task of `kind`: kind_overhead_s's, else task_overhead_s.
+  double task_overhead_s_of(TaskKind kind) const {
+    const auto it = kind_overhead_s.find(kind);
+    return it == kind_overhead_s.end() ? task_overhead_s : it->second;
+  }
   double copy_bytes_per_s = 0;    // transfers, offload and reload (0: keep the profile's links)
   // One thread's copy of a buffer of each size, measured (bytes ascending, seconds): copies that
   // fit a core's caches run several times faster than copy_bytes_per_s, which a large copy gives.
