@@ -70,7 +70,7 @@ std::vector<TaskOverhead> task_overheads(const TaskGraph& graph, const std::vect
     std::map<std::int32_t, double> layer_sum_s;  // per task
     for (const auto& time : run.layer_times) {
       const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
-      if (t.minibatch < skip_minibatches || t.kind == TaskKind::U) continue;
+      if (t.minibatch < skip_minibatches) continue;
       // A fused B also records what a split BA and BW would cost: its own work is its B records.
       if (time.kind == t.kind) layer_sum_s[time.task] += time.seconds;
     }
@@ -86,8 +86,10 @@ std::vector<TaskOverhead> task_overheads(const TaskGraph& graph, const std::vect
 }
 
 void fit_task_overheads(const std::vector<TaskOverhead>& overheads, Calibration& calibration) {
-  std::map<std::int32_t, std::vector<double>> by_layers;
-  for (const auto& o : overheads) by_layers[o.layers].push_back(o.seconds);
+  std::map<std::int32_t, std::vector<double>> by_layers;  // the line: tasks other than updates
+  for (const auto& o : overheads) {
+    if (o.kind != TaskKind::U) by_layers[o.layers].push_back(o.seconds);
+  }
   calibration.task_overhead_s = 0;
   calibration.layer_overhead_s = 0;
   if (by_layers.empty()) return;
@@ -97,7 +99,9 @@ void fit_task_overheads(const std::vector<TaskOverhead>& overheads, Calibration&
   if (most > fewest) calibration.layer_overhead_s = std::max(0.0, (many - few) / (most - fewest));
   calibration.task_overhead_s = std::max(0.0, few - calibration.layer_overhead_s * fewest);
   std::map<TaskKind, std::vector<double>> beyond_slope;  // per kind
-  for (const auto& o : overheads) beyond_slope[o.kind].push_back(o.seconds - calibration.layer_overhead_s * o.layers);
+  for (const auto& o : overheads) {  // an update is one step: it pays nothing per layer
+    beyond_slope[o.kind].push_back(o.seconds - (o.kind == TaskKind::U ? 0.0 : calibration.layer_overhead_s * o.layers));
+  }
   calibration.kind_overhead_s.clear();
   for (const auto& [kind, seconds] : beyond_slope) calibration.kind_overhead_s[kind] = std::max(0.0, median_of(seconds));
 }
@@ -247,7 +251,7 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
   return calibration;
 }
 
-Calibration profile_layers_in_pipeline(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
+std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
                                        const Runner& run, const std::function<void(const std::string&)>& progress,
                                        int processors, const TrainingOptions& options) {
   if (repeats < 1) throw Error("profile: repeats must be at least 1");
@@ -265,7 +269,13 @@ Calibration profile_layers_in_pipeline(const GraphConfig& config, const Dataset&
   // As many microbatches per layer and kind as the one-processor profile, one warm-up minibatch more.
   const GraphConfig pipeline =
       pipeline_of(kCalibrationPipelineSchedule, 1 + std::max(1, (repeats + config.microbatches - 1) / config.microbatches));
-  const TaskGraph graph = make_graph(pipeline);  // throws where the network has too few layers
+  TaskGraph graph;
+  try {
+    graph = make_graph(pipeline);
+  } catch (const Error& e) {  // too few layers for that many stages
+    if (progress) progress("no " + std::to_string(processors) + "-processor " + pipeline.schedule + " run (" + e.what() + ")");
+    return std::nullopt;
+  }
   if (progress) {
     progress("profiling " + request.network.name + ": every layer's F, BA, BW, U where a " + std::to_string(processors) +
              "-processor " + pipeline.schedule + " run puts it (" + std::to_string(graph.samples_per_microbatch) +

@@ -122,12 +122,10 @@ Calibration profile_cpu_layers(const GraphConfig& config, const Dataset& data, i
     options.pin_cpus = pin_cpus;
     options.handoff_spin_s = handoff_spin_s;
     options.transfer_threads = transfer_threads;
-    try {
-      return profile_layers_in_pipeline(config, data, repeats, seed, run_cpu, progress, concurrent, options);
-    } catch (const Error& e) {  // too few layers for that many stages
-      if (progress) progress(std::string("no ") + std::to_string(concurrent) + "-processor pipeline to time the layers in (" +
-                             e.what() + "): timing " + std::to_string(concurrent) + " copies at once instead");
+    if (auto timed = profile_layers_in_pipeline(config, data, repeats, seed, run_cpu, progress, concurrent, options)) {
+      return *timed;
     }
+    if (progress) progress("timing " + std::to_string(concurrent) + " copies at once instead");
   }
   return profile_layers(config, data, repeats, seed, run_cpu, progress, concurrent, pin_cpus);
 }

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,8 +19,7 @@ double median_of(std::vector<double> values);
 std::int64_t median_of(std::vector<std::int64_t> values);  // of byte counts, kept whole
 
 // What each task of `runs` (of `graph`, recorded with `record_layer_times`) took beyond its
-// layers' recorded times, with the number of layers it spans; updates are left out (one fused
-// step for all their layers).
+// layers' recorded times, with the number of layers it spans and its kind.
 struct TaskOverhead {
   std::int32_t layers = 1;
   double seconds = 0;
@@ -30,8 +30,9 @@ std::vector<TaskOverhead> task_overheads(const TaskGraph& graph, const std::vect
 
 // The line through the median overheads of the tasks spanning the fewest and the most layers:
 // calibration.task_overhead_s per task plus calibration.layer_overhead_s per layer in it (both
-// >= 0). With one size of task, the median is all per task. Then per task kind, what its tasks
-// cost beyond that slope (the median of overhead - layer_overhead_s * layers, >= 0):
+// >= 0). With one size of task, the median is all per task. Updates are left out of the line (one
+// step for all their layers). Then per task kind, what its tasks cost beyond that slope (the
+// median of overhead - layer_overhead_s * layers, >= 0; an update's whole overhead):
 // calibration.kind_overhead_s.
 void fit_task_overheads(const std::vector<TaskOverhead>& overheads, Calibration& calibration);
 
@@ -75,9 +76,9 @@ inline constexpr const char* kCalibrationPipelineSchedule = "1f1b";
 // (Calibration::pipeline_schedule), with `options` (the runs' spin, transfer threads and
 // pinning; record_layer_times is set here). The overhead line is fitted to its tasks and to those
 // of a short `layerpipe` run on as many processors (a task per layer). Device, copies and
-// handoffs are left for the caller. Throws Error where the network cannot be cut into that many
-// stages.
-Calibration profile_layers_in_pipeline(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
+// handoffs are left for the caller. Empty where the network cannot be cut into that many stages
+// (the reason goes to `progress`); a run's errors are thrown.
+std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
                                        const Runner& run, const std::function<void(const std::string&)>& progress,
                                        int processors, const TrainingOptions& options);
 
