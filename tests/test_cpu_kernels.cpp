@@ -41,6 +41,18 @@ double probe(const Matrix& y, const Matrix& r) { return static_cast<double>((y.c
 
 constexpr double kTolerance = 2e-3;
 
+// A 3x3 convolution of 4 output channels, padding 1.
+Conv2dSpec conv3x3(std::int64_t stride, bool bias, bool batch_norm) {
+  Conv2dSpec spec;
+  spec.out_channels = 4;
+  spec.kernel = 3;
+  spec.stride = stride;
+  spec.padding = 1;
+  spec.bias = bias;
+  spec.batch_norm = batch_norm;
+  return spec;
+}
+
 }  // namespace
 
 TEST_CASE("dense backward matches finite differences") {
@@ -223,15 +235,7 @@ TEST_CASE("a layer's weight gradient written into room that held NaN equals it a
   // The first backward of a gradient sum writes every part of its layer's gradient (dW, db,
   // dgamma, dbeta) into uninitialised room, the later ones add: room filled with NaN shows a part
   // left unwritten, and adding the same gradient again must double it.
-  Conv2dSpec with_norm;
-  with_norm.out_channels = 4;
-  with_norm.kernel = 3;
-  with_norm.padding = 1;
-  with_norm.bias = false;
-  with_norm.batch_norm = true;
-  Conv2dSpec with_bias = with_norm;
-  with_bias.bias = true;
-  with_bias.batch_norm = false;
+  const Conv2dSpec with_norm = conv3x3(1, false, true), with_bias = conv3x3(1, true, false);
   DenseSpec dense;
   dense.out_features = 6;
   const Layer dense_layer_whole = dense_layer("fc", {2, 6, 6}, dense, 4);
@@ -318,13 +322,7 @@ TEST_CASE("softmax cross-entropy gradient matches finite differences") {
 
 TEST_CASE("a whole residual conv layer (conv, batch norm, shortcut, ReLU, pooling): BA and BW match finite differences") {
   // Block input 2x6x6 -> conv1 (4 channels, stride 2) -> conv2 adds the option-A shortcut, pools.
-  Conv2dSpec first;
-  first.out_channels = 4;
-  first.kernel = 3;
-  first.stride = 2;
-  first.padding = 1;
-  first.bias = false;
-  first.batch_norm = true;
+  const Conv2dSpec first = conv3x3(2, false, true);
   Conv2dSpec second = first;
   second.stride = 1;
   second.residual_add = true;
