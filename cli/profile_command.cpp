@@ -23,7 +23,7 @@ namespace {
 struct ProfileCommandOptions {
   GraphConfig config;
   ExecutorOptions executor;
-  int repeats = 16;
+  int repeats = kDefaultProfileRepeats;
   int concurrent = 1;
   std::string concurrent_timing = "pipeline";
   std::string output;

@@ -32,7 +32,7 @@ struct ValidateOptions {
   std::string schedules = "sequential,gpipe,1f1b,pipedream";
   std::string procs = "1,2";
   std::string engine;
-  int repeats = 16;
+  int repeats = kDefaultProfileRepeats;
   std::string concurrent_timing = "pipeline";
   int runs = 5;
   int max_runs = 0;

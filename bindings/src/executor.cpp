@@ -162,7 +162,7 @@ void bind_executor(py::module_& m) {
     }
     return calibration_to_json_text(calibration);
   }, py::arg("model"), py::arg("microbatches") = 4, py::arg("params") = py::none(), py::arg("data") = "auto",
-     py::arg("data_dir") = kFashionMnistDir, py::arg("repeats") = 16, py::arg("seed") = 1, py::arg("concurrent") = 1,
+     py::arg("data_dir") = kFashionMnistDir, py::arg("repeats") = kDefaultProfileRepeats, py::arg("seed") = 1, py::arg("concurrent") = 1,
      py::arg("pin_threads") = false, py::arg("concurrent_timing") = "pipeline",
      "Times every task kind of every layer on one CPU thread (with concurrent > 1: the table for as many processor "
      "threads, its layers timed in a pipeline of that many, or as that many copies at once, as concurrent_timing "
@@ -201,7 +201,7 @@ void bind_executor(py::module_& m) {
         // A calibration at the start of every round of runs (A/B/A/B).
         const cpu::ConcurrentTiming timing = cpu::parse_concurrent_timing(concurrent_timing);
         options.calibrate = [&, timing](int processors) {
-          return cpu::profile_cpu(config, dataset, 16, seed, {}, processors, pinned, kAutomaticHandoffSpin, timing,
+          return cpu::profile_cpu(config, dataset, kDefaultProfileRepeats, seed, {}, processors, pinned, kAutomaticHandoffSpin, timing,
                                   options.training.transfer_threads);
         };
       }

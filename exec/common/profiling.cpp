@@ -251,9 +251,10 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
   return calibration;
 }
 
-std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
-                                       const Runner& run, const std::function<void(const std::string&)>& progress,
-                                       int processors, const TrainingOptions& options) {
+std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config, const Dataset& data, int repeats,
+                                                      std::uint64_t seed, const Runner& run,
+                                                      const std::function<void(const std::string&)>& progress,
+                                                      int processors, const TrainingOptions& options) {
   if (repeats < 1) throw Error("profile: repeats must be at least 1");
   if (processors < 2) throw Error("profile: a pipeline needs at least 2 processors");
   const ScheduleRequest request = make_request(config);

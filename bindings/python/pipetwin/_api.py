@@ -169,7 +169,7 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
 
 @checked
 def profile(model: PathArg, *, device: str = "cpu", microbatches: int = 4, params: Params = None, data: str = "auto",
-            data_dir: PathArg = _DATA_DIR, repeats: int = 16, seed: int = 1, concurrent: int = 1,
+            data_dir: PathArg = _DATA_DIR, repeats: int = 64, seed: int = 1, concurrent: int = 1,
             output: Optional[PathArg] = None, pin_threads: bool = False,
             concurrent_timing: str = "pipeline") -> Dict[str, Any]:
     """Times F, BA, BW and U of every layer on one processor; returns the calibration table (a dict)

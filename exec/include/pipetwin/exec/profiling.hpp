@@ -67,6 +67,14 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
                            const Runner& run, const std::function<void(const std::string&)>& progress,
                            int concurrent = 1, const std::vector<int>& pin_cpus = {});
 
+// Microbatches a profile times per layer and task kind unless told otherwise (`--repeats`); with
+// 4 microbatches a minibatch, 16 minibatches after the warm-up one, so 16 samples of each update.
+// With 16 (4 minibatches), mlp's validate (60 and 21 rounds, one after the other, 2026-11-25) had
+// a mean step error of 3.8% against 2.9% and a speedup error of 7.0% against 5.6%, its
+// one-processor rows predicted 1-3% slower (docs/executor.md, "Many rounds, and tables timed in a
+// pipeline").
+inline constexpr int kDefaultProfileRepeats = 64;
+
 // The schedule a table for P processors is timed in (profile_layers_in_pipeline).
 inline constexpr const char* kCalibrationPipelineSchedule = "1f1b";
 
@@ -78,8 +86,9 @@ inline constexpr const char* kCalibrationPipelineSchedule = "1f1b";
 // of a short `layerpipe` run on as many processors (a task per layer). Device, copies and
 // handoffs are left for the caller. Empty where the network cannot be cut into that many stages
 // (the reason goes to `progress`); a run's errors are thrown.
-std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
-                                       const Runner& run, const std::function<void(const std::string&)>& progress,
-                                       int processors, const TrainingOptions& options);
+std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config, const Dataset& data, int repeats,
+                                                      std::uint64_t seed, const Runner& run,
+                                                      const std::function<void(const std::string&)>& progress,
+                                                      int processors, const TrainingOptions& options);
 
 }  // namespace pipetwin
