@@ -12,7 +12,8 @@
 #   experiments/gpu/gpu.sh partitions there: whether SM partitions isolate (pipetwin_partition_benchmark)
 #   experiments/gpu/gpu.sh validate   there: `pipetwin validate --device cuda` on resnet56 and vgg16,
 #                                     six schedules, P = 1, 2, 4, 8 SM partitions (MODELS, SMS, STEPS,
-#                                     RUNS override); tables and JSON
+#                                     RUNS, REPEATS override; REPEATS 16, as before the CPU default
+#                                     became 64, to keep the device time); tables and JSON
 #   experiments/gpu/gpu.sh baseline   there: experiments/gpu/pytorch_baseline.py (needs torch there)
 #   experiments/gpu/gpu.sh constants  there: experiments/gpu/operator_constants.py: the operator cost
 #                                     model's assumed figures measured, its GEMM and GPT-block times
@@ -95,7 +96,7 @@ validate() {
   for model in ${MODELS:-resnet56 vgg16}; do
     "$build"/bin/pipetwin validate --device cuda --placement partitions --partition-sms "${SMS:-16}" -m "$model" \
         --schedules sequential,gpipe,1f1b,pipedream,layerpipe,stale-weights -p 1,2,4,8 \
-        --microbatches 8 --steps "${STEPS:-12}" --runs "${RUNS:-3}" --data synthetic --json \
+        --microbatches 8 --steps "${STEPS:-12}" --runs "${RUNS:-3}" --repeats "${REPEATS:-16}" --data synthetic --json \
         > "$out/validate-$model.json" 2> "$out/validate-$model.log" || { cat "$out/validate-$model.log"; exit 1; }
     python3 - "$out/validate-$model.json" <<'PY' | tee "$out/validate-$model.txt"
 import json, sys
