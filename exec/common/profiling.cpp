@@ -24,6 +24,57 @@ T upper_median(std::vector<T> values) {
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
 }
+
+// `config` as a profile runs it: `schedule` on `processors`, `minibatches` long, one replica,
+// without the calibration the profile is to give.
+GraphConfig profile_run_config(const GraphConfig& config, const std::string& schedule, std::int32_t processors,
+                               std::int32_t minibatches) {
+  GraphConfig c = config;
+  c.schedule = schedule;
+  c.processors = processors;
+  c.minibatches = minibatches;
+  c.calibration_file.clear();
+  c.calibration.reset();
+  return single_replica(without_other_schedules_params(c));
+}
+
+// A profile's timed run: about `repeats` microbatches per layer and kind, one warm-up minibatch more.
+std::int32_t profile_minibatches(int repeats, std::int32_t microbatches) {
+  return 1 + std::max(1, (repeats + microbatches - 1) / microbatches);
+}
+
+// Runs of a graph as a profile makes them (one, or copies at once), with its sampler.
+using ProfileRuns = std::function<std::vector<TrainingRun>(const TaskGraph&, const BatchSampler&)>;
+
+// Tasks spanning the same layers cannot tell what a task costs beyond its layers from what each
+// layer in it costs: refits `calibration`'s overhead line to the tasks of `timed` (runs of
+// `graph`) and those of a short layerpipe run of `network` (a task per layer; one warm-up
+// minibatch) on `processors`, which `run_all` makes. A network LayerPipe cannot cut keeps the
+// line `timed` gave.
+void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network& network, std::int32_t processors,
+                                        const Dataset& data, std::uint64_t seed, const TaskGraph& graph,
+                                        const std::vector<TrainingRun>& timed, const ProfileRuns& run_all,
+                                        const std::function<void(const std::string&)>& progress,
+                                        Calibration& calibration) {
+  const GraphConfig per_layer = profile_run_config(config, "layerpipe", processors, 2);
+  TaskGraph layer_graph;
+  try {
+    layer_graph = make_graph(per_layer);
+  } catch (const Error& e) {
+    if (progress) progress(std::string("no task-per-layer run (") + e.what() + "): the overhead line is the timed run's alone");
+    return;
+  }
+  if (progress) {
+    progress("timing the overhead of one-layer tasks (a " +
+             (processors == 1 ? std::string("one") : std::to_string(processors)) + "-processor layerpipe run)");
+  }
+  const BatchSampler layer_sampler(data, network.batch, per_layer.microbatches, per_layer.minibatches, seed);
+  std::vector<TaskOverhead> overheads = task_overheads(graph, timed, 1);
+  const auto one_layer = task_overheads(layer_graph, run_all(layer_graph, layer_sampler), 1);
+  overheads.insert(overheads.end(), one_layer.begin(), one_layer.end());
+  fit_task_overheads(overheads, calibration);
+}
+
 }  // namespace
 
 double median_of(std::vector<double> values) { return upper_median(std::move(values)); }
@@ -173,13 +224,8 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
   const ScheduleRequest request = make_request(config);
   // Every task kind of every layer, timed inside a real run: the one-processor sequential
   // schedule, each layer's part of each task recorded; one warm-up minibatch left out.
-  GraphConfig sequential = config;
-  sequential.schedule = "sequential";
-  sequential.processors = 1;
-  sequential.calibration_file.clear();
-  sequential.calibration.reset();
-  sequential.minibatches = 1 + std::max(1, (repeats + config.microbatches - 1) / config.microbatches);
-  sequential = single_replica(without_other_schedules_params(sequential));  // one processor: no replicas
+  const GraphConfig sequential =
+      profile_run_config(config, "sequential", 1, profile_minibatches(repeats, config.microbatches));
   if (progress) {
     progress("profiling " + request.network.name + ": every layer's F, BA, BW, U in a one-processor run (" +
              std::to_string(request.network.batch / config.microbatches) + " samples per task, " +
@@ -226,27 +272,9 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
   const std::vector<TrainingRun> measured = run_copies(graph, sampler);
   Calibration calibration = calibration_from_runs(graph, request.network, measured, 1);
   calibration.source = "profile of " + request.network.name;
-  // Sequential tasks each span the whole network, so what a task costs beyond its layers cannot
-  // be told from what each layer in it costs. A short one-processor LayerPipe run (a task per
-  // layer; one warm-up minibatch) gives the second point of the line.
+  // Sequential tasks each span the whole network: the line's other end from one-layer tasks.
   if (request.network.size() > 1) {
-    GraphConfig per_layer = sequential;
-    per_layer.schedule = "layerpipe";
-    per_layer.minibatches = 2;
-    per_layer = without_other_schedules_params(per_layer);
-    TaskGraph layer_graph;
-    try {
-      layer_graph = make_graph(per_layer);
-    } catch (const Error& e) {  // a network LayerPipe cannot cut: every task's overhead per task
-      if (progress) progress(std::string("no task-per-layer run (") + e.what() + "): the overhead is counted per task");
-      return calibration;
-    }
-    if (progress) progress("timing the overhead of one-layer tasks (a one-processor layerpipe run)");
-    const BatchSampler layer_sampler(data, request.network.batch, per_layer.microbatches, per_layer.minibatches, seed);
-    std::vector<TaskOverhead> overheads = task_overheads(graph, measured, 1);
-    const auto one_layer = task_overheads(layer_graph, run_copies(layer_graph, layer_sampler), 1);
-    overheads.insert(overheads.end(), one_layer.begin(), one_layer.end());
-    fit_task_overheads(overheads, calibration);
+    fit_overheads_with_one_layer_tasks(config, request.network, 1, data, seed, graph, measured, run_copies, progress, calibration);
   }
   return calibration;
 }
@@ -258,18 +286,9 @@ std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config,
   if (repeats < 1) throw Error("profile: repeats must be at least 1");
   if (processors < 2) throw Error("profile: a pipeline needs at least 2 processors");
   const ScheduleRequest request = make_request(config);
-  const auto pipeline_of = [&](const std::string& schedule, std::int32_t minibatches) {
-    GraphConfig c = config;
-    c.schedule = schedule;
-    c.processors = processors;
-    c.minibatches = minibatches;
-    c.calibration_file.clear();
-    c.calibration.reset();
-    return single_replica(without_other_schedules_params(c));
-  };
   // As many microbatches per layer and kind as the one-processor profile, one warm-up minibatch more.
-  const GraphConfig pipeline =
-      pipeline_of(kCalibrationPipelineSchedule, 1 + std::max(1, (repeats + config.microbatches - 1) / config.microbatches));
+  const GraphConfig pipeline = profile_run_config(config, kCalibrationPipelineSchedule, processors,
+                                                  profile_minibatches(repeats, config.microbatches));
   TaskGraph graph;
   try {
     graph = make_graph(pipeline);
@@ -294,21 +313,11 @@ std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config,
   calibration.pipeline_schedule = pipeline.schedule;
   calibration.source = "profile of " + request.network.name + " in a " + std::to_string(processors) + "-processor " +
                        pipeline.schedule + " run";
-  // One-layer tasks for the overhead line's other end, on as many processors (one warm-up minibatch).
-  TaskGraph layer_graph;
-  const GraphConfig per_layer = pipeline_of("layerpipe", 2);
-  try {
-    layer_graph = make_graph(per_layer);
-  } catch (const Error& e) {
-    if (progress) progress(std::string("no task-per-layer run (") + e.what() + "): the overhead line is the pipeline's alone");
-    return calibration;
-  }
-  if (progress) progress("timing the overhead of one-layer tasks (a " + std::to_string(processors) + "-processor layerpipe run)");
-  const BatchSampler layer_sampler(data, request.network.batch, per_layer.microbatches, per_layer.minibatches, seed);
-  std::vector<TaskOverhead> overheads = task_overheads(graph, {measured}, 1);
-  const auto one_layer = task_overheads(layer_graph, {run(layer_graph, request.network, layer_sampler, timed)}, 1);
-  overheads.insert(overheads.end(), one_layer.begin(), one_layer.end());
-  fit_task_overheads(overheads, calibration);
+  // The overhead line's other end from one-layer tasks, on as many processors.
+  const ProfileRuns run_once = [&](const TaskGraph& g, const BatchSampler& s) {
+    return std::vector<TrainingRun>{run(g, request.network, s, timed)};
+  };
+  fit_overheads_with_one_layer_tasks(config, request.network, processors, data, seed, graph, {measured}, run_once, progress, calibration);
   return calibration;
 }
 
