@@ -36,6 +36,15 @@ struct CpuLayerKernels {
       place = part;
     }
   }
+  // The same for a matrix product, evaluated straight into its place (no temporary).
+  template <typename Place, typename Product>
+  void product_into(Place&& place, const Product& product) const {
+    if (grad_mode == WeightGradient::add) {
+      place.noalias() += product;
+    } else {
+      place.noalias() = product;
+    }
+  }
 
   static std::int64_t rows(const Matrix& t) { return t.rows(); }
   static std::int64_t cols(const Matrix& t) { return t.cols(); }
@@ -106,22 +115,10 @@ struct CpuLayerKernels {
     Eigen::Map<Matrix> dw(grad.data(), rows, cols);
     if (split == TensorSplit::columns) {
       const std::int64_t n = rows / ranks;
-      on_ranks(ranks, [&](std::int64_t i) {
-        if (grad_mode == WeightGradient::add) {
-          dw.middleRows(i * n, n).noalias() += dz.middleRows(i * n, n) * x.transpose();
-        } else {
-          dw.middleRows(i * n, n).noalias() = dz.middleRows(i * n, n) * x.transpose();
-        }
-      });
+      on_ranks(ranks, [&](std::int64_t i) { product_into(dw.middleRows(i * n, n), dz.middleRows(i * n, n) * x.transpose()); });
     } else {
       const std::int64_t n = cols / ranks;
-      on_ranks(ranks, [&](std::int64_t i) {
-        if (grad_mode == WeightGradient::add) {
-          dw.middleCols(i * n, n).noalias() += dz * x.middleRows(i * n, n).transpose();
-        } else {
-          dw.middleCols(i * n, n).noalias() = dz * x.middleRows(i * n, n).transpose();
-        }
-      });
+      on_ranks(ranks, [&](std::int64_t i) { product_into(dw.middleCols(i * n, n), dz * x.middleRows(i * n, n).transpose()); });
     }
     if (bias_at >= 0) into(grad.segment(bias_at, rows), dz.rowwise().sum());
   }
