@@ -61,9 +61,15 @@ void run(const ProfileCommandOptions& options, mpi::MpiSession* session) {
   }
   std::cout << fmt::format("{} · {} samples per task · {}\n", request.network.name, calibration.samples, calibration.device_name);
   table.print(std::cout);
-  std::cout << fmt::format("overhead {:.1f} us per task + {:.1f} us per layer in it · copy bandwidth {:.2f} GB/s · "
-                           "transfer latency {:.1f} us",
-                           calibration.task_overhead_s * us, calibration.layer_overhead_s * us, calibration.copy_bytes_per_s / 1e9,
+  std::cout << fmt::format("overhead {:.1f} us per task + {:.1f} us per layer in it", calibration.task_overhead_s * us,
+                           calibration.layer_overhead_s * us);
+  if (!calibration.kind_overhead_s.empty()) {
+    std::cout << " (per task by kind:";
+    for (const auto& [kind, seconds] : calibration.kind_overhead_s) std::cout << fmt::format(" {} {:.1f}", to_string(kind), seconds * us);
+    std::cout << ")";
+  }
+  if (calibration.input_load_s > 0) std::cout << fmt::format(" · input load {:.1f} us per microbatch", calibration.input_load_s * us);
+  std::cout << fmt::format(" · copy bandwidth {:.2f} GB/s · transfer latency {:.1f} us", calibration.copy_bytes_per_s / 1e9,
                            calibration.copy_latency_s * us);
   if (calibration.handoff_s >= 0) {
     std::cout << fmt::format(calibration.device == "cpu" ? " ({:.1f} us copied by its sender)" : " (of which two handoffs of {:.1f} us)",

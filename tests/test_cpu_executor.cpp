@@ -692,6 +692,24 @@ TEST_CASE("a table for P processors timed in a pipeline: each layer where a P-pr
     CHECK(c.layers.at(network.layers[l].name).forward_s == median_of(samples));
   }
   CHECK(processors_seen.size() == 2);
+  // The input's load: one record for every forward from the first layer and none elsewhere; the
+  // table's input_load_s is their median after the warm-up minibatch.
+  std::vector<double> loads;
+  std::size_t load_records = 0, first_forwards = 0;
+  for (const auto& t : graphs[0].tasks) first_forwards += t.kind == TaskKind::F && t.first_layer == 0 ? 1 : 0;
+  for (const auto& time : runs[0].layer_times) {
+    if (time.layer != kInputLoadLayer) continue;
+    const Task& t = graphs[0].tasks[static_cast<std::size_t>(time.task)];
+    ++load_records;
+    CHECK(t.kind == TaskKind::F);
+    CHECK(t.first_layer == 0);
+    CHECK(time.kind == TaskKind::F);
+    if (t.minibatch >= 1) loads.push_back(time.seconds);
+  }
+  CHECK(load_records == first_forwards);
+  CHECK(loads.size() == 2 * 2);
+  CHECK(c.input_load_s > 0);
+  CHECK(c.input_load_s == median_of(loads));
   // More processors than the network has layers: no such pipeline, and no run.
   CHECK_FALSE(profile_layers_in_pipeline(config, data, 4, 7, recording, {}, 64, options).has_value());
   CHECK(graphs.size() == 2);

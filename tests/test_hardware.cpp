@@ -113,4 +113,14 @@ TEST_CASE("a calibrated task costs its layers, its overhead, and the overhead pe
         doctest::Approx((1e-3 + 2e-6 + 9e-6) * cycles_per_s).epsilon(1e-6));
   CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::BW, 1, 1, 8)) ==
         doctest::Approx((3e-3 + 2e-6 + 5e-6) * cycles_per_s).epsilon(1e-6));
+  // The input's load: on a forward from the network's first layer only, scaled with its samples.
+  calibration->input_load_s = 7e-6;  // for 8 samples
+  CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::F, 0, 0, 8)) ==
+        doctest::Approx((1e-3 + 2e-6 + 9e-6 + 7e-6) * cycles_per_s).epsilon(1e-6));
+  CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::F, 0, 0, 4)) ==
+        doctest::Approx((0.5e-3 + 2e-6 + 9e-6 + 3.5e-6) * cycles_per_s).epsilon(1e-6));
+  CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::F, 1, 1, 8)) ==
+        doctest::Approx((1e-3 + 2e-6 + 9e-6) * cycles_per_s).epsilon(1e-6));
+  CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::BW, 0, 0, 8)) ==
+        doctest::Approx((3e-3 + 2e-6 + 5e-6) * cycles_per_s).epsilon(1e-6));
 }

@@ -127,6 +127,13 @@ TEST_CASE("calibration tables: unknown keys, repeated layers and impossible time
   CHECK(kinds.task_overhead_s_of(TaskKind::F) == 7e-6);
   CHECK(kinds.task_overhead_s_of(TaskKind::BA) == 1e-6);
   CHECK(kinds.task_overhead_s_of(TaskKind::B) == 5e-6);
+  CHECK(kinds.input_load_s == 0);  // not measured
+  CHECK(calibration_from_json_text(calibration_to_json_text(calibration_from_json_text(
+                                       calibration(R"(, "input_load_s": 1.5e-5)", layer), "c.json")),
+                                   "c.json")
+            .input_load_s == 1.5e-5);
+  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "input_load_s": -1)", layer), "c.json"),
+                       doctest::Contains("input_load_s"), Error);
   CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "kind_overhead_s": {"OFF": 1e-6})", layer), "c.json"),
                        doctest::Contains("kind_overhead_s/OFF"), Error);
   CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "kind_overhead_s": {"F": -1})", layer), "c.json"),
@@ -227,6 +234,8 @@ TEST_CASE("calibration tables: a blend lies between the table taken alone and th
   together.concurrent = 4;
   alone.layers["fc"] = {1e-3, 2e-3, 3e-3, 4e-3, 1e-4};
   together.layers["fc"] = {3e-3, 4e-3, 7e-3, -1, 5e-4};  // no fused B measured at once
+  alone.input_load_s = 8e-6;
+  together.input_load_s = 16e-6;
   alone.kind_overhead_s[TaskKind::F] = 4e-6;     // timed apart alone only
   together.kind_overhead_s[TaskKind::B] = 20e-6;  // and at once only
   const Calibration quarter = blend_calibrations(alone, together, 0.25);
@@ -236,6 +245,7 @@ TEST_CASE("calibration tables: a blend lies between the table taken alone and th
   CHECK(quarter.task_overhead_s_of(TaskKind::B) == doctest::Approx(10e-6 + 0.25 * (20e-6 - 10e-6)));
   CHECK(quarter.task_overhead_s_of(TaskKind::BW) == doctest::Approx(15e-6));
   CHECK(quarter.layer_overhead_s == doctest::Approx(3e-6));
+  CHECK(quarter.input_load_s == doctest::Approx(10e-6));
   const LayerTimes& fc = quarter.layers.at("fc");
   CHECK(fc.forward_s == doctest::Approx(1.5e-3));
   CHECK(fc.activation_grad_s == doctest::Approx(2.5e-3));

@@ -529,7 +529,13 @@ void GraphExecution<B>::forward(const Task& t, Lane& lane, Payload& out) {
   Labels labels;
   const bool last = t.last_layer + 1 == static_cast<std::int32_t>(net_.size());
   const bool first = t.first_layer == 0;
-  if (first || last) b_.load(lane, t.minibatch, sampled_microbatch(t), first ? &in : nullptr, last ? &labels : nullptr);
+  if (first || last) {
+    const auto begin = layer_begin(lane);
+    b_.load(lane, t.minibatch, sampled_microbatch(t), first ? &in : nullptr, last ? &labels : nullptr);
+    // Timed apart at the input, where it copies a microbatch (a calibration's input_load_s); the
+    // output's labels alone are a few bytes.
+    if (first) record_layer(t, lane, kInputLoadLayer, t.kind, begin);
+  }
   if (!first) in = input_activation(t, lane);
   if (b_.samples_of(in) != n) throw Error("internal: forward input has " + std::to_string(b_.samples_of(in)) + " samples");
   const bool recomputed = flow_.recomputed[static_cast<std::size_t>(t.id)];

@@ -89,12 +89,17 @@ Calibration calibration_from_runs(const TaskGraph& graph, const Network& network
                                   std::int32_t skip_minibatches) {
   const std::size_t L = network.size();
   std::vector<std::map<TaskKind, std::vector<double>>> seconds(L);
+  std::vector<double> load_s;  // the forwards' loads at the input
   for (const auto& run : runs) {
     if (run.layer_times.empty()) throw Error("internal: calibration from a run without layer times");
     for (const auto& time : run.layer_times) {
       const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
       if (t.minibatch < skip_minibatches) continue;  // warm-up: cold caches, first allocations
-      seconds[static_cast<std::size_t>(time.layer)][time.kind].push_back(time.seconds);
+      if (time.layer == kInputLoadLayer) {
+        load_s.push_back(time.seconds);
+      } else {
+        seconds[static_cast<std::size_t>(time.layer)][time.kind].push_back(time.seconds);
+      }
     }
   }
   Calibration c;
@@ -110,6 +115,7 @@ Calibration calibration_from_runs(const TaskGraph& graph, const Network& network
     if (!s[TaskKind::B].empty()) t.backward_s = median_of(s[TaskKind::B]);
     t.update_s = median_of(s[TaskKind::U]);
   }
+  c.input_load_s = median_of(load_s);
   fit_task_overheads(task_overheads(graph, runs, skip_minibatches), c);
   return c;
 }
@@ -123,6 +129,7 @@ std::vector<TaskOverhead> task_overheads(const TaskGraph& graph, const std::vect
       const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
       if (t.minibatch < skip_minibatches) continue;
       // A fused B also records what a split BA and BW would cost: its own work is its B records.
+      // A forward's load at the input is its own (input_load_s), not overhead.
       if (time.kind == t.kind) layer_sum_s[time.task] += time.seconds;
     }
     // What a task costs beyond its layers: payload bookkeeping, stashes, the steps between layers.

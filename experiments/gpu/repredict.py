@@ -60,8 +60,11 @@ def blend(alone, together, weight):
     """Every compute time linear between the two tables; links and copies are `together`'s."""
     mixed = json.loads(json.dumps(together))
     mix = lambda a, b: a + weight * (b - a)
-    for key in ("task_overhead_s", "layer_overhead_s"):
-        mixed[key] = mix(alone[key], together[key])
+    for key in ("task_overhead_s", "layer_overhead_s", "input_load_s"):
+        mixed[key] = mix(alone.get(key, 0.0), together.get(key, 0.0))
+    kinds = set(alone.get("kind_overhead_s", {})) | set(together.get("kind_overhead_s", {}))
+    of = lambda table, kind: table.get("kind_overhead_s", {}).get(kind, table.get("task_overhead_s", 0.0))
+    mixed["kind_overhead_s"] = {kind: mix(of(alone, kind), of(together, kind)) for kind in sorted(kinds)}
     by_name = {layer["name"]: layer for layer in alone["layers"]}
     for layer in mixed["layers"]:
         theirs = by_name[layer["name"]]

@@ -17,7 +17,7 @@ namespace pipetwin {
 Calibration calibration_from_json_text(const std::string& text, const std::string& source) {
   const nlohmann::json document = JsonReader::parse(text, source);
   const JsonReader root(document, source);
-  root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "pipeline_schedule", "cores", "task_overhead_s", "layer_overhead_s", "kind_overhead_s", "copy_bytes_per_s", "core_copy_bytes_per_s", "ranks", "message_send_core_s",
+  root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "pipeline_schedule", "cores", "task_overhead_s", "layer_overhead_s", "kind_overhead_s", "input_load_s", "copy_bytes_per_s", "core_copy_bytes_per_s", "ranks", "message_send_core_s",
                    "message_send_core_bytes_per_s", "message_receive_core_s", "message_receive_core_bytes_per_s",
                    "copy_latency_s", "handoff_s", "handoff_spin_s", "copy_seconds", "layers"});
   if (root.get_string("format", "") != "pipetwin-calibration-1") {
@@ -55,6 +55,7 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   c.ranks = static_cast<std::int32_t>(ranks);
   c.task_overhead_s = seconds(root, "task_overhead_s", 0.0, false);
   c.layer_overhead_s = seconds(root, "layer_overhead_s", 0.0, false);
+  c.input_load_s = seconds(root, "input_load_s", 0.0, false);
   if (root.has("kind_overhead_s")) {
     const JsonReader kinds = root.at("kind_overhead_s");
     kinds.require_object();
@@ -140,6 +141,7 @@ std::string calibration_to_json_text(const Calibration& c) {
     j["kind_overhead_s"] = nlohmann::ordered_json::object();
     for (const auto& [kind, s] : c.kind_overhead_s) j["kind_overhead_s"][to_string(kind)] = s;
   }
+  if (c.input_load_s > 0) j["input_load_s"] = c.input_load_s;
   j["copy_bytes_per_s"] = c.copy_bytes_per_s;
   if (c.core_copy_bytes_per_s > 0) j["core_copy_bytes_per_s"] = c.core_copy_bytes_per_s;
   if (c.ranks > 1) {

@@ -16,6 +16,7 @@ Calibration blend_calibrations(const Calibration& alone, const Calibration& toge
   Calibration blended = together;
   blended.task_overhead_s = mix(alone.task_overhead_s, together.task_overhead_s);
   blended.layer_overhead_s = mix(alone.layer_overhead_s, together.layer_overhead_s);
+  blended.input_load_s = mix(alone.input_load_s, together.input_load_s);
   blended.kind_overhead_s.clear();  // each kind either table timed apart, mixed with the other's for that kind
   for (const auto* table : {&alone, &together}) {
     for (const auto& [kind, s] : table->kind_overhead_s) {

@@ -156,6 +156,11 @@ std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, 
     cycles += layer_cycles(hw, net.layers[l], kind, samples, net.optimizer);
   }
   if (hw.cost_model != CostModelKind::unit && cycles > 0) cycles += task_overhead_cycles(hw, kind);
+  if (hw.cost_model != CostModelKind::unit && hw.calibration && kind == TaskKind::F && first_layer == 0) {
+    // The microbatch's load at the network's input, measured beside the layers.
+    const Calibration& c = *hw.calibration;
+    cycles += ceil_cycles(c.input_load_s * static_cast<double>(samples) / static_cast<double>(c.samples) * hw.clock_hz());
+  }
   if (hw.cost_model == CostModelKind::operator_level && !hw.calibration && kind == TaskKind::U && cycles > 0) {
     // The update's multi-tensor kernels: launched once for the stage.
     const ProcessorSpec& p = hw.processor;

@@ -84,7 +84,10 @@ struct TrainingOptions {
   const Distribution* distribution = nullptr;
 };
 
-// One layer's part of one task: F, BA or BW work of that layer, or its share of an update.
+// One layer's part of one task: F, BA or BW work of that layer, or its share of an update. A
+// forward at the network's input also records its load of the microbatch's samples (and labels,
+// where it is the output's too), as layer kInputLoadLayer: the table's input_load_s.
+constexpr std::int32_t kInputLoadLayer = -1;
 struct LayerTime {
   std::int32_t task = 0;
   std::int32_t layer = 0;

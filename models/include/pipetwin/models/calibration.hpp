@@ -59,6 +59,12 @@ struct Calibration {
     const auto it = kind_overhead_s.find(kind);
     return it == kind_overhead_s.end() ? task_overhead_s : it->second;
   }
+  // What a forward at the network's input spends loading its microbatch (the samples; their labels
+  // too where it is also the output's), for `samples` samples, scaled as a layer's time: charged to
+  // every F whose first layer is the network's first, on top of its layers (0: not measured). A
+  // pipeline's first stage pays it, the others do not: as one per-kind constant it put mlp's first
+  // stage's forwards 8-10% over the table and the second's 12-17% under.
+  double input_load_s = 0;
   double copy_bytes_per_s = 0;    // transfers, offload and reload (0: keep the profile's links)
   // One thread's copy of a buffer of each size, measured (bytes ascending, seconds): copies that
   // fit a core's caches run several times faster than copy_bytes_per_s, which a large copy gives.
