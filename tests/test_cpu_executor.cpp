@@ -333,6 +333,28 @@ TEST_CASE("bad input: memory beyond capacity, divergence, missing dataset") {
   }
 }
 
+TEST_CASE("a sampler fills the samples, the labels or both of a microbatch, the same either way") {
+  const Dataset data = data_for(kLenet);
+  const BatchSampler sampler(data, 16, 4, 3, 7);
+  Eigen::MatrixXf both_x, only_x;
+  std::vector<std::int32_t> both_y, only_y;
+  sampler.fill(2, 3, &both_x, &both_y);
+  sampler.fill(2, 3, &only_x, nullptr);
+  sampler.fill(2, 3, nullptr, &only_y);
+  REQUIRE(both_x.cols() == 4);
+  CHECK(both_x.rows() == data.samples.rows());
+  CHECK(only_x == both_x);
+  CHECK(only_y == both_y);
+  // Each column is a sample of the data set, with its label.
+  for (Eigen::Index i = 0; i < both_x.cols(); ++i) {
+    bool found = false;
+    for (Eigen::Index s = 0; s < data.samples.cols() && !found; ++s) {
+      found = data.samples.col(s) == both_x.col(i) && data.labels[static_cast<std::size_t>(s)] == both_y[static_cast<std::size_t>(i)];
+    }
+    CHECK(found);
+  }
+}
+
 TEST_CASE("--data idx: any IDX folder, standardised with its training images' mean and std") {
   const std::string dir = (std::filesystem::temp_directory_path() / ("pipetwin_idx_folder_" + std::to_string(::getpid()))).string();
   std::filesystem::create_directories(dir);

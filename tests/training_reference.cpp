@@ -31,7 +31,7 @@ std::vector<Vector> microbatch_gradients(const std::vector<LayerOp>& ops, const 
   const std::size_t L = ops.size();
   cpu::Activation a;
   std::vector<std::int32_t> labels;
-  data.fill(k, m, a.main, labels);
+  data.fill(k, m, &a.main, &labels);
   const auto n = a.main.cols();
   std::vector<cpu::LayerStash> stash(L);
   double loss = 0;

@@ -45,11 +45,7 @@ class CpuBackend {
   static void forget_layer_marks(Lane&) {}
 
   void load(Lane&, std::int32_t minibatch, std::int32_t microbatch, Activation* samples, Labels* labels) const {
-    Matrix x;
-    Labels y;
-    data_.fill(minibatch, microbatch, x, y);
-    if (samples != nullptr) samples->main = std::move(x);
-    if (labels != nullptr) *labels = std::move(y);
+    data_.fill(minibatch, microbatch, samples != nullptr ? &samples->main : nullptr, labels);
   }
   static std::int64_t samples_of(const Activation& a) { return a.main.cols(); }
 

@@ -83,7 +83,7 @@ class CudaBackend {
   void load(Lane& lane, std::int32_t minibatch, std::int32_t microbatch, Activation* samples, Labels* labels) const {
     Eigen::MatrixXf x;
     std::vector<std::int32_t> host_labels;
-    data_.fill(minibatch, microbatch, x, host_labels);
+    data_.fill(minibatch, microbatch, samples != nullptr ? &x : nullptr, labels != nullptr ? &host_labels : nullptr);
     const cudaStream_t stream = lane.context->impl().stream;
     if (labels != nullptr) {
       *labels = lane.tensor(static_cast<std::int64_t>(host_labels.size()), 1);

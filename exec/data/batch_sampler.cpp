@@ -28,18 +28,18 @@ BatchSampler::BatchSampler(const Dataset& data, std::int64_t batch, std::int32_t
   }
 }
 
-void BatchSampler::fill(std::int32_t minibatch, std::int32_t microbatch, Eigen::MatrixXf& samples,
-                        std::vector<std::int32_t>& labels) const {
+void BatchSampler::fill(std::int32_t minibatch, std::int32_t microbatch, Eigen::MatrixXf* samples,
+                        std::vector<std::int32_t>* labels) const {
   const std::int64_t n = samples_per_microbatch();
-  samples.resize(data_.samples.rows(), n);
-  labels.resize(static_cast<std::size_t>(n));
+  if (samples != nullptr) samples->resize(data_.samples.rows(), n);
+  if (labels != nullptr) labels->resize(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int64_t position = static_cast<std::int64_t>(minibatch) * batch_ + microbatch * n + i;
     const auto epoch = static_cast<std::size_t>(position / data_.size());
     if (epoch >= epoch_order_.size()) throw Error("internal: sampler asked for minibatch " + std::to_string(minibatch) + " beyond its range");
     const std::int32_t sample = epoch_order_[epoch][static_cast<std::size_t>(position % data_.size())];
-    samples.col(i) = data_.samples.col(sample);
-    labels[static_cast<std::size_t>(i)] = data_.labels[static_cast<std::size_t>(sample)];
+    if (samples != nullptr) samples->col(i) = data_.samples.col(sample);
+    if (labels != nullptr) (*labels)[static_cast<std::size_t>(i)] = data_.labels[static_cast<std::size_t>(sample)];
   }
 }
 

@@ -54,8 +54,10 @@ class BatchSampler {
                std::uint64_t seed, bool shuffle = true);
   std::int64_t samples_per_microbatch() const { return batch_ / microbatches_; }
   std::int32_t microbatches() const { return microbatches_; }
-  void fill(std::int32_t minibatch, std::int32_t microbatch, Eigen::MatrixXf& samples,
-            std::vector<std::int32_t>& labels) const;
+  // The microbatch's samples [features x n] and labels [n], each where its pointer is not null (the
+  // last stage of a pipeline needs only the labels).
+  void fill(std::int32_t minibatch, std::int32_t microbatch, Eigen::MatrixXf* samples,
+            std::vector<std::int32_t>* labels) const;
   const Dataset& data() const { return data_; }
 
  private:
