@@ -176,7 +176,7 @@ TEST_CASE("async: asynchronous schedules give exactly the weights of a delayed-S
     struct Async { std::string schedule; int P; int M; std::vector<std::string> params; };
     const std::vector<Async> runs = {
         {"pipedream", 2, 1, {}}, {"pipedream", 3, 2, {}}, {"pipedream-2bw", 2, 2, {}},
-        {"layerpipe", 2, 1, {}}, {"layerpipe", 3, 2, {"ba_parts=2"}}, {"stale-weights", 2, 1, {}},
+        {"layerpipe", 1, 2, {}}, {"layerpipe", 2, 1, {}}, {"layerpipe", 3, 2, {"ba_parts=2"}}, {"stale-weights", 2, 1, {}},
         {"stale-weights", 3, 1, {"hybrid=0.5"}}, {"stale-weights", 2, 1, {"stash=true"}}, {"pipefb", 2, 1, {}}, {"pipefb", 4, 1, {}}, {"pipefb", 3, 1, {"fnodes=1"}},
         {"layerwise-merge", 2, 1, {}}};
     for (const auto& a : runs) {

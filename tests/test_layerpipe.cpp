@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <set>
 
+#include "pipetwin/models/calibration.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/modulo_scheduler.hpp"
@@ -195,4 +197,32 @@ TEST_CASE("layerpipe: a backward away from its forward's processor gets the stas
   }
   CHECK(to_bw > 0);  // both kinds happen in these schedules
   CHECK(to_ba > 0);
+}
+
+TEST_CASE("layerpipe with a calibration: every BA part pays the way back to the linear output, and a share of the rest") {
+  // BA 3 ms, BW 5 ms, fused B 6 ms per layer (for 8 samples): 2 ms back to the linear output, which
+  // BA and BW each go once and B once for both, and 1 ms of dx that splits by samples.
+  GraphConfig config = test::graph_config("mlp", "layerpipe", "cpu-core", 1, 2, 2);
+  config.params = {"widths=8,4,2", "batch=16", "ba_parts=2"};
+  const Network net = make_request(config).network;
+  auto calibration = std::make_shared<Calibration>();
+  calibration->samples = 8;
+  for (const auto& layer : net.layers) calibration->layers[layer.name] = {1e-3, 3e-3, 5e-3, 6e-3, 1e-4};
+  config.calibration = calibration;
+  const TaskGraph graph = make_graph(config);
+  const double clock_hz = graph.clock_hz;
+  int parts_seen = 0;
+  for (const auto& t : graph.tasks) {
+    if (t.kind != TaskKind::BA || t.first_layer == 0) continue;  // the first layer's BA has no dx
+    CAPTURE(t.first_layer);
+    // 8 samples a microbatch: 2 ms + 1 ms / 2 parts.
+    CHECK(static_cast<double>(t.cost_cycles) == doctest::Approx(2.5e-3 * clock_hz).epsilon(1e-6));
+    ++parts_seen;
+  }
+  CHECK(parts_seen == 2 * 2 * 2 * static_cast<int>(net.size() - 1));  // minibatches x microbatches x parts x layers
+  // The same layer without a fused B measured: the parts split all of it.
+  for (auto& [name, times] : calibration->layers) times.backward_s = -1;
+  for (const auto& t : make_graph(config).tasks) {
+    if (t.kind == TaskKind::BA && t.first_layer > 0) CHECK(static_cast<double>(t.cost_cycles) == doctest::Approx(1.5e-3 * clock_hz).epsilon(1e-6));
+  }
 }

@@ -258,6 +258,9 @@ class GraphExecution {
   Activation input_activation(const Task& t, Lane& lane);
   bool takes_over(const Task& t, std::int32_t source, Carries carries) const;
   Gradient output_gradient(const Task& t, Lane& lane, bool* found);
+  // The same, for a task of an assembly group (GraphFlow::assembly_group): assembled by the group's
+  // first task to run, read by the others.
+  std::shared_ptr<const Gradient> shared_output_gradient(const Task& t, Lane& lane);
   void keep(const Task& t, std::unique_ptr<Payload> out, std::int32_t where);
   // Layer times (TrainingOptions::record_layer_times): each layer's work lies between two marks
   // in its lane's work; a task's layers are read once its work has ended (report_layer_times),
@@ -336,6 +339,8 @@ class GraphExecution {
   std::map<StashKey, std::shared_ptr<Stash>> stashes_;
   std::map<StashKey, std::shared_ptr<KeptInput>> inputs_;
   std::map<std::int32_t, std::vector<Params>> accumulators_;  // per update task
+  // Per assembly group: the gradient its first task assembled, and its tasks yet to take it.
+  std::map<std::int32_t, std::pair<std::shared_ptr<const Gradient>, std::int32_t>> assembled_;
   // Per update task: its backwards add their weight gradients straight into its sum (the backend
   // adds into gradients, and they all run on one thread, one after another).
   std::vector<bool> sums_in_place_;
@@ -613,6 +618,33 @@ typename B::Gradient GraphExecution<B>::output_gradient(const Task& t, Lane& lan
 }
 
 template <typename B>
+std::shared_ptr<const typename B::Gradient> GraphExecution<B>::shared_output_gradient(const Task& t, Lane& lane) {
+  const std::int32_t group = flow_.assembly_group[static_cast<std::size_t>(t.id)];
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex_);
+    const auto it = assembled_.find(group);
+    if (it != assembled_.end()) {
+      std::shared_ptr<const Gradient> gradient = it->second.first;
+      if (--it->second.second == 0) assembled_.erase(it);
+      return gradient;
+    }
+  }
+  std::vector<Gradient*> slices;  // on this processor, read by this group alone (its other tasks run after)
+  for (const auto& d : t.deps) {
+    if (d.carries == Carries::activation_gradient) slices.push_back(&payloads_[static_cast<std::size_t>(d.task)]->input_gradient);
+  }
+  auto gradient = std::make_shared<const Gradient>(
+      b_.assemble(lane, std::vector<const Gradient*>(slices.begin(), slices.end()), g_.samples_per_microbatch));
+  // The slices' room goes back at once: the assembled gradient holds their bytes, which stay
+  // accounted to their tasks' outputs until the group's last task ends, as the graph declares.
+  b_.finish(lane);
+  for (Gradient* slice : slices) *slice = Gradient();
+  std::lock_guard<std::mutex> lock(registry_mutex_);
+  assembled_[group] = {gradient, flow_.assembly_readers[static_cast<std::size_t>(group)] - 1};
+  return gradient;
+}
+
+template <typename B>
 void GraphExecution<B>::backward(const Task& t, Lane& lane, Payload& out) {
   const std::int64_t n = g_.samples_per_microbatch;
   const bool last = t.last_layer + 1 == static_cast<std::int32_t>(net_.size());
@@ -629,7 +661,15 @@ void GraphExecution<B>::backward(const Task& t, Lane& lane, Payload& out) {
     }
     found = true;
   }
-  if (!found && !last) at_output.back() = output_gradient(t, lane, &found);
+  std::shared_ptr<const Gradient> assembled;  // the gradient at the output, shared with its group
+  if (!found && !last) {
+    if (flow_.assembly_group[static_cast<std::size_t>(t.id)] >= 0) {
+      assembled = shared_output_gradient(t, lane);
+      found = true;
+    } else {
+      at_output.back() = output_gradient(t, lane, &found);
+    }
+  }
   found = found || last;
   if (!found) throw Error("schedule error: " + describe_task(g_, t) + " has no dependency bringing its output gradient");
   std::vector<Params> grads(static_cast<std::size_t>(layers));
@@ -649,7 +689,9 @@ void GraphExecution<B>::backward(const Task& t, Lane& lane, Payload& out) {
     const bool input_grad = needs_input_grad && l > 0;  // nothing needs the gradient of the network's input
     if (!input_grad && !needs_weight_grad) continue;
     const ParamsPtr w = weights(l, t.version_read, t);
-    const Gradient* og = (l + 1 == static_cast<std::int32_t>(net_.size())) ? nullptr : &at_output[i];
+    const Gradient* og = (l + 1 == static_cast<std::int32_t>(net_.size())) ? nullptr
+                         : (assembled && l == t.last_layer)         ? assembled.get()
+                                                                    : &at_output[i];
     // Back to the linear output once, then the weight and the input gradients from it. The layer
     // times record what a split BA and BW would each cost (both go back to the linear output)
     // and, for a fused B, what it cost.

@@ -49,6 +49,12 @@ struct GraphFlow {
   std::map<std::pair<std::int32_t, std::int32_t>, std::int32_t> version_writer;  // (stage, version) -> U
   std::map<std::int32_t, std::vector<std::int32_t>> collective_updates;  // collective -> the updates waiting
                                                                          // for it, in rank order
+  // Backwards that read the same activation-gradient slices, made and read on one processor, and
+  // are those slices' only readers (LayerPipe: both parts of a BA and the BW of a layer, each
+  // reading both parts of the next layer's BA): the first to run assembles the gradient once and
+  // the others read it, instead of each assembling a copy of its own. Per task: its group, or -1.
+  std::vector<std::int32_t> assembly_group;
+  std::vector<std::int32_t> assembly_readers;         // per group: its tasks
 };
 
 GraphFlow read_graph_flow(const TaskGraph& graph, std::int32_t layer_count);

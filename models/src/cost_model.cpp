@@ -145,6 +145,16 @@ std::int64_t layer_work_cycles(const HardwareProfile& hw, const Layer& layer, Ta
   return layer_cycles(hw, layer, kind, samples, OptimizerSpec{});
 }
 
+std::int64_t to_linear_cycles(const HardwareProfile& hw, const Layer& layer, std::int64_t samples) {
+  if (hw.cost_model == CostModelKind::unit || !hw.calibration) return 0;
+  const Calibration& c = *hw.calibration;
+  const auto it = c.layers.find(layer.name);
+  if (it == c.layers.end() || it->second.backward_s < 0) return 0;
+  const LayerTimes& t = it->second;
+  const double linear_s = std::clamp(t.activation_grad_s + t.weight_grad_s - t.backward_s, 0.0, t.activation_grad_s);
+  return ceil_cycles(linear_s * static_cast<double>(samples) / static_cast<double>(c.samples) * hw.clock_hz());
+}
+
 std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, TaskKind kind,
                                  int first_layer, int last_layer, std::int64_t samples) {
   if (first_layer < 0 || last_layer >= static_cast<int>(net.size()) || first_layer > last_layer) {

@@ -94,10 +94,13 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
   for (int l = L - 1; l >= 0; --l) {
     const std::int64_t work = layer_work_cycles(hw, net.layers[l], TaskKind::BA, samples);
     const std::int64_t overhead = compute_task_cycles(hw, net, TaskKind::BA, l, l, samples) - work;
+    // Every part goes back to the linear output over all samples; the rest splits by samples.
+    const std::int64_t whole = std::min(work, to_linear_cycles(hw, net.layers[l], samples));
+    const std::int64_t split = work - whole;
     for (int i = 0; i < parts; ++i) {
-      const std::int64_t share = work / parts + (i < work % parts ? 1 : 0);
-      if (share == 0 && !(i == 0 && work == 0)) continue;  // a part with nothing to do
-      layer[l].input_grad_parts.push_back(add(TaskKind::BA, l, share + overhead));
+      const std::int64_t share = split / parts + (i < split % parts ? 1 : 0);
+      if (share == 0 && !(i == 0 && split == 0)) continue;  // a part with nothing to do
+      layer[l].input_grad_parts.push_back(add(TaskKind::BA, l, whole + share + overhead));
       roles.back().part = static_cast<int>(layer[l].input_grad_parts.size()) - 1;
     }
     layer[l].weight_grad = add(TaskKind::BW, l, compute_task_cycles(hw, net, TaskKind::BW, l, l, samples));

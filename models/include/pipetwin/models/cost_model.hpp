@@ -34,6 +34,13 @@ std::int64_t block_recompute_cycles(const HardwareProfile& hw, const Network& ne
 std::int64_t layer_work_cycles(const HardwareProfile& hw, const Layer& layer, TaskKind kind,
                                std::int64_t samples);
 
+// Of a layer's BA cycles (layer_work_cycles), the part a BA split by samples cannot split: back
+// through pooling, ReLU, the residual and batch norm to the linear output, which every part goes
+// over all samples (batch norm's gradient needs them). From a calibration with a fused B: BA_s +
+// BW_s - B_s, since the split BA and BW each go back to the linear output and the fused B once
+// (clamped to [0, BA_s]); 0 otherwise (the other cost models split a BA's work evenly).
+std::int64_t to_linear_cycles(const HardwareProfile& hw, const Layer& layer, std::int64_t samples);
+
 // Cycles the task's memory traffic takes at the processor's full memory bandwidth (summed over
 // its layers; 0 on the unit model). At most compute_task_cycles: the part of a task that
 // processors sharing one memory system compete for.
