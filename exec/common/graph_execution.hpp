@@ -629,16 +629,17 @@ std::shared_ptr<const typename B::Gradient> GraphExecution<B>::shared_output_gra
       return gradient;
     }
   }
-  std::vector<Gradient*> slices;  // on this processor, read by this group alone (its other tasks run after)
-  for (const auto& d : t.deps) {
-    if (d.carries == Carries::activation_gradient) slices.push_back(&payloads_[static_cast<std::size_t>(d.task)]->input_gradient);
-  }
-  auto gradient = std::make_shared<const Gradient>(
-      b_.assemble(lane, std::vector<const Gradient*>(slices.begin(), slices.end()), g_.samples_per_microbatch));
+  // The first of the group: the slices (on this processor, read by this group alone, whose other
+  // tasks run after) assembled as any reader's would be; a group has several readers, so none
+  // takes them over.
+  bool found = false;
+  auto gradient = std::make_shared<const Gradient>(output_gradient(t, lane, &found));
   // The slices' room goes back at once: the assembled gradient holds their bytes, which stay
   // accounted to their tasks' outputs until the group's last task ends, as the graph declares.
   b_.finish(lane);
-  for (Gradient* slice : slices) *slice = Gradient();
+  for (const auto& d : t.deps) {
+    if (d.carries == Carries::activation_gradient) payloads_[static_cast<std::size_t>(d.task)]->input_gradient = Gradient();
+  }
   std::lock_guard<std::mutex> lock(registry_mutex_);
   assembled_[group] = {gradient, flow_.assembly_readers[static_cast<std::size_t>(group)] - 1};
   return gradient;

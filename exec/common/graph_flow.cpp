@@ -20,7 +20,7 @@ void group_shared_assemblies(const TaskGraph& graph, std::int32_t layer_count, G
   flow.assembly_readers.clear();
   std::map<std::pair<std::int32_t, std::vector<std::int32_t>>, std::vector<std::int32_t>> readers;  // (processor, slices)
   for (const auto& t : graph.tasks) {
-    if (is_link_task(t) || !is_backward(t.kind) || t.kind == TaskKind::RC || t.last_layer + 1 == layer_count) continue;
+    if (is_link_task(t) || !is_backward(t.kind) || t.last_layer + 1 == layer_count) continue;
     if (flow.sends_output_gradients[static_cast<std::size_t>(t.id)]) continue;  // its gradients go on to a BW
     std::vector<std::int32_t> slices;
     bool kept = false;  // a BA kept the gradients for this BW
