@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -16,9 +17,6 @@
 #include <mutex>
 #include <set>
 #include <thread>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 #if defined(__linux__)
 #include <sched.h>
 #endif
@@ -26,9 +24,9 @@
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
 #include "pipetwin/exec/cpu/profiler.hpp"
 #include "pipetwin/exec/cpu/validation.hpp"
-#include "pipetwin/exec/host_allocator.hpp"
 #include "pipetwin/exec/profiling.hpp"
 #include "pipetwin/exec/thread_pinning.hpp"
+#include "pipetwin/models/calibration.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/copies_on_cores.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
@@ -190,6 +188,21 @@ TEST_CASE("async: asynchronous schedules give exactly the weights of a delayed-S
       CHECK(test::max_relative_difference(t.run.final_weights, expected) == 0.0);  // bit for bit
       CHECK(test::max_relative_difference(t.run.final_weights, t.run.initial_weights) > 1e-3);
     }
+    // LayerPipe with a table as the executors' profiles make it (the first layer's BA timed at
+    // 0): no BA task at the first layer, the same delayed SGD.
+    GraphConfig config = config_for(c, "layerpipe", 2, 2, steps);
+    const Network network = make_request(config).network;
+    auto table = std::make_shared<Calibration>();
+    for (const auto& layer : network.layers) table->layers[layer.name] = {1e-4, 2e-4, 2e-4, 3e-4, 1e-5};
+    table->layers[network.layers.front().name].activation_grad_s = 0;
+    config.calibration = table;
+    const Trained t = train(config, data);
+    CAPTURE(c.model);
+    REQUIRE(std::none_of(t.graph.tasks.begin(), t.graph.tasks.end(),
+                         [](const Task& task) { return task.kind == TaskKind::BA && task.first_layer == 0; }));
+    const BatchSampler sampler(data, t.network.batch, 2, steps, 7);
+    const auto expected = test::delayed_sgd_replay(t.graph, t.network, sampler, {0.05, 0.0}, t.run.initial_weights);
+    CHECK(test::max_relative_difference(t.run.final_weights, expected) == 0.0);
   }
 }
 
@@ -884,7 +897,7 @@ TEST_CASE("Fashion-MNIST from Debian's dataset-fashion-mnist, when installed") {
   for (const auto count : counts) CHECK(count == 1000);
 }
 
-TEST_CASE("kendall tau-b: ties count for neither ordering; all ties are undefined") {
+TEST_CASE("kendall tau-b: ties count for neither ordering, all ties are undefined") {
   CHECK(pipetwin::kendall_tau({1, 2, 3}, {10, 20, 30}) == doctest::Approx(1.0));
   CHECK(pipetwin::kendall_tau({1, 2, 3}, {30, 20, 10}) == doctest::Approx(-1.0));
   // One tie in the first: C = 2, D = 0 over sqrt((3 - 1) (3 - 0)) pairs (tau-a said 2/3).
@@ -899,19 +912,6 @@ TEST_CASE("kendall tau-b: ties count for neither ordering; all ties are undefine
   CHECK(pipetwin::kendall_tau_where({1, 2, 3, 4}, {1, 2, 4, 3}, not_the_swap) == doctest::Approx(1.0));
   CHECK(std::isnan(pipetwin::kendall_tau_where({1, 2}, {1, 2}, [](std::size_t, std::size_t) { return false; })));
 }
-
-#if defined(__GLIBC__)
-TEST_CASE("keep_freed_host_memory: a 4 MiB buffer comes from the heap, not from its own mmap") {
-  // mallinfo2's hblkhd counts the bytes of live mmap'd blocks: glibc's default threshold (128 KiB,
-  // raised as the process frees) would mmap a fresh 4 MiB buffer; after the call it must not.
-  REQUIRE(keep_freed_host_memory());
-  const std::size_t mapped_before = mallinfo2().hblkhd;
-  void* buffer = std::malloc(std::size_t{4} << 20);
-  REQUIRE(buffer != nullptr);
-  CHECK(mallinfo2().hblkhd == mapped_before);
-  std::free(buffer);
-}
-#endif
 
 TEST_CASE("threads that spin before they sleep train the same weights, bit for bit") {
   const Dataset data = data_for(kLenet);

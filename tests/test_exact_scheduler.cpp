@@ -200,7 +200,7 @@ TEST_CASE("exact scheduler: memory is the third objective (a chain's least lifet
   CHECK(exact.held_byte_cycles == doctest::Approx(500));
 }
 
-TEST_CASE("exact scheduler: a program over max_rows is not solved; the greedy schedule stands, said so") {
+TEST_CASE("exact scheduler: a program over max_rows is not solved, the greedy schedule stands, said so") {
   if (!exact_scheduler_available()) {
     MESSAGE("skipped: no CBC (install coinor-libcbc-dev)");
     return;

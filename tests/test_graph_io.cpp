@@ -107,7 +107,7 @@ TEST_CASE("typed dependencies and link policies in JSON: kept, and bad ones name
                        doctest::Contains("unknown link policy 'fifo'"), Error);
 }
 
-TEST_CASE("Chrome traces: one result in processes 1 and 2; several overlaid in processes of their own") {
+TEST_CASE("Chrome traces: one result in processes 1 and 2, several overlaid in processes of their own") {
   const GraphConfig config = test::graph_config("lenet5", "gpipe", "unit", 2, 2, 1);
   const TaskGraph graph = make_graph(config);
   Result first = evaluate(graph, true);

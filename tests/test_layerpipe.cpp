@@ -84,7 +84,7 @@ TEST_CASE("the unrolled layerpipe graph runs at the scheduled period") {
   }
 }
 
-TEST_CASE("layerpipe forwards lag 2 S(l) updates; backwards read their forward's version") {
+TEST_CASE("layerpipe forwards lag 2 S(l) updates, backwards read their forward's version") {
   const TaskGraph g = make_graph(layerpipe_config("resnet20", 4, 12));
   REQUIRE(validate(g).empty());
   std::map<std::tuple<int, int>, int> forward_version;
@@ -224,5 +224,52 @@ TEST_CASE("layerpipe with a calibration: every BA part pays the way back to the 
   for (auto& [name, times] : calibration->layers) times.backward_s = -1;
   for (const auto& t : make_graph(config).tasks) {
     if (t.kind == TaskKind::BA && t.first_layer > 0) CHECK(static_cast<double>(t.cost_cycles) == doctest::Approx(1.5e-3 * clock_hz).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("layerpipe with an executor's calibration: no BA at the first layer, and nothing moved for one") {
+  // The executors compute no gradient at the network's input, so their tables time the first
+  // layer's BA at 0: the graph then has no task there, no weights or stash of the first layer
+  // travel to a BA, and the first update waits on its BW alone. The analytic models charge that
+  // BA (as in every schedule) and keep it.
+  for (int P = 1; P <= 3; ++P) {
+    CAPTURE(P);
+    GraphConfig config = test::graph_config("mlp", "layerpipe", "cpu-core", P, 2, 2);
+    config.params = {"widths=40,24,16,10", "batch=16"};
+    const Network net = make_request(config).network;
+    const TaskGraph analytic = make_graph(config);
+    CHECK(std::any_of(analytic.tasks.begin(), analytic.tasks.end(),
+                      [](const Task& t) { return t.kind == TaskKind::BA && t.first_layer == 0; }));
+    auto calibration = std::make_shared<Calibration>();
+    calibration->samples = 8;
+    for (const auto& layer : net.layers) calibration->layers[layer.name] = {1e-4, 2e-4, 2e-4, 3e-4, 1e-5};
+    calibration->layers[net.layers.front().name].activation_grad_s = 0;
+    calibration->layer_overhead_s = 1e-6;  // the first layer's BA still costs this much as a task: not work
+    config.calibration = calibration;
+    const TaskGraph g = make_graph(config);
+    CHECK(validate(g).empty());
+    int first_layer_updates = 0;
+    for (const auto& t : g.tasks) {
+      CHECK_FALSE((t.kind == TaskKind::BA && t.first_layer == 0));
+      for (const auto& d : t.deps) {  // the first layer's weights go nowhere; its stash only to a BW
+        const Task& x = g.tasks[static_cast<std::size_t>(d.task)];
+        if (x.kind != TaskKind::X || x.first_layer != 0) continue;
+        CHECK(x.deps.front().carries != Carries::weights);
+        if (x.deps.front().carries == Carries::stash) CHECK(t.kind == TaskKind::BW);
+      }
+      if (t.kind == TaskKind::U && t.first_layer == 0) {
+        ++first_layer_updates;
+        REQUIRE(t.deps.size() == 1);
+        const Task& from = g.tasks[static_cast<std::size_t>(t.deps.front().task)];
+        CHECK(t.deps.front().carries == Carries::weight_gradient);
+        CHECK((from.kind == TaskKind::BW || from.kind == TaskKind::X));
+      }
+    }
+    CHECK(first_layer_updates == 2 * 2);  // one per iteration (microbatch)
+    // Every other layer keeps its BA.
+    for (std::int32_t l = 1; l < static_cast<std::int32_t>(net.size()); ++l) {
+      CHECK(std::any_of(g.tasks.begin(), g.tasks.end(),
+                        [l](const Task& t) { return t.kind == TaskKind::BA && t.first_layer == l; }));
+    }
   }
 }

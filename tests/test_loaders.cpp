@@ -48,7 +48,7 @@ TEST_CASE("hardware JSON: wrong types, impossible numbers and NaN overheads are 
                        doctest::Contains("must be numbers >= 0, got nan"), Error);
 }
 
-TEST_CASE("hardware JSON: a measured all-reduce table is read with its source; bad tables are clear errors") {
+TEST_CASE("hardware JSON: a measured all-reduce table is read with its source, bad tables are clear errors") {
   const Params none;
   const auto with = [](const std::string& all_reduce) { return hardware("", R"(, "all_reduce": )" + all_reduce); };
   const HardwareProfile hw = hardware_from_json_text(

@@ -152,7 +152,7 @@ TEST_CASE("a small layer is host-bound: its framework operators and launches, no
   CHECK(backward_s == doctest::Approx(138 * 10e-6 + launches_s).epsilon(1e-5));
 }
 
-TEST_CASE("optimizer state is each processor's static memory; Adam with master weights keeps 16 bytes a parameter") {
+TEST_CASE("optimizer state is each processor's static memory, Adam with master weights keeps 16 bytes a parameter") {
   GraphConfig config = graph_config("gpt", "1f1b", "a100", 2, 2, 1);
   config.params = {"layers=4", "hidden=256", "heads=4", "seq=128", "vocab=1000", "batch=4", "dtype_bytes=2",
                    "precision=fp16", "optimizer=adam", "master_weights=true", "cuts=2"};
@@ -201,7 +201,7 @@ TEST_CASE("every figure of every operator-model profile names its source") {
   CHECK(profiles == 6);  // v100, a100, a100-40gb, h100, h100-pcie, h200
 }
 
-TEST_CASE("every built-in link names its source; InfiniBand HDR and NDR at 25 and 50 GB/s a direction") {
+TEST_CASE("every built-in link names its source, InfiniBand HDR and NDR at 25 and 50 GB/s a direction") {
   for (const auto& file : embedded_link_files()) {
     CAPTURE(file.name);
     const auto json = nlohmann::json::parse(file.text);

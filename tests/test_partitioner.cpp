@@ -85,7 +85,7 @@ TEST_CASE("too many stages, and bad fixed cuts, are clear errors") {
   CHECK_THROWS_AS(fixed_partition(costs, allowed, {3}), Error);
 }
 
-TEST_CASE("layer-wise merging: fewest cut bytes within the bound, then the fastest; equals brute force") {
+TEST_CASE("layer-wise merging: fewest cut bytes within the bound, then the fastest, equals brute force") {
   std::mt19937 rng(99);
   for (int trial = 0; trial < 100; ++trial) {
     const int layers = std::uniform_int_distribution<int>(2, 11)(rng);

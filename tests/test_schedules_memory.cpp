@@ -97,7 +97,7 @@ TEST_CASE("pipedream keeps S - s weight versions on stage s, and memory accounts
   }
 }
 
-TEST_CASE("pipedream-2bw keeps at most two weight versions per stage; forwards use the previous one") {
+TEST_CASE("pipedream-2bw keeps at most two weight versions per stage, forwards use the previous one") {
   for (int P = 2; P <= 5; ++P) {
     GraphConfig config = resnet_config("pipedream-2bw", P, 6, 4);
     const TaskGraph g = make_graph(config);

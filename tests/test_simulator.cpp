@@ -182,14 +182,14 @@ TEST_CASE("an in-order link's wake and delivery parts: a queued transfer skips t
   CHECK_FALSE(structural_problems(g).empty());
 }
 
-TEST_CASE("two transfers sharing a link take 2N / bandwidth; on separate links N / bandwidth") {
+TEST_CASE("two transfers sharing a link take 2N / bandwidth, on separate links N / bandwidth, one after the other N each in order") {
   const double bytes_per_cycle = 64;
   const std::int64_t n_bytes = 1 << 20, packet_bytes = 4096;
   const std::int64_t alone = n_bytes / static_cast<std::int64_t>(bytes_per_cycle);
   const double packet_cycles = static_cast<double>(packet_bytes) / bytes_per_cycle;
   SUBCASE("shared") {
     TaskGraph g = two_processor_graph();
-    g.links = {{"p0->p1", 0, 1, bytes_per_cycle, 0, ""}};
+    g.links = {{"p0->p1", 0, 1, bytes_per_cycle, 0, "", LinkPolicy::shared}};
     g.tasks = {compute(0, 0, 0, 10, {}), transfer(1, 0, 0, alone, {0}), transfer(2, 0, 1, alone, {0})};
     const auto times = simulate_times(g);
     for (const int x : {1, 2}) {
@@ -214,9 +214,20 @@ TEST_CASE("two transfers sharing a link take 2N / bandwidth; on separate links N
     const auto times = simulate_times(g);
     CHECK(times[2].end_cycles - times[2].start_cycles == 2 * alone);
   }
-  SUBCASE("a transfer arriving halfway shares the rest") {
+  SUBCASE("in order (the default policy): the second starts when the first ends") {
     TaskGraph g = two_processor_graph();
     g.links = {{"p0->p1", 0, 1, bytes_per_cycle, 0, ""}};
+    REQUIRE(g.links[0].policy == LinkPolicy::in_order);
+    g.tasks = {compute(0, 0, 0, 10, {}), transfer(1, 0, 0, alone, {0}), transfer(2, 0, 1, alone, {0})};
+    const auto times = simulate_times(g);
+    CHECK(times[1].start_cycles == 10);
+    CHECK(times[1].end_cycles == 10 + alone);
+    CHECK(times[2].start_cycles == times[1].end_cycles);
+    CHECK(times[2].end_cycles == 10 + 2 * alone);
+  }
+  SUBCASE("a transfer arriving halfway shares the rest") {
+    TaskGraph g = two_processor_graph();
+    g.links = {{"p0->p1", 0, 1, bytes_per_cycle, 0, "", LinkPolicy::shared}};
     g.tasks = {compute(0, 0, 0, 10, {}), compute(1, 0, 1, alone / 2, {}), transfer(2, 0, 0, alone, {0}),
                transfer(3, 0, 1, alone, {1})};
     const auto times = simulate_times(g);

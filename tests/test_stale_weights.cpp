@@ -24,7 +24,7 @@ GraphConfig stale_config(int P, const std::vector<std::string>& params, int mini
 
 }  // namespace
 
-TEST_CASE("partition s of S reads weights 2(S-s)-1 updates stale; backwards read the newest") {
+TEST_CASE("partition s of S reads weights 2(S-s)-1 updates stale, backwards read the newest") {
   for (const auto& [P, ppv] : {std::pair<int, std::string>{2, "19"}, {3, "19,37"}, {4, "9,19,37"}}) {
     const TaskGraph g = make_graph(stale_config(P, {"ppv=" + ppv}));
     REQUIRE(validate(g).empty());

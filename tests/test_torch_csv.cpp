@@ -100,7 +100,7 @@ TEST_CASE("bad PyTorch CSVs get errors naming the row and cell") {
                        doctest::Contains("one synchronous step"), Error);
 }
 
-TEST_CASE("torch's bookkeeping actions are skipped and counted; OVERLAP_F_B runs its pair in order") {
+TEST_CASE("torch's bookkeeping actions are skipped and counted, OVERLAP_F_B runs its pair in order") {
   // GPipe as torch 2.x writes it with FSDP: unshard, compute, reduce, reshard; and sends/receives.
   const std::string csv =
       "0UNSHARD,0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1,0REDUCE_GRAD,0RESHARD\n"

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "pipetwin/models/calibration.hpp"
 #include "pipetwin/models/cost_model.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/buffers.hpp"
@@ -91,17 +92,26 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
   for (int l = 0; l < L; ++l) {
     layer[l].forward = add(TaskKind::F, l, compute_task_cycles(hw, net, TaskKind::F, l, l, samples));
   }
+  // The first layer's BA is a task only where the cost model charges it (the analytic models do,
+  // in every schedule alike). A calibration from the executors times it at nothing, since they
+  // compute no gradient at the network's input; a part there would only draw the layer's weights
+  // and stash to its processor (mlp's LayerPipe at P = 2 copied its 785 KiB fc1 weights to the
+  // other processor every microbatch, for a task that did nothing).
+  const bool first_ba_timed_free = hw.cost_model != CostModelKind::unit && hw.calibration &&
+                                   calibrated_seconds(*hw.calibration, net.layers[0], TaskKind::BA, samples) <= 0;
   for (int l = L - 1; l >= 0; --l) {
-    const std::int64_t work = layer_work_cycles(hw, net.layers[l], TaskKind::BA, samples);
-    const std::int64_t overhead = compute_task_cycles(hw, net, TaskKind::BA, l, l, samples) - work;
-    // Every part goes back to the linear output over all samples; the rest splits by samples.
-    const std::int64_t whole = std::min(work, to_linear_cycles(hw, net.layers[l], samples));
-    const std::int64_t split = work - whole;
-    for (int i = 0; i < parts; ++i) {
-      const std::int64_t share = split / parts + (i < split % parts ? 1 : 0);
-      if (share == 0 && !(i == 0 && split == 0)) continue;  // a part with nothing to do
-      layer[l].input_grad_parts.push_back(add(TaskKind::BA, l, whole + share + overhead));
-      roles.back().part = static_cast<int>(layer[l].input_grad_parts.size()) - 1;
+    if (l > 0 || !first_ba_timed_free) {
+      const std::int64_t work = layer_work_cycles(hw, net.layers[l], TaskKind::BA, samples);
+      const std::int64_t overhead = compute_task_cycles(hw, net, TaskKind::BA, l, l, samples) - work;
+      // Every part goes back to the linear output over all samples; the rest splits by samples.
+      const std::int64_t whole = std::min(work, to_linear_cycles(hw, net.layers[l], samples));
+      const std::int64_t split = work - whole;
+      for (int i = 0; i < parts; ++i) {
+        const std::int64_t share = split / parts + (i < split % parts ? 1 : 0);
+        if (share == 0 && !(i == 0 && split == 0)) continue;  // a part with nothing to do
+        layer[l].input_grad_parts.push_back(add(TaskKind::BA, l, whole + share + overhead));
+        roles.back().part = static_cast<int>(layer[l].input_grad_parts.size()) - 1;
+      }
     }
     layer[l].weight_grad = add(TaskKind::BW, l, compute_task_cycles(hw, net, TaskKind::BW, l, l, samples));
     layer[l].update = add(TaskKind::U, l, compute_task_cycles(hw, net, TaskKind::U, l, l, samples), layer[l].forward);

@@ -10,8 +10,8 @@
 namespace pipetwin {
 
 // Buffers up to 32 MiB come from the heap and freed memory stays there for reuse (up to 256 MiB
-// of free memory at the heap's top before it is trimmed). False where the C library is not glibc
-// (nothing is changed).
+// of free memory at the main heap's top before it is trimmed; a thread arena's heaps are kept
+// whole). False where the C library is not glibc (nothing is changed).
 bool keep_freed_host_memory();
 
 }  // namespace pipetwin
