@@ -184,17 +184,16 @@ double calibrated_seconds(const Calibration& c, const Layer& layer, TaskKind kin
     throw Error("calibration " + c.source + " (measured on " + c.network + ") has no layer '" + layer.name + "'");
   }
   const LayerTimes& t = it->second;
-  const double scale = static_cast<double>(samples) / static_cast<double>(c.samples);
   switch (kind) {
     case TaskKind::F:
     case TaskKind::RC:
-      return t.forward_s * scale;
+      return c.scaled_s(t.forward_s, samples);
     case TaskKind::BA:
-      return t.activation_grad_s * scale;
+      return c.scaled_s(t.activation_grad_s, samples);
     case TaskKind::BW:
-      return t.weight_grad_s * scale;
+      return c.scaled_s(t.weight_grad_s, samples);
     case TaskKind::B:
-      return t.fused_backward_s() * scale;
+      return c.scaled_s(t.fused_backward_s(), samples);
     case TaskKind::U:
       return t.update_s;
     default:

@@ -152,7 +152,7 @@ std::int64_t to_linear_cycles(const HardwareProfile& hw, const Layer& layer, std
   if (it == c.layers.end() || it->second.backward_s < 0) return 0;
   const LayerTimes& t = it->second;
   const double linear_s = std::clamp(t.activation_grad_s + t.weight_grad_s - t.backward_s, 0.0, t.activation_grad_s);
-  return ceil_cycles(linear_s * static_cast<double>(samples) / static_cast<double>(c.samples) * hw.clock_hz());
+  return ceil_cycles(c.scaled_s(linear_s, samples) * hw.clock_hz());
 }
 
 std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, TaskKind kind,
@@ -169,7 +169,7 @@ std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, 
   if (hw.cost_model != CostModelKind::unit && hw.calibration && kind == TaskKind::F && first_layer == 0) {
     // The microbatch's load at the network's input, measured beside the layers.
     const Calibration& c = *hw.calibration;
-    cycles += ceil_cycles(c.input_load_s * static_cast<double>(samples) / static_cast<double>(c.samples) * hw.clock_hz());
+    cycles += ceil_cycles(c.scaled_s(c.input_load_s, samples) * hw.clock_hz());
   }
   if (hw.cost_model == CostModelKind::operator_level && !hw.calibration && kind == TaskKind::U && cycles > 0) {
     // The update's multi-tensor kernels: launched once for the stage.

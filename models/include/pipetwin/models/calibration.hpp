@@ -31,6 +31,11 @@ struct Calibration {
   std::string device_name;        // what it ran on, for the record
   std::string network;            // the network it was measured on
   std::int64_t samples = 1;       // samples per task when measured
+  // A time the table measured per task of `samples` samples, for a task of `task_samples`: the
+  // layers' times, the input's load and the way back to a linear output all scale so.
+  double scaled_s(double seconds, std::int64_t task_samples) const {
+    return seconds * (static_cast<double>(task_samples) / static_cast<double>(samples));
+  }
   // Copies of the work timed at once, one per thread (1: alone). A table for P processors on one
   // machine is taken with P copies, so that it holds what they cost each other: a shared cache
   // and memory bandwidth, a lower all-core clock, SMT or a hypervisor's siblings.
