@@ -218,6 +218,29 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
                         : fmt::format(" P={} none of {} pairs", p, pairs);
     }
     std::cout << line << "\n";
+    // Tau-b counts a pair predicted alike against whatever order the runs give it: say which.
+    for (const auto& tau : report.kendall_tau) {
+      const int p = tau.first;
+      std::vector<const ValidationRow*> at_p;
+      for (const auto& row : rows) {
+        if (row.processors == p) at_p.push_back(&row);
+      }
+      std::sort(at_p.begin(), at_p.end(), [](const ValidationRow* a, const ValidationRow* b) {
+        return a->predicted_step_s < b->predicted_step_s;
+      });
+      for (std::size_t i = 0; i < at_p.size();) {
+        std::size_t j = i + 1;  // [i, j): predicted the same step
+        while (j < at_p.size() && at_p[j]->predicted_step_s - at_p[i]->predicted_step_s <= 1e-9 * at_p[j]->predicted_step_s) ++j;
+        if (j - i > 1) {
+          std::string names = at_p[i]->schedule;
+          for (std::size_t k = i + 1; k < j; ++k) names += (k + 1 == j ? " and " : ", ") + at_p[k]->schedule;
+          std::cout << fmt::format("P={}: {} are predicted the same step; tau-b counts each such pair against any "
+                                   "order the runs give it, so it stays below 1 unless they measure alike\n",
+                                   p, names);
+        }
+        i = j;
+      }
+    }
   }
   for (const auto& reason : verdict) {
     std::cout << "too noisy to judge a " << fmt::format("{:.0f}%", 100 * options.target) << " error: " << reason
