@@ -227,49 +227,60 @@ TEST_CASE("layerpipe with a calibration: every BA part pays the way back to the 
   }
 }
 
-TEST_CASE("layerpipe with an executor's calibration: no BA at the first layer, and nothing moved for one") {
-  // The executors compute no gradient at the network's input, so their tables time the first
-  // layer's BA at 0: the graph then has no task there, no weights or stash of the first layer
-  // travel to a BA, and the first update waits on its BW alone. The analytic models charge that
-  // BA (as in every schedule) and keep it.
+TEST_CASE("layerpipe: no BA at the first layer, and nothing moved for one, but on the unit model") {
+  // Nothing needs the gradient at the network's input: its layer declares no activation-gradient
+  // work, the executors compute none and their tables time it at 0. The graph then has no task
+  // there, no weights or stash of the first layer travel to a BA, and the first update waits on
+  // its BW alone; with the roofline model and with a calibration alike. The unit model (the
+  // paper's: every BA one cycle) keeps it.
   for (int P = 1; P <= 3; ++P) {
     CAPTURE(P);
     GraphConfig config = test::graph_config("mlp", "layerpipe", "cpu-core", P, 2, 2);
     config.params = {"widths=40,24,16,10", "batch=16"};
     const Network net = make_request(config).network;
-    const TaskGraph analytic = make_graph(config);
-    CHECK(std::any_of(analytic.tasks.begin(), analytic.tasks.end(),
+    CHECK(net.layers.front().activation_grad_flops == 0);
+    GraphConfig unit = config;
+    unit.hardware = "unit";
+    const TaskGraph on_unit = make_graph(unit);
+    CHECK(std::any_of(on_unit.tasks.begin(), on_unit.tasks.end(),
                       [](const Task& t) { return t.kind == TaskKind::BA && t.first_layer == 0; }));
+    const TaskGraph roofline = make_graph(config);
+    CHECK(std::none_of(roofline.tasks.begin(), roofline.tasks.end(),
+                       [](const Task& t) { return t.kind == TaskKind::BA && t.first_layer == 0; }));
     auto calibration = std::make_shared<Calibration>();
     calibration->samples = 8;
     for (const auto& layer : net.layers) calibration->layers[layer.name] = {1e-4, 2e-4, 2e-4, 3e-4, 1e-5};
-    calibration->layers[net.layers.front().name].activation_grad_s = 0;
-    calibration->layer_overhead_s = 1e-6;  // the first layer's BA still costs this much as a task: not work
+    calibration->layers[net.layers.front().name].activation_grad_s = 0;  // as the executors' tables
+    calibration->layer_overhead_s = 1e-6;
     config.calibration = calibration;
-    const TaskGraph g = make_graph(config);
-    CHECK(validate(g).empty());
-    int first_layer_updates = 0;
-    for (const auto& t : g.tasks) {
-      CHECK_FALSE((t.kind == TaskKind::BA && t.first_layer == 0));
-      for (const auto& d : t.deps) {  // the first layer's weights go nowhere; its stash only to a BW
-        const Task& x = g.tasks[static_cast<std::size_t>(d.task)];
-        if (x.kind != TaskKind::X || x.first_layer != 0) continue;
-        CHECK(x.deps.front().carries != Carries::weights);
-        if (x.deps.front().carries == Carries::stash) CHECK(t.kind == TaskKind::BW);
+    const TaskGraph calibrated = make_graph(config);
+    const auto check = [&](const TaskGraph& g) {
+      CHECK(validate(g).empty());
+      int first_layer_updates = 0;
+      for (const auto& t : g.tasks) {
+        CHECK_FALSE((t.kind == TaskKind::BA && t.first_layer == 0));
+        for (const auto& d : t.deps) {  // the first layer's weights go nowhere; its stash only to a BW
+          const Task& x = g.tasks[static_cast<std::size_t>(d.task)];
+          if (x.kind != TaskKind::X || x.first_layer != 0) continue;
+          CHECK(x.deps.front().carries != Carries::weights);
+          if (x.deps.front().carries == Carries::stash) CHECK(t.kind == TaskKind::BW);
+        }
+        if (t.kind == TaskKind::U && t.first_layer == 0) {
+          ++first_layer_updates;
+          REQUIRE(t.deps.size() == 1);
+          const Task& from = g.tasks[static_cast<std::size_t>(t.deps.front().task)];
+          CHECK(t.deps.front().carries == Carries::weight_gradient);
+          CHECK((from.kind == TaskKind::BW || from.kind == TaskKind::X));
+        }
       }
-      if (t.kind == TaskKind::U && t.first_layer == 0) {
-        ++first_layer_updates;
-        REQUIRE(t.deps.size() == 1);
-        const Task& from = g.tasks[static_cast<std::size_t>(t.deps.front().task)];
-        CHECK(t.deps.front().carries == Carries::weight_gradient);
-        CHECK((from.kind == TaskKind::BW || from.kind == TaskKind::X));
+      CHECK(first_layer_updates == 2 * 2);  // one per iteration (microbatch)
+      // Every other layer keeps its BA.
+      for (std::int32_t l = 1; l < static_cast<std::int32_t>(net.size()); ++l) {
+        CHECK(std::any_of(g.tasks.begin(), g.tasks.end(),
+                          [l](const Task& t) { return t.kind == TaskKind::BA && t.first_layer == l; }));
       }
-    }
-    CHECK(first_layer_updates == 2 * 2);  // one per iteration (microbatch)
-    // Every other layer keeps its BA.
-    for (std::int32_t l = 1; l < static_cast<std::int32_t>(net.size()); ++l) {
-      CHECK(std::any_of(g.tasks.begin(), g.tasks.end(),
-                        [l](const Task& t) { return t.kind == TaskKind::BA && t.first_layer == l; }));
-    }
+    };
+    check(roofline);
+    check(calibrated);
   }
 }

@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <tuple>
 
-#include "pipetwin/models/calibration.hpp"
 #include "pipetwin/models/cost_model.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/buffers.hpp"
@@ -92,15 +91,14 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
   for (int l = 0; l < L; ++l) {
     layer[l].forward = add(TaskKind::F, l, compute_task_cycles(hw, net, TaskKind::F, l, l, samples));
   }
-  // The first layer's BA is a task only where the cost model charges it (the analytic models do,
-  // in every schedule alike). A calibration from the executors times it at nothing, since they
-  // compute no gradient at the network's input; a part there would only draw the layer's weights
-  // and stash to its processor (mlp's LayerPipe at P = 2 copied its 785 KiB fc1 weights to the
-  // other processor every microbatch, for a task that did nothing).
-  const bool first_ba_timed_free = hw.cost_model != CostModelKind::unit && hw.calibration &&
-                                   calibrated_seconds(*hw.calibration, net.layers[0], TaskKind::BA, samples) <= 0;
+  // No BA at the first layer: nothing needs the gradient at the network's input (its layer
+  // declares no activation-gradient work, the executors compute none, a calibration times it at
+  // 0), and a task there would only draw the layer's weights and stash to its processor (mlp's
+  // LayerPipe at P = 2 copied its 785 KiB fc1 weights to the other processor every microbatch for
+  // it). The unit model keeps it: the paper's abstract model charges every BA one cycle.
+  const bool first_layer_ba = hw.cost_model == CostModelKind::unit || net.layers[0].activation_grad_flops > 0;
   for (int l = L - 1; l >= 0; --l) {
-    if (l > 0 || !first_ba_timed_free) {
+    if (l > 0 || first_layer_ba) {
       const std::int64_t work = layer_work_cycles(hw, net.layers[l], TaskKind::BA, samples);
       const std::int64_t overhead = compute_task_cycles(hw, net, TaskKind::BA, l, l, samples) - work;
       // Every part goes back to the linear output over all samples; the rest splits by samples.
