@@ -229,8 +229,8 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
         return a->predicted_step_s < b->predicted_step_s;
       });
       for (std::size_t i = 0; i < at_p.size();) {
-        std::size_t j = i + 1;  // [i, j): predicted the same step
-        while (j < at_p.size() && at_p[j]->predicted_step_s - at_p[i]->predicted_step_s <= 1e-9 * at_p[j]->predicted_step_s) ++j;
+        std::size_t j = i + 1;  // [i, j): predicted the same step, a tie as kendall_tau counts one (equal)
+        while (j < at_p.size() && at_p[j]->predicted_step_s == at_p[i]->predicted_step_s) ++j;
         if (j - i > 1) {
           std::string names = at_p[i]->schedule;
           for (std::size_t k = i + 1; k < j; ++k) names += (k + 1 == j ? " and " : ", ") + at_p[k]->schedule;

@@ -189,7 +189,8 @@ TEST_CASE("async: asynchronous schedules give exactly the weights of a delayed-S
       CHECK(test::max_relative_difference(t.run.final_weights, t.run.initial_weights) > 1e-3);
     }
     // LayerPipe with a table as the executors' profiles make it (the first layer's BA timed at
-    // 0): no BA task at the first layer, the same delayed SGD.
+    // 0), whose measured costs place the tasks: no BA task at the first layer there either, the
+    // same delayed SGD.
     GraphConfig config = config_for(c, "layerpipe", 2, 2, steps);
     const Network network = make_request(config).network;
     auto table = std::make_shared<Calibration>();
