@@ -287,4 +287,28 @@ TEST_CASE("a CPU calibration's copies take the sending processor's core where ev
   for (const auto& t : apart.tasks) {
     if (t.placement == Placement::link) CHECK(static_cast<double>(messages.tasks[static_cast<std::size_t>(t.id)].cost_cycles - t.cost_cycles) == send);
   }
+  // A transfer its sender's thread copies has read its source when the task charged with the copy
+  // ends (the executor frees the source as the copy ends, before the sender's next task starts):
+  // each forward's activation on p0 and each backward's gradient on p1, read by its transfer alone,
+  // is freed after the task that made it; with links' threads, after the transfer. Across ranks
+  // (a message, no sender's copy) also after the transfer.
+  int sources = 0;
+  for (const auto& t : apart.tasks) {
+    if (t.placement != Placement::link) continue;
+    REQUIRE(data_dependency(t) != nullptr);
+    const std::int32_t source = data_dependency(t)->task;
+    const auto freed_after = [&](const TaskGraph& g) {
+      for (const auto& b : g.buffers) {
+        if (b.name.kind == BufferKind::output && b.name.owner == source) return b.freed_after;
+      }
+      FAIL("no output buffer");
+      return std::vector<std::int32_t>{};
+    };
+    INFO(describe_task(apart, t));
+    CHECK(freed_after(apart) == std::vector<std::int32_t>{t.id});
+    CHECK(freed_after(messages) == std::vector<std::int32_t>{t.id});
+    CHECK(freed_after(shared) == std::vector<std::int32_t>{source});
+    ++sources;
+  }
+  CHECK(sources == 4);
 }

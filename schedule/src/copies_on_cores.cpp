@@ -18,6 +18,19 @@ std::int64_t core_cycles(double fixed_s, std::int64_t bytes, double bytes_per_s,
   return static_cast<std::int64_t>(std::ceil(seconds * clock_hz));
 }
 
+// A transfer its sender's thread copies has read the sender's buffers when the task charged with
+// its copy ends (the executor frees them as the copy ends, before that thread's next task), not
+// when the reader's wake-up that the transfer then stands for ends: each buffer on the sender that
+// such a transfer was freed after is freed after that task instead.
+void free_copied_sources_with_their_copy(TaskGraph& graph, const std::vector<std::int32_t>& copied_by) {
+  for (auto& b : graph.buffers) {
+    for (auto& reader : b.freed_after) {
+      const std::int32_t task = copied_by[static_cast<std::size_t>(reader)];
+      if (task >= 0 && graph.tasks[static_cast<std::size_t>(task)].resource == b.where) reader = task;
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<std::int32_t> copied_after(const TaskGraph& graph) {
@@ -131,6 +144,7 @@ void charge_copies_to_cores(TaskGraph& graph, const Calibration& calibration) {
            rank_of_processor(link.src, processors, calibration.ranks) != rank_of_processor(link.dst, processors, calibration.ranks);
   };
   std::vector<std::int64_t> charge(graph.tasks.size(), 0);
+  std::vector<std::int32_t> copied_by(graph.tasks.size(), -1);  // per transfer: the sender's task charged its copy
   for (const auto& t : graph.tasks) {
     if (t.placement != Placement::link || t.bytes <= 0) continue;
     const LinkInfo& link = graph.links[static_cast<std::size_t>(t.resource)];
@@ -155,6 +169,7 @@ void charge_copies_to_cores(TaskGraph& graph, const Calibration& calibration) {
           copy_s >= 0 ? static_cast<std::int64_t>(std::ceil(copy_s * graph.clock_hz - 1e-9)) : send_cycles;
       charge[static_cast<std::size_t>(t.id)] -= t.cost_cycles - link.latency_cycles;
       charge[static_cast<std::size_t>(last)] += copy_cycles;
+      copied_by[static_cast<std::size_t>(t.id)] = last;
     } else if (source.placement == Placement::processor && source.resource == link.src && after >= 0) {
       // The copy and the sender's next task share one core, half each: the task loses the copy's
       // time, and the copy takes twice as long.
@@ -170,6 +185,7 @@ void charge_copies_to_cores(TaskGraph& graph, const Calibration& calibration) {
     }
   }
   for (std::size_t i = 0; i < graph.tasks.size(); ++i) graph.tasks[i].cost_cycles += charge[i];
+  free_copied_sources_with_their_copy(graph, copied_by);
 }
 
 }  // namespace pipetwin
