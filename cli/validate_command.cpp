@@ -173,17 +173,20 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
                            config.minibatches, engine, options.executor.device);
   std::cout << "measured on " << placement << " (placement of the largest P)\n";
   Table table({"schedule", "P", "predicted_step_ms", "measured_step_ms", "error", "error_ci", "noise", "task_time_error", "replay_error",
-               "co_run_weight", "predicted_speedup", "measured_speedup", "predicted_peak", "measured_peak", "highest_run_peak"});
+               "co_run_weight", "predicted_speedup", "measured_speedup", "predicted_step_peak", "measured_step_peak", "peak_error", "highest_run_peak"});
   for (const auto& row : rows) {
     table.add_row({row.schedule, std::to_string(row.processors), fmt::format("{:.3f}", row.predicted_step_s * 1e3),
                    fmt::format("{:.3f}", row.measured_step_s * 1e3), fmt::format("{:+.1f}%", 100 * row.step_error),
                    fmt::format("±{:.1f}%", 100 * row.error_ci), fmt::format("±{:.1f}%", 100 * row.measured_spread), fmt::format("{:+.1f}%", 100 * row.task_time_error),
                    fmt::format("{:+.1f}%", 100 * row.replay_error), fmt::format("{:.2f}", row.co_run_weight),
                    fmt::format("{:.2f}x", row.predicted_speedup), fmt::format("{:.2f}x", row.measured_speedup),
-                   human_bytes(row.predicted_peak_bytes), human_bytes(row.measured_peak_bytes),
-                   human_bytes(row.measured_peak_max_bytes)});
+                   human_bytes(row.predicted_step_peak_bytes), human_bytes(row.measured_step_peak_bytes),
+                   fmt::format("{:+.1f}%", 100 * row.step_peak_error), human_bytes(row.measured_peak_max_bytes)});
   }
   table.print(std::cout);
+  std::cout << "step peak: a steady-state minibatch's peak memory, the median over the run's second half (the "
+               "median run's, the median round's prediction; peak_error paired by round as the step error); "
+               "highest_run_peak: the highest run's peak over the whole run, its first minibatch and stalls included\n";
   if (profiled_here && report.rounds > 1) {
     std::cout << "error: the median over rounds of each round's prediction over that round's run (paired); the step "
                  "columns are medians over rounds, so the error need not be their ratio\n";

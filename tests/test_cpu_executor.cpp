@@ -880,6 +880,11 @@ TEST_CASE("validation: predicted peak memory is the measured one (the executor h
     CAPTURE(row.processors);
     CHECK(static_cast<double>(row.predicted_peak_bytes) == doctest::Approx(static_cast<double>(row.measured_peak_bytes)).epsilon(0.02));
     CHECK(row.measured_peak_max_bytes >= row.measured_peak_bytes);  // the median run's, and the highest run's
+    // A steady step's peak likewise, paired by round; no step holds more than its run.
+    CHECK(static_cast<double>(row.predicted_step_peak_bytes) == doctest::Approx(static_cast<double>(row.measured_step_peak_bytes)).epsilon(0.02));
+    CHECK(std::abs(row.step_peak_error) <= 0.02);
+    CHECK(row.measured_step_peak_bytes <= row.measured_peak_bytes);
+    CHECK(row.measured_rounds_step_peak_bytes.size() == 3);
   }
 }
 

@@ -8,7 +8,9 @@
 
 #include "pipetwin/models/network_registry.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
+#include "pipetwin/schedule/memory_observer.hpp"
 #include "pipetwin/schedule/registry.hpp"
+#include "pipetwin/schedule/summary.hpp"
 #include "pipetwin/schedule/validator.hpp"
 #include "schedule_test_helpers.hpp"
 
@@ -70,6 +72,56 @@ TEST_CASE("the first stage's activation peak: gpipe holds M microbatches, 1f1b m
         CHECK(evaluate(g).peak_memory_bytes[0] > in_flight * stash_per_microbatch(g, 0));
       }
     }
+  }
+}
+
+TEST_CASE("a step's peak: the median over the steady steps of each one's peak, not the run's highest") {
+  // By hand, on one processor: 100 bytes from the start; steps [10, 20), [20, 30), [30, 40), [40, 50).
+  // Step 1 reaches 150 (12-15), step 2 130 (25-28), step 3 610 (110 from time 30, and a spike of
+  // 500 at 35-36), step 4 holds what step 3 left live (110) and nothing more. Peaks 150, 130, 610,
+  // 110: the upper median is 150; the run's peak is 610.
+  const TaskGraph g = make_graph(test::graph_config("mlp", "sequential", "unit", 1, 1, 1));
+  MemoryObserver memory(g);
+  const BufferName name{BufferKind::output, 0, -1};
+  const auto change = [&](std::int64_t cycles, std::int64_t bytes) {
+    if (bytes > 0) {
+      memory.allocated({name, 0, bytes, 0, cycles});
+    } else {
+      memory.freed({name, 0, -bytes, 0, cycles});
+    }
+  };
+  memory.allocated({name, 0, 100, -1, 0});
+  change(12, 50);
+  change(15, -50);
+  change(25, 30);
+  change(28, -30);
+  change(30, 10);
+  change(35, 500);
+  change(36, -500);
+  const MemoryReport steps = memory.report(false, {10, 20, 30, 40, 50});
+  CHECK(steps.peak_bytes[0] == 610);
+  CHECK(steps.step_peak_bytes[0] == 150);
+  CHECK(steps.timeline.empty());  // not asked for
+  // Two steps, [30, 40) and [40, 50): 610 and 110, the upper one. No steps: the run's peak.
+  CHECK(memory.report(false, {30, 40, 50}).step_peak_bytes[0] == 610);
+  CHECK(memory.report(true, {}).step_peak_bytes[0] == 610);
+  // A step that begins at an event holds what is live after it: [30, 35) is 110.
+  CHECK(memory.report(false, {30, 35}).step_peak_bytes[0] == 110);
+
+  // The steady steps of a run: the second half of its minibatches' ends.
+  const TaskGraph four = make_graph(resnet_config("gpipe", 2, 2, 4));
+  const std::vector<TaskTiming> times = evaluate(four).tasks;
+  std::vector<std::int64_t> ends(4, 0);
+  for (const auto& t : four.tasks) ends[t.minibatch] = std::max(ends[t.minibatch], times[t.id].end_cycles);
+  CHECK(steady_step_bounds(four, times) == std::vector<std::int64_t>{ends[1], ends[2], ends[3]});
+  CHECK(steady_step_bounds(make_graph(resnet_config("gpipe", 2, 2, 1)), evaluate(make_graph(resnet_config("gpipe", 2, 2, 1))).tasks).empty());
+
+  // Every minibatch of gpipe and 1f1b repeats the first's stash peak on stage 0 (closed form above).
+  for (const std::string schedule : {"gpipe", "1f1b"}) {
+    CAPTURE(schedule);
+    const TaskGraph g4 = make_graph(resnet_config(schedule, 3, 4, 4));
+    const int in_flight = schedule == "gpipe" ? 4 : 3;
+    CHECK(evaluate(test::only_buffers(g4, BufferKind::stash)).step_peak_memory_bytes[0] == in_flight * stash_per_microbatch(g4, 0));
   }
 }
 

@@ -15,9 +15,10 @@
 namespace pipetwin {
 namespace {
 
-std::int64_t max_peak(const Result& r) {
+// The highest over processors of `peaks` (a Result's peaks per processor).
+std::int64_t max_peak(const std::vector<std::int64_t>& peaks) {
   std::int64_t peak = 0;
-  for (const auto bytes : r.peak_memory_bytes) peak = std::max(peak, bytes);
+  for (const auto bytes : peaks) peak = std::max(peak, bytes);
   return peak;
 }
 
@@ -43,13 +44,13 @@ struct Configuration {
   int processors = 0;
   TaskGraph graph;  // built with the latest round's calibration
   std::vector<double> predicted_s;  // per round with a calibration per round, else one
-  std::vector<std::int64_t> predicted_peaks;  // per prediction
+  std::vector<std::int64_t> predicted_peaks, predicted_step_peaks;  // per prediction
   std::vector<double> steps_s;
   std::vector<double> replay_errors;  // per run: replayed / measured - 1
   std::vector<double> replayed_s;
   std::vector<double> task_time_errors;  // per run: measured processor time / calibrated - 1
   std::map<std::string, std::vector<double>> part_time_errors;  // the same per processor and kind ("p0 F")
-  std::vector<std::int64_t> measured_peaks;  // per run
+  std::vector<std::int64_t> measured_peaks, measured_step_peaks;  // per run
   std::vector<std::int64_t> pool_peaks;      // per run, where the runner has a memory pool
   double co_run_weight = 0;  // the latest calibration's (ValidationRow::co_run_weight)
   double measured_s() const { return median_of(steps_s); }
@@ -69,6 +70,15 @@ struct Configuration {
   double error_ci() const {
     if (paired()) return median_ci_half_width(round_ratios(predicted_s, steps_s));
     return median_ci_half_width(steps_s);
+  }
+  // The step peak's error, paired as the step's: a calibration can move LayerPipe's layers
+  // between processors, and a round's prediction and run then hold the same graph.
+  double step_peak_error() const {
+    if (measured_step_peaks.empty()) return std::numeric_limits<double>::quiet_NaN();
+    const std::vector<double> predicted(predicted_step_peaks.begin(), predicted_step_peaks.end());
+    const std::vector<double> measured(measured_step_peaks.begin(), measured_step_peaks.end());
+    if (paired() && predicted.size() == measured.size()) return median_of(round_ratios(predicted, measured)) - 1;
+    return median_of(predicted) / median_of(measured) - 1;
   }
 };
 
@@ -209,9 +219,14 @@ nlohmann::ordered_json validation_rows_json(const ValidationReport& report) {
                     {"predicted_peak_memory_bytes", row.predicted_peak_bytes},
                     {"measured_peak_memory_bytes", row.measured_peak_bytes},
                     {"measured_peak_memory_max_bytes", row.measured_peak_max_bytes},
+                    {"predicted_step_peak_memory_bytes", row.predicted_step_peak_bytes},
+                    {"measured_step_peak_memory_bytes", row.measured_step_peak_bytes},
+                    {"step_peak_memory_error", row.step_peak_error},
                     {"measured_pool_peak_bytes", row.measured_pool_peak_bytes},
                     {"predicted_rounds_s", row.predicted_rounds_s},
-                    {"measured_rounds_s", row.measured_rounds_s}});
+                    {"measured_rounds_s", row.measured_rounds_s},
+                    {"predicted_rounds_step_peak_bytes", row.predicted_rounds_step_peak_bytes},
+                    {"measured_rounds_step_peak_bytes", row.measured_rounds_step_peak_bytes}});
   }
   return rows;
 }
@@ -379,7 +394,8 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       c.predicted_s.push_back(predicted.iteration_s);
       // A peak can hang on timing (how far ahead forwards run): the median over the rounds, as
       // the measured peak is the median over the runs.
-      c.predicted_peaks.push_back(max_peak(predicted));
+      c.predicted_peaks.push_back(max_peak(predicted.peak_memory_bytes));
+      c.predicted_step_peaks.push_back(max_peak(predicted.step_peak_memory_bytes));
     }
   };
   // Rounds until --runs are done and, with max_runs, until every configuration's error is known
@@ -407,7 +423,8 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       const BatchSampler sampler = graph_sampler(data, c.graph, request.network, options.training.seed);  // its replicas' batches
       const TrainingRun measured = run(c.graph, request.network, sampler, options.training);
       c.steps_s.push_back(measured.result.iteration_s);
-      c.measured_peaks.push_back(max_peak(measured.result));
+      c.measured_peaks.push_back(max_peak(measured.result.peak_memory_bytes));
+      c.measured_step_peaks.push_back(max_peak(measured.result.step_peak_memory_bytes));
       if (!measured.device_pool_peak_bytes.empty()) {
         std::int64_t pool = 0;
         for (const auto& [gpu, bytes] : measured.device_pool_peak_bytes) pool = std::max(pool, bytes);
@@ -460,6 +477,11 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     row.measured_peak_bytes = median_of(m.measured_peaks);
     row.measured_peak_max_bytes = m.measured_peaks.empty() ? 0 : *std::max_element(m.measured_peaks.begin(), m.measured_peaks.end());
     row.measured_pool_peak_bytes = median_of(m.pool_peaks);
+    row.predicted_step_peak_bytes = median_of(m.predicted_step_peaks);
+    row.measured_step_peak_bytes = median_of(m.measured_step_peaks);
+    row.step_peak_error = m.step_peak_error();
+    row.predicted_rounds_step_peak_bytes = m.predicted_step_peaks;
+    row.measured_rounds_step_peak_bytes = m.measured_step_peaks;
     row.measured_spread = m.spread();
     row.replayed_step_s = m.replayed_s.empty() ? nan : median_of(m.replayed_s);
     row.replay_error = m.replay_errors.empty() ? nan : median_of(m.replay_errors);

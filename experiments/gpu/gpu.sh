@@ -103,12 +103,13 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 print(f"{r['model']} · {r['placement']} · {r['microbatches']} microbatches x {r['samples_per_microbatch']} samples")
 print(f"{'schedule':>14} {'P':>2} {'pred_ms':>9} {'meas_ms':>9} {'error':>7} {'spread':>6} {'tasks':>7} {'replay':>7} "
-      f"{'pred_x':>6} {'meas_x':>6} {'pred_MiB':>9} {'meas_MiB':>9}")
+      f"{'pred_x':>6} {'meas_x':>6} {'pred_MiB':>9} {'meas_MiB':>9} {'peak_err':>8}")
 for w in r["rows"]:
     print(f"{w['schedule']:>14} {w['processors']:>2} {w['predicted_step_s']*1e3:9.3f} {w['measured_step_s']*1e3:9.3f} "
           f"{w['step_error']*100:+6.1f}% {w['measured_spread']*100:5.1f}% {w['task_time_error']*100:+6.1f}% "
           f"{w['replay_error']*100:+6.1f}% {w['predicted_speedup']:5.2f}x {w['measured_speedup']:5.2f}x "
-          f"{w['predicted_peak_memory_bytes']/2**20:9.1f} {w['measured_peak_memory_bytes']/2**20:9.1f}"
+          f"{w['predicted_step_peak_memory_bytes']/2**20:9.1f} {w['measured_step_peak_memory_bytes']/2**20:9.1f} "
+          f"{w['step_peak_memory_error']*100:+7.1f}%"
           + (f" pool {w['measured_pool_peak_bytes']/2**20:.1f}" if w.get('measured_pool_peak_bytes') else ""))
 print(f"mean |error| {r['mean_abs_step_error']*100:.1f}%, largest {r['max_abs_step_error']*100:.1f}%; Kendall tau "
       + " ".join(f"P={p}: {t:.2f}" for p, t in r["kendall_tau"].items())

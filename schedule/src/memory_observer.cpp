@@ -2,6 +2,7 @@
 #include "pipetwin/schedule/memory_observer.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include "pipetwin/models/error.hpp"
 
@@ -81,17 +82,39 @@ std::int64_t replay(std::vector<Event> events, std::int64_t capacity, std::int32
   return peak;
 }
 
+// The upper median over steps of each step's peak: step i runs from step_bounds[i] to
+// step_bounds[i + 1] and holds what is live as it begins (after the events at its first time) and
+// every level reached before its end. `whole` where there is no step.
+std::int64_t median_step_peak(const std::vector<MemoryPoint>& timeline, const std::vector<std::int64_t>& step_bounds,
+                              std::int64_t whole) {
+  std::vector<std::int64_t> peaks;
+  const auto after = [](std::int64_t time, const MemoryPoint& point) { return time < point.time_cycles; };
+  for (std::size_t i = 0; i + 1 < step_bounds.size(); ++i) {
+    const std::int64_t from = step_bounds[i], to = step_bounds[i + 1];
+    if (to <= from) continue;
+    // The last point at or before the step's start, then every one before its end.
+    auto point = std::upper_bound(timeline.begin(), timeline.end(), from, after);
+    std::int64_t peak = point == timeline.begin() ? 0 : std::prev(point)->bytes;
+    for (; point != timeline.end() && point->time_cycles < to; ++point) peak = std::max(peak, point->bytes);
+    peaks.push_back(peak);
+  }
+  if (peaks.empty()) return whole;
+  std::sort(peaks.begin(), peaks.end());
+  return peaks[peaks.size() / 2];
+}
+
 }  // namespace
 
-MemoryReport MemoryObserver::report(bool record_timeline) const {
+MemoryReport MemoryObserver::report(bool record_timeline, const std::vector<std::int64_t>& step_bounds) const {
   MemoryReport report;
   const std::size_t processors = graph_.processors.size();
-  if (record_timeline) report.timeline.resize(processors);
+  report.timeline.resize(processors);  // kept when asked
   for (std::size_t p = 0; p < processors; ++p) {
     report.peak_bytes.push_back(replay(events_[p], graph_.processors[p].memory_capacity_bytes,
-                                       static_cast<std::int32_t>(p), report.out_of_memory,
-                                       record_timeline ? &report.timeline[p] : nullptr));
+                                       static_cast<std::int32_t>(p), report.out_of_memory, &report.timeline[p]));
+    report.step_peak_bytes.push_back(median_step_peak(report.timeline[p], step_bounds, report.peak_bytes.back()));
   }
+  if (!record_timeline) report.timeline.clear();
   report.host_peak_bytes = replay(events_.back(), graph_.host_memory_capacity_bytes, kHost, report.out_of_memory,
                                   record_timeline ? &report.host_timeline : nullptr);
   // The first crossing in time first (processors before host memory at equal times).

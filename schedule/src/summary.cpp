@@ -59,6 +59,18 @@ double steady_state_iteration_cycles(const TaskGraph& g, const std::vector<TaskT
   return spacing(ends, from, to) * g.microbatches;
 }
 
+std::vector<std::int64_t> steady_step_bounds(const TaskGraph& g, const std::vector<TaskTiming>& times) {
+  if (g.minibatches < 2) return {};
+  std::vector<std::int64_t> ends(static_cast<std::size_t>(g.minibatches), 0);
+  for (const auto& t : g.tasks) {
+    if (t.minibatch >= 0 && t.minibatch < g.minibatches) {
+      ends[static_cast<std::size_t>(t.minibatch)] = std::max(ends[static_cast<std::size_t>(t.minibatch)], times[t.id].end_cycles);
+    }
+  }
+  const std::size_t last = ends.size() - 1;
+  return {ends.begin() + static_cast<std::ptrdiff_t>(last / 2), ends.end()};
+}
+
 MemoryReport track_memory(const TaskGraph& g, const std::vector<TaskTiming>& times,
                           bool record_timeline) {
   MemoryObserver memory(g);
@@ -70,7 +82,7 @@ MemoryReport track_memory(const TaskGraph& g, const std::vector<TaskTiming>& tim
       memory.freed(e.change);
     }
   }
-  return memory.report(record_timeline);
+  return memory.report(record_timeline, steady_step_bounds(g, times));
 }
 
 std::string describe_out_of_memory(const TaskGraph& g, const OutOfMemory& e) {
@@ -186,6 +198,7 @@ Result summarize(const TaskGraph& g, std::vector<TaskTiming> times, const std::s
   r.iteration_s = r.iteration_cycles / g.clock_hz;
   attribute_idle(g, r);
   r.peak_memory_bytes = std::move(memory.peak_bytes);
+  r.step_peak_memory_bytes = std::move(memory.step_peak_bytes);
   r.memory_timeline = std::move(memory.timeline);
   r.out_of_memory = std::move(memory.out_of_memory);
   r.host_peak_memory_bytes = memory.host_peak_bytes;
@@ -222,6 +235,7 @@ nlohmann::ordered_json result_to_json(const TaskGraph& g, const Result& r, bool 
   }
   j["idle_cycles"] = idle;
   j["peak_memory_bytes"] = r.peak_memory_bytes;
+  j["step_peak_memory_bytes"] = r.step_peak_memory_bytes;
   std::vector<std::int64_t> capacity;
   for (const auto& p : g.processors) capacity.push_back(p.memory_capacity_bytes);
   j["memory_capacity_bytes"] = capacity;

@@ -27,7 +27,7 @@ Result SummaryObserver::result(const std::string& engine, bool record_memory_tim
                   std::to_string(starts_[i]) + " and ended " + std::to_string(ends_[i]) + " times");
     }
   }
-  return summarize(graph_, times_, engine, memory_.report(record_memory_timeline));
+  return summarize(graph_, times_, engine, memory_.report(record_memory_timeline, steady_step_bounds(graph_, times_)));
 }
 
 }  // namespace pipetwin

@@ -217,7 +217,10 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     and the calibrations' threads pinned as run(pin_threads=True) and profile(pin_threads=True) pin
     them. transfer_threads: as run()'s. Each row's measured_peak_memory_bytes is the median run's
     peak (predicted_peak_memory_bytes the median round's), measured_peak_memory_max_bytes the
-    highest run's."""
+    highest run's; measured_step_peak_memory_bytes and predicted_step_peak_memory_bytes the same
+    of a steady-state minibatch's peak (Result.step_peak_memory_bytes), which leaves out the first
+    minibatch and steps a stalled thread reorders, and step_peak_memory_error their error, paired
+    by round as step_error."""
     _check_device(device)
     names = [schedules] if isinstance(schedules, str) else list(schedules)
     report = _core.validate(_path(model), names, [int(p) for p in processors], microbatches=microbatches,

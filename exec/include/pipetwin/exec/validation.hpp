@@ -30,6 +30,15 @@ struct ValidationRow {
   // on timing (a processor held up while the other's buffers arrive) is one run's, and a machine
   // that stalls a thread for milliseconds can raise it in one run of nine.
   std::int64_t predicted_peak_bytes = 0, measured_peak_bytes = 0, measured_peak_max_bytes = 0;
+  // The same of a steady-state step's peak (Result::step_peak_memory_bytes: the median over the
+  // second half of the minibatches of each one's peak), which is what the prediction is compared
+  // with: a run's whole peak also holds its first minibatch, whose tasks run 1.5-3x slower than
+  // later ones, and any step a stalled thread reorders, neither of which the model predicts.
+  std::int64_t predicted_step_peak_bytes = 0, measured_step_peak_bytes = 0;
+  // Predicted over measured step peak, minus 1: the median over rounds of each round's ratio
+  // (paired as step_error: a calibration can move LayerPipe's layers between processors, and a
+  // round's prediction and run hold the same graph), else the medians' ratio. NaN with no run.
+  double step_peak_error = 0;
   // On GPUs: the memory pool's high-water mark (TrainingRun::device_pool_peak_bytes, the largest
   // over the GPUs; the median over runs): the graph's buffers as the GPUs held them, with the
   // pool's caches and the convolution workspaces. 0 on the CPU.
@@ -66,6 +75,7 @@ struct ValidationRow {
   // Per round: the prediction from that round's calibration (one, without a calibration per
   // round) and the run's measured step, in the order taken.
   std::vector<double> predicted_rounds_s, measured_rounds_s;
+  std::vector<std::int64_t> predicted_rounds_step_peak_bytes, measured_rounds_step_peak_bytes;  // the same of step peaks
 };
 
 struct ValidationReport {

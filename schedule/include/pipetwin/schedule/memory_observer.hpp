@@ -33,8 +33,10 @@ class MemoryObserver final : public EngineObserver {
   void allocated(const MemoryChange& change) override;
   void freed(const MemoryChange& change) override;
   // Each memory's events replayed in time order: the initial state (task -1 at time 0) first,
-  // then frees before allocations at equal times, then by task id.
-  MemoryReport report(bool record_timeline) const;
+  // then frees before allocations at equal times, then by task id. `step_bounds` (ascending
+  // times; steady_step_bounds in summary.hpp) cut the run into steps for the processors' step
+  // peaks (MemoryReport::step_peak_bytes); none: each step peak is the processor's peak.
+  MemoryReport report(bool record_timeline, const std::vector<std::int64_t>& step_bounds = {}) const;
 
  private:
   struct Event {

@@ -64,6 +64,10 @@ struct Result {
   std::vector<IdleCycles> idle_cycles;       // per processor, by reason
   std::vector<IdleSpan> idle_spans;          // every idle span of every processor
   std::vector<std::int64_t> peak_memory_bytes;  // per processor
+  // Per processor: a steady-state step's peak, the median over the second half of the run's
+  // minibatches of the peak within each (steady_step_bounds, summary.hpp). The whole run's peak
+  // above also holds its first minibatch, and any step that timing jitter reorders.
+  std::vector<std::int64_t> step_peak_memory_bytes;
   std::vector<std::vector<MemoryPoint>> memory_timeline;  // per processor, when recorded
   std::vector<OutOfMemory> out_of_memory;    // the first crossing per processor (and host)
   std::int64_t host_peak_memory_bytes = 0;   // offloaded bytes held in host memory

@@ -27,11 +27,20 @@ Result summarize(const TaskGraph& graph, std::vector<TaskTiming> times, const st
 // microbatches per minibatch; the whole stream if it is too short for that.
 double steady_state_iteration_cycles(const TaskGraph& graph, const std::vector<TaskTiming>& times);
 
+// The steps of the steady state, for step peaks of memory: the end times of minibatches
+// last/2, last/2 + 1, ..., last (each minibatch's end is its last task's), so that step k runs
+// from minibatch k - 1's end to minibatch k's; the second half of the run, as the synchronous
+// period is measured. Empty with fewer than 2 minibatches.
+std::vector<std::int64_t> steady_step_bounds(const TaskGraph& graph, const std::vector<TaskTiming>& times);
+
 // Live bytes per processor and in host memory over time, with peaks and out-of-memory events:
 // a MemoryObserver's report (memory_observer.hpp). track_memory() feeds it the graph's declared
 // buffers at the given task times.
 struct MemoryReport {
   std::vector<std::int64_t> peak_bytes;
+  // Per processor: the median over the steps (the step bounds given) of each step's peak, the
+  // upper median (a peak some step reached); the peak where no steps were given.
+  std::vector<std::int64_t> step_peak_bytes;
   std::vector<std::vector<MemoryPoint>> timeline;  // filled when asked
   std::vector<OutOfMemory> out_of_memory;
   std::int64_t host_peak_bytes = 0;
