@@ -1,4 +1,4 @@
-// Calibration from any executor's run: per-layer timings (median of repeats), the executor's
+// Calibration from any executor's run: per-layer timings (median of blocks' means of repeats), the executor's
 // overhead per task, and how long a handoff between two threads takes.
 #include "pipetwin/exec/profiling.hpp"
 
@@ -23,6 +23,26 @@ T upper_median(std::vector<T> values) {
   if (values.empty()) return T{0};
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
+}
+
+// The mean of `samples`, robust to a few stalls: the samples, in the order taken, cut into up to
+// 8 blocks of consecutive ones, and the upper median of the blocks' means (the median-of-means
+// estimator: Nemirovsky and Yudin, 1983; Lugosi and Mendelson, 2019). A step is a sum of task
+// times, so a table wants each task's mean, which a right-skewed time (a task now and then slowed
+// by the other thread, a cache miss, an interrupt) puts above its median; a thread's stall of
+// milliseconds, which would swamp a plain mean, is one block's.
+double median_of_means(const std::vector<double>& samples) {
+  constexpr std::size_t kMostBlocks = 8;
+  const std::size_t blocks = std::min(kMostBlocks, samples.size());
+  if (blocks == 0) return 0;
+  std::vector<double> means;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t from = samples.size() * b / blocks, to = samples.size() * (b + 1) / blocks;
+    double sum = 0;
+    for (std::size_t i = from; i < to; ++i) sum += samples[i];
+    means.push_back(sum / static_cast<double>(to - from));
+  }
+  return upper_median(std::move(means));
 }
 
 // `config` as a profile runs it: `schedule` on `processors`, `minibatches` long, one replica,
@@ -109,13 +129,13 @@ Calibration calibration_from_runs(const TaskGraph& graph, const Network& network
   for (std::size_t l = 0; l < L; ++l) {
     auto& s = seconds[l];
     LayerTimes& t = c.layers[network.layers[l].name];
-    t.forward_s = median_of(s[TaskKind::F]);
-    t.activation_grad_s = median_of(s[TaskKind::BA]);
-    t.weight_grad_s = median_of(s[TaskKind::BW]);
-    if (!s[TaskKind::B].empty()) t.backward_s = median_of(s[TaskKind::B]);
-    t.update_s = median_of(s[TaskKind::U]);
+    t.forward_s = median_of_means(s[TaskKind::F]);
+    t.activation_grad_s = median_of_means(s[TaskKind::BA]);
+    t.weight_grad_s = median_of_means(s[TaskKind::BW]);
+    if (!s[TaskKind::B].empty()) t.backward_s = median_of_means(s[TaskKind::B]);
+    t.update_s = median_of_means(s[TaskKind::U]);
   }
-  c.input_load_s = median_of(load_s);
+  c.input_load_s = median_of_means(load_s);
   fit_task_overheads(task_overheads(graph, runs, skip_minibatches), c);
   return c;
 }
@@ -153,7 +173,7 @@ void fit_task_overheads(const std::vector<TaskOverhead>& overheads, Calibration&
   if (by_layers.empty()) return;
   const auto& [fewest, few_s] = *by_layers.begin();
   const auto& [most, many_s] = *by_layers.rbegin();
-  const double few = median_of(few_s), many = median_of(many_s);
+  const double few = median_of_means(few_s), many = median_of_means(many_s);
   if (most > fewest) calibration.layer_overhead_s = std::max(0.0, (many - few) / (most - fewest));
   calibration.task_overhead_s = std::max(0.0, few - calibration.layer_overhead_s * fewest);
   std::map<TaskKind, std::vector<double>> beyond_slope;  // per kind
@@ -161,7 +181,7 @@ void fit_task_overheads(const std::vector<TaskOverhead>& overheads, Calibration&
     beyond_slope[o.kind].push_back(o.seconds - (o.kind == TaskKind::U ? 0.0 : calibration.layer_overhead_s * o.layers));
   }
   calibration.kind_overhead_s.clear();
-  for (const auto& [kind, seconds] : beyond_slope) calibration.kind_overhead_s[kind] = std::max(0.0, median_of(seconds));
+  for (const auto& [kind, seconds] : beyond_slope) calibration.kind_overhead_s[kind] = std::max(0.0, median_of_means(seconds));
 }
 
 double measure_handoff_s(int repeats, double idle_s, double spin_s) {

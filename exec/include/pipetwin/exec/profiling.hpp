@@ -28,17 +28,19 @@ struct TaskOverhead {
 std::vector<TaskOverhead> task_overheads(const TaskGraph& graph, const std::vector<TrainingRun>& runs,
                                          std::int32_t skip_minibatches);
 
-// The line through the median overheads of the tasks spanning the fewest and the most layers:
-// calibration.task_overhead_s per task plus calibration.layer_overhead_s per layer in it (both
-// >= 0). With one size of task, the median is all per task. Updates are left out of the line (one
-// step for all their layers). Then per task kind, what its tasks cost beyond that slope (the
-// median of overhead - layer_overhead_s * layers, >= 0; an update's whole overhead):
-// calibration.kind_overhead_s.
+// The line through the mean overheads (the median of up to 8 blocks' means, as layer times) of
+// the tasks spanning the fewest and the most layers: calibration.task_overhead_s per task plus
+// calibration.layer_overhead_s per layer in it (both >= 0). With one size of task, that is all
+// per task. Updates are left out of the line (one step for all their layers). Then per task kind,
+// what its tasks cost beyond that slope (the same mean of overhead - layer_overhead_s * layers,
+// >= 0; an update's whole overhead): calibration.kind_overhead_s. With 8 samples or fewer each is
+// a block: their median.
 void fit_task_overheads(const std::vector<TaskOverhead>& overheads, Calibration& calibration);
 
 // The calibration table from a run recorded with `record_layer_times` (one processor): per layer
-// and task kind the median measured time, and per task the median of what it took beyond its
-// layers (task_overhead_s); the first `skip_minibatches` minibatches are left out as warm-up.
+// and task kind the mean measured time (robust to stalls: the median of up to 8 blocks' means,
+// the samples in the order taken), and per task what it took beyond its layers, likewise
+// (task_overhead_s); the first `skip_minibatches` minibatches are left out as warm-up.
 // Device, copy bandwidth and latency are left to the caller.
 Calibration calibration_from_run(const TaskGraph& graph, const Network& network, const TrainingRun& run,
                                  std::int32_t skip_minibatches);
