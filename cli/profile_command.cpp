@@ -108,7 +108,7 @@ void add_profile_command(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--param", options->config.params, "key=value for the model, e.g. batch=64")->take_all();
   add_executor_options(*command, options->executor, false);
-  command->add_option("--repeats", options->repeats, "timings per task kind and layer: microbatches run (the median is kept)")
+  command->add_option("--repeats", options->repeats, "timings per task kind and layer: microbatches run (their mean is kept: the median of 8 blocks' means, robust to stalls)")
       ->capture_default_str();
   command->add_option("--concurrent", options->concurrent,
                       "time this many copies at once: the table for a pipeline of that many processors, which slow "
