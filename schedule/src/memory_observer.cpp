@@ -108,11 +108,15 @@ std::int64_t median_step_peak(const std::vector<MemoryPoint>& timeline, const st
 MemoryReport MemoryObserver::report(bool record_timeline, const std::vector<std::int64_t>& step_bounds) const {
   MemoryReport report;
   const std::size_t processors = graph_.processors.size();
-  report.timeline.resize(processors);  // kept when asked
+  // The step peaks read the timeline: it is made when asked for or when there are steps.
+  const bool timelines = record_timeline || step_bounds.size() >= 2;
+  if (timelines) report.timeline.resize(processors);
   for (std::size_t p = 0; p < processors; ++p) {
     report.peak_bytes.push_back(replay(events_[p], graph_.processors[p].memory_capacity_bytes,
-                                       static_cast<std::int32_t>(p), report.out_of_memory, &report.timeline[p]));
-    report.step_peak_bytes.push_back(median_step_peak(report.timeline[p], step_bounds, report.peak_bytes.back()));
+                                       static_cast<std::int32_t>(p), report.out_of_memory,
+                                       timelines ? &report.timeline[p] : nullptr));
+    report.step_peak_bytes.push_back(timelines ? median_step_peak(report.timeline[p], step_bounds, report.peak_bytes.back())
+                                               : report.peak_bytes.back());
   }
   if (!record_timeline) report.timeline.clear();
   report.host_peak_bytes = replay(events_.back(), graph_.host_memory_capacity_bytes, kHost, report.out_of_memory,

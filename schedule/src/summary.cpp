@@ -19,6 +19,21 @@ const char* to_string(IdleReason reason) {
   return "?";
 }
 
+namespace {
+
+// Per minibatch: its last task's end.
+std::vector<std::int64_t> minibatch_ends(const TaskGraph& g, const std::vector<TaskTiming>& times) {
+  std::vector<std::int64_t> ends(static_cast<std::size_t>(std::max(g.minibatches, 0)), 0);
+  for (const auto& t : g.tasks) {
+    if (t.minibatch < 0) continue;
+    std::int64_t& end = ends[static_cast<std::size_t>(t.minibatch)];
+    end = std::max(end, times[t.id].end_cycles);
+  }
+  return ends;
+}
+
+}  // namespace
+
 double steady_state_iteration_cycles(const TaskGraph& g, const std::vector<TaskTiming>& times) {
   std::int64_t total = 0;
   for (const auto& t : g.tasks) total = std::max(total, times[t.id].end_cycles);
@@ -28,10 +43,7 @@ double steady_state_iteration_cycles(const TaskGraph& g, const std::vector<TaskT
   if (g.semantics == WeightSemantics::synchronous) {
     // A flush per minibatch: every minibatch after the first repeats the same pattern.
     if (g.minibatches < 2) return static_cast<double>(total);
-    std::vector<std::int64_t> ends(g.minibatches, 0);
-    for (const auto& t : g.tasks) {
-      if (t.minibatch >= 0) ends[t.minibatch] = std::max(ends[t.minibatch], times[t.id].end_cycles);
-    }
+    const std::vector<std::int64_t> ends = minibatch_ends(g, times);
     const std::size_t last = ends.size() - 1;
     return spacing(ends, last / 2, last);
   }
@@ -61,12 +73,7 @@ double steady_state_iteration_cycles(const TaskGraph& g, const std::vector<TaskT
 
 std::vector<std::int64_t> steady_step_bounds(const TaskGraph& g, const std::vector<TaskTiming>& times) {
   if (g.minibatches < 2) return {};
-  std::vector<std::int64_t> ends(static_cast<std::size_t>(g.minibatches), 0);
-  for (const auto& t : g.tasks) {
-    if (t.minibatch >= 0 && t.minibatch < g.minibatches) {
-      ends[static_cast<std::size_t>(t.minibatch)] = std::max(ends[static_cast<std::size_t>(t.minibatch)], times[t.id].end_cycles);
-    }
-  }
+  const std::vector<std::int64_t> ends = minibatch_ends(g, times);
   const std::size_t last = ends.size() - 1;
   return {ends.begin() + static_cast<std::ptrdiff_t>(last / 2), ends.end()};
 }
