@@ -151,6 +151,11 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
                                   "rows; identical runs spread by {:.1f}%), wider than the {:.0f}% target",
                                   report.rounds, 100 * report.error_ci, 100 * report.noise_floor, 100 * options.target));
   }
+  if (!(report.speedup_error_ci <= options.target)) {
+    verdict.push_back(fmt::format("after {} rounds the speedup errors are known to ±{:.1f}% (95% confidence, the median "
+                                  "over the rows beyond one processor), wider than the {:.0f}% target",
+                                  report.rounds, 100 * report.speedup_error_ci, 100 * options.target));
+  }
 
   if (options.json) {
     nlohmann::ordered_json j;
@@ -173,13 +178,16 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
                            config.minibatches, engine, options.executor.device);
   std::cout << "measured on " << placement << " (placement of the largest P)\n";
   Table table({"schedule", "P", "predicted_step_ms", "measured_step_ms", "error", "error_ci", "noise", "task_time_error", "replay_error",
-               "co_run_weight", "predicted_speedup", "measured_speedup", "predicted_step_peak", "measured_step_peak", "peak_error", "highest_run_peak"});
+               "co_run_weight", "predicted_speedup", "measured_speedup", "speedup_error", "predicted_step_peak", "measured_step_peak", "peak_error", "highest_run_peak"});
   for (const auto& row : rows) {
     table.add_row({row.schedule, std::to_string(row.processors), fmt::format("{:.3f}", row.predicted_step_s * 1e3),
                    fmt::format("{:.3f}", row.measured_step_s * 1e3), fmt::format("{:+.1f}%", 100 * row.step_error),
                    fmt::format("±{:.1f}%", 100 * row.error_ci), fmt::format("±{:.1f}%", 100 * row.measured_spread), fmt::format("{:+.1f}%", 100 * row.task_time_error),
                    fmt::format("{:+.1f}%", 100 * row.replay_error), fmt::format("{:.2f}", row.co_run_weight),
                    fmt::format("{:.2f}x", row.predicted_speedup), fmt::format("{:.2f}x", row.measured_speedup),
+                   row.baseline == row.schedule && row.processors == 1
+                       ? std::string("-")
+                       : fmt::format("{:+.1f}% ±{:.1f}%", 100 * row.speedup_error, 100 * row.speedup_error_ci),
                    human_bytes(row.predicted_step_peak_bytes), human_bytes(row.measured_step_peak_bytes),
                    fmt::format("{:+.1f}%", 100 * row.step_peak_error), human_bytes(row.measured_peak_max_bytes)});
   }
@@ -200,6 +208,13 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
                              100 * report.calibration_spread);
   }
   std::cout << "\n";
+  if (rows.size() > 1) {
+    std::cout << fmt::format("speedup error (each round's predicted speedup over its measured one, the median over "
+                             "rounds, with its 95% interval): mean {:.1f}%, largest {:.1f}%, known to ±{:.1f}% (the "
+                             "median over rows)\n",
+                             100 * report.mean_abs_speedup_error, 100 * report.max_abs_speedup_error,
+                             100 * report.speedup_error_ci);
+  }
   for (const auto& [p, slowdown] : report.co_run_slowdown) {
     std::cout << fmt::format("co-run: layers ran {:+.1f}% slower in the tables for {} processors ({}) than alone (P={} is "
                              "predicted from those tables)\n",
@@ -291,8 +306,9 @@ void add_validate_command(CLI::App& app) {
   command->add_option("--repeats", options->repeats, "profiling: timings per task kind and layer")->capture_default_str();
   add_concurrent_timing_option(*command, options->concurrent_timing);
   command->add_option("--target", options->target,
-                      "the step-time error to judge (a fraction): when the errors' 95% confidence interval is wider, the "
-                      "output says the errors cannot be trusted; --max-runs adds rounds until the interval is this narrow")
+                      "the step-time and speedup error to judge (a fraction): when the errors' 95% confidence interval "
+                      "is wider, the output says the errors cannot be trusted; --max-runs adds rounds until the intervals "
+                      "are this narrow")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   command->add_option("--runs", options->runs,
@@ -303,8 +319,8 @@ void add_validate_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
   command->add_option("--max-runs", options->max_runs,
-                      "keep adding rounds after --runs until every row's step error is known within --target (95% "
-                      "confidence), up to this many rounds (0: exactly --runs)")
+                      "keep adding rounds after --runs until every row's step error and speedup error are known within "
+                      "--target (95% confidence), up to this many rounds (0: exactly --runs)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
   command->add_flag("--json", options->json, "print the table as JSON");

@@ -492,6 +492,26 @@ TEST_CASE("validation takes its runs in turns over the configurations and report
   CHECK(gpipe2.measured_step_s == doctest::Approx(0.6));
   CHECK(gpipe2.measured_spread == doctest::Approx(0.1 / 0.6));
   CHECK(gpipe2.measured_speedup == doctest::Approx(1.0 / 0.6));
+  // Its speedup error, round by round: the one prediction's speedup S (the evaluator's one
+  // processor over two) over the rounds' measured 1.0/0.6, 1.2/0.5 and 0.8/0.7; the median is
+  // the middle measured speedup's, and three rounds' interval spans all three.
+  const auto evaluated_s = [&](int processors) {
+    return evaluate(make_graph(config_for(kMlp, "gpipe", processors, 2, 2))).iteration_s;
+  };
+  const double predicted_speedup = evaluated_s(1) / evaluated_s(2);
+  CHECK(gpipe2.speedup_error == doctest::Approx(predicted_speedup / (1.0 / 0.6) - 1));
+  CHECK(gpipe2.speedup_error_ci ==
+        doctest::Approx((predicted_speedup / (0.8 / 0.7) - predicted_speedup / (1.2 / 0.5)) / 2 / (predicted_speedup / (1.0 / 0.6))));
+  // The baselines' rows (each schedule on one processor) have no speedup error, and are left out
+  // of the mean: 1f1b at P = 2 ran 0.5, 0.6, 0.4 against 1.0, 1.1, 0.9.
+  CHECK(report.rows[0].speedup_error == 0);
+  CHECK(report.rows[0].speedup_error_ci == 0);
+  const ValidationRow& one_f1b2 = report.rows[3];
+  REQUIRE(one_f1b2.schedule == "1f1b");
+  CHECK(report.mean_abs_speedup_error ==
+        doctest::Approx((std::abs(gpipe2.speedup_error) + std::abs(one_f1b2.speedup_error)) / 2));
+  CHECK(report.max_abs_speedup_error ==
+        doctest::Approx(std::max(std::abs(gpipe2.speedup_error), std::abs(one_f1b2.speedup_error))));
   // Spreads: gpipe 1 0.2/1.0, gpipe 2 0.1/0.6, 1f1b 1 (1.0, 1.1, 0.9) 0.1/1.0, 1f1b 2 (0.5, 0.6, 0.4)
   // 0.1/0.5; their median (the upper of the two middle ones, as median_of takes) is 0.2.
   CHECK(report.noise_floor == doctest::Approx(0.2));
@@ -537,6 +557,24 @@ TEST_CASE("the median's 95% interval, and rounds added until the errors are know
   CHECK(noisy.rounds == 9);
   CHECK(calls == 9);
   CHECK(noisy.error_ci > 0.05);
+  // Each configuration steady within 2%, but the two moving against each other: the speedup
+  // (1.0 / 0.52, then 1.04 / 0.5) swings by 4%, more than the 3% target, so all nine rounds.
+  options.processors = {1, 2};
+  options.ci_target = 0.03;
+  calls = 0;
+  const ValidationReport swinging = validate(config, data, options, predict, scripted({1.0, 0.52, 1.04, 0.5}));
+  CHECK(swinging.rounds == 9);
+  REQUIRE(swinging.rows.size() == 2);
+  for (const auto& row : swinging.rows) CHECK(row.error_ci <= 0.03);
+  const double low = 1.0 / 0.52, high = 1.04 / 0.5;  // the measured speedups; nine rounds span both
+  const double s = swinging.rows[1].predicted_speedup;
+  CHECK(swinging.rows[1].speedup_error_ci == doctest::Approx((s / low - s / high) / 2 / (s / low)));
+  CHECK(swinging.speedup_error_ci == doctest::Approx(swinging.rows[1].speedup_error_ci));
+  // Moving together, the speedup is known at once: the two rounds asked for.
+  calls = 0;
+  CHECK(validate(config, data, options, predict, scripted({1.0, 0.5, 1.04, 0.52})).rounds == 2);
+  options.processors = {1};
+  options.ci_target = 0.05;
   options.max_runs = 1;
   CHECK_THROWS_AS(validate(config, data, options, predict, scripted({1.0})), Error);
   options.max_runs = 0;
@@ -784,6 +822,7 @@ TEST_CASE("validation pairs each round's prediction with that round's runs") {
     CHECK(row.predicted_step_s / row.measured_step_s - 1 == doctest::Approx(1 / 2.2 - 1));
     // Each round's runs share its speed: the measured speedup is the predicted one.
     CHECK(row.measured_speedup == doctest::Approx(row.predicted_speedup));
+    CHECK(row.speedup_error == doctest::Approx(0.0));
   }
   // Three ratios 1/1.1 and two 1/2.2: the 95% interval of the median spans all five.
   CHECK(report.rows[1].error_ci == doctest::Approx((1 / 1.1 - 1 / 2.2) / 2 / (1 / 1.1)));

@@ -229,10 +229,12 @@ void bind_executor(py::module_& m) {
      "Predicted (from a calibration; profiled first when none is given) against measured (CPU executor) step "
      "time, speedup and peak memory per schedule and processor count, and the replay error (the engine fed each "
      "run's own task times). Returns {'rows': [...], 'mean_abs_step_error', 'max_abs_step_error', "
-     "'mean_abs_replay_error', 'max_abs_replay_error', 'noise_floor', 'calibrations', 'calibration_drift', "
-     "'calibration_spread', 'co_run_slowdown': {P: slowdown}, 'error_ci', 'rounds', 'kendall_tau': {P: tau}, "
+     "'mean_abs_speedup_error', 'max_abs_speedup_error', 'speedup_error_ci', 'mean_abs_replay_error', "
+     "'max_abs_replay_error', 'noise_floor', 'calibrations', 'calibration_drift', 'calibration_spread', "
+     "'co_run_slowdown': {P: slowdown}, 'error_ci', 'rounds', 'kendall_tau': {P: tau}, "
      "'separable_kendall_tau': {P: {'tau', 'pairs', 'of'}}}. "
-     "With max_runs > runs, rounds are added until every row's error is known within target (95% confidence).");
+     "With max_runs > runs, rounds are added until every row's step and speedup errors are known within target (95% "
+     "confidence).");
 }
 
 }  // namespace pipetwin::python

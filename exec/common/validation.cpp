@@ -71,6 +71,20 @@ struct Configuration {
     if (paired()) return median_ci_half_width(round_ratios(predicted_s, steps_s));
     return median_ci_half_width(steps_s);
   }
+  // Per round, this configuration's predicted speedup over `baseline`'s, over the measured one:
+  // each round's runs and its calibration's predictions together. With one prediction for all
+  // rounds, that prediction's speedup over each round's measured one.
+  std::vector<double> speedup_ratios(const Configuration& baseline) const {
+    std::vector<double> ratios;
+    const std::size_t rounds = std::min(steps_s.size(), baseline.steps_s.size());
+    for (std::size_t r = 0; r < rounds; ++r) {
+      const bool by_round = paired() && baseline.paired();
+      const double predicted = by_round ? baseline.predicted_s[r] / predicted_s[r]
+                                        : median_of(baseline.predicted_s) / median_of(predicted_s);
+      ratios.push_back(predicted / (baseline.steps_s[r] / steps_s[r]));
+    }
+    return ratios;
+  }
   // The step peak's error, paired as the step's: a calibration can move LayerPipe's layers
   // between processors, and a round's prediction and run then hold the same graph.
   double step_peak_error() const {
@@ -216,6 +230,8 @@ nlohmann::ordered_json validation_rows_json(const ValidationReport& report) {
                     {"co_run_weight", row.co_run_weight},
                     {"predicted_speedup", row.predicted_speedup},
                     {"measured_speedup", row.measured_speedup},
+                    {"speedup_error", row.speedup_error},
+                    {"speedup_error_ci", row.speedup_error_ci},
                     {"predicted_peak_memory_bytes", row.predicted_peak_bytes},
                     {"measured_peak_memory_bytes", row.measured_peak_bytes},
                     {"measured_peak_memory_max_bytes", row.measured_peak_max_bytes},
@@ -235,6 +251,9 @@ nlohmann::ordered_json validation_summary_json(const ValidationReport& report) {
   nlohmann::ordered_json j;
   j["mean_abs_step_error"] = report.mean_abs_step_error;
   j["max_abs_step_error"] = report.max_abs_step_error;
+  j["mean_abs_speedup_error"] = report.mean_abs_speedup_error;
+  j["max_abs_speedup_error"] = report.max_abs_speedup_error;
+  j["speedup_error_ci"] = report.speedup_error_ci;
   j["mean_abs_replay_error"] = report.mean_abs_replay_error;
   j["max_abs_replay_error"] = report.max_abs_replay_error;
   j["kendall_tau"] = by_processor_count(report.kendall_tau);
@@ -398,11 +417,16 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       c.predicted_step_peaks.push_back(max_peak(predicted.step_peak_memory_bytes));
     }
   };
-  // Rounds until --runs are done and, with max_runs, until every configuration's error is known
-  // within the target (or max_runs are done).
+  // Rounds until --runs are done and, with max_runs, until every configuration's error and every
+  // row's speedup error are known within the target (or max_runs are done).
   const auto settled = [&] {
     for (const auto& c : configurations) {
       if (!(c.error_ci() <= options.ci_target)) return false;
+    }
+    for (const auto& plan : plans) {
+      if (plan.at == plan.one) continue;
+      const auto ratios = configurations[plan.at].speedup_ratios(configurations[plan.one]);
+      if (!(median_ci_half_width(ratios) <= options.ci_target)) return false;
     }
     return true;
   };
@@ -458,7 +482,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     report.co_run_slowdown[p] = median_of(slowdowns);
   }
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  std::vector<double> spreads, step_errors, replay_errors, cis;
+  std::vector<double> spreads, step_errors, replay_errors, cis, speedup_errors, speedup_cis;
   for (const auto& plan : plans) {
     const Configuration& one = configurations[plan.one];
     const Configuration& m = configurations[plan.at];
@@ -473,6 +497,13 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     // predictions of the same round's calibration.
     row.predicted_speedup = median_of(round_ratios(one.predicted_s, m.predicted_s));
     row.measured_speedup = median_of(round_ratios(one.steps_s, m.steps_s));
+    if (plan.at != plan.one && !m.steps_s.empty()) {
+      const std::vector<double> ratios = m.speedup_ratios(one);
+      row.speedup_error = median_of(ratios) - 1;
+      row.speedup_error_ci = median_ci_half_width(ratios);
+      speedup_errors.push_back(row.speedup_error);
+      speedup_cis.push_back(row.speedup_error_ci);
+    }
     row.predicted_peak_bytes = median_of(m.predicted_peaks);
     row.measured_peak_bytes = median_of(m.measured_peaks);
     row.measured_peak_max_bytes = m.measured_peaks.empty() ? 0 : *std::max_element(m.measured_peaks.begin(), m.measured_peaks.end());
@@ -501,6 +532,9 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   report.error_ci = median_of(cis);
   report.mean_abs_step_error = mean_abs(step_errors);
   report.max_abs_step_error = max_abs(step_errors);
+  report.mean_abs_speedup_error = mean_abs(speedup_errors);
+  report.max_abs_speedup_error = max_abs(speedup_errors);
+  report.speedup_error_ci = speedup_cis.empty() ? 0 : median_of(speedup_cis);
   report.mean_abs_replay_error = replay_errors.empty() ? nan : mean_abs(replay_errors);
   report.max_abs_replay_error = replay_errors.empty() ? nan : max_abs(replay_errors);
   for (const int p : options.processors) {

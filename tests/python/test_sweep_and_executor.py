@@ -68,6 +68,13 @@ def test_validate_from_python_and_its_plot():
     replays = table["replayed_step_s"] / table["measured_step_s"] - 1
     assert list(table["replay_error"]) == pytest.approx(list(replays))
     assert summary["mean_abs_replay_error"] == pytest.approx(replays.abs().mean())
+    # One round: a speedup error is its predicted speedup over its measured one; the baselines'
+    # own rows (P = 1) have none and stay out of the mean.
+    two = table[table["processors"] == 2]
+    speedup_errors = two["predicted_speedup"] / two["measured_speedup"] - 1
+    assert list(two["speedup_error"]) == pytest.approx(list(speedup_errors))
+    assert summary["mean_abs_speedup_error"] == pytest.approx(speedup_errors.abs().mean())
+    assert (table[table["processors"] == 1]["speedup_error"] == 0).all()
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
     from pipetwin import plotting

@@ -206,14 +206,17 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     towards the one taken with P copies at once (the other processors' busy share while one
     works; 1 where the P-processor table was timed in a pipeline, concurrent_timing="pipeline",
     as in profile()), task_time_error_by_part its task time error per processor and task kind
-    ("p0 F", ...), and predicted_rounds_s and measured_rounds_s every round's figures), the summary a dict with mean_abs_step_error, max_abs_step_error,
+    ("p0 F", ...), its speedup_error and speedup_error_ci paired by round as step_error, and
+    predicted_rounds_s and measured_rounds_s every round's figures), the summary a dict with
+    mean_abs_step_error, max_abs_step_error, mean_abs_speedup_error, max_abs_speedup_error,
+    speedup_error_ci (the median over rows beyond one processor of their speedup_error_ci),
     mean_abs_replay_error, max_abs_replay_error, kendall_tau per processor count, noise_floor (the
     median spread), and without a calibration table the number of calibration tables taken (per run,
     one per processor count: for P processors, timed as concurrent_timing says), the one-processor tables' drift
     (last over first) and spread, co_run_slowdown per P, error_ci (the median over rows of each
     step error's 95% confidence half-width), rounds, and separable_kendall_tau per P (tau over the
     pairs of schedules whose measured order is known, with their count). With max_runs > runs, rounds are added until
-    every row's error is known within target, or max_runs rounds are done. pin_threads: the runs'
+    every row's step and speedup errors are known within target, or max_runs rounds are done. pin_threads: the runs'
     and the calibrations' threads pinned as run(pin_threads=True) and profile(pin_threads=True) pin
     them. transfer_threads: as run()'s. Each row's measured_peak_memory_bytes is the median run's
     peak (predicted_peak_memory_bytes the median round's), measured_peak_memory_max_bytes the

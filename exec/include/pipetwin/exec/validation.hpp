@@ -25,6 +25,11 @@ struct ValidationRow {
   // The baseline's step over the row's: the median over rounds of each round's ratio (the two
   // runs of a round, and the predictions from a round's calibration, taken together).
   double predicted_speedup = 0, measured_speedup = 0;
+  // Predicted over measured speedup, minus 1, paired by round as step_error (each round's
+  // predicted speedup, from its calibration, over that round's measured one; the median over
+  // rounds), so it need not be the ratio of the two medians above; and its 95% confidence
+  // half-width, as error_ci. Both 0 for the baseline's own row (its speedup is 1 by definition).
+  double speedup_error = 0, speedup_error_ci = 0;
   // The highest over its processors of a run's (a prediction's) peak memory: the median over runs
   // (over the rounds' predictions), as the step times; and the highest run's. A peak that hangs
   // on timing (a processor held up while the other's buffers arrive) is one run's, and a machine
@@ -81,6 +86,9 @@ struct ValidationRow {
 struct ValidationReport {
   std::vector<ValidationRow> rows;
   double mean_abs_step_error = 0, max_abs_step_error = 0;
+  // Over the rows other than the baseline's own (whose speedup is 1 by definition); 0 with none.
+  double mean_abs_speedup_error = 0, max_abs_speedup_error = 0;
+  double speedup_error_ci = 0;  // the median of those rows' speedup_error_ci (0: no such row)
   std::map<int, double> kendall_tau;  // per processor count, over the schedules
   // The same over only the pairs of schedules whose measured order is known (their medians' 95%
   // intervals apart), with how many pairs that was (of all): on one processor schedules doing
@@ -109,8 +117,9 @@ struct ValidationOptions {
   // configurations (run 1 of each, then run 2 of each, ...), so that a machine whose speed drifts
   // slows every configuration alike.
   int runs = 5;
-  // With max_runs > runs: more rounds after `runs`, until every configuration's error_ci is at
-  // most ci_target, or max_runs rounds are done. 0: exactly `runs`.
+  // With max_runs > runs: more rounds after `runs`, until every configuration's error_ci, and
+  // every row's speedup_error_ci, is at most ci_target, or max_runs rounds are done. 0: exactly
+  // `runs`.
   int max_runs = 0;
   double ci_target = 0.05;
   // When set, each round of runs starts with calibrations (calibrate, run every configuration,
