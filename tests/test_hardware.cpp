@@ -123,4 +123,14 @@ TEST_CASE("a calibrated task costs its layers, its overhead, and the overhead pe
         doctest::Approx((1e-3 + 2e-6 + 9e-6) * cycles_per_s).epsilon(1e-6));
   CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::BW, 0, 0, 8)) ==
         doctest::Approx((3e-3 + 2e-6 + 5e-6) * cycles_per_s).epsilon(1e-6));
+  // A task whose layers cost nothing (a BA at the first layer, which has no gradient to make)
+  // still runs on the executor, and pays its kind's overhead; without a calibration it is free.
+  calibration->layer_overhead_s = 0;
+  calibration->layers[net.layers[0].name].activation_grad_s = 0;
+  calibration->kind_overhead_s[TaskKind::BA] = 11e-6;
+  CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::BA, 0, 0, 8)) ==
+        doctest::Approx(11e-6 * cycles_per_s).epsilon(1e-6));
+  hw.calibration.reset();
+  hw.processor.task_overhead_s = 3e-6;
+  CHECK(compute_task_cycles(hw, net, TaskKind::BA, 0, 0, 8) == 0);
 }
