@@ -499,9 +499,10 @@ TEST_CASE("validation takes its runs in turns over the configurations and report
     return evaluate(make_graph(config_for(kMlp, "gpipe", processors, 2, 2))).iteration_s;
   };
   const double predicted_speedup = evaluated_s(1) / evaluated_s(2);
-  CHECK(gpipe2.speedup_error == doctest::Approx(predicted_speedup / (1.0 / 0.6) - 1));
-  CHECK(gpipe2.speedup_error_ci ==
-        doctest::Approx((predicted_speedup / (0.8 / 0.7) - predicted_speedup / (1.2 / 0.5)) / 2 / (predicted_speedup / (1.0 / 0.6))));
+  const double middle = predicted_speedup / (1.0 / 0.6), high = predicted_speedup / (0.8 / 0.7),
+               low = predicted_speedup / (1.2 / 0.5);
+  CHECK(gpipe2.speedup_error == doctest::Approx(middle - 1));
+  CHECK(gpipe2.speedup_error_ci == doctest::Approx((high - low) / 2 / middle));
   // The baselines' rows (each schedule on one processor) have no speedup error, and are left out
   // of the mean: 1f1b at P = 2 ran 0.5, 0.6, 0.4 against 1.0, 1.1, 0.9.
   CHECK(report.rows[0].speedup_error == 0);

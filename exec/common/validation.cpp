@@ -76,11 +76,11 @@ struct Configuration {
   // rounds, that prediction's speedup over each round's measured one.
   std::vector<double> speedup_ratios(const Configuration& baseline) const {
     std::vector<double> ratios;
+    const bool by_round = paired() && baseline.paired();
+    const double one_prediction = median_of(baseline.predicted_s) / median_of(predicted_s);
     const std::size_t rounds = std::min(steps_s.size(), baseline.steps_s.size());
     for (std::size_t r = 0; r < rounds; ++r) {
-      const bool by_round = paired() && baseline.paired();
-      const double predicted = by_round ? baseline.predicted_s[r] / predicted_s[r]
-                                        : median_of(baseline.predicted_s) / median_of(predicted_s);
+      const double predicted = by_round ? baseline.predicted_s[r] / predicted_s[r] : one_prediction;
       ratios.push_back(predicted / (baseline.steps_s[r] / steps_s[r]));
     }
     return ratios;

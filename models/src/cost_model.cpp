@@ -167,7 +167,7 @@ std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, 
   }
   // A task with nothing to compute is free on a roofline (nothing to launch), but an executor
   // still runs it: a calibrated one pays its kind's overhead (zb-h1's BA over a first stage of
-  // the first layer alone assembles its gradient for the BW: 14-26 us on lenet5, predicted 0).
+  // the first layer alone assembles its gradient for the BW: 13-26 us on lenet5, predicted 0).
   if (hw.cost_model != CostModelKind::unit && (cycles > 0 || hw.calibration)) cycles += task_overhead_cycles(hw, kind);
   if (hw.cost_model != CostModelKind::unit && hw.calibration && kind == TaskKind::F && first_layer == 0) {
     // The microbatch's load at the network's input, measured beside the layers.
