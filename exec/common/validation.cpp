@@ -75,14 +75,11 @@ struct Configuration {
   // each round's runs and its calibration's predictions together. With one prediction for all
   // rounds, that prediction's speedup over each round's measured one.
   std::vector<double> speedup_ratios(const Configuration& baseline) const {
+    const std::vector<double> measured = round_ratios(baseline.steps_s, steps_s);
+    if (paired() && baseline.paired()) return round_ratios(round_ratios(baseline.predicted_s, predicted_s), measured);
+    const double predicted = median_of(baseline.predicted_s) / median_of(predicted_s);
     std::vector<double> ratios;
-    const bool by_round = paired() && baseline.paired();
-    const double one_prediction = median_of(baseline.predicted_s) / median_of(predicted_s);
-    const std::size_t rounds = std::min(steps_s.size(), baseline.steps_s.size());
-    for (std::size_t r = 0; r < rounds; ++r) {
-      const double predicted = by_round ? baseline.predicted_s[r] / predicted_s[r] : one_prediction;
-      ratios.push_back(predicted / (baseline.steps_s[r] / steps_s[r]));
-    }
+    for (const double speedup : measured) ratios.push_back(predicted / speedup);
     return ratios;
   }
   // The step peak's error, paired as the step's: a calibration can move LayerPipe's layers
