@@ -467,23 +467,31 @@ TEST_CASE("validation takes its runs in turns over the configurations and report
   options.schedules = {"gpipe", "1f1b"};
   options.processors = {1, 2};
   options.runs = 3;
-  // A scripted machine: step times by call, and the order in which configurations ran.
+  // Four configurations (gpipe and 1f1b at P = 1 and 2). A scripted machine: step times by
+  // configuration and by its run (rows of script_s, in one_round's order), and the order in which
+  // configurations ran.
+  const std::vector<std::pair<std::string, int>> one_round = {{"gpipe", 1}, {"gpipe", 2}, {"1f1b", 1}, {"1f1b", 2}};
+  const std::vector<std::vector<double>> script_s = {
+      {1.0, 0.6, 1.0, 0.5}, /* run 2 */ {1.2, 0.5, 1.1, 0.6}, /* run 3 */ {0.8, 0.7, 0.9, 0.4}};
   std::vector<std::pair<std::string, int>> order;
-  const std::vector<double> script_s = {1.0, 0.6, 1.0, 0.5, /* run 2 */ 1.2, 0.5, 1.1, 0.6, /* run 3 */ 0.8, 0.7, 0.9, 0.4};
-  std::size_t call = 0;
   const Runner scripted = [&](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
-    order.emplace_back(g.schedule, g.processor_count());
+    const std::pair<std::string, int> configuration{g.schedule, g.processor_count()};
+    const auto at = std::find(one_round.begin(), one_round.end(), configuration);
+    REQUIRE(at != one_round.end());
+    const auto run_index = static_cast<std::size_t>(std::count(order.begin(), order.end(), configuration));
+    order.push_back(configuration);
     TrainingRun run;
-    run.result.iteration_s = script_s.at(call++);
+    run.result.iteration_s = script_s.at(run_index).at(static_cast<std::size_t>(at - one_round.begin()));
     return run;
   };
   const ValidationReport report =
       validate(config_for(kMlp, "gpipe", 1, 2, 2), data, options, [](const TaskGraph& g) { return evaluate(g); }, scripted);
-  // Four configurations (gpipe and 1f1b at P = 1 and 2), each run once before any runs again.
-  const std::vector<std::pair<std::string, int>> one_round = {{"gpipe", 1}, {"gpipe", 2}, {"1f1b", 1}, {"1f1b", 2}};
+  // Each configuration runs once before any runs again, in each round's own order (run_order,
+  // from the training seed), a schedule's two next to each other.
   REQUIRE(order.size() == 12);
-  for (std::size_t r = 0; r < 3; ++r) {
-    CHECK(std::vector<std::pair<std::string, int>>(order.begin() + 4 * r, order.begin() + 4 * r + 4) == one_round);
+  for (int r = 0; r < 3; ++r) {
+    const auto round_order = run_order({2, 2}, options.training.seed, r);
+    for (std::size_t i = 0; i < 4; ++i) CHECK(order[4 * static_cast<std::size_t>(r) + i] == one_round[round_order[i]]);
   }
   // gpipe at P = 2 ran 0.6, 0.5, 0.7: median 0.6, half-range 0.1; speedup over its P = 1 (1.0,
   // 1.2, 0.8: median 1.0) 1.0 / 0.6.
@@ -525,6 +533,46 @@ TEST_CASE("validation takes its runs in turns over the configurations and report
   CHECK(std::isnan(report.separable_kendall_tau.at(2)));
 }
 
+TEST_CASE("each round of validation runs its configurations in its own order, the same for one seed") {
+  // Six schedules, each a block of two configurations (P = 1, 2), 400 rounds: each order a
+  // permutation whose blocks stay together, the same when asked again, and every configuration
+  // in every place about equally often (400 / 12 = 33.3 each; a fixed order would put each in one
+  // place 400 times).
+  const std::vector<std::size_t> blocks(6, 2);
+  constexpr std::size_t count = 12;
+  std::vector<std::vector<int>> times_at(count, std::vector<int>(count, 0));  // [configuration][place]
+  std::set<std::vector<std::size_t>> orders;
+  for (int round = 0; round < 400; ++round) {
+    const auto order = run_order(blocks, 7, round);
+    CHECK(order == run_order(blocks, 7, round));
+    REQUIRE(order.size() == count);
+    std::vector<std::size_t> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (std::size_t i = 0; i < count; ++i) REQUIRE(sorted[i] == i);
+    for (std::size_t place = 0; place < count; place += 2) CHECK(order[place] / 2 == order[place + 1] / 2);
+    for (std::size_t place = 0; place < count; ++place) ++times_at[order[place]][place];
+    orders.insert(order);
+  }
+  for (const auto& places : times_at) {
+    for (const int times : places) {
+      CHECK(times >= 15);  // Binomial(400, 1/12): mean 33.3, standard deviation 5.5; 15 and 55 are over 3 out
+      CHECK(times <= 55);
+    }
+  }
+  CHECK(orders.size() > 390);  // 6! 2^6 = 46080 orders: few repeats in 400
+  CHECK(run_order(blocks, 7, 0) != run_order(blocks, 8, 0));  // another seed, other orders
+  CHECK(run_order({}, 7, 0).empty());
+  // Blocks of other sizes (a schedule without its own baseline row, or more processor counts).
+  const auto uneven = run_order({1, 3, 2}, 7, 5);
+  std::vector<std::size_t> block_of;
+  for (const std::size_t c : uneven) block_of.push_back(c == 0 ? 0 : c <= 3 ? 1 : 2);
+  std::vector<std::size_t> runs_of_blocks = {block_of[0]};
+  for (std::size_t i = 1; i < block_of.size(); ++i) {
+    if (block_of[i] != block_of[i - 1]) runs_of_blocks.push_back(block_of[i]);
+  }
+  CHECK(runs_of_blocks.size() == 3);  // each block in one piece
+}
+
 TEST_CASE("the median's 95% interval, and rounds added until the errors are known within the target") {
   // 1..20: Binomial(20, 1/2) puts 2.1% below rank 6 and 2.1% above rank 15, so the 6th and 16th
   // values bound the median (11, the upper middle) with about 96%: (16 - 6) / 2 / 11.
@@ -540,11 +588,19 @@ TEST_CASE("the median's 95% interval, and rounds added until the errors are know
   options.runs = 2;
   options.max_runs = 9;
   options.ci_target = 0.05;
+  // A scripted machine: round r's runs take steps_s[(r * P_count + i) % size], i the
+  // configuration's place in (P = 1, P = 2), whatever order the round runs them in.
   int calls = 0;
   const auto scripted = [&](std::vector<double> steps_s) {
-    return Runner([&calls, steps_s](const TaskGraph&, const Network&, const BatchSampler&, const TrainingOptions&) {
+    return Runner([&calls, &options, steps_s](const TaskGraph& g, const Network&, const BatchSampler&,
+                                              const TrainingOptions&) {
+      const auto counts = options.processors.size();
+      const auto round = static_cast<std::size_t>(calls++) / counts;
+      const auto place = static_cast<std::size_t>(
+          std::find(options.processors.begin(), options.processors.end(), g.processor_count()) -
+          options.processors.begin());
       TrainingRun run;
-      run.result.iteration_s = steps_s[static_cast<std::size_t>(calls++) % steps_s.size()];
+      run.result.iteration_s = steps_s[(round * counts + place) % steps_s.size()];
       return run;
     });
   };
@@ -1274,10 +1330,16 @@ TEST_CASE("layer times: a fused B goes back to the linear output once, and recor
     options.record_layer_times = true;
     const TrainingRun run = cpu::run_cpu(graph, request.network, sampler, options);
     std::map<std::pair<std::int32_t, std::int32_t>, std::map<TaskKind, double>> by_task_layer;
+    std::map<std::pair<std::int32_t, std::int32_t>, std::map<TaskKind, double>> to_linear_by_task_layer;
     for (const LayerTime& time : run.layer_times) {
       auto& kinds = by_task_layer[{time.task, time.layer}];
       CHECK(kinds.count(time.kind) == 0);  // one record per kind
       kinds[time.kind] = time.seconds;
+      to_linear_by_task_layer[{time.task, time.layer}][time.kind] = time.to_linear_s;
+      // A backward's way back to the linear output is part of its time; other kinds have none.
+      CHECK(time.to_linear_s >= 0);
+      CHECK(time.to_linear_s <= time.seconds);
+      if (!is_backward(time.kind)) CHECK(time.to_linear_s == 0);
     }
     int fused = 0;
     for (const auto& [key, kinds] : by_task_layer) {
@@ -1290,6 +1352,14 @@ TEST_CASE("layer times: a fused B goes back to the linear output once, and recor
         const double ba = key.second > 0 ? kinds.at(TaskKind::BA) : 0.0, bw = kinds.at(TaskKind::BW);
         CHECK(kinds.at(TaskKind::B) >= std::max(ba, bw) - 1e-12);
         CHECK(kinds.at(TaskKind::B) <= ba + bw + 1e-12);
+        // One way back, shared: each of B, BA and BW reports it, and where all three are timed it
+        // is BA + BW - B (what the cost model's to_linear_cycles takes from a table).
+        const auto& to_linear = to_linear_by_task_layer.at(key);
+        CHECK(to_linear.at(TaskKind::BW) == to_linear.at(TaskKind::B));
+        if (key.second > 0) {
+          CHECK(to_linear.at(TaskKind::BA) == to_linear.at(TaskKind::B));
+          CHECK(to_linear.at(TaskKind::B) == doctest::Approx(ba + bw - kinds.at(TaskKind::B)).epsilon(1e-9));
+        }
       } else {
         CHECK(kinds.count(TaskKind::B) == 0);
       }
@@ -1300,6 +1370,50 @@ TEST_CASE("layer times: a fused B goes back to the linear output once, and recor
     for (const auto& layer : request.network.layers) {
       CAPTURE(layer.name);
       CHECK((calibration.layers.at(layer.name).backward_s >= 0) == (schedule == "sequential"));
+    }
+  }
+}
+
+TEST_CASE("a profile takes the way back to the linear output taken again from its one-layer run") {
+  // The second run a one-processor profile makes is LayerPipe's, a task per layer: each layer's
+  // BA parts after the first and its BW follow another task of their layer and microbatch. The
+  // table's way back taken again, per kind, is a mean of what those tasks spent going back (after
+  // the warm-up minibatch): within their range. The first layer has no BA, so its BW follows
+  // another layer's update: never warm, not measured.
+  const Dataset data = data_for(kLenet);
+  const GraphConfig config = config_for(kLenet, "sequential", 1, 2, 3);
+  std::vector<std::pair<TaskGraph, TrainingRun>> recorded;
+  const Runner recording = [&](const TaskGraph& g, const Network& n, const BatchSampler& s, const TrainingOptions& o) {
+    recorded.emplace_back(g, cpu::run_cpu(g, n, s, o));
+    return recorded.back().second;
+  };
+  const Calibration table = profile_layers(config, data, 4, 7, recording, {}, 1);
+  REQUIRE(recorded.size() == 2);
+  const TaskGraph& one_layer = recorded[1].first;
+  REQUIRE(one_layer.schedule == "layerpipe");
+  const Network network = make_request(config).network;
+  std::vector<std::map<TaskKind, std::vector<double>>> again(network.size());
+  for (const LayerTime& time : recorded[1].second.layer_times) {
+    const Task& t = one_layer.tasks[static_cast<std::size_t>(time.task)];
+    if (t.minibatch < 1 || time.kind != t.kind) continue;
+    if ((t.kind == TaskKind::BA && t.part > 0) || (t.kind == TaskKind::BW && t.first_layer > 0)) {
+      again[static_cast<std::size_t>(time.layer)][t.kind].push_back(time.to_linear_s);
+    }
+  }
+  for (std::size_t l = 0; l < network.size(); ++l) {
+    for (const TaskKind kind : {TaskKind::BA, TaskKind::BW}) {
+      CAPTURE(l);
+      CAPTURE(to_string(kind));
+      const double measured = table.layers.at(network.layers[l].name).to_linear_again_s(kind);
+      if (l == 0) {
+        CHECK(again[l].count(kind) == 0);
+        CHECK(measured == -1);
+        continue;
+      }
+      REQUIRE(again[l].at(kind).size() == 2);  // 2 microbatches after the warm-up
+      const auto [low, high] = std::minmax_element(again[l].at(kind).begin(), again[l].at(kind).end());
+      CHECK(measured >= *low);
+      CHECK(measured <= *high);
     }
   }
 }

@@ -15,6 +15,7 @@
 #include "pipetwin/schedule/modulo_scheduler.hpp"
 #include "pipetwin/schedule/registry.hpp"
 #include "pipetwin/schedule/validator.hpp"
+#include "pipetwin/schedule/warm_to_linear.hpp"
 #include "schedule_test_helpers.hpp"
 
 using namespace pipetwin;
@@ -225,6 +226,81 @@ TEST_CASE("layerpipe with a calibration: every BA part pays the way back to the 
   for (const auto& t : make_graph(config).tasks) {
     if (t.kind == TaskKind::BA && t.first_layer > 0) CHECK(static_cast<double>(t.cost_cycles) == doctest::Approx(1.5e-3 * clock_hz).epsilon(1e-6));
   }
+}
+
+TEST_CASE("layerpipe with a calibration: a BA part or BW right after another of its layer goes back to the linear output warm") {
+  // As above (2 ms back to the linear output, 1 ms of dx, 3 ms of dW past it), and the table's way
+  // back taken again: 0.5 ms by a BA part, 0.25 ms by a BW. On one processor each layer's tasks
+  // run F ... BA part 0, BA part 1, BW, U: part 1 and the BW follow another task of their layer
+  // and microbatch, so they go back warm; part 0 follows the layer above's update, and the first
+  // layer's BW (no BA there) the second layer's update.
+  GraphConfig config = test::graph_config("mlp", "layerpipe", "cpu-core", 1, 2, 2);
+  config.params = {"widths=8,4,2", "batch=16", "ba_parts=2"};
+  const Network net = make_request(config).network;
+  auto calibration = std::make_shared<Calibration>();
+  calibration->samples = 8;
+  for (const auto& layer : net.layers) calibration->layers[layer.name] = {1e-3, 3e-3, 5e-3, 6e-3, 1e-4, 0.5e-3, 0.25e-3};
+  config.calibration = calibration;
+  const TaskGraph graph = make_graph(config);
+  const std::vector<bool> warm = repeats_to_linear(graph);
+  const double clock_hz = graph.clock_hz;
+  const auto ms = [&](const Task& t) { return static_cast<double>(t.cost_cycles) / clock_hz * 1e3; };
+  int warm_parts = 0, warm_bws = 0;
+  for (const auto& t : graph.tasks) {
+    CAPTURE(t.id);
+    if (t.kind == TaskKind::BA) {
+      REQUIRE(t.first_layer > 0);
+      CHECK(warm[static_cast<std::size_t>(t.id)] == (t.part == 1));
+      CHECK(ms(t) == doctest::Approx(t.part == 1 ? 1.0 : 2.5).epsilon(1e-6));  // 0.5 or 2 ms, + 1 ms / 2
+      warm_parts += t.part == 1 ? 1 : 0;
+    } else if (t.kind == TaskKind::BW) {
+      CHECK(warm[static_cast<std::size_t>(t.id)] == (t.first_layer > 0));
+      CHECK(ms(t) == doctest::Approx(t.first_layer > 0 ? 3.25 : 5.0).epsilon(1e-6));  // 5 ms - 2 + 0.25
+      warm_bws += t.first_layer > 0 ? 1 : 0;
+    } else {
+      CHECK_FALSE(warm[static_cast<std::size_t>(t.id)]);
+    }
+  }
+  const int backwards = 2 * 2 * static_cast<int>(net.size() - 1);  // minibatches x microbatches x layers with a BA
+  CHECK(warm_parts == backwards);
+  CHECK(warm_bws == backwards);
+  // Without the time taken again (older tables), or without a fused B to tell the first time's,
+  // every BW costs the table's 5 ms.
+  for (const bool has_b : {true, false}) {
+    for (auto& [name, times] : calibration->layers) {
+      times.weight_grad_to_linear_again_s = has_b ? -1 : 0.25e-3;
+      times.backward_s = has_b ? 6e-3 : -1;
+    }
+    for (const auto& t : make_graph(config).tasks) {
+      if (t.kind == TaskKind::BW) CHECK(ms(t) == doctest::Approx(5.0).epsilon(1e-6));
+    }
+  }
+  // Across processors only a task whose processor ran another of its layer and microbatch just
+  // before it goes back warm (the others' predecessors, by order, are another layer's or kind's).
+  for (auto& [name, times] : calibration->layers) times = {1e-3, 3e-3, 5e-3, 6e-3, 1e-4, 0.5e-3, 0.25e-3};
+  config.processors = 2;
+  const TaskGraph two = make_graph(config);
+  const std::vector<bool> warm_two = repeats_to_linear(two);
+  for (const auto& t : two.tasks) {
+    if (!warm_two[static_cast<std::size_t>(t.id)]) continue;
+    CAPTURE(t.id);
+    const Task* previous = nullptr;
+    for (const auto& other : two.tasks) {
+      if (other.placement == t.placement && other.resource == t.resource && other.order == t.order - 1) previous = &other;
+    }
+    REQUIRE(previous != nullptr);
+    CHECK(previous->first_layer == t.first_layer);
+    CHECK(previous->microbatch == t.microbatch);
+    CHECK(previous->minibatch == t.minibatch);
+    CHECK((previous->kind == TaskKind::BA || previous->kind == TaskKind::BW));
+  }
+  // Sequential's fused B goes back once: nothing there is warm.
+  config.schedule = "sequential";
+  config.processors = 1;
+  config.params = {"widths=8,4,2", "batch=16"};
+  const TaskGraph fused = make_graph(config);
+  const std::vector<bool> none = repeats_to_linear(fused);
+  CHECK(std::none_of(none.begin(), none.end(), [](bool b) { return b; }));
 }
 
 TEST_CASE("layerpipe: no BA at the first layer, and nothing moved for one, but on the unit model") {

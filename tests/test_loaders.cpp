@@ -253,6 +253,16 @@ TEST_CASE("calibration tables: a blend lies between the table taken alone and th
   CHECK(fc.backward_s == -1);  // BA + BW then, as in either table without it
   CHECK(fc.fused_backward_s() == doctest::Approx(6.5e-3));
   CHECK(fc.update_s == doctest::Approx(2e-4));
+  CHECK(fc.to_linear_again_s(TaskKind::BA) == -1);  // measured in neither
+  CHECK(fc.to_linear_again_s(TaskKind::BW) == -1);
+  alone.layers["fc"].activation_grad_to_linear_again_s = 1e-3;
+  alone.layers["fc"].weight_grad_to_linear_again_s = 3e-3;
+  CHECK(blend_calibrations(alone, together, 0.25).layers.at("fc").to_linear_again_s(TaskKind::BA) == -1);  // in one only
+  together.layers["fc"].activation_grad_to_linear_again_s = 2e-3;
+  const LayerTimes blended = blend_calibrations(alone, together, 0.25).layers.at("fc");
+  CHECK(blended.to_linear_again_s(TaskKind::BA) == doctest::Approx(1.25e-3));
+  CHECK(blended.to_linear_again_s(TaskKind::BW) == -1);
+  CHECK(blended.to_linear_again_s(TaskKind::F) == -1);  // no other kind goes back to a linear output
   CHECK(quarter.copy_latency_s == 50e-6);  // links and copies: the table taken at once
   CHECK(quarter.concurrent == 4);
   CHECK(blend_calibrations(alone, together, 0).layers.at("fc").forward_s == doctest::Approx(1e-3));
@@ -280,4 +290,19 @@ TEST_CASE("calibration tables: a B costs the measured fused backward, or BA + BW
   CHECK_THROWS_WITH_AS(
       calibration_from_json_text(calibration("", R"({"name": "fc1", "F_s": 0, "BA_s": 0, "BW_s": 0, "B_s": -2, "U_s": 0})"), "c.json"),
       doctest::Contains("/layers/0/B_s: expected seconds >= 0, or -1 for not measured"), Error);
+  // The way back to the linear output taken again: absent (older tables) is -1, not measured, and
+  // a table writes it only where it was measured.
+  CHECK(with_b.layers.at("fc1").to_linear_again_s(TaskKind::BA) == -1);
+  CHECK(calibration_to_json_text(with_b).find("to_linear_again_s") == std::string::npos);
+  const std::string again = R"({"name": "fc1", "F_s": 1e-6, "BA_s": 3e-6, "BW_s": 5e-6, "B_s": 6e-6, "U_s": 1e-7,)"
+                            R"( "BA_to_linear_again_s": 1.5e-6, "BW_to_linear_again_s": 1e-6})";
+  const Calibration with_again = calibration_from_json_text(calibration("", again), "c.json");
+  CHECK(with_again.layers.at("fc1").to_linear_again_s(TaskKind::BA) == 1.5e-6);
+  CHECK(with_again.layers.at("fc1").to_linear_again_s(TaskKind::BW) == 1e-6);
+  const Calibration written = calibration_from_json_text(calibration_to_json_text(with_again), "c.json");
+  CHECK(written.layers.at("fc1").to_linear_again_s(TaskKind::BA) == 1.5e-6);
+  CHECK(written.layers.at("fc1").to_linear_again_s(TaskKind::BW) == 1e-6);
+  CHECK_THROWS_WITH_AS(
+      calibration_from_json_text(calibration("", R"({"name": "fc1", "F_s": 0, "BA_s": 0, "BW_s": 0, "U_s": 0, "BW_to_linear_again_s": -3})"), "c.json"),
+      doctest::Contains("/layers/0/BW_to_linear_again_s: expected seconds >= 0, or -1 for not measured"), Error);
 }

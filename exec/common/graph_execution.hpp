@@ -421,7 +421,11 @@ void GraphExecution<B>::report_layer_times(const Task& t, Lane& lane) {
   for (const auto& timing : timings) {
     double seconds = 0;
     for (const auto& span : timing.spans) seconds += b_.seconds_between(lane, span.from, span.to);
-    observers_.layer_timed(t.id, timing.layer, timing.kind, seconds);
+    // A backward's spans begin with its way back to the linear output (backward, below).
+    const bool backward = is_backward(timing.kind) && timing.spans.size() >= 2;
+    const double to_linear_s =
+        backward ? b_.seconds_between(lane, timing.spans.front().from, timing.spans.front().to) : 0.0;
+    observers_.layer_timed(t.id, timing.layer, timing.kind, seconds, to_linear_s);
   }
   timings.clear();
   timings.shrink_to_fit();

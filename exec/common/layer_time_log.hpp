@@ -10,8 +10,8 @@ namespace pipetwin::exec {
 
 class LayerTimeLog final : public EngineObserver {
  public:
-  void layer_timed(std::int32_t task, std::int32_t layer, TaskKind kind, double seconds) override {
-    times_.push_back({task, layer, kind, seconds});
+  void layer_timed(std::int32_t task, std::int32_t layer, TaskKind kind, double seconds, double to_linear_s) override {
+    times_.push_back({task, layer, kind, seconds, to_linear_s});
   }
   std::vector<LayerTime> take() { return std::move(times_); }
 

@@ -30,8 +30,8 @@ class ObserverHub {
   void freed(const BufferName& buffer, std::int32_t where, std::int64_t bytes, std::int32_t task) {
     tell(now(task), [&](EngineObserver& o, std::int64_t cycles) { o.freed({buffer, where, bytes, task, cycles}); });
   }
-  void layer_timed(std::int32_t task, std::int32_t layer, TaskKind kind, double seconds) {
-    tell(start_, [&](EngineObserver& o, std::int64_t) { o.layer_timed(task, layer, kind, seconds); });
+  void layer_timed(std::int32_t task, std::int32_t layer, TaskKind kind, double seconds, double to_linear_s) {
+    tell(start_, [&](EngineObserver& o, std::int64_t) { o.layer_timed(task, layer, kind, seconds, to_linear_s); });
   }
 
  private:

@@ -14,6 +14,7 @@
 #include "pipetwin/exec/thread_pinning.hpp"
 #include "spin_wait.hpp"
 #include "pipetwin/models/error.hpp"
+#include "pipetwin/schedule/warm_to_linear.hpp"
 
 namespace pipetwin {
 
@@ -66,11 +67,37 @@ std::int32_t profile_minibatches(int repeats, std::int32_t microbatches) {
 // Runs of a graph as a profile makes them (one, or copies at once), with its sampler.
 using ProfileRuns = std::function<std::vector<TrainingRun>(const TaskGraph&, const BatchSampler&)>;
 
+// Per layer of `network` and kind (BA, BW): the way back to the linear output taken again
+// (warm_to_linear.hpp), the median of means of what the tasks repeats_to_linear marks in `runs` of
+// `graph` (after the warm-up minibatches) spent on it, scaled to `calibration`'s samples. Layers
+// and kinds without such tasks keep theirs.
+void record_to_linear_again(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
+                            std::int32_t skip_minibatches, Calibration& calibration) {
+  const std::vector<bool> repeats = repeats_to_linear(graph);
+  std::vector<std::map<TaskKind, std::vector<double>>> again_s(network.size());  // per layer and kind
+  for (const auto& run : runs) {
+    for (const auto& time : run.layer_times) {
+      const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
+      if (t.minibatch < skip_minibatches || !repeats[static_cast<std::size_t>(time.task)] || time.kind != t.kind) continue;
+      again_s[static_cast<std::size_t>(time.layer)][t.kind].push_back(time.to_linear_s);
+    }
+  }
+  const double to_table = static_cast<double>(calibration.samples) / static_cast<double>(graph.samples_per_microbatch);
+  for (std::size_t l = 0; l < network.size(); ++l) {
+    LayerTimes& times = calibration.layers[network.layers[l].name];
+    for (const auto& [kind, seconds] : again_s[l]) {
+      (kind == TaskKind::BA ? times.activation_grad_to_linear_again_s : times.weight_grad_to_linear_again_s) =
+          median_of_means(seconds) * to_table;
+    }
+  }
+}
+
 // Tasks spanning the same layers cannot tell what a task costs beyond its layers from what each
 // layer in it costs: refits `calibration`'s overhead line to the tasks of `timed` (runs of
 // `graph`) and those of a short layerpipe run of `network` (a task per layer; one warm-up
 // minibatch) on `processors`, which `run_all` makes. A network LayerPipe cannot cut keeps the
-// line `timed` gave.
+// line `timed` gave. The one-layer run also gives the table its way back to the linear output
+// taken again (record_to_linear_again).
 void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network& network, std::int32_t processors,
                                         const Dataset& data, std::uint64_t seed, const TaskGraph& graph,
                                         const std::vector<TrainingRun>& timed, const ProfileRuns& run_all,
@@ -90,9 +117,11 @@ void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network
   }
   const BatchSampler layer_sampler(data, network.batch, per_layer.microbatches, per_layer.minibatches, seed);
   std::vector<TaskOverhead> overheads = task_overheads(graph, timed, 1);
-  const auto one_layer = task_overheads(layer_graph, run_all(layer_graph, layer_sampler), 1);
+  const std::vector<TrainingRun> layer_runs = run_all(layer_graph, layer_sampler);
+  const auto one_layer = task_overheads(layer_graph, layer_runs, 1);
   overheads.insert(overheads.end(), one_layer.begin(), one_layer.end());
   fit_task_overheads(overheads, calibration);
+  record_to_linear_again(layer_graph, network, layer_runs, 1, calibration);
 }
 
 }  // namespace

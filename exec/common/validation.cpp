@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <utility>
 
 #include "pipetwin/exec/profiling.hpp"
@@ -149,6 +150,30 @@ double calibrated_step_s(const Calibration& c) {
   double total = 0;
   for (const auto& [name, t] : c.layers) total += t.forward_s + t.fused_backward_s() + t.update_s;
   return total;
+}
+
+std::vector<std::size_t> run_order(const std::vector<std::size_t>& block_sizes, std::uint64_t seed, int round) {
+  // One stream per round; the multiplier (2^64 over the golden ratio) spreads neighbouring rounds'
+  // seeds apart. The modulo's bias, under 2^-50 for fewer than 2^14 items, is no matter.
+  std::mt19937_64 generator(seed ^ (0x9E3779B97F4A7C15ULL * static_cast<std::uint64_t>(round + 1)));
+  const auto shuffle = [&](std::vector<std::size_t>& items) {
+    for (std::size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[generator() % i]);
+  };
+  std::vector<std::size_t> first(block_sizes.size());  // each block's first configuration
+  std::vector<std::size_t> blocks(block_sizes.size());
+  for (std::size_t b = 0, at = 0; b < block_sizes.size(); at += block_sizes[b], ++b) {
+    first[b] = at;
+    blocks[b] = b;
+  }
+  shuffle(blocks);
+  std::vector<std::size_t> order;
+  for (const std::size_t b : blocks) {
+    std::vector<std::size_t> inside(block_sizes[b]);
+    for (std::size_t i = 0; i < inside.size(); ++i) inside[i] = first[b] + i;
+    shuffle(inside);
+    order.insert(order.end(), inside.begin(), inside.end());
+  }
+  return order;
 }
 
 double busy_concurrency(const TaskGraph& graph, const Result& result) {
@@ -381,6 +406,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     std::size_t one, at;  // indices of the baseline's and the row's configurations
   };
   std::vector<RowPlan> plans;
+  std::vector<std::size_t> block_sizes;  // per schedule: its configurations, consecutive
   for (const auto& schedule : options.schedules) {
     std::string baseline = schedule;
     TaskGraph one_graph;
@@ -403,6 +429,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       }
       plans.push_back({schedule, baseline, p, one, at});
     }
+    block_sizes.push_back(configurations.size() - one);
   }
   auto predict_all = [&] {
     for (auto& c : configurations) {
@@ -436,7 +463,8 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       }
       predict_all();
     }
-    for (auto& c : configurations) {
+    for (const std::size_t index : run_order(block_sizes, options.training.seed, r)) {
+      Configuration& c = configurations[index];
       if (options.progress) {
         options.progress("run " + std::to_string(r + 1) + "/" + std::to_string(most_runs) + ": " + c.schedule + " on " +
                          std::to_string(c.processors) + " processor(s)");

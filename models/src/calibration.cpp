@@ -104,13 +104,16 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   const JsonReader layers = root.at("layers");
   for (std::size_t i = 0; i < layers.array_size(); ++i) {
     const JsonReader layer = layers.at(i);
-    layer.check_keys({"name", "F_s", "BA_s", "BW_s", "B_s", "U_s"});
+    layer.check_keys({"name", "F_s", "BA_s", "BW_s", "B_s", "U_s", "BA_to_linear_again_s", "BW_to_linear_again_s"});
     LayerTimes t;
     t.forward_s = seconds(layer, "F_s", std::nullopt, false);
     t.activation_grad_s = seconds(layer, "BA_s", std::nullopt, false);
     t.weight_grad_s = seconds(layer, "BW_s", std::nullopt, false);
     t.backward_s = seconds(layer, "B_s", -1.0, true);  // tables from before it: not measured
     t.update_s = seconds(layer, "U_s", std::nullopt, false);
+    // Older tables: not measured.
+    t.activation_grad_to_linear_again_s = seconds(layer, "BA_to_linear_again_s", -1.0, true);
+    t.weight_grad_to_linear_again_s = seconds(layer, "BW_to_linear_again_s", -1.0, true);
     const std::string name = layer.get_string("name");
     if (!c.layers.emplace(name, t).second) layer.at("name").fail("a layer not named before");
   }
@@ -160,8 +163,11 @@ std::string calibration_to_json_text(const Calibration& c) {
   if (c.handoff_spin_s > 0) j["handoff_spin_s"] = c.handoff_spin_s;
   j["layers"] = nlohmann::ordered_json::array();
   for (const auto& [name, t] : c.layers) {
-    j["layers"].push_back({{"name", name}, {"F_s", t.forward_s}, {"BA_s", t.activation_grad_s},
-                           {"BW_s", t.weight_grad_s}, {"B_s", t.backward_s}, {"U_s", t.update_s}});
+    nlohmann::ordered_json layer = {{"name", name}, {"F_s", t.forward_s}, {"BA_s", t.activation_grad_s},
+                                    {"BW_s", t.weight_grad_s}, {"B_s", t.backward_s}, {"U_s", t.update_s}};
+    if (t.activation_grad_to_linear_again_s >= 0) layer["BA_to_linear_again_s"] = t.activation_grad_to_linear_again_s;
+    if (t.weight_grad_to_linear_again_s >= 0) layer["BW_to_linear_again_s"] = t.weight_grad_to_linear_again_s;
+    j["layers"].push_back(std::move(layer));
   }
   return j.dump(2) + "\n";
 }

@@ -34,6 +34,9 @@ Calibration blend_calibrations(const Calibration& alone, const Calibration& toge
     times.weight_grad_s = mix(a.weight_grad_s, times.weight_grad_s);
     times.backward_s = a.backward_s >= 0 && times.backward_s >= 0 ? mix(a.backward_s, times.backward_s) : -1;
     times.update_s = mix(a.update_s, times.update_s);
+    for (auto field : {&LayerTimes::activation_grad_to_linear_again_s, &LayerTimes::weight_grad_to_linear_again_s}) {
+      times.*field = a.*field >= 0 && times.*field >= 0 ? mix(a.*field, times.*field) : -1;  // where both measured it
+    }
   }
   return blended;
 }

@@ -93,6 +93,7 @@ struct LayerTime {
   std::int32_t layer = 0;
   TaskKind kind = TaskKind::F;
   double seconds = 0;
+  double to_linear_s = 0;  // of a BA, BW or B's seconds: its way back to the linear output
 };
 
 struct TrainingRun {

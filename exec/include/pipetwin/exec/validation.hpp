@@ -4,6 +4,8 @@
 // errors, and whether the two rank the schedules alike (Kendall tau). Used by `pipetwin validate`
 // and by Python's pipetwin.validate.
 #pragma once
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -115,7 +117,8 @@ struct ValidationOptions {
   std::vector<int> processors;
   // Measured runs per configuration; the median step is kept. The runs go round the
   // configurations (run 1 of each, then run 2 of each, ...), so that a machine whose speed drifts
-  // slows every configuration alike.
+  // slows every configuration alike, and each round takes them in its own order (run_order), so
+  // that none always runs first after the calibrations or after the same neighbour.
   int runs = 5;
   // With max_runs > runs: more rounds after `runs`, until every configuration's error_ci, and
   // every row's speedup_error_ci, is at most ci_target, or max_runs rounds are done. 0: exactly
@@ -137,6 +140,14 @@ struct ValidationOptions {
 };
 
 using Predictor = std::function<Result(const TaskGraph&)>;
+
+// The order in which round `round` (from 0) runs the configurations, given as consecutive blocks
+// of `block_sizes` (a schedule's baseline and its rows): a permutation of 0 .. sum - 1 that keeps
+// each block's configurations next to each other, so that a speedup's two runs sample the same
+// moment of the machine, with the blocks, and the configurations inside each, shuffled from
+// `seed` and the round (Fisher-Yates on std::mt19937_64, whose stream the standard fixes: one
+// seed gives the same orders with every standard library).
+std::vector<std::size_t> run_order(const std::vector<std::size_t>& block_sizes, std::uint64_t seed, int round);
 
 // How many processors run a task, on average, while one does: the mean over the processors' busy
 // time of the number busy at that moment (the integral of N squared over the integral of N, N

@@ -22,6 +22,18 @@ struct LayerTimes {
   double weight_grad_s = 0;      // a BW on its own (back through the same, then dW)
   double backward_s = -1;        // a fused B, which goes back through them once; -1: not measured
   double update_s = 0;
+  // The way back to the linear output (of BA and BW: BA_s + BW_s - B_s) taken again, by a
+  // one-layer BA part or BW right after another of its layer and microbatch on one processor, its
+  // data in cache (schedule/warm_to_linear.hpp), apart for the two kinds: a BW after a layer's BA
+  // parts goes back a third time, warmer still. -1: not measured.
+  double activation_grad_to_linear_again_s = -1;
+  double weight_grad_to_linear_again_s = -1;
+  // Of a BA or BW; -1 for other kinds.
+  double to_linear_again_s(TaskKind kind) const {
+    return kind == TaskKind::BA ? activation_grad_to_linear_again_s
+           : kind == TaskKind::BW ? weight_grad_to_linear_again_s
+                                  : -1.0;
+  }
   // What a fused B costs: the measured time, or BA + BW where the table has none.
   double fused_backward_s() const { return backward_s >= 0 ? backward_s : activation_grad_s + weight_grad_s; }
 };

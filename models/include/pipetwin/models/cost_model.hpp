@@ -40,6 +40,10 @@ std::int64_t layer_work_cycles(const HardwareProfile& hw, const Layer& layer, Ta
 // BW_s - B_s, since the split BA and BW each go back to the linear output and the fused B once
 // (clamped to [0, BA_s]); 0 otherwise (the other cost models split a BA's work evenly).
 std::int64_t to_linear_cycles(const HardwareProfile& hw, const Layer& layer, std::int64_t samples);
+// The same way back taken again by a BA part or BW (`kind`) right after another of its layer, its
+// data in cache (warm_to_linear.hpp): the calibration's LayerTimes::to_linear_again_s(kind) scaled
+// to `samples`; -1 where it has none.
+std::int64_t to_linear_again_cycles(const HardwareProfile& hw, const Layer& layer, TaskKind kind, std::int64_t samples);
 
 // Cycles the task's memory traffic takes at the processor's full memory bandwidth (summed over
 // its layers; 0 on the unit model). At most compute_task_cycles: the part of a task that

@@ -32,8 +32,10 @@ class EngineObserver {
   virtual void allocated(const MemoryChange& /*change*/) {}
   virtual void freed(const MemoryChange& /*change*/) {}
   // Executors that time layers (TrainingOptions::record_layer_times): one layer's part of a
-  // task (its F, BA or BW work, or its share of an update), timed alone.
-  virtual void layer_timed(std::int32_t /*task*/, std::int32_t /*layer*/, TaskKind /*kind*/, double /*seconds*/) {}
+  // task (its F, BA or BW work, or its share of an update), timed alone; of a backward's seconds,
+  // `to_linear_s` went back to the layer's linear output (0 for other kinds).
+  virtual void layer_timed(std::int32_t /*task*/, std::int32_t /*layer*/, TaskKind /*kind*/, double /*seconds*/,
+                           double /*to_linear_s*/) {}
 
  protected:
   ~EngineObserver() = default;
