@@ -149,10 +149,8 @@ std::int64_t to_linear_cycles(const HardwareProfile& hw, const Layer& layer, std
   if (hw.cost_model == CostModelKind::unit || !hw.calibration) return 0;
   const Calibration& c = *hw.calibration;
   const auto it = c.layers.find(layer.name);
-  if (it == c.layers.end() || it->second.backward_s < 0) return 0;
-  const LayerTimes& t = it->second;
-  const double linear_s = std::clamp(t.activation_grad_s + t.weight_grad_s - t.backward_s, 0.0, t.activation_grad_s);
-  return ceil_cycles(c.scaled_s(linear_s, samples) * hw.clock_hz());
+  if (it == c.layers.end() || it->second.to_linear_s() < 0) return 0;
+  return ceil_cycles(c.scaled_s(it->second.to_linear_s(), samples) * hw.clock_hz());
 }
 
 std::int64_t to_linear_again_cycles(const HardwareProfile& hw, const Layer& layer, TaskKind kind, std::int64_t samples) {

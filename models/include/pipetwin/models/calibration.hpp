@@ -4,6 +4,7 @@
 // linearly in samples when a task has a different microbatch), a U the measured seconds, and
 // transfers the measured bandwidth. Written by `pipetwin profile`, read by `--calibration`.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -33,6 +34,11 @@ struct LayerTimes {
     return kind == TaskKind::BA ? activation_grad_to_linear_again_s
            : kind == TaskKind::BW ? weight_grad_to_linear_again_s
                                   : -1.0;
+  }
+  // The way back to the linear output, which a split BA and a BW each take and a fused B once:
+  // BA + BW - B, clamped to [0, BA]; -1 where no fused B was measured.
+  double to_linear_s() const {
+    return backward_s >= 0 ? std::clamp(activation_grad_s + weight_grad_s - backward_s, 0.0, activation_grad_s) : -1.0;
   }
   // What a fused B costs: the measured time, or BA + BW where the table has none.
   double fused_backward_s() const { return backward_s >= 0 ? backward_s : activation_grad_s + weight_grad_s; }
