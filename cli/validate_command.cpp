@@ -216,8 +216,8 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
                              100 * report.speedup_error_ci);
   }
   for (const auto& [p, slowdown] : report.co_run_slowdown) {
-    std::cout << fmt::format("co-run: layers ran {:+.1f}% slower in the tables for {} processors ({}) than alone (P={} is "
-                             "predicted from those tables)\n",
+    std::cout << fmt::format("co-run: layers ran {:+.1f}% slower in the tables for {} processors ({}) than alone (rows at P={} "
+                             "take them by their co_run_weight, against the table taken alone)\n",
                              100 * slowdown, p,
                              options.concurrent_timing == "pipeline" ? "timed in a pipeline where the network has the layers for it"
                                                                      : "copies at once",

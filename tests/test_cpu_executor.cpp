@@ -651,6 +651,26 @@ ValidationOptions gpipe_at_one_and_two(int runs) {
   return options;
 }
 
+// How busy the other processor is while one works, from `graph`'s evaluation: the processors'
+// tasks' pairwise overlaps (a task with itself included) over their busy time, minus 1. A second
+// way to busy_concurrency's sweep over start and end events, for two processors.
+double pairwise_overlap(const TaskGraph& graph) {
+  const Result predicted = evaluate(graph);
+  double overlap = 0, busy = 0;
+  for (const auto& a : graph.tasks) {
+    if (a.placement != Placement::processor) continue;
+    const TaskTiming& ta = predicted.tasks[static_cast<std::size_t>(a.id)];
+    busy += static_cast<double>(ta.end_cycles - ta.start_cycles);
+    for (const auto& b : graph.tasks) {
+      if (b.placement != Placement::processor) continue;
+      const TaskTiming& tb = predicted.tasks[static_cast<std::size_t>(b.id)];
+      overlap += static_cast<double>(
+          std::max<std::int64_t>(0, std::min(ta.end_cycles, tb.end_cycles) - std::max(ta.start_cycles, tb.start_cycles)));
+    }
+  }
+  return overlap / busy - 1;
+}
+
 // A table whose layers take k times 1, 2, 3 and 4 ms and 0.1 ms.
 Calibration scaled_calibration(const Network& network, const GraphConfig& config, double k) {
   Calibration c;
@@ -724,20 +744,7 @@ TEST_CASE("validation calibrates before each round, predicts the rounds' median,
     double weight = 0;
     if (row.processors == 2) {
       at.calibration = std::make_shared<const Calibration>(calibration_at(2));
-      const TaskGraph alone = make_graph(at);
-      const Result predicted = evaluate(alone);
-      double overlap = 0, busy = 0;
-      for (const auto& a : alone.tasks) {
-        if (a.placement != Placement::processor) continue;
-        const TaskTiming& ta = predicted.tasks[static_cast<std::size_t>(a.id)];
-        busy += static_cast<double>(ta.end_cycles - ta.start_cycles);
-        for (const auto& b : alone.tasks) {
-          if (b.placement != Placement::processor) continue;
-          const TaskTiming& tb = predicted.tasks[static_cast<std::size_t>(b.id)];
-          overlap += static_cast<double>(std::max<std::int64_t>(0, std::min(ta.end_cycles, tb.end_cycles) - std::max(ta.start_cycles, tb.start_cycles)));
-        }
-      }
-      weight = overlap / busy - 1;
+      weight = pairwise_overlap(make_graph(at));
       CHECK(weight > 0.1);  // gpipe's two stages overlap
       CHECK(weight < 1);
     }
@@ -751,11 +758,14 @@ TEST_CASE("validation calibrates before each round, predicts the rounds' median,
   CHECK(report.mean_abs_replay_error == doctest::Approx(0.0).epsilon(1e-9));
 }
 
-TEST_CASE("validation takes a table timed in a P-processor pipeline whole for every row at P") {
+TEST_CASE("validation weighs a table timed in a P-processor pipeline by the row's overlap over that pipeline's") {
   const Dataset data = data_for(kMlp);
-  const GraphConfig config = config_for(kMlp, "gpipe", 1, 2, 2);
+  const GraphConfig config = config_for(kMlp, "gpipe", 1, 4, 2);
   const Network network = make_request(config).network;
-  ValidationOptions options = gpipe_at_one_and_two(2);
+  ValidationOptions options;
+  options.schedules = {"sequential", "gpipe", "1f1b", "pipedream"};
+  options.processors = {1, 2};
+  options.runs = 2;
   // Alone 1x; the pipeline's table 1.5x, marked as timed in a 2-processor 1f1b run.
   options.calibrate = [&](int processors) {
     Calibration c = scaled_calibration(network, config, processors == 2 ? 1.5 : 1.0);
@@ -771,15 +781,42 @@ TEST_CASE("validation takes a table timed in a P-processor pipeline whole for ev
     return run;
   };
   const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, as_predicted);
-  REQUIRE(report.rows.size() == 2);
-  const ValidationRow& two = report.rows[1];
-  REQUIRE(two.processors == 2);
-  CHECK(two.co_run_weight == 1);
-  GraphConfig at = config;
-  at.processors = 2;
-  at.calibration = std::make_shared<const Calibration>(scaled_calibration(network, config, 1.5));
-  CHECK(two.predicted_step_s == doctest::Approx(evaluate(make_graph(at)).iteration_s));
-  CHECK(report.rows[0].co_run_weight == 0);
+  // Each schedule's overlap at P = 2 with the table taken alone, found apart (pairwise_overlap).
+  const auto overlap_of = [&](const std::string& schedule) {
+    GraphConfig at = config_for(kMlp, schedule, 2, 4, 2);
+    at.calibration = std::make_shared<const Calibration>(scaled_calibration(network, config, 1.0));
+    return pairwise_overlap(make_graph(at));
+  };
+  const double pipeline_overlap = overlap_of("1f1b");
+  REQUIRE(pipeline_overlap > 0.1);
+  REQUIRE(report.rows.size() == 8);
+  for (const auto& row : report.rows) {
+    CAPTURE(row.schedule);
+    CAPTURE(row.processors);
+    if (row.processors == 1) {
+      CHECK(row.co_run_weight == 0);
+      continue;
+    }
+    const double weight = std::min(1.0, overlap_of(row.schedule) / pipeline_overlap);
+    CHECK(row.co_run_weight == doctest::Approx(weight));
+    // Every table field linear in k: the blend of the 1x and 1.5x tables is the (1 + 0.5 w)x one.
+    GraphConfig at = config_for(kMlp, row.schedule, 2, 4, 2);
+    at.calibration = std::make_shared<const Calibration>(scaled_calibration(network, config, 1 + 0.5 * weight));
+    CHECK(row.predicted_step_s == doctest::Approx(evaluate(make_graph(at)).iteration_s));
+  }
+  const auto weight_of = [&](const std::string& schedule) {
+    for (const auto& row : report.rows) {
+      if (row.schedule == schedule && row.processors == 2) return row.co_run_weight;
+    }
+    return -1.0;
+  };
+  // One processor at a time but for the two stages' updates at the minibatch's end: near the
+  // table taken alone.
+  CHECK(weight_of("sequential") > 0);
+  CHECK(weight_of("sequential") < 0.05);
+  CHECK(weight_of("1f1b") == 1);        // the pipeline the table was timed in: the table whole
+  CHECK(weight_of("gpipe") > 0);
+  CHECK(weight_of("pipedream") == 1);   // streams, overlapping more than 1f1b: the table whole, no more
 }
 
 TEST_CASE("a table for P processors timed in a pipeline: each layer where a P-processor 1f1b run puts it") {

@@ -7,7 +7,9 @@ experiments/gpu/h100-2026-11-24/), predicts every row again with `pipetwin simul
 step time. Rows whose P has a table taken with P copies at once (--together P=FILE) are predicted
 as `validate` predicts them: from a table between the one taken alone and that one, weighted by
 the busy concurrency of the prediction from the table taken alone ((c - 1) / (P - 1), c the mean
-number of processors running a task while one does). Other rows use the table taken alone.
+number of processors running a task while one does). Where that table was timed in a pipeline
+(its `pipeline_schedule`), the weight is the row's share over that schedule's, at most 1. Other
+rows use the table taken alone.
 
     python3 experiments/gpu/repredict.py --pipetwin build/bin/pipetwin \\
         --validation experiments/gpu/h100-2026-11-24/validate-resnet56-p-tables.json \\
@@ -119,6 +121,11 @@ def main():
             if processors > 1 and processors in together:
                 concurrency = busy_concurrency(predicted)
                 weight = min(1.0, max(0.0, (concurrency - 1) / (processors - 1)))
+                timed_in = together[processors].get("pipeline_schedule", "")
+                if timed_in:  # timed in a pipeline: the row's share over that schedule's, at most 1
+                    pipeline = simulate(args.pipetwin, validation, timed_in, processors, alone_path)
+                    share = min(1.0, max(0.0, (busy_concurrency(pipeline) - 1) / (processors - 1)))
+                    weight = min(1.0, weight / share) if share > 0 else 1.0
                 with open(blended_path, "w") as f:
                     json.dump(blend(alone, together[processors], weight), f)
                 predicted = simulate(args.pipetwin, validation, schedule, processors, blended_path)

@@ -203,9 +203,9 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     over rounds of that round's prediction over its run, minus 1, its measured_spread the
     half-range of its runs over their median, its replay_error the engine fed each run's own task
     times against that run, its co_run_weight how far its table lies from the one taken alone
-    towards the one taken with P copies at once (the other processors' busy share while one
-    works; 1 where the P-processor table was timed in a pipeline, concurrent_timing="pipeline",
-    as in profile()), task_time_error_by_part its task time error per processor and task kind
+    towards the P-processor table (the other processors' busy share while one works; where that
+    table was timed in a pipeline, concurrent_timing="pipeline" as in profile(), that share over
+    the pipeline's, at most 1), task_time_error_by_part its task time error per processor and task kind
     ("p0 F", ...), its speedup_error and speedup_error_ci paired by round as step_error, and
     predicted_rounds_s and measured_rounds_s every round's figures), the summary a dict with
     mean_abs_step_error, max_abs_step_error, mean_abs_speedup_error, max_abs_speedup_error,

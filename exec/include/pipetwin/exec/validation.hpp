@@ -68,8 +68,9 @@ struct ValidationRow {
   std::map<std::string, double> task_time_error_by_part;
   // How busy the other processors are, on average, while one works (0: never, 1: always): the
   // weight of the table taken with P copies at once against the one taken alone in the row's
-  // calibration (blend_calibrations; busy_concurrency). 0 at P = 1 and without calibrations; 1
-  // where the P-processor table was timed in a pipeline (Calibration::pipeline_schedule).
+  // calibration (blend_calibrations; busy_concurrency). Where the P-processor table was timed in
+  // a pipeline (Calibration::pipeline_schedule), that share over the pipeline schedule's, at
+  // most 1. 0 at P = 1 and without calibrations.
   double co_run_weight = 0;
   // The step error's 95% confidence half-width (a fraction), distribution-free from the order
   // statistics: of the rounds' ratios with a calibration per round, else of the runs' steps.
