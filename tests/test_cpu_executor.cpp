@@ -842,15 +842,18 @@ TEST_CASE("a table for P processors timed in a pipeline: each layer where a P-pr
   CHECK(graphs[1].processor_count() == 2);
   CHECK(c.concurrent == 2);
   CHECK(c.pipeline_schedule == kCalibrationPipelineSchedule);
-  // Each layer's F: the median of the pipeline run's samples after its warm-up minibatch, taken on
-  // whichever processor ran it; both processors ran some.
+  // Each layer's F: the median of the pipeline run's samples in its second half (the first is
+  // warm-up, as a run's step time is its second half's), taken on whichever processor ran it;
+  // both processors ran some.
   const Network network = make_request(config).network;
+  REQUIRE(graphs[0].minibatches == 4);  // 4 microbatches asked for, 2 a minibatch: 2 timed after 2
+  const std::int32_t warm_up = graphs[0].minibatches / 2;
   std::set<std::int32_t> processors_seen;
   for (std::size_t l = 0; l < network.size(); ++l) {
     std::vector<double> samples;
     for (const auto& time : runs[0].layer_times) {
       const Task& t = graphs[0].tasks[static_cast<std::size_t>(time.task)];
-      if (time.layer == static_cast<std::int32_t>(l) && time.kind == TaskKind::F && t.minibatch >= 1) {
+      if (time.layer == static_cast<std::int32_t>(l) && time.kind == TaskKind::F && t.minibatch >= warm_up) {
         samples.push_back(time.seconds);
         processors_seen.insert(t.resource);
       }
@@ -861,7 +864,7 @@ TEST_CASE("a table for P processors timed in a pipeline: each layer where a P-pr
   }
   CHECK(processors_seen.size() == 2);
   // The input's load: one record for every forward from the first layer and none elsewhere; the
-  // table's input_load_s is their median after the warm-up minibatch.
+  // table's input_load_s is their median after the warm-up.
   std::vector<double> loads;
   std::size_t load_records = 0, first_forwards = 0;
   for (const auto& t : graphs[0].tasks) first_forwards += t.kind == TaskKind::F && t.first_layer == 0 ? 1 : 0;
@@ -872,7 +875,7 @@ TEST_CASE("a table for P processors timed in a pipeline: each layer where a P-pr
     CHECK(t.kind == TaskKind::F);
     CHECK(t.first_layer == 0);
     CHECK(time.kind == TaskKind::F);
-    if (t.minibatch >= 1) loads.push_back(time.seconds);
+    if (t.minibatch >= warm_up) loads.push_back(time.seconds);
   }
   CHECK(load_records == first_forwards);
   CHECK(loads.size() == 2 * 2);
@@ -1330,10 +1333,12 @@ TEST_CASE("a calibration of copies at once pools every copy's samples") {
   CHECK(runs.load() == 4);
   CHECK(most.load() == 2);
   CHECK(two.concurrent == 2);
-  // The pooled median of each layer's F is the median of both copies' samples together.
+  // The pooled median of each layer's F is the median of both copies' samples together, each
+  // copy's second half: 4 microbatches asked for, 2 a minibatch, so 2 timed after 2 of warm-up.
+  const std::int32_t timed = std::max(1, (4 + config.microbatches - 1) / config.microbatches);
   const TaskGraph graph = make_graph([&] {
     GraphConfig c = config;
-    c.minibatches = 1 + std::max(1, (4 + config.microbatches - 1) / config.microbatches);
+    c.minibatches = 2 * timed;
     return c;
   }());
   const Network network = make_request(config).network;
@@ -1341,7 +1346,7 @@ TEST_CASE("a calibration of copies at once pools every copy's samples") {
     std::vector<double> samples;
     for (int k = 0; k < 2; ++k) {
       for (const auto& time : recorded[static_cast<std::size_t>(k)].layer_times) {
-        if (time.layer == static_cast<std::int32_t>(l) && time.kind == TaskKind::F && graph.tasks[static_cast<std::size_t>(time.task)].minibatch >= 1) {
+        if (time.layer == static_cast<std::int32_t>(l) && time.kind == TaskKind::F && graph.tasks[static_cast<std::size_t>(time.task)].minibatch >= timed) {
           samples.push_back(time.seconds);
         }
       }
@@ -1414,8 +1419,8 @@ TEST_CASE("layer times: a fused B goes back to the linear output once, and recor
 TEST_CASE("a profile takes the way back to the linear output taken again from its one-layer run") {
   // The second run a one-processor profile makes is LayerPipe's, a task per layer: each layer's
   // BA parts after the first and its BW follow another task of their layer and microbatch. The
-  // table's way back taken again, per kind, is a mean of what those tasks spent going back (after
-  // the warm-up minibatch): within their range. The first layer has no BA, so its BW follows
+  // table's way back taken again, per kind, is a mean of what those tasks spent going back (in
+  // the run's second half, after its two warm-up minibatches): within their range. The first layer has no BA, so its BW follows
   // another layer's update: never warm, not measured.
   const Dataset data = data_for(kLenet);
   const GraphConfig config = config_for(kLenet, "sequential", 1, 2, 3);
@@ -1428,11 +1433,12 @@ TEST_CASE("a profile takes the way back to the linear output taken again from it
   REQUIRE(recorded.size() == 2);
   const TaskGraph& one_layer = recorded[1].first;
   REQUIRE(one_layer.schedule == "layerpipe");
+  REQUIRE(one_layer.minibatches == 4);
   const Network network = make_request(config).network;
   std::vector<std::map<TaskKind, std::vector<double>>> again(network.size());
   for (const LayerTime& time : recorded[1].second.layer_times) {
     const Task& t = one_layer.tasks[static_cast<std::size_t>(time.task)];
-    if (t.minibatch < 1 || time.kind != t.kind) continue;
+    if (t.minibatch < one_layer.minibatches / 2 || time.kind != t.kind) continue;
     if ((t.kind == TaskKind::BA && t.part > 0) || (t.kind == TaskKind::BW && t.first_layer > 0)) {
       again[static_cast<std::size_t>(time.layer)][t.kind].push_back(time.to_linear_s);
     }
@@ -1447,7 +1453,7 @@ TEST_CASE("a profile takes the way back to the linear output taken again from it
         CHECK(measured == -1);
         continue;
       }
-      REQUIRE(again[l].at(kind).size() == 2);  // 2 microbatches after the warm-up
+      REQUIRE(again[l].at(kind).size() == 2 * 2);  // 2 minibatches x 2 microbatches after the warm-up
       const auto [low, high] = std::minmax_element(again[l].at(kind).begin(), again[l].at(kind).end());
       CHECK(measured >= *low);
       CHECK(measured <= *high);

@@ -59,9 +59,18 @@ GraphConfig profile_run_config(const GraphConfig& config, const std::string& sch
   return single_replica(without_other_schedules_params(c));
 }
 
-// A profile's timed run: about `repeats` microbatches per layer and kind, one warm-up minibatch more.
+// A profile's timed minibatches: about `repeats` microbatches per layer and kind.
+std::int32_t profile_timed_minibatches(int repeats, std::int32_t microbatches) {
+  return std::max(1, (repeats + microbatches - 1) / microbatches);
+}
+
+// A profile's run: as many warm-up minibatches as timed ones before them. A run's step time is
+// its second half's (steady_state_iteration_cycles), and the table times the same part of a run:
+// a thread whose core was idle runs its first milliseconds slow (docs/executor.md, "A core after
+// a sleep"), which a short run's first minibatches after the first still held (mlp at P = 2: the
+// second minibatch's backwards 2-3 times the later ones', spikes up to the seventh).
 std::int32_t profile_minibatches(int repeats, std::int32_t microbatches) {
-  return 1 + std::max(1, (repeats + microbatches - 1) / microbatches);
+  return 2 * profile_timed_minibatches(repeats, microbatches);
 }
 
 // Runs of a graph as a profile makes them (one, or copies at once), with its sampler.
@@ -94,16 +103,20 @@ void record_to_linear_again(const TaskGraph& graph, const Network& network, cons
 
 // Tasks spanning the same layers cannot tell what a task costs beyond its layers from what each
 // layer in it costs: refits `calibration`'s overhead line to the tasks of `timed` (runs of
-// `graph`) and those of a short layerpipe run of `network` (a task per layer; one warm-up
-// minibatch) on `processors`, which `run_all` makes. A network LayerPipe cannot cut keeps the
+// `graph`, after their first `skip_minibatches`) and those of a short layerpipe run of `network`
+// (a task per layer; two minibatches timed after two of warm-up) on `processors`, which `run_all`
+// makes. A network LayerPipe cannot cut keeps the
 // line `timed` gave. The one-layer run also gives the table its way back to the linear output
 // taken again (record_to_linear_again).
 void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network& network, std::int32_t processors,
                                         const Dataset& data, std::uint64_t seed, const TaskGraph& graph,
-                                        const std::vector<TrainingRun>& timed, const ProfileRuns& run_all,
+                                        const std::vector<TrainingRun>& timed, std::int32_t skip_minibatches,
+                                        const ProfileRuns& run_all,
                                         const std::function<void(const std::string&)>& progress,
                                         Calibration& calibration) {
-  const GraphConfig per_layer = profile_run_config(config, "layerpipe", processors, 2);
+  // Two minibatches timed, after two to warm up (profile_minibatches).
+  constexpr std::int32_t kWarmUp = 2;
+  const GraphConfig per_layer = profile_run_config(config, "layerpipe", processors, 2 * kWarmUp);
   TaskGraph layer_graph;
   try {
     layer_graph = make_graph(per_layer);
@@ -116,12 +129,12 @@ void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network
              (processors == 1 ? std::string("one") : std::to_string(processors)) + "-processor layerpipe run)");
   }
   const BatchSampler layer_sampler(data, network.batch, per_layer.microbatches, per_layer.minibatches, seed);
-  std::vector<TaskOverhead> overheads = task_overheads(graph, timed, 1);
+  std::vector<TaskOverhead> overheads = task_overheads(graph, timed, skip_minibatches);
   const std::vector<TrainingRun> layer_runs = run_all(layer_graph, layer_sampler);
-  const auto one_layer = task_overheads(layer_graph, layer_runs, 1);
+  const auto one_layer = task_overheads(layer_graph, layer_runs, kWarmUp);
   overheads.insert(overheads.end(), one_layer.begin(), one_layer.end());
   fit_task_overheads(overheads, calibration);
-  record_to_linear_again(layer_graph, network, layer_runs, 1, calibration);
+  record_to_linear_again(layer_graph, network, layer_runs, kWarmUp, calibration);
 }
 
 }  // namespace
@@ -279,9 +292,10 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
   if (concurrent < 1) throw Error("profile: concurrent copies must be at least 1");
   const ScheduleRequest request = make_request(config);
   // Every task kind of every layer, timed inside a real run: the one-processor sequential
-  // schedule, each layer's part of each task recorded; one warm-up minibatch left out.
+  // schedule, each layer's part of each task recorded; its first half left out (warm-up).
   const GraphConfig sequential =
       profile_run_config(config, "sequential", 1, profile_minibatches(repeats, config.microbatches));
+  const std::int32_t warm_up = profile_timed_minibatches(repeats, config.microbatches);
   if (progress) {
     progress("profiling " + request.network.name + ": every layer's F, BA, BW, U in a one-processor run (" +
              std::to_string(request.network.batch / config.microbatches) + " samples per task, " +
@@ -326,11 +340,12 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
   const TaskGraph graph = make_graph(sequential);
   const BatchSampler sampler(data, request.network.batch, sequential.microbatches, sequential.minibatches, seed);
   const std::vector<TrainingRun> measured = run_copies(graph, sampler);
-  Calibration calibration = calibration_from_runs(graph, request.network, measured, 1);
+  Calibration calibration = calibration_from_runs(graph, request.network, measured, warm_up);
   calibration.source = "profile of " + request.network.name;
   // Sequential tasks each span the whole network: the line's other end from one-layer tasks.
   if (request.network.size() > 1) {
-    fit_overheads_with_one_layer_tasks(config, request.network, 1, data, seed, graph, measured, run_copies, progress, calibration);
+    fit_overheads_with_one_layer_tasks(config, request.network, 1, data, seed, graph, measured, warm_up, run_copies, progress,
+                                       calibration);
   }
   return calibration;
 }
@@ -342,9 +357,10 @@ std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config,
   if (repeats < 1) throw Error("profile: repeats must be at least 1");
   if (processors < 2) throw Error("profile: a pipeline needs at least 2 processors");
   const ScheduleRequest request = make_request(config);
-  // As many microbatches per layer and kind as the one-processor profile, one warm-up minibatch more.
+  // As many microbatches per layer and kind as the one-processor profile, after as many warm-up.
   const GraphConfig pipeline = profile_run_config(config, kCalibrationPipelineSchedule, processors,
                                                   profile_minibatches(repeats, config.microbatches));
+  const std::int32_t warm_up = profile_timed_minibatches(repeats, config.microbatches);
   TaskGraph graph;
   try {
     graph = make_graph(pipeline);
@@ -364,7 +380,7 @@ std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config,
   timed.copies = 1;
   const BatchSampler sampler(data, request.network.batch, pipeline.microbatches, pipeline.minibatches, seed);
   const TrainingRun measured = run(graph, request.network, sampler, timed);
-  Calibration calibration = calibration_from_run(graph, request.network, measured, 1);
+  Calibration calibration = calibration_from_run(graph, request.network, measured, warm_up);
   calibration.concurrent = processors;
   calibration.pipeline_schedule = pipeline.schedule;
   calibration.source = "profile of " + request.network.name + " in a " + std::to_string(processors) + "-processor " +
@@ -373,7 +389,8 @@ std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config,
   const ProfileRuns run_once = [&](const TaskGraph& g, const BatchSampler& s) {
     return std::vector<TrainingRun>{run(g, request.network, s, timed)};
   };
-  fit_overheads_with_one_layer_tasks(config, request.network, processors, data, seed, graph, {measured}, run_once, progress, calibration);
+  fit_overheads_with_one_layer_tasks(config, request.network, processors, data, seed, graph, {measured}, warm_up, run_once,
+                                     progress, calibration);
   return calibration;
 }
 

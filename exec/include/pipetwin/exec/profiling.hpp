@@ -59,8 +59,8 @@ double measure_handoff_s(int repeats, double idle_s, double spin_s = 0);
 double typical_task_s(const Calibration& calibration);
 
 // Layer times and task overhead of `config`'s network from a one-processor sequential run of
-// about `repeats` microbatches (one warm-up minibatch more) by `run`; device, copy bandwidth and
-// latency are left for the caller. With `concurrent` > 1, that many copies of the run go at once,
+// about `repeats` microbatches (after as many of warm-up: the run's first half is left out) by
+// `run`; device, copy bandwidth and latency are left for the caller. With `concurrent` > 1, that many copies of the run go at once,
 // each on threads of its own, and their samples are pooled (Calibration::concurrent). A short
 // one-processor LayerPipe run (a task per layer) beside it splits the overhead into per task and
 // per layer (fit_task_overheads). `pin_cpus` (empty: none): copy k's threads run on CPU
@@ -81,8 +81,8 @@ inline constexpr int kDefaultProfileRepeats = 64;
 inline constexpr const char* kCalibrationPipelineSchedule = "1f1b";
 
 // Layer times and task overhead of `config`'s network where a pipeline of `processors` runs them:
-// a kCalibrationPipelineSchedule run of about `repeats` microbatches per layer (one warm-up
-// minibatch more), every layer's part of every task timed on the processor that runs it
+// a kCalibrationPipelineSchedule run of about `repeats` microbatches per layer (after as many of
+// warm-up), every layer's part of every task timed on the processor that runs it
 // (Calibration::pipeline_schedule), with `options` (the runs' spin, transfer threads and
 // pinning; record_layer_times is set here). The overhead line is fitted to its tasks and to those
 // of a short `layerpipe` run on as many processors (a task per layer). Device, copies and

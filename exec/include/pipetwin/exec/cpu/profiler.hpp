@@ -26,7 +26,7 @@ enum class ConcurrentTiming { pipeline, copies };
 ConcurrentTiming parse_concurrent_timing(const std::string& name);  // "pipeline" or "copies"
 
 // The whole calibration of `config`'s network on the CPU: layer times and task overhead from a
-// one-processor sequential run of about `repeats` microbatches (one warm-up minibatch more), then
+// one-processor sequential run of about `repeats` microbatches (after as many of warm-up), then
 // copy bandwidth (with `concurrent` copies at once) and latency. `progress` gets a line per phase
 // (may be empty). `concurrent`: a table for that many processor threads (Calibration::concurrent),
 // its layers timed as `timing` says; a network that cannot be cut into that many stages is timed
