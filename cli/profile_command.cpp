@@ -80,6 +80,11 @@ void run(const ProfileCommandOptions& options, mpi::MpiSession* session) {
     if (calibration.handoff_spin_s > 0) std::cout << fmt::format(", threads spinning {:.0f} us", calibration.handoff_spin_s * us);
   }
   std::cout << "\n";
+  if (calibration.co_run_slope >= 0) {
+    std::cout << fmt::format("co-run: layers {:+.1f}% slower per unit of the other processors' busy share of their task, "
+                             "timed at a mean share of {:.2f} (validate scales the table by each row's overlap)\n",
+                             100 * calibration.co_run_slope, calibration.co_run_share);
+  }
   if (!calibration.copy_seconds.empty()) {
     std::cout << "copies:";
     for (const auto& [bytes, seconds] : calibration.copy_seconds) {

@@ -24,6 +24,7 @@
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
 #include "pipetwin/exec/cpu/profiler.hpp"
 #include "pipetwin/exec/cpu/validation.hpp"
+#include "pipetwin/exec/co_run_slope.hpp"
 #include "pipetwin/exec/profiling.hpp"
 #include "pipetwin/exec/thread_pinning.hpp"
 #include "pipetwin/models/calibration.hpp"
@@ -817,6 +818,116 @@ TEST_CASE("validation weighs a table timed in a P-processor pipeline by the row'
   CHECK(weight_of("1f1b") == 1);        // the pipeline the table was timed in: the table whole
   CHECK(weight_of("gpipe") > 0);
   CHECK(weight_of("pipedream") == 1);   // streams, overlapping more than 1f1b: the table whole, no more
+}
+
+TEST_CASE("a pipeline table's co-run slope: what each layer's time grows by with its task's overlap") {
+  // A 2-processor 1f1b graph of mlp with layers of unequal times, evaluated: its tasks overlap the
+  // other processor's by varied shares.
+  const Dataset data = data_for(kMlp);
+  GraphConfig config = config_for(kMlp, "1f1b", 2, 4, 4);
+  const Network network = make_request(config).network;
+  config.calibration = std::make_shared<const Calibration>(scaled_calibration(network, config, 1.0));
+  const TaskGraph graph = make_graph(config);
+  TrainingRun run;
+  run.result = evaluate(graph);
+  const std::vector<double> shares = other_busy_shares(graph, run.result);
+  // Each share found apart: the task's overlap with every task of the other processor.
+  std::set<double> distinct;
+  for (const auto& t : graph.tasks) {
+    double expected = 0;
+    const TaskTiming& a = run.result.tasks[static_cast<std::size_t>(t.id)];
+    if (t.placement == Placement::processor && a.end_cycles > a.start_cycles) {
+      for (const auto& u : graph.tasks) {
+        if (u.placement != Placement::processor || u.resource == t.resource) continue;
+        const TaskTiming& b = run.result.tasks[static_cast<std::size_t>(u.id)];
+        expected += static_cast<double>(std::max<std::int64_t>(0, std::min(a.end_cycles, b.end_cycles) - std::max(a.start_cycles, b.start_cycles)));
+      }
+      expected /= static_cast<double>(a.end_cycles - a.start_cycles);
+      distinct.insert(expected);
+    }
+    CAPTURE(t.id);
+    CHECK(shares[static_cast<std::size_t>(t.id)] == doctest::Approx(expected));
+  }
+  REQUIRE(distinct.size() > 2);
+  // Layer times that grow by 30% of their time alone per unit of share; the first minibatch, left
+  // out, 100 times slower.
+  const double slope = 0.3;
+  double weighted = 0, total = 0;
+  for (const auto& t : graph.tasks) {
+    if (t.placement != Placement::processor || t.kind == TaskKind::U) continue;
+    for (std::int32_t layer = t.first_layer; layer <= t.last_layer; ++layer) {
+      const double alone_s = 1e-3 * (layer + 1) * (t.kind == TaskKind::F ? 1 : 2);
+      const double share = shares[static_cast<std::size_t>(t.id)];
+      const double seconds = alone_s * (1 + slope * share) * (t.minibatch < 1 ? 100 : 1);
+      run.layer_times.push_back({t.id, layer, t.kind, seconds, 0});
+      if (t.minibatch >= 1) {
+        weighted += seconds * share;
+        total += seconds;
+      }
+    }
+  }
+  CHECK(co_run_slope(graph, run, 1) == doctest::Approx(slope));
+  CHECK(timed_busy_share(graph, run, 1) == doctest::Approx(weighted / total));
+  // One processor: nothing beside it, no slope.
+  GraphConfig one = config;
+  one.processors = 1;
+  const TaskGraph alone = make_graph(one);
+  TrainingRun alone_run;
+  alone_run.result = evaluate(alone);
+  for (const double share : other_busy_shares(alone, alone_run.result)) CHECK(share == 0);
+  for (const auto& t : alone.tasks) {
+    if (t.placement == Placement::processor && t.kind == TaskKind::F) alone_run.layer_times.push_back({t.id, t.first_layer, t.kind, 1e-3, 0});
+  }
+  CHECK(std::isnan(co_run_slope(alone, alone_run, 0)));
+}
+
+TEST_CASE("validation scales a pipeline table with a co-run slope by the row's overlap over the pipeline's") {
+  const Dataset data = data_for(kMlp);
+  const GraphConfig config = config_for(kMlp, "gpipe", 1, 4, 2);
+  const Network network = make_request(config).network;
+  ValidationOptions options;
+  options.schedules = {"sequential", "gpipe", "1f1b", "pipedream"};
+  options.processors = {1, 2};
+  options.runs = 1;
+  // Alone 1x; the pipeline's 1.5x, its layers 20% slower per unit of overlap, timed at a mean
+  // overlap of 0.6.
+  const double slope = 0.2, share = 0.6;
+  options.calibrate = [&](int processors) {
+    Calibration c = scaled_calibration(network, config, processors == 2 ? 1.5 : 1.0);
+    if (processors == 2) {
+      c.concurrent = 2;
+      c.pipeline_schedule = "1f1b";
+      c.co_run_slope = slope;
+      c.co_run_share = share;
+    }
+    return c;
+  };
+  const Runner as_predicted = [](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
+    TrainingRun run;
+    run.result = evaluate(g);
+    return run;
+  };
+  const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, as_predicted);
+  const auto overlap_of = [&](const std::string& schedule) {
+    GraphConfig at = config_for(kMlp, schedule, 2, 4, 2);
+    at.calibration = std::make_shared<const Calibration>(scaled_calibration(network, config, 1.0));
+    return pairwise_overlap(make_graph(at));
+  };
+  const double pipeline_overlap = overlap_of("1f1b");
+  REQUIRE(report.rows.size() == 8);
+  for (const auto& row : report.rows) {
+    if (row.processors == 1) continue;
+    CAPTURE(row.schedule);
+    // At most 1: a row overlapping more than 1f1b takes the table whole.
+    const double weight = std::min(1.0, overlap_of(row.schedule) / pipeline_overlap);
+    CHECK(row.co_run_weight == doctest::Approx(weight));
+    GraphConfig at = config_for(kMlp, row.schedule, 2, 4, 2);
+    at.calibration = std::make_shared<const Calibration>(
+        scaled_calibration(network, config, 1.5 * (1 + slope * share * weight) / (1 + slope * share)));
+    CHECK(row.predicted_step_s == doctest::Approx(evaluate(make_graph(at)).iteration_s));
+    if (row.schedule == "1f1b" || row.schedule == "pipedream") CHECK(row.co_run_weight == 1);
+    if (row.schedule == "sequential") CHECK(row.co_run_weight < 0.05);
+  }
 }
 
 TEST_CASE("a table for P processors timed in a pipeline: each layer where a P-processor 1f1b run puts it") {

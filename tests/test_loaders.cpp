@@ -146,6 +146,20 @@ TEST_CASE("calibration tables: unknown keys, repeated layers and impossible time
   CHECK(piped.concurrent == 2);
   CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "pipeline_schedule": "1f1b")", layer), "c.json"),
                        doctest::Contains("pipeline_schedule"), Error);
+  // Its co-run slope and share: kept, -1 when absent, a table timed in a pipeline only.
+  CHECK(piped.co_run_slope == -1);
+  CHECK(piped.co_run_share == -1);
+  const std::string sloped = R"(, "concurrent": 2, "pipeline_schedule": "1f1b", "co_run_slope": 0.25, "co_run_share": 0.625)";
+  const Calibration slope = calibration_from_json_text(
+      calibration_to_json_text(calibration_from_json_text(calibration(sloped, layer), "c.json")), "c.json");
+  CHECK(slope.co_run_slope == 0.25);
+  CHECK(slope.co_run_share == 0.625);
+  for (const char* bad : {R"(, "concurrent": 2, "pipeline_schedule": "1f1b", "co_run_slope": -0.5)",
+                          R"(, "concurrent": 2, "pipeline_schedule": "1f1b", "co_run_share": 1.5)",
+                          R"(, "concurrent": 2, "co_run_slope": 0.25)"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(bad, layer), "c.json"), doctest::Contains("co_run_s"), Error);
+  }
 
   CHECK(handoff.one_handoff_s() == 3e-5);
   // Copies timed at sizes: kept in order, and a copy's time read off them (linear between two
@@ -271,6 +285,35 @@ TEST_CASE("calibration tables: a blend lies between the table taken alone and th
   CHECK_THROWS_AS(blend_calibrations(alone, together, std::nan("")), Error);
   together.layers["conv"] = {1e-3, 1e-3, 1e-3, 1e-3, 1e-3};
   CHECK_THROWS_WITH_AS(blend_calibrations(alone, together, 0.5), doctest::Contains("layer conv"), Error);
+}
+
+TEST_CASE("calibration tables: a table's compute times scaled, its links and copies kept") {
+  Calibration c;
+  c.task_overhead_s = 10e-6;
+  c.layer_overhead_s = 2e-6;
+  c.input_load_s = 8e-6;
+  c.kind_overhead_s[TaskKind::BW] = 4e-6;
+  c.copy_latency_s = 50e-6;
+  c.copy_bytes_per_s = 1e9;
+  c.layers["fc"] = {1e-3, 2e-3, 3e-3, -1, 1e-4};  // no fused B measured
+  c.layers["fc"].weight_grad_to_linear_again_s = 5e-4;
+  const Calibration twice = with_compute_scaled(c, 2);
+  CHECK(twice.task_overhead_s == doctest::Approx(20e-6));
+  CHECK(twice.layer_overhead_s == doctest::Approx(4e-6));
+  CHECK(twice.input_load_s == doctest::Approx(16e-6));
+  CHECK(twice.task_overhead_s_of(TaskKind::BW) == doctest::Approx(8e-6));
+  const LayerTimes& fc = twice.layers.at("fc");
+  CHECK(fc.forward_s == doctest::Approx(2e-3));
+  CHECK(fc.activation_grad_s == doctest::Approx(4e-3));
+  CHECK(fc.weight_grad_s == doctest::Approx(6e-3));
+  CHECK(fc.update_s == doctest::Approx(2e-4));
+  CHECK(fc.backward_s == -1);  // not measured stays so
+  CHECK(fc.to_linear_again_s(TaskKind::BA) == -1);
+  CHECK(fc.to_linear_again_s(TaskKind::BW) == doctest::Approx(1e-3));
+  CHECK(twice.copy_latency_s == 50e-6);
+  CHECK(twice.copy_bytes_per_s == 1e9);
+  CHECK_THROWS_AS(with_compute_scaled(c, 0), Error);
+  CHECK_THROWS_AS(with_compute_scaled(c, std::nan("")), Error);
 }
 
 TEST_CASE("calibration tables: a B costs the measured fused backward, or BA + BW where the table has none") {

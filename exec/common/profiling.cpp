@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <exception>
 #include <map>
 #include <mutex>
 #include <thread>
 
+#include "pipetwin/exec/co_run_slope.hpp"
 #include "pipetwin/exec/thread_pinning.hpp"
 #include "spin_wait.hpp"
 #include "pipetwin/models/error.hpp"
@@ -383,6 +385,15 @@ std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config,
   Calibration calibration = calibration_from_run(graph, request.network, measured, warm_up);
   calibration.concurrent = processors;
   calibration.pipeline_schedule = pipeline.schedule;
+  // What the other processors' work adds to a layer's time, from how its times vary with its
+  // tasks' overlap in this run. A negative slope is the samples' noise (co-running does not speed
+  // a core up): none.
+  const double slope = co_run_slope(graph, measured, warm_up);
+  const double share = timed_busy_share(graph, measured, warm_up);
+  if (std::isfinite(slope) && std::isfinite(share)) {
+    calibration.co_run_slope = std::max(0.0, slope);
+    calibration.co_run_share = std::clamp(share, 0.0, 1.0);
+  }
   calibration.source = "profile of " + request.network.name + " in a " + std::to_string(processors) + "-processor " +
                        pipeline.schedule + " run";
   // The overhead line's other end from one-layer tasks, on as many processors.

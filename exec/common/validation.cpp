@@ -375,10 +375,14 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   // pipeline, one processor at a time; 1: every processor always busy). A table timed in a
   // P-processor pipeline (Calibration::pipeline_schedule) was timed with the other processors
   // as busy as that schedule keeps them, not always: the row's weight is its overlap over that
-  // schedule's, at most 1 (a row that overlaps as much or more takes the pipeline's table whole).
-  // Since the processors spin rather than sleep in their waits, a sequential pipeline's tasks at
-  // P = 2 ran at the table taken alone's speed (resnet8 and mlp, 2026-11-25: 5.7% and 7.0% under
-  // the 1f1b pipeline's table, which had its layers 6.6% and 5.0% slower than alone).
+  // schedule's. Where the table measured how its layers' times grew with their tasks' overlap
+  // (Calibration::co_run_slope s, at the run's mean share o), the row takes the pipeline's table
+  // times (1 + s o w) / (1 + s o), w its weight: what the pipeline costs a layer with nothing
+  // beside it (data crossing cores, each processor's caches) stays. Otherwise it takes the table
+  // taken alone and the pipeline's mixed by w, at most 1 (docs/executor.md, "As busy as the others
+  // are"). Since the processors spin rather than sleep in their waits, a sequential pipeline's
+  // tasks at P = 2 ran 5.7 and 7.0% under the 1f1b pipeline's table (resnet8 and mlp,
+  // 2026-11-25, that table's layers 6.6% and 5.0% slower than alone).
   const auto overlap_alone = [&](const std::string& schedule, int processors) {
     const TaskGraph alone_graph = graph_of(calibrated.at(1), schedule, processors);
     return std::clamp((busy_concurrency(alone_graph, predict(alone_graph)) - 1) / (processors - 1), 0.0, 1.0);
@@ -391,10 +395,18 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       return graph_of(together, schedule, processors);
     }
     double weight = overlap_alone(schedule, processors);
-    const std::string& timed_in = together.calibration->pipeline_schedule;
-    if (!timed_in.empty()) {  // timed where a pipeline runs the layers
-      const double table_overlap = timed_in == schedule ? weight : overlap_alone(timed_in, processors);
+    const Calibration& pipeline = *together.calibration;
+    if (!pipeline.pipeline_schedule.empty()) {  // timed where a pipeline runs the layers
+      const double table_overlap =
+          pipeline.pipeline_schedule == schedule ? weight : overlap_alone(pipeline.pipeline_schedule, processors);
       weight = table_overlap > 0 ? std::min(1.0, weight / table_overlap) : 1.0;
+      if (pipeline.co_run_slope >= 0 && pipeline.co_run_share >= 0) {
+        if (co_run_weight != nullptr) *co_run_weight = weight;
+        const double s = pipeline.co_run_slope, o = pipeline.co_run_share;
+        GraphConfig scaled = together;
+        scaled.calibration = std::make_shared<const Calibration>(with_compute_scaled(pipeline, (1 + s * o * weight) / (1 + s * o)));
+        return graph_of(scaled, schedule, processors);
+      }
     }
     if (co_run_weight != nullptr) *co_run_weight = weight;
     if (weight == 1) return graph_of(together, schedule, processors);

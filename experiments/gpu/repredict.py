@@ -8,8 +8,9 @@ step time. Rows whose P has a table taken with P copies at once (--together P=FI
 as `validate` predicts them: from a table between the one taken alone and that one, weighted by
 the busy concurrency of the prediction from the table taken alone ((c - 1) / (P - 1), c the mean
 number of processors running a task while one does). Where that table was timed in a pipeline
-(its `pipeline_schedule`), the weight is the row's share over that schedule's, at most 1. Other
-rows use the table taken alone.
+(its `pipeline_schedule`), the weight is the row's share over that schedule's, at most 1, and a
+table with a co-run slope is scaled by it instead of blended (docs/formats.md). Other rows use
+the table taken alone.
 
     python3 experiments/gpu/repredict.py --pipetwin build/bin/pipetwin \\
         --validation experiments/gpu/h100-2026-11-24/validate-resnet56-p-tables.json \\
@@ -76,6 +77,20 @@ def blend(alone, together, weight):
     return mixed
 
 
+def scaled(table, factor):
+    """Every compute time times `factor`; links and copies as they are (with_compute_scaled)."""
+    out = json.loads(json.dumps(table))
+    for key in ("task_overhead_s", "layer_overhead_s", "input_load_s"):
+        if out.get(key, 0) > 0:
+            out[key] *= factor
+    out["kind_overhead_s"] = {kind: s * factor for kind, s in out.get("kind_overhead_s", {}).items()}
+    for layer in out["layers"]:
+        for key in KINDS + ("BA_to_linear_again_s", "BW_to_linear_again_s"):
+            if layer.get(key, -1) > 0:
+                layer[key] *= factor
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pipetwin", default="build/bin/pipetwin")
@@ -121,13 +136,18 @@ def main():
             if processors > 1 and processors in together:
                 concurrency = busy_concurrency(predicted)
                 weight = min(1.0, max(0.0, (concurrency - 1) / (processors - 1)))
-                timed_in = together[processors].get("pipeline_schedule", "")
+                table = together[processors]
+                timed_in = table.get("pipeline_schedule", "")
                 if timed_in:  # timed in a pipeline: the row's share over that schedule's, at most 1
                     pipeline = simulate(args.pipetwin, validation, timed_in, processors, alone_path)
                     share = min(1.0, max(0.0, (busy_concurrency(pipeline) - 1) / (processors - 1)))
                     weight = min(1.0, weight / share) if share > 0 else 1.0
+                slope, timed_share = table.get("co_run_slope", -1), table.get("co_run_share", -1)
                 with open(blended_path, "w") as f:
-                    json.dump(blend(alone, together[processors], weight), f)
+                    if timed_in and slope >= 0 and timed_share >= 0:  # the table scaled by overlap
+                        json.dump(scaled(table, (1 + slope * timed_share * weight) / (1 + slope * timed_share)), f)
+                    else:
+                        json.dump(blend(alone, table, weight), f)
                 predicted = simulate(args.pipetwin, validation, schedule, processors, blended_path)
             step_s = predicted["iteration_s"]
             rows.append({"schedule": schedule, "processors": processors, "co_run_weight": weight,

@@ -17,7 +17,7 @@ namespace pipetwin {
 Calibration calibration_from_json_text(const std::string& text, const std::string& source) {
   const nlohmann::json document = JsonReader::parse(text, source);
   const JsonReader root(document, source);
-  root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "pipeline_schedule", "cores", "task_overhead_s", "layer_overhead_s", "kind_overhead_s", "input_load_s", "copy_bytes_per_s", "core_copy_bytes_per_s", "ranks", "message_send_core_s",
+  root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "pipeline_schedule", "co_run_slope", "co_run_share", "cores", "task_overhead_s", "layer_overhead_s", "kind_overhead_s", "input_load_s", "copy_bytes_per_s", "core_copy_bytes_per_s", "ranks", "message_send_core_s",
                    "message_send_core_bytes_per_s", "message_receive_core_s", "message_receive_core_bytes_per_s",
                    "copy_latency_s", "handoff_s", "handoff_spin_s", "copy_seconds", "layers"});
   if (root.get_string("format", "") != "pipetwin-calibration-1") {
@@ -46,6 +46,17 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   c.pipeline_schedule = root.get_string("pipeline_schedule", "");
   if (!c.pipeline_schedule.empty() && c.concurrent < 2) {
     root.at("pipeline_schedule").fail("a pipeline of 2 or more processors (\"concurrent\")");
+  }
+  c.co_run_slope = root.get_double("co_run_slope", -1);
+  if (!(std::isfinite(c.co_run_slope) && (c.co_run_slope >= 0 || c.co_run_slope == -1))) {
+    root.at("co_run_slope").fail("a slope >= 0, or -1 for not measured");
+  }
+  c.co_run_share = root.get_double("co_run_share", -1);
+  if (!(std::isfinite(c.co_run_share) && ((c.co_run_share >= 0 && c.co_run_share <= 1) || c.co_run_share == -1))) {
+    root.at("co_run_share").fail("a share from 0 to 1, or -1 for not measured");
+  }
+  if ((c.co_run_slope >= 0 || c.co_run_share >= 0) && c.pipeline_schedule.empty()) {
+    root.at(c.co_run_slope >= 0 ? "co_run_slope" : "co_run_share").fail("a table timed in a pipeline (\"pipeline_schedule\")");
   }
   const std::int64_t cores = root.get_int("cores", 0);
   if (cores < 0 || cores > 1048576) root.at("cores").fail("a number of CPUs from 0 (not recorded) to 1048576");
@@ -137,6 +148,8 @@ std::string calibration_to_json_text(const Calibration& c) {
   j["samples"] = c.samples;
   j["concurrent"] = c.concurrent;
   if (!c.pipeline_schedule.empty()) j["pipeline_schedule"] = c.pipeline_schedule;
+  if (c.co_run_slope >= 0) j["co_run_slope"] = c.co_run_slope;
+  if (c.co_run_share >= 0) j["co_run_share"] = c.co_run_share;
   j["cores"] = c.cores;
   j["task_overhead_s"] = c.task_overhead_s;
   j["layer_overhead_s"] = c.layer_overhead_s;

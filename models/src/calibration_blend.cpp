@@ -1,6 +1,7 @@
 // A calibration table between two measured ones: the table taken alone and the one taken with P
 // copies at once (every processor busy), mixed linearly by how many of the other processors a
-// pipeline's tasks see busy (blend_calibrations in calibration.hpp).
+// pipeline's tasks see busy (blend_calibrations in calibration.hpp); and a table's compute times
+// scaled (with_compute_scaled), for a pipeline that overlaps more or less than the one timed.
 #include <cmath>
 
 #include "pipetwin/models/calibration.hpp"
@@ -39,6 +40,27 @@ Calibration blend_calibrations(const Calibration& alone, const Calibration& toge
     }
   }
   return blended;
+}
+
+Calibration with_compute_scaled(const Calibration& calibration, double factor) {
+  if (!(std::isfinite(factor) && factor > 0)) {
+    throw Error("with_compute_scaled: the factor must be a positive number, got " + std::to_string(factor));
+  }
+  Calibration scaled = calibration;
+  const auto scale = [factor](double& s) {
+    if (s > 0) s *= factor;  // -1 (not measured) stays
+  };
+  scale(scaled.task_overhead_s);
+  scale(scaled.layer_overhead_s);
+  scale(scaled.input_load_s);
+  for (auto& [kind, s] : scaled.kind_overhead_s) scale(s);
+  for (auto& [name, times] : scaled.layers) {
+    for (double* s : {&times.forward_s, &times.activation_grad_s, &times.weight_grad_s, &times.backward_s, &times.update_s,
+                      &times.activation_grad_to_linear_again_s, &times.weight_grad_to_linear_again_s}) {
+      scale(*s);
+    }
+  }
+  return scaled;
 }
 
 }  // namespace pipetwin

@@ -63,6 +63,13 @@ struct Calibration {
   // it: a pipeline's own conditions (the other processors' work, its data crossing cores, the
   // caches each processor has for its share of the network), which P copies do not have.
   std::string pipeline_schedule;
+  // With pipeline_schedule: what a layer's time grew by, per unit of the other processors' busy
+  // share of its task, in that run (a fraction of its time with them idle; co_run_slope in exec/,
+  // >= 0), and the mean share of the layer times the table holds (in [0, 1]). -1: not measured
+  // (older tables, copies). A graph whose processors overlap by a share o may take the table's
+  // compute times times (1 + slope o) / (1 + slope share) (validate does).
+  double co_run_slope = -1;
+  double co_run_share = -1;
   // The CPUs the profiling process could run on (0: not recorded). A graph with at least as many
   // processors as this runs a compute thread on every core, so that a transfer's copy, made by a
   // link thread, takes its time from a processor (charge_copies_to_cores, schedule/).
@@ -128,6 +135,11 @@ struct Calibration {
 // (`together`, P copies at once: weight 1). The copies' and links' figures are `together`'s.
 // Throws for a weight outside [0, 1] or a layer the alone table lacks.
 Calibration blend_calibrations(const Calibration& alone, const Calibration& together, double weight);
+
+// `calibration` with every compute time (each layer's F, BA, BW, B, U and ways back taken again,
+// the input's load and the task overheads) times `factor` (> 0); copies and links as they are.
+// Throws for a factor that is not a positive finite number.
+Calibration with_compute_scaled(const Calibration& calibration, double factor);
 
 Calibration calibration_from_json_text(const std::string& text, const std::string& source);
 Calibration load_calibration(const std::string& path);

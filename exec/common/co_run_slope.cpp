@@ -1,0 +1,114 @@
+// How a layer's time grows with the other processors' busy share of it, inside one pipeline run
+// (co_run_slope.hpp).
+#include "pipetwin/exec/co_run_slope.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include "pipetwin/models/error.hpp"
+
+namespace pipetwin {
+
+std::vector<double> other_busy_shares(const TaskGraph& graph, const Result& result) {
+  if (result.tasks.size() != graph.tasks.size()) {
+    throw Error("internal: other_busy_shares needs one time per task (" + std::to_string(graph.tasks.size()) + " tasks, " +
+                std::to_string(result.tasks.size()) + " times)");
+  }
+  std::vector<double> shares(graph.tasks.size(), 0.0);
+  const std::int32_t processors = graph.processor_count();
+  if (processors < 2) return shares;
+  // Per processor its tasks' (start, end), by start: a processor runs one task at a time.
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> spans(static_cast<std::size_t>(processors));
+  for (const auto& t : graph.tasks) {
+    if (t.placement != Placement::processor) continue;
+    const TaskTiming& time = result.tasks[static_cast<std::size_t>(t.id)];
+    if (time.end_cycles > time.start_cycles) spans[static_cast<std::size_t>(t.resource)].emplace_back(time.start_cycles, time.end_cycles);
+  }
+  for (auto& s : spans) std::sort(s.begin(), s.end());
+  for (const auto& t : graph.tasks) {
+    if (t.placement != Placement::processor) continue;
+    const TaskTiming& time = result.tasks[static_cast<std::size_t>(t.id)];
+    if (time.end_cycles <= time.start_cycles) continue;
+    double overlap = 0;
+    for (std::int32_t q = 0; q < processors; ++q) {
+      if (q == t.resource) continue;
+      const auto& other = spans[static_cast<std::size_t>(q)];
+      // The first of q's tasks that ends after this one starts (q's tasks do not overlap, so
+      // their ends are in the order of their starts).
+      auto it = std::upper_bound(other.begin(), other.end(), time.start_cycles,
+                                 [](std::int64_t at, const std::pair<std::int64_t, std::int64_t>& s) { return at < s.second; });
+      for (; it != other.end() && it->first < time.end_cycles; ++it) {
+        overlap += static_cast<double>(std::min(time.end_cycles, it->second) - std::max(time.start_cycles, it->first));
+      }
+    }
+    shares[static_cast<std::size_t>(t.id)] =
+        overlap / (static_cast<double>(processors - 1) * static_cast<double>(time.end_cycles - time.start_cycles));
+  }
+  return shares;
+}
+
+namespace {
+
+struct Sample {
+  double seconds, share;
+};
+
+// The layer times co_run_slope counts, per (processor, layer, kind), with their task's share.
+std::map<std::tuple<std::int32_t, std::int32_t, TaskKind>, std::vector<Sample>> counted_samples(
+    const TaskGraph& graph, const TrainingRun& run, std::int32_t skip_minibatches) {
+  const std::vector<double> shares = other_busy_shares(graph, run.result);
+  std::map<std::tuple<std::int32_t, std::int32_t, TaskKind>, std::vector<Sample>> samples;
+  for (const auto& time : run.layer_times) {
+    if (time.task < 0 || static_cast<std::size_t>(time.task) >= graph.tasks.size()) continue;
+    const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
+    if (t.minibatch < skip_minibatches || time.kind != t.kind || t.kind == TaskKind::U || time.layer < 0) continue;
+    samples[{t.resource, time.layer, t.kind}].push_back({time.seconds, shares[static_cast<std::size_t>(t.id)]});
+  }
+  return samples;
+}
+
+}  // namespace
+
+double co_run_slope(const TaskGraph& graph, const TrainingRun& run, std::int32_t skip_minibatches) {
+  // Per (processor, layer, kind) the least-squares line of its seconds against the share, and
+  // its slope over its intercept; the keys' figures averaged, each weighted by how much its shares
+  // vary (n times their variance: a key whose tasks all overlap alike says nothing).
+  double weighted = 0, weights = 0;
+  for (const auto& [key, samples] : counted_samples(graph, run, skip_minibatches)) {
+    const auto n = static_cast<double>(samples.size());
+    double mean_x = 0, mean_y = 0;
+    for (const auto& s : samples) {
+      mean_x += s.share / n;
+      mean_y += s.seconds / n;
+    }
+    double sxx = 0, sxy = 0;
+    for (const auto& s : samples) {
+      sxx += (s.share - mean_x) * (s.share - mean_x);
+      sxy += (s.share - mean_x) * (s.seconds - mean_y);
+    }
+    if (!(sxx > 1e-12 * n)) continue;
+    const double slope = sxy / sxx;
+    const double intercept = mean_y - slope * mean_x;
+    if (!(intercept > 0)) continue;
+    weighted += sxx * slope / intercept;
+    weights += sxx;
+  }
+  return weights > 0 ? weighted / weights : std::numeric_limits<double>::quiet_NaN();
+}
+
+double timed_busy_share(const TaskGraph& graph, const TrainingRun& run, std::int32_t skip_minibatches) {
+  double weighted = 0, total = 0;
+  for (const auto& [key, samples] : counted_samples(graph, run, skip_minibatches)) {
+    for (const auto& s : samples) {
+      weighted += s.seconds * s.share;
+      total += s.seconds;
+    }
+  }
+  return total > 0 ? weighted / total : std::numeric_limits<double>::quiet_NaN();
+}
+
+}  // namespace pipetwin

@@ -1,0 +1,34 @@
+// How much a layer's time grows while the other processors of a pipeline are busy: measured
+// inside one pipeline run, from how the same layer's times vary with each task's overlap. A table
+// timed in a pipeline then splits into what the pipeline costs its layers with nothing beside
+// them (data crossing cores, each processor's caches) and what co-running adds.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "pipetwin/exec/training.hpp"
+#include "pipetwin/schedule/result.hpp"
+#include "pipetwin/schedule/task_graph.hpp"
+
+namespace pipetwin {
+
+// Per task of `graph`: the share of its time during which the other processors ran tasks, summed
+// over them, over (P - 1) times its time (0: alone throughout, 1: every other processor busy
+// throughout). 0 for link tasks, tasks of no length and graphs of one processor.
+std::vector<double> other_busy_shares(const TaskGraph& graph, const Result& result);
+
+// What a layer's time grows by per unit of that share, as a fraction of its time alone: per
+// layer, kind and processor, the least-squares line of its times in `run` (a run of `graph`
+// recorded with record_layer_times, after its first `skip_minibatches`) against its tasks'
+// shares, slope over intercept; their mean, each weighted by how much its shares vary (n times
+// their variance). Only records of their task's own kind (not a fused B's split shares) and no
+// updates (one per minibatch, after a flush). Negative where the data says so (the caller
+// decides); NaN where no layer's shares vary or nothing was recorded.
+double co_run_slope(const TaskGraph& graph, const TrainingRun& run, std::int32_t skip_minibatches);
+
+// The mean share of `run`'s layer times counted by co_run_slope, each weighted by its seconds:
+// the overlap the table timed in that run holds. NaN where nothing was recorded.
+double timed_busy_share(const TaskGraph& graph, const TrainingRun& run, std::int32_t skip_minibatches);
+
+}  // namespace pipetwin
