@@ -217,7 +217,7 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
   }
   for (const auto& [p, slowdown] : report.co_run_slowdown) {
     std::cout << fmt::format("co-run: layers ran {:+.1f}% slower in the tables for {} processors ({}) than alone (rows at P={} "
-                             "take them by their co_run_weight, against the table taken alone)\n",
+                             "take them by their overlap next to that pipeline's, co_run_weight)\n",
                              100 * slowdown, p,
                              options.concurrent_timing == "pipeline" ? "timed in a pipeline where the network has the layers for it"
                                                                      : "copies at once",

@@ -759,29 +759,10 @@ TEST_CASE("validation calibrates before each round, predicts the rounds' median,
   CHECK(report.mean_abs_replay_error == doctest::Approx(0.0).epsilon(1e-9));
 }
 
-TEST_CASE("validation weighs a table timed in a P-processor pipeline by the row's overlap over that pipeline's") {
+TEST_CASE("validation takes a table timed in a P-processor pipeline by the row's overlap over that pipeline's") {
   const Dataset data = data_for(kMlp);
   const GraphConfig config = config_for(kMlp, "gpipe", 1, 4, 2);
   const Network network = make_request(config).network;
-  ValidationOptions options;
-  options.schedules = {"sequential", "gpipe", "1f1b", "pipedream"};
-  options.processors = {1, 2};
-  options.runs = 2;
-  // Alone 1x; the pipeline's table 1.5x, marked as timed in a 2-processor 1f1b run.
-  options.calibrate = [&](int processors) {
-    Calibration c = scaled_calibration(network, config, processors == 2 ? 1.5 : 1.0);
-    if (processors == 2) {
-      c.concurrent = 2;
-      c.pipeline_schedule = "1f1b";
-    }
-    return c;
-  };
-  const Runner as_predicted = [](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
-    TrainingRun run;
-    run.result = evaluate(g);
-    return run;
-  };
-  const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, as_predicted);
   // Each schedule's overlap at P = 2 with the table taken alone, found apart (pairwise_overlap).
   const auto overlap_of = [&](const std::string& schedule) {
     GraphConfig at = config_for(kMlp, schedule, 2, 4, 2);
@@ -790,34 +771,59 @@ TEST_CASE("validation weighs a table timed in a P-processor pipeline by the row'
   };
   const double pipeline_overlap = overlap_of("1f1b");
   REQUIRE(pipeline_overlap > 0.1);
-  REQUIRE(report.rows.size() == 8);
-  for (const auto& row : report.rows) {
-    CAPTURE(row.schedule);
-    CAPTURE(row.processors);
-    if (row.processors == 1) {
-      CHECK(row.co_run_weight == 0);
-      continue;
-    }
-    const double weight = std::min(1.0, overlap_of(row.schedule) / pipeline_overlap);
-    CHECK(row.co_run_weight == doctest::Approx(weight));
-    // Every table field linear in k: the blend of the 1x and 1.5x tables is the (1 + 0.5 w)x one.
-    GraphConfig at = config_for(kMlp, row.schedule, 2, 4, 2);
-    at.calibration = std::make_shared<const Calibration>(scaled_calibration(network, config, 1 + 0.5 * weight));
-    CHECK(row.predicted_step_s == doctest::Approx(evaluate(make_graph(at)).iteration_s));
-  }
-  const auto weight_of = [&](const std::string& schedule) {
+  // Alone 1x; the pipeline's table 1.5x, marked as timed in a 2-processor 1f1b run, without a
+  // co-run slope, or with its layers 20% slower per unit of overlap at a mean share of 0.6.
+  for (const bool sloped : {false, true}) {
+    CAPTURE(sloped);
+    const double slope = 0.2, share = 0.6;
+    ValidationOptions options;
+    options.schedules = {"sequential", "gpipe", "1f1b", "pipedream"};
+    options.processors = {1, 2};
+    options.runs = 1;
+    options.calibrate = [&](int processors) {
+      Calibration c = scaled_calibration(network, config, processors == 2 ? 1.5 : 1.0);
+      if (processors == 2) {
+        c.concurrent = 2;
+        c.pipeline_schedule = "1f1b";
+        if (sloped) {
+          c.co_run_slope = slope;
+          c.co_run_share = share;
+        }
+      }
+      return c;
+    };
+    const Runner as_predicted = [](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
+      TrainingRun run;
+      run.result = evaluate(g);
+      return run;
+    };
+    const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, as_predicted);
+    REQUIRE(report.rows.size() == 8);
     for (const auto& row : report.rows) {
-      if (row.schedule == schedule && row.processors == 2) return row.co_run_weight;
+      CAPTURE(row.schedule);
+      CAPTURE(row.processors);
+      if (row.processors == 1) {
+        CHECK(row.co_run_weight == 0);
+        continue;
+      }
+      // At most 1: a row overlapping as much as 1f1b or more takes the pipeline's table whole.
+      const double weight = std::min(1.0, overlap_of(row.schedule) / pipeline_overlap);
+      CHECK(row.co_run_weight == doctest::Approx(weight));
+      // Every table field linear in k: without a slope, the mix of the 1x and 1.5x tables is the
+      // (1 + 0.5 w)x one; with it, the 1.5x table scaled by (1 + s o w) / (1 + s o).
+      const double k = sloped ? 1.5 * (1 + slope * share * weight) / (1 + slope * share) : 1 + 0.5 * weight;
+      GraphConfig at = config_for(kMlp, row.schedule, 2, 4, 2);
+      at.calibration = std::make_shared<const Calibration>(scaled_calibration(network, config, k));
+      CHECK(row.predicted_step_s == doctest::Approx(evaluate(make_graph(at)).iteration_s));
+      // One processor at a time but for the two stages' updates at the minibatch's end: near the
+      // table taken alone. 1f1b is the pipeline the table was timed in; pipedream streams,
+      // overlapping more.
+      if (row.schedule == "sequential") CHECK(row.co_run_weight < 0.05);
+      if (row.schedule == "sequential") CHECK(row.co_run_weight > 0);
+      if (row.schedule == "gpipe") CHECK(row.co_run_weight > 0);
+      if (row.schedule == "1f1b" || row.schedule == "pipedream") CHECK(row.co_run_weight == 1);
     }
-    return -1.0;
-  };
-  // One processor at a time but for the two stages' updates at the minibatch's end: near the
-  // table taken alone.
-  CHECK(weight_of("sequential") > 0);
-  CHECK(weight_of("sequential") < 0.05);
-  CHECK(weight_of("1f1b") == 1);        // the pipeline the table was timed in: the table whole
-  CHECK(weight_of("gpipe") > 0);
-  CHECK(weight_of("pipedream") == 1);   // streams, overlapping more than 1f1b: the table whole, no more
+  }
 }
 
 TEST_CASE("a pipeline table's co-run slope: what each layer's time grows by with its task's overlap") {
@@ -879,55 +885,6 @@ TEST_CASE("a pipeline table's co-run slope: what each layer's time grows by with
     if (t.placement == Placement::processor && t.kind == TaskKind::F) alone_run.layer_times.push_back({t.id, t.first_layer, t.kind, 1e-3, 0});
   }
   CHECK(std::isnan(co_run_slope(alone, alone_run, 0)));
-}
-
-TEST_CASE("validation scales a pipeline table with a co-run slope by the row's overlap over the pipeline's") {
-  const Dataset data = data_for(kMlp);
-  const GraphConfig config = config_for(kMlp, "gpipe", 1, 4, 2);
-  const Network network = make_request(config).network;
-  ValidationOptions options;
-  options.schedules = {"sequential", "gpipe", "1f1b", "pipedream"};
-  options.processors = {1, 2};
-  options.runs = 1;
-  // Alone 1x; the pipeline's 1.5x, its layers 20% slower per unit of overlap, timed at a mean
-  // overlap of 0.6.
-  const double slope = 0.2, share = 0.6;
-  options.calibrate = [&](int processors) {
-    Calibration c = scaled_calibration(network, config, processors == 2 ? 1.5 : 1.0);
-    if (processors == 2) {
-      c.concurrent = 2;
-      c.pipeline_schedule = "1f1b";
-      c.co_run_slope = slope;
-      c.co_run_share = share;
-    }
-    return c;
-  };
-  const Runner as_predicted = [](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
-    TrainingRun run;
-    run.result = evaluate(g);
-    return run;
-  };
-  const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, as_predicted);
-  const auto overlap_of = [&](const std::string& schedule) {
-    GraphConfig at = config_for(kMlp, schedule, 2, 4, 2);
-    at.calibration = std::make_shared<const Calibration>(scaled_calibration(network, config, 1.0));
-    return pairwise_overlap(make_graph(at));
-  };
-  const double pipeline_overlap = overlap_of("1f1b");
-  REQUIRE(report.rows.size() == 8);
-  for (const auto& row : report.rows) {
-    if (row.processors == 1) continue;
-    CAPTURE(row.schedule);
-    // At most 1: a row overlapping more than 1f1b takes the table whole.
-    const double weight = std::min(1.0, overlap_of(row.schedule) / pipeline_overlap);
-    CHECK(row.co_run_weight == doctest::Approx(weight));
-    GraphConfig at = config_for(kMlp, row.schedule, 2, 4, 2);
-    at.calibration = std::make_shared<const Calibration>(
-        scaled_calibration(network, config, 1.5 * (1 + slope * share * weight) / (1 + slope * share)));
-    CHECK(row.predicted_step_s == doctest::Approx(evaluate(make_graph(at)).iteration_s));
-    if (row.schedule == "1f1b" || row.schedule == "pipedream") CHECK(row.co_run_weight == 1);
-    if (row.schedule == "sequential") CHECK(row.co_run_weight < 0.05);
-  }
 }
 
 TEST_CASE("a table for P processors timed in a pipeline: each layer where a P-processor 1f1b run puts it") {

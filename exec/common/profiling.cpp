@@ -107,9 +107,8 @@ void record_to_linear_again(const TaskGraph& graph, const Network& network, cons
 // layer in it costs: refits `calibration`'s overhead line to the tasks of `timed` (runs of
 // `graph`, after their first `skip_minibatches`) and those of a short layerpipe run of `network`
 // (a task per layer; two minibatches timed after two of warm-up) on `processors`, which `run_all`
-// makes. A network LayerPipe cannot cut keeps the
-// line `timed` gave. The one-layer run also gives the table its way back to the linear output
-// taken again (record_to_linear_again).
+// makes. A network LayerPipe cannot cut keeps the line `timed` gave. The one-layer run also gives
+// the table its way back to the linear output taken again (record_to_linear_again).
 void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network& network, std::int32_t processors,
                                         const Dataset& data, std::uint64_t seed, const TaskGraph& graph,
                                         const std::vector<TrainingRun>& timed, std::int32_t skip_minibatches,
