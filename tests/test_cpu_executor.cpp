@@ -872,8 +872,9 @@ TEST_CASE("a pipeline table's co-run slope: what each layer's time grows by with
       }
     }
   }
-  CHECK(co_run_slope(graph, run, 1) == doctest::Approx(slope));
-  CHECK(timed_busy_share(graph, run, 1) == doctest::Approx(weighted / total));
+  const CoRunFit fit = fit_co_run(graph, run, 1);
+  CHECK(fit.slope == doctest::Approx(slope));
+  CHECK(fit.share == doctest::Approx(weighted / total));
   // One processor: nothing beside it, no slope.
   GraphConfig one = config;
   one.processors = 1;
@@ -884,7 +885,7 @@ TEST_CASE("a pipeline table's co-run slope: what each layer's time grows by with
   for (const auto& t : alone.tasks) {
     if (t.placement == Placement::processor && t.kind == TaskKind::F) alone_run.layer_times.push_back({t.id, t.first_layer, t.kind, 1e-3, 0});
   }
-  CHECK(std::isnan(co_run_slope(alone, alone_run, 0)));
+  CHECK(std::isnan(fit_co_run(alone, alone_run, 0).slope));
 }
 
 TEST_CASE("a table for P processors timed in a pipeline: each layer where a P-processor 1f1b run puts it") {

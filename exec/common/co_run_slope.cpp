@@ -51,64 +51,43 @@ std::vector<double> other_busy_shares(const TaskGraph& graph, const Result& resu
   return shares;
 }
 
-namespace {
-
-struct Sample {
-  double seconds, share;
-};
-
-// The layer times co_run_slope counts, per (processor, layer, kind), with their task's share.
-std::map<std::tuple<std::int32_t, std::int32_t, TaskKind>, std::vector<Sample>> counted_samples(
-    const TaskGraph& graph, const TrainingRun& run, std::int32_t skip_minibatches) {
+CoRunFit fit_co_run(const TaskGraph& graph, const TrainingRun& run, std::int32_t skip_minibatches) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // Per (processor, layer, kind), the seconds of its layer times with their tasks' shares.
   const std::vector<double> shares = other_busy_shares(graph, run.result);
-  std::map<std::tuple<std::int32_t, std::int32_t, TaskKind>, std::vector<Sample>> samples;
+  std::map<std::tuple<std::int32_t, std::int32_t, TaskKind>, std::vector<std::pair<double, double>>> samples;
   for (const auto& time : run.layer_times) {
     if (time.task < 0 || static_cast<std::size_t>(time.task) >= graph.tasks.size()) continue;
     const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
     if (t.minibatch < skip_minibatches || time.kind != t.kind || t.kind == TaskKind::U || time.layer < 0) continue;
-    samples[{t.resource, time.layer, t.kind}].push_back({time.seconds, shares[static_cast<std::size_t>(t.id)]});
+    samples[{t.resource, time.layer, t.kind}].emplace_back(time.seconds, shares[static_cast<std::size_t>(t.id)]);
   }
-  return samples;
-}
-
-}  // namespace
-
-double co_run_slope(const TaskGraph& graph, const TrainingRun& run, std::int32_t skip_minibatches) {
-  // Per (processor, layer, kind) the least-squares line of its seconds against the share, and
-  // its slope over its intercept; the keys' figures averaged, each weighted by how much its shares
-  // vary (n times their variance: a key whose tasks all overlap alike says nothing).
-  double weighted = 0, weights = 0;
-  for (const auto& [key, samples] : counted_samples(graph, run, skip_minibatches)) {
-    const auto n = static_cast<double>(samples.size());
+  // Per key the least-squares line of its seconds against the share, and its slope over its
+  // intercept; the keys' figures averaged, each weighted by how much its shares vary (n times
+  // their variance: a key whose tasks all overlap alike says nothing).
+  double weighted_slope = 0, weights = 0, weighted_share = 0, total_s = 0;
+  for (const auto& [key, points] : samples) {
+    const auto n = static_cast<double>(points.size());
     double mean_x = 0, mean_y = 0;
-    for (const auto& s : samples) {
-      mean_x += s.share / n;
-      mean_y += s.seconds / n;
+    for (const auto& [seconds, share] : points) {
+      mean_x += share / n;
+      mean_y += seconds / n;
+      weighted_share += seconds * share;
+      total_s += seconds;
     }
     double sxx = 0, sxy = 0;
-    for (const auto& s : samples) {
-      sxx += (s.share - mean_x) * (s.share - mean_x);
-      sxy += (s.share - mean_x) * (s.seconds - mean_y);
+    for (const auto& [seconds, share] : points) {
+      sxx += (share - mean_x) * (share - mean_x);
+      sxy += (share - mean_x) * (seconds - mean_y);
     }
     if (!(sxx > 1e-12 * n)) continue;
     const double slope = sxy / sxx;
     const double intercept = mean_y - slope * mean_x;
     if (!(intercept > 0)) continue;
-    weighted += sxx * slope / intercept;
+    weighted_slope += sxx * slope / intercept;
     weights += sxx;
   }
-  return weights > 0 ? weighted / weights : std::numeric_limits<double>::quiet_NaN();
-}
-
-double timed_busy_share(const TaskGraph& graph, const TrainingRun& run, std::int32_t skip_minibatches) {
-  double weighted = 0, total = 0;
-  for (const auto& [key, samples] : counted_samples(graph, run, skip_minibatches)) {
-    for (const auto& s : samples) {
-      weighted += s.seconds * s.share;
-      total += s.seconds;
-    }
-  }
-  return total > 0 ? weighted / total : std::numeric_limits<double>::quiet_NaN();
+  return {weights > 0 ? weighted_slope / weights : nan, total_s > 0 ? weighted_share / total_s : nan};
 }
 
 }  // namespace pipetwin

@@ -387,11 +387,10 @@ std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config,
   // What the other processors' work adds to a layer's time, from how its times vary with its
   // tasks' overlap in this run. A negative slope is the samples' noise (co-running does not speed
   // a core up): none.
-  const double slope = co_run_slope(graph, measured, warm_up);
-  const double share = timed_busy_share(graph, measured, warm_up);
-  if (std::isfinite(slope) && std::isfinite(share)) {
-    calibration.co_run_slope = std::max(0.0, slope);
-    calibration.co_run_share = std::clamp(share, 0.0, 1.0);
+  const CoRunFit co_run = fit_co_run(graph, measured, warm_up);
+  if (std::isfinite(co_run.slope) && std::isfinite(co_run.share)) {
+    calibration.co_run_slope = std::max(0.0, co_run.slope);
+    calibration.co_run_share = std::clamp(co_run.share, 0.0, 1.0);
   }
   calibration.source = "profile of " + request.network.name + " in a " + std::to_string(processors) + "-processor " +
                        pipeline.schedule + " run";

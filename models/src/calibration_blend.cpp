@@ -8,6 +8,28 @@
 #include "pipetwin/models/error.hpp"
 
 namespace pipetwin {
+namespace {
+
+// A table's compute times, beside the per-kind overheads: what a blend mixes and a scaling scales
+// (copies and links are neither).
+constexpr double Calibration::*kTableComputeTimes[] = {&Calibration::task_overhead_s, &Calibration::layer_overhead_s,
+                                                       &Calibration::input_load_s};
+// A layer's, each with whether -1 stands for "not measured" there.
+struct LayerComputeTime {
+  double LayerTimes::*seconds;
+  bool may_be_unmeasured;
+};
+constexpr LayerComputeTime kLayerComputeTimes[] = {
+    {&LayerTimes::forward_s, false},
+    {&LayerTimes::activation_grad_s, false},
+    {&LayerTimes::weight_grad_s, false},
+    {&LayerTimes::backward_s, true},
+    {&LayerTimes::update_s, false},
+    {&LayerTimes::activation_grad_to_linear_again_s, true},
+    {&LayerTimes::weight_grad_to_linear_again_s, true},
+};
+
+}  // namespace
 
 Calibration blend_calibrations(const Calibration& alone, const Calibration& together, double weight) {
   if (!(weight >= 0 && weight <= 1)) {
@@ -15,9 +37,7 @@ Calibration blend_calibrations(const Calibration& alone, const Calibration& toge
   }
   const auto mix = [weight](double a, double b) { return a + weight * (b - a); };
   Calibration blended = together;
-  blended.task_overhead_s = mix(alone.task_overhead_s, together.task_overhead_s);
-  blended.layer_overhead_s = mix(alone.layer_overhead_s, together.layer_overhead_s);
-  blended.input_load_s = mix(alone.input_load_s, together.input_load_s);
+  for (const auto seconds : kTableComputeTimes) blended.*seconds = mix(alone.*seconds, together.*seconds);
   blended.kind_overhead_s.clear();  // each kind either table timed apart, mixed with the other's for that kind
   for (const auto* table : {&alone, &together}) {
     for (const auto& [kind, s] : table->kind_overhead_s) {
@@ -30,13 +50,9 @@ Calibration blend_calibrations(const Calibration& alone, const Calibration& toge
       throw Error("blend_calibrations: layer " + name + " is in the table taken at once but not in the one taken alone");
     }
     const LayerTimes& a = it->second;
-    times.forward_s = mix(a.forward_s, times.forward_s);
-    times.activation_grad_s = mix(a.activation_grad_s, times.activation_grad_s);
-    times.weight_grad_s = mix(a.weight_grad_s, times.weight_grad_s);
-    times.backward_s = a.backward_s >= 0 && times.backward_s >= 0 ? mix(a.backward_s, times.backward_s) : -1;
-    times.update_s = mix(a.update_s, times.update_s);
-    for (auto field : {&LayerTimes::activation_grad_to_linear_again_s, &LayerTimes::weight_grad_to_linear_again_s}) {
-      times.*field = a.*field >= 0 && times.*field >= 0 ? mix(a.*field, times.*field) : -1;  // where both measured it
+    for (const auto& [seconds, may_be_unmeasured] : kLayerComputeTimes) {
+      const bool both_measured = a.*seconds >= 0 && times.*seconds >= 0;
+      times.*seconds = !may_be_unmeasured || both_measured ? mix(a.*seconds, times.*seconds) : -1;
     }
   }
   return blended;
@@ -50,15 +66,10 @@ Calibration with_compute_scaled(const Calibration& calibration, double factor) {
   const auto scale = [factor](double& s) {
     if (s > 0) s *= factor;  // -1 (not measured) stays
   };
-  scale(scaled.task_overhead_s);
-  scale(scaled.layer_overhead_s);
-  scale(scaled.input_load_s);
+  for (const auto seconds : kTableComputeTimes) scale(scaled.*seconds);
   for (auto& [kind, s] : scaled.kind_overhead_s) scale(s);
   for (auto& [name, times] : scaled.layers) {
-    for (double* s : {&times.forward_s, &times.activation_grad_s, &times.weight_grad_s, &times.backward_s, &times.update_s,
-                      &times.activation_grad_to_linear_again_s, &times.weight_grad_to_linear_again_s}) {
-      scale(*s);
-    }
+    for (const auto& field : kLayerComputeTimes) scale(times.*field.seconds);
   }
   return scaled;
 }

@@ -18,17 +18,20 @@ namespace pipetwin {
 // throughout). 0 for link tasks, tasks of no length and graphs of one processor.
 std::vector<double> other_busy_shares(const TaskGraph& graph, const Result& result);
 
-// What a layer's time grows by per unit of that share, as a fraction of its time alone: per
-// layer, kind and processor, the least-squares line of its times in `run` (a run of `graph`
-// recorded with record_layer_times, after its first `skip_minibatches`) against its tasks'
-// shares, slope over intercept; their mean, each weighted by how much its shares vary (n times
-// their variance). Only records of their task's own kind (not a fused B's split shares) and no
-// updates (one per minibatch, after a flush). Negative where the data says so (the caller
-// decides); NaN where no layer's shares vary or nothing was recorded.
-double co_run_slope(const TaskGraph& graph, const TrainingRun& run, std::int32_t skip_minibatches);
-
-// The mean share of `run`'s layer times counted by co_run_slope, each weighted by its seconds:
-// the overlap the table timed in that run holds. NaN where nothing was recorded.
-double timed_busy_share(const TaskGraph& graph, const TrainingRun& run, std::int32_t skip_minibatches);
+// What `run` (a run of `graph` recorded with record_layer_times) says co-running costs, from its
+// layer times after its first `skip_minibatches`: only records of their task's own kind (not a
+// fused B's split shares) and no updates (one per minibatch, after a flush).
+struct CoRunFit {
+  // What a layer's time grows by per unit of its task's share, as a fraction of its time alone:
+  // per layer, kind and processor, the least-squares line of its times against its tasks' shares,
+  // slope over intercept; their mean, each weighted by how much its shares vary (n times their
+  // variance). Negative where the data says so (the caller decides); NaN where no layer's shares
+  // vary or nothing was recorded.
+  double slope = 0;
+  // The mean share of those layer times, each weighted by its seconds: the overlap a table timed
+  // in that run holds. NaN where nothing was recorded.
+  double share = 0;
+};
+CoRunFit fit_co_run(const TaskGraph& graph, const TrainingRun& run, std::int32_t skip_minibatches);
 
 }  // namespace pipetwin

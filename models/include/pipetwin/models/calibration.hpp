@@ -64,7 +64,7 @@ struct Calibration {
   // caches each processor has for its share of the network), which P copies do not have.
   std::string pipeline_schedule;
   // With pipeline_schedule: what a layer's time grew by, per unit of the other processors' busy
-  // share of its task, in that run (a fraction of its time with them idle; co_run_slope in exec/,
+  // share of its task, in that run (a fraction of its time with them idle; fit_co_run in exec/,
   // >= 0), and the mean share of the layer times the table holds (in [0, 1]). -1: not measured
   // (older tables, copies). A graph whose processors overlap by a share o may take the table's
   // compute times times (1 + slope o) / (1 + slope share) (validate does).
