@@ -528,10 +528,50 @@ TEST_CASE("validation takes its runs in turns over the configurations and report
   // Three runs: the 95% interval of a median spans them all, (0.7 - 0.5) / 2 over 0.6.
   CHECK(gpipe2.error_ci == doctest::Approx(0.1 / 0.6));
   CHECK(report.rounds == 3);
-  // At P = 2, gpipe's 0.6 (0.5-0.7) and 1f1b's 0.5 (0.4-0.6): intervals that overlap, so the pair's
-  // measured order is not known and no pair is left to rank.
+  // At P = 2, gpipe's rounds over 1f1b's: 0.6/0.5, 0.5/0.6, 0.7/0.4 (1.2, 0.83, 1.75); three
+  // rounds' interval spans them all, 1 inside: the pair's measured order is not known and no pair
+  // is left to rank.
   CHECK(report.separable_pairs.at(2) == std::pair<int, int>{0, 1});
   CHECK(std::isnan(report.separable_kendall_tau.at(2)));
+}
+
+TEST_CASE("validation knows a pair's measured order from its rounds' ratios, the machine's drift cancelled") {
+  const Dataset data = data_for(kMlp);
+  ValidationOptions options;
+  options.schedules = {"gpipe", "1f1b"};
+  options.processors = {1};
+  options.runs = 9;
+  // A machine whose speed moves by 30% between rounds, 1f1b 4% slower than gpipe in every round:
+  // the two medians' intervals overlap, yet each round orders them alike.
+  const std::vector<double> gpipe_s = {1.0, 1.3, 0.8, 1.15, 0.9, 1.05, 0.85, 1.2, 0.95};
+  std::map<std::string, std::vector<double>> script_s = {{"gpipe", gpipe_s}, {"1f1b", {}}};
+  for (const double s : gpipe_s) script_s["1f1b"].push_back(1.04 * s);
+  const auto scripted_by = [&](const std::map<std::string, std::vector<double>>& steps_s) {
+    std::map<std::string, std::size_t> runs;
+    return Runner([&steps_s, runs](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) mutable {
+      TrainingRun run;
+      run.result.iteration_s = steps_s.at(g.schedule).at(runs[g.schedule]++);
+      return run;
+    });
+  };
+  // Predicted in that order (gpipe 1.0, 1f1b 1.1): the one separable pair agrees.
+  const Predictor predict = [](const TaskGraph& g) {
+    Result r = evaluate(g);
+    r.iteration_s = g.schedule == "gpipe" ? 1.0 : 1.1;
+    return r;
+  };
+  const GraphConfig config = config_for(kMlp, "gpipe", 1, 2, 2);
+  const ValidationReport ordered = validate(config, data, options, predict, scripted_by(script_s));
+  const double gpipe_reach = median_ci_half_width(gpipe_s) * 1.0;  // gpipe's median: 1.0
+  REQUIRE(ordered.rows.size() == 2);
+  CHECK(std::abs(ordered.rows[0].measured_step_s - ordered.rows[1].measured_step_s) < 2 * gpipe_reach);  // intervals overlap
+  CHECK(ordered.separable_pairs.at(1) == std::pair<int, int>{1, 1});
+  CHECK(ordered.separable_kendall_tau.at(1) == doctest::Approx(1.0));
+  // The same two medians from rounds that order them either way (ratios 0.9 to 1.1 about 1): not known.
+  const std::vector<double> against = {1.0, 1.04, 0.72, 1.25, 0.85, 1.1, 0.9, 1.3, 1.05};
+  const ValidationReport unordered =
+      validate(config, data, options, predict, scripted_by({{"gpipe", gpipe_s}, {"1f1b", against}}));
+  CHECK(unordered.separable_pairs.at(1) == std::pair<int, int>{0, 1});
 }
 
 TEST_CASE("each round of validation runs its configurations in its own order, the same for one seed") {

@@ -582,18 +582,23 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   report.mean_abs_replay_error = replay_errors.empty() ? nan : mean_abs(replay_errors);
   report.max_abs_replay_error = replay_errors.empty() ? nan : max_abs(replay_errors);
   for (const int p : options.processors) {
-    std::vector<double> predicted, measured, reach_s;  // reach: the measured median's 95% half-width
+    std::vector<double> predicted, measured;
+    std::vector<const std::vector<double>*> steps_s;  // per round
     for (std::size_t k = 0; k < plans.size(); ++k) {
       if (plans[k].processors != p) continue;
-      const Configuration& m = configurations[plans[k].at];
       predicted.push_back(report.rows[k].predicted_step_s);
       measured.push_back(report.rows[k].measured_step_s);
-      reach_s.push_back(median_ci_half_width(m.steps_s) * m.measured_s());
+      steps_s.push_back(&configurations[plans[k].at].steps_s);
     }
     report.kendall_tau[p] = kendall_tau(predicted, measured);
-    // Only the pairs whose measured order is known: their medians' 95% intervals apart.
+    // Only the pairs whose measured order is known: the rounds' ratios of the two (each round runs
+    // both, so a change of the machine's speed between rounds cancels), their median's 95%
+    // interval clear of 1.
     const auto separable = [&](std::size_t i, std::size_t j) {
-      return std::abs(measured[i] - measured[j]) > reach_s[i] + reach_s[j];
+      const std::vector<double> ratios = round_ratios(*steps_s[i], *steps_s[j]);
+      if (ratios.size() < 2) return false;
+      const double median = median_of(ratios);
+      return std::abs(median - 1) > median_ci_half_width(ratios) * median;
     };
     int count = 0, pairs = 0;
     for (std::size_t i = 0; i < measured.size(); ++i) {

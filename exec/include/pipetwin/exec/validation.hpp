@@ -93,8 +93,9 @@ struct ValidationReport {
   double mean_abs_speedup_error = 0, max_abs_speedup_error = 0;
   double speedup_error_ci = 0;  // the median of those rows' speedup_error_ci (0: no such row)
   std::map<int, double> kendall_tau;  // per processor count, over the schedules
-  // The same over only the pairs of schedules whose measured order is known (their medians' 95%
-  // intervals apart), with how many pairs that was (of all): on one processor schedules doing
+  // The same over only the pairs of schedules whose measured order is known (the median of their
+  // rounds' step ratios, each round having run both, with its 95% interval clear of 1), with how
+  // many pairs that was (of all): on one processor schedules doing
   // the same work differ by less than the noise, and their measured order is a coin's.
   std::map<int, double> separable_kendall_tau;
   std::map<int, std::pair<int, int>> separable_pairs;
