@@ -229,7 +229,7 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
   if (schedules.size() > 1) {
     std::string line = "ranking of schedules (Kendall tau, 1 = same order):";
     for (const auto& [p, t] : report.kendall_tau) line += fmt::format(" P={} {:.2f}", p, t);
-    line += "; over the pairs whose measured order is known (their rounds' ratios' 95% interval clear of 1):";
+    line += "; over the pairs whose measured order is known (their rounds' ratios clear of 1, at 95% for all pairs at once):";
     for (const auto& [p, t] : report.separable_kendall_tau) {
       const auto& [count, pairs] = report.separable_pairs.at(p);
       line += count > 0 ? fmt::format(" P={} {:.2f} ({} of {} pairs)", p, t, count, pairs)

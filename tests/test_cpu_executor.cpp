@@ -572,6 +572,38 @@ TEST_CASE("validation knows a pair's measured order from its rounds' ratios, the
   const ValidationReport unordered =
       validate(config, data, options, predict, scripted_by({{"gpipe", gpipe_s}, {"1f1b", against}}));
   CHECK(unordered.separable_pairs.at(1) == std::pair<int, int>{0, 1});
+  // Three schedules, three pairs, each judged at 5% / 3 so that all three judgements hold at 95%
+  // together (z 2.39: nine rounds' interval spans all nine ratios, where at z 1.96 it leaves out
+  // the lowest). gpipe 4% slower than 1f1b in eight rounds and 10% faster in one: ordered at 1.96
+  // (the eight alike), not at 2.39. Sequential, 50% slower than gpipe in every round, is ordered
+  // against both.
+  std::map<std::string, std::vector<double>> three_s = {{"gpipe", gpipe_s}, {"1f1b", {}}, {"sequential", {}}};
+  for (std::size_t r = 0; r < gpipe_s.size(); ++r) {
+    three_s["1f1b"].push_back(gpipe_s[r] / (r == 0 ? 0.9 : 1.04));
+    three_s["sequential"].push_back(1.5 * gpipe_s[r]);
+  }
+  std::vector<double> gpipe_over_1f1b;
+  for (std::size_t r = 0; r < gpipe_s.size(); ++r) gpipe_over_1f1b.push_back(gpipe_s[r] / three_s["1f1b"][r]);
+  CHECK(median_ci_half_width(gpipe_over_1f1b, 1.96) == doctest::Approx(0.0));  // 1.04 to 1.04
+  CHECK(median_ci_half_width(gpipe_over_1f1b, two_sided_z(0.05 / 3)) == doctest::Approx((1.04 - 0.9) / 2 / 1.04));
+  ValidationOptions three = options;
+  three.schedules = {"gpipe", "1f1b", "sequential"};
+  const Predictor predict_three = [](const TaskGraph& g) {
+    Result r = evaluate(g);
+    r.iteration_s = g.schedule == "gpipe" ? 1.1 : g.schedule == "1f1b" ? 1.0 : 1.5;
+    return r;
+  };
+  const ValidationReport family = validate(config, data, three, predict_three, scripted_by(three_s));
+  CHECK(family.separable_pairs.at(1) == std::pair<int, int>{2, 3});
+  CHECK(family.separable_kendall_tau.at(1) == doctest::Approx(1.0));
+}
+
+TEST_CASE("the two-sided normal quantile, for one interval and for a family of them") {
+  CHECK(two_sided_z(0.05) == doctest::Approx(1.959964).epsilon(1e-6));
+  CHECK(two_sided_z(0.01) == doctest::Approx(2.575829).epsilon(1e-6));
+  CHECK(two_sided_z(0.05 / 15) == doctest::Approx(2.935199).epsilon(1e-6));
+  CHECK_THROWS_AS(two_sided_z(0), Error);
+  CHECK_THROWS_AS(two_sided_z(1.5), Error);
 }
 
 TEST_CASE("each round of validation runs its configurations in its own order, the same for one seed") {

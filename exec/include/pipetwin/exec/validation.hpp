@@ -94,8 +94,9 @@ struct ValidationReport {
   double speedup_error_ci = 0;  // the median of those rows' speedup_error_ci (0: no such row)
   std::map<int, double> kendall_tau;  // per processor count, over the schedules
   // The same over only the pairs of schedules whose measured order is known (the median of their
-  // rounds' step ratios, each round having run both, with its 95% interval clear of 1), with how
-  // many pairs that was (of all): on one processor schedules doing
+  // rounds' step ratios, each round having run both, with its interval clear of 1, each pair's at
+  // 5% over the pairs so that all hold at 95% at once), with how many pairs that was (of all): on
+  // one processor schedules doing
   // the same work differ by less than the noise, and their measured order is a coin's.
   std::map<int, double> separable_kendall_tau;
   std::map<int, std::pair<int, int>> separable_pairs;
@@ -171,8 +172,13 @@ nlohmann::ordered_json validation_rows_json(const ValidationReport& report);
 nlohmann::ordered_json validation_summary_json(const ValidationReport& report);
 
 // The 95% confidence half-width of the median of `values`, over the median (distribution-free:
-// order statistics of ranks n/2 -+ 1.96 sqrt(n) / 2); infinite for fewer than two values.
-double median_ci_half_width(std::vector<double> values);
+// order statistics of ranks n/2 -+ z sqrt(n) / 2, z = 1.96); infinite for fewer than two values.
+// `z`: another confidence's normal quantile (two_sided_z).
+double median_ci_half_width(std::vector<double> values, double z = 1.96);
+
+// The normal quantile z with P(|Z| > z) = `alpha` (0 < alpha < 1): 1.96 for 0.05. A family of
+// k intervals, each at alpha / k, all hold with at least 1 - alpha (Bonferroni).
+double two_sided_z(double alpha);
 
 // One calibration's time for a minibatch's work on one processor (every layer's F, B and U): what
 // a drift of the machine's speed changes.
