@@ -546,9 +546,10 @@ TEST_CASE("validation knows a pair's measured order from its rounds' ratios, the
   const std::vector<double> gpipe_s = {1.0, 1.3, 0.8, 1.15, 0.9, 1.05, 0.85, 1.2, 0.95};
   std::map<std::string, std::vector<double>> script_s = {{"gpipe", gpipe_s}, {"1f1b", {}}};
   for (const double s : gpipe_s) script_s["1f1b"].push_back(1.04 * s);
-  const auto scripted_by = [&](const std::map<std::string, std::vector<double>>& steps_s) {
+  // A machine that runs each schedule's next scripted step (its own copy of the script).
+  const auto scripted_by = [](std::map<std::string, std::vector<double>> steps_s) {
     std::map<std::string, std::size_t> runs;
-    return Runner([&steps_s, runs](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) mutable {
+    return Runner([steps_s, runs](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) mutable {
       TrainingRun run;
       run.result.iteration_s = steps_s.at(g.schedule).at(runs[g.schedule]++);
       return run;

@@ -96,8 +96,8 @@ struct ValidationReport {
   // The same over only the pairs of schedules whose measured order is known (the median of their
   // rounds' step ratios, each round having run both, with its interval clear of 1, each pair's at
   // 5% over the pairs so that all hold at 95% at once), with how many pairs that was (of all): on
-  // one processor schedules doing
-  // the same work differ by less than the noise, and their measured order is a coin's.
+  // one processor schedules doing the same work differ by less than the noise, and their
+  // measured order is a coin's.
   std::map<int, double> separable_kendall_tau;
   std::map<int, std::pair<int, int>> separable_pairs;
   double noise_floor = 0;  // the median of the rows' measured_spread
