@@ -614,15 +614,12 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       const double median = median_of(ratios);
       return std::abs(median - 1) > median_ci_half_width(ratios, z) * median;
     };
-    int count = 0, pairs = 0;
+    int count = 0;
     for (std::size_t i = 0; i < measured.size(); ++i) {
-      for (std::size_t j = i + 1; j < measured.size(); ++j) {
-        ++pairs;
-        count += separable(i, j);
-      }
+      for (std::size_t j = i + 1; j < measured.size(); ++j) count += separable(i, j);
     }
     report.separable_kendall_tau[p] = kendall_tau_where(predicted, measured, separable);
-    report.separable_pairs[p] = {count, pairs};
+    report.separable_pairs[p] = {count, static_cast<int>(count_of_pairs)};
   }
   return report;
 }
