@@ -4,12 +4,22 @@
 #   experiments/gpu/gpu.sh prepare    here: download the Debian .debs pipetwin builds with (SystemC,
 #                                     Eigen, oneDNN, doctest, nlohmann-json, CLI11, fmt, zlib) and the
 #                                     Fashion-MNIST dataset into .gpu/ (ignored by git, < 64 MiB)
+#   experiments/gpu/gpu.sh prebuild   here, instead of building there: build the GPU binaries on this
+#                                     machine (its CUDA toolkit must have the GPU machine's major
+#                                     version; sm_90, the H100/H200, unless ARCH names another) and
+#                                     copy them, with the shared libraries they need beyond the C/C++
+#                                     runtime and CUDA's, into .gpu/build and .gpu/lib (no MPI, no
+#                                     Python); the steps below then use them and skip the build
 #   experiments/gpu/gpu.sh device     there (device tool: carry [".gpu"]): unpack them into a private
 #                                     prefix, then build, test, validate and baseline below in turn
 #   experiments/gpu/gpu.sh build      there: build with nvcc for the GPU found (build-gpu/), list devices
 #   experiments/gpu/gpu.sh test       there: every test, the CUDA ones included (they skip without a GPU;
 #                                     TESTS=pattern: only those)
 #   experiments/gpu/gpu.sh partitions there: whether SM partitions isolate (pipetwin_partition_benchmark)
+#   experiments/gpu/gpu.sh tasks      there: what a task's host synchronisation costs against
+#                                     event-chained tasks and a CUDA graph (pipetwin_task_sync_benchmark)
+#   experiments/gpu/gpu.sh session    there, with prebuilt binaries: test, tasks, partitions, a --tf32 run,
+#                                     validate and baseline in turn, each step's log in $OUT
 #   experiments/gpu/gpu.sh validate   there: `pipetwin validate --device cuda` on resnet56 and vgg16,
 #                                     six schedules, P = 1, 2, 4, 8 SM partitions (MODELS, SMS, STEPS,
 #                                     RUNS, REPEATS override; REPEATS 16, as before the CPU default
@@ -34,12 +44,17 @@ carry=.gpu
 packages=(libsystemc libsystemc-dev libeigen3-dev doctest-dev nlohmann-json3-dev libcli11-dev libfmt-dev
           libfmt9 zlib1g-dev libdnnl2 libdnnl-dev ocl-icd-libopencl1 dataset-fashion-mnist)
 
-prepare() {
+# .gpu/ travels to the GPU machine only as a carried path: git ignores it here.
+make_carry() {
   mkdir -p "$carry"
   local exclude
   exclude=$(git rev-parse --git-path info/exclude)
   mkdir -p "$(dirname "$exclude")"
   grep -qx "/$carry/" "$exclude" 2>/dev/null || echo "/$carry/" >> "$exclude"
+}
+
+prepare() {
+  make_carry
   (cd "$carry" && rm -f ./*.deb && apt-get download "${packages[@]}" >&2)
   du -sh "$carry" >&2
   echo "prepared $(ls "$carry"/*.deb | wc -l) packages in $carry; run the device step with carry [\"$carry\"]" >&2
@@ -49,9 +64,36 @@ prefix=/tmp/pipetwin-prefix
 build=build-gpu
 out=${OUT:-/tmp/pipetwin-gpu-out}
 
-# The carried .debs unpacked into a private prefix, and the paths the build and the binaries need.
+prebuild() {
+  local dir=build-gpucarry targets=(pipetwin pipetwin_tests pipetwin_partition_benchmark pipetwin_task_sync_benchmark pipetwin_cuda)
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DPIPETWIN_ENABLE_MPI=OFF -DPIPETWIN_BUILD_PYTHON=OFF \
+        -DCMAKE_CUDA_ARCHITECTURES="${ARCH:-90}" >&2
+  cmake --build "$dir" -j "$(nproc)" --target "${targets[@]}" >&2
+  make_carry
+  rm -rf "$carry/build" "$carry/lib" "$carry/lib.tar.xz"
+  mkdir -p "$carry/build/bin" "$carry/build/lib" "$carry/lib"
+  cp "$dir"/bin/{pipetwin,pipetwin_tests,pipetwin_partition_benchmark,pipetwin_task_sync_benchmark} "$carry/build/bin/"
+  cp "$dir/lib/libpipetwin_cuda.so" "$carry/build/lib/"
+  # What the binaries load beyond glibc, the C++ runtime and CUDA's libraries (the GPU machine's own).
+  ldd "$carry"/build/bin/* "$carry"/build/lib/* | awk '/=> \//{print $3}' | sort -u |
+    grep -Ev '/(ld-linux|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt)[.-]' |
+    while read -r library; do cp -L "$library" "$carry/lib/"; done
+  # Packed: oneDNN alone is 38 MB, and a call carries 64 MiB at most.
+  tar cJf "$carry/lib.tar.xz" -C "$carry" lib && rm -rf "$carry/lib"
+  du -sh "$carry" >&2
+  echo "prebuilt in $carry/build, their libraries in $carry/lib.tar.xz; run the device steps with carry [\"$carry\"]" >&2
+}
+
+# The carried .debs unpacked into a private prefix, and the paths the build and the binaries need;
+# with prebuilt binaries (gpu.sh prebuild), those and their libraries instead.
 unpack() {
   mkdir -p "$out" "$prefix"
+  if [ -x "$carry/build/bin/pipetwin" ]; then
+    build="$carry/build"
+    [ -d "$prefix/lib" ] || tar xJf "$carry/lib.tar.xz" -C "$prefix"
+    export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    return
+  fi
   [ -n "$(ls "$carry"/*.deb 2>/dev/null)" ] || { echo "no .debs in $carry: run 'gpu.sh prepare' here first" >&2; exit 2; }
   for deb in "$carry"/*.deb; do dpkg-deb -x "$deb" "$prefix"; done
   arch_lib=$(ls -d "$prefix"/usr/lib/*-linux-gnu | head -1)
@@ -75,10 +117,38 @@ build() {
   } 2>&1 | tee "$out/build.log"
 }
 
-# TESTS: a ctest -R pattern (default: every test); each test stops after 300 s.
+# TESTS: a ctest -R pattern (default: every test); each test stops after 300 s. With prebuilt
+# binaries (no ctest files), the doctest cases whose names match TEST_CASES (default: the CUDA ones).
 run_tests() {
   unpack
-  ctest --test-dir "$build" --output-on-failure -j 4 --timeout 300 ${TESTS:+-R "$TESTS"} 2>&1 | tee "$out/test.log"
+  if [ "$build" = "$carry/build" ]; then
+    "$build"/bin/pipetwin_tests --test-case="${TEST_CASES:-*CUDA*}" --duration=true 2>&1 | tee "$out/test.log"
+  else
+    ctest --test-dir "$build" --output-on-failure -j 4 --timeout 300 ${TESTS:+-R "$TESTS"} 2>&1 | tee "$out/test.log"
+  fi
+}
+
+# A task's host synchronisation against event-chained tasks and a CUDA graph: 4 and 8 partitions of
+# 16 SMs with tasks of 20 kernels of 10 us (about a resnet56 stage's kernels at P = 4), the same
+# with empty kernels (the overhead alone), and 4 plain streams.
+tasks() {
+  unpack
+  {
+    "$build"/bin/pipetwin_task_sync_benchmark --processors 4 --sms 16 --kernels 20 --kernel-us 10
+    "$build"/bin/pipetwin_task_sync_benchmark --processors 8 --sms 16 --kernels 20 --kernel-us 10
+    "$build"/bin/pipetwin_task_sync_benchmark --processors 4 --sms 16 --kernels 20 --kernel-us 0
+    "$build"/bin/pipetwin_task_sync_benchmark --placement streams --processors 4 --kernels 20 --kernel-us 10
+  } 2>&1 | tee "$out/tasks.txt"
+}
+
+# --tf32 against fp32: resnet56 under 1f1b on 4 partitions, the step and the last loss of each.
+tf32() {
+  unpack
+  local common=(-m resnet56 -s 1f1b -p 4 --placement partitions --partition-sms 16 --microbatches 8 --steps 12 --data synthetic)
+  {
+    echo "fp32:"; "$build"/bin/pipetwin run --device cuda "${common[@]}"
+    echo "tf32:"; "$build"/bin/pipetwin run --device cuda --tf32 "${common[@]}"
+  } 2>&1 | tee "$out/tf32.txt"
 }
 
 # Whether SM partitions isolate: a compute-bound kernel on the whole GPU, on one partition of
@@ -92,12 +162,12 @@ partitions() {
 # 132): resnet56 and vgg16 (CIFAR), six schedules, P = 1, 2, 4, 8. Tables and JSON in $OUT.
 validate() {
   unpack
-  local model
+  local model failed=0
   for model in ${MODELS:-resnet56 vgg16}; do
     "$build"/bin/pipetwin validate --device cuda --placement partitions --partition-sms "${SMS:-16}" -m "$model" \
         --schedules sequential,gpipe,1f1b,pipedream,layerpipe,stale-weights -p 1,2,4,8 \
         --microbatches 8 --steps "${STEPS:-12}" --runs "${RUNS:-3}" --repeats "${REPEATS:-16}" --data synthetic --json \
-        > "$out/validate-$model.json" 2> "$out/validate-$model.log" || { cat "$out/validate-$model.log"; exit 1; }
+        > "$out/validate-$model.json" 2> "$out/validate-$model.log" || { cat "$out/validate-$model.log"; failed=1; continue; }
     python3 - "$out/validate-$model.json" <<'PY' | tee "$out/validate-$model.txt"
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -119,6 +189,7 @@ for line in r.get("too_noisy", []):
     print("too noisy:", line)
 PY
   done
+  return "$failed"
 }
 
 baseline() {
@@ -163,8 +234,25 @@ ranks() {
   } 2>&1 | tee "$out/ranks.txt"
 }
 
+# One device call's worth with prebuilt binaries: each step's failure is logged and the next runs.
+session() {
+  unpack
+  nvidia-smi 2>&1 | tee "$out/session.log" || true
+  "$build"/bin/pipetwin devices 2>&1 | tee -a "$out/session.log" || true
+  local step
+  for step in run_tests tasks partitions tf32 validate baseline; do
+    echo "== $step $(date +%T)" | tee -a "$out/session.log"
+    ( "$step" ) || echo "== $step failed ($?)" | tee -a "$out/session.log"
+  done
+  echo "== done $(date +%T)" | tee -a "$out/session.log"
+}
+
 case "${1:-}" in
   prepare) prepare ;;
+  prebuild) prebuild ;;
+  tasks) tasks ;;
+  tf32) tf32 ;;
+  session) session ;;
   build) build ;;
   test) run_tests ;;
   validate) validate ;;
@@ -173,5 +261,5 @@ case "${1:-}" in
   ranks) ranks ;;
   partitions) partitions ;;
   device) build; run_tests; partitions; constants; validate; baseline; ranks ;;
-  *) echo "usage: experiments/gpu/gpu.sh prepare|build|test|partitions|validate|baseline|constants|ranks|device" >&2; exit 2 ;;
+  *) echo "usage: experiments/gpu/gpu.sh prepare|prebuild|build|test|partitions|tasks|validate|tf32|baseline|constants|ranks|device|session" >&2; exit 2 ;;
 esac
