@@ -574,10 +574,10 @@ TEST_CASE("validation knows a pair's measured order from its rounds' ratios, the
       validate(config, data, options, predict, scripted_by({{"gpipe", gpipe_s}, {"1f1b", against}}));
   CHECK(unordered.separable_pairs.at(1) == std::pair<int, int>{0, 1});
   // Three schedules, three pairs, each judged at 5% / 3 so that all three judgements hold at 95%
-  // together (z 2.39: nine rounds' interval spans all nine ratios, where at z 1.96 it leaves out
-  // the lowest). gpipe 4% slower than 1f1b in eight rounds and 10% faster in one: ordered at 1.96
-  // (the eight alike), not at 2.39. Sequential, 50% slower than gpipe in every round, is ordered
-  // against both.
+  // together (nine rounds' exact interval then spans all nine ratios: 2 P(B <= 1) = 20 / 512 is
+  // over 5% / 3, where at 5% it leaves out the lowest). gpipe 4% slower than 1f1b in eight rounds
+  // and 10% faster in one: ordered at 5% (the eight alike), not at 5% / 3. Sequential, 50% slower
+  // than gpipe in every round, is ordered against both.
   std::map<std::string, std::vector<double>> three_s = {{"gpipe", gpipe_s}, {"1f1b", {}}, {"sequential", {}}};
   for (std::size_t r = 0; r < gpipe_s.size(); ++r) {
     three_s["1f1b"].push_back(gpipe_s[r] / (r == 0 ? 0.9 : 1.04));
@@ -585,8 +585,8 @@ TEST_CASE("validation knows a pair's measured order from its rounds' ratios, the
   }
   std::vector<double> gpipe_over_1f1b;
   for (std::size_t r = 0; r < gpipe_s.size(); ++r) gpipe_over_1f1b.push_back(gpipe_s[r] / three_s["1f1b"][r]);
-  CHECK(median_ci_half_width(gpipe_over_1f1b, 1.96) == doctest::Approx(0.0));  // 1.04 to 1.04
-  CHECK(median_ci_half_width(gpipe_over_1f1b, two_sided_z(0.05 / 3)) == doctest::Approx((1.04 - 0.9) / 2 / 1.04));
+  CHECK(median_differs_from(gpipe_over_1f1b, 1.0, 0.05));       // 1.04 to 1.04
+  CHECK_FALSE(median_differs_from(gpipe_over_1f1b, 1.0, 0.05 / 3));  // 0.9 to 1.04
   ValidationOptions three = options;
   three.schedules = {"gpipe", "1f1b", "sequential"};
   const Predictor predict_three = [](const TaskGraph& g) {
@@ -599,12 +599,25 @@ TEST_CASE("validation knows a pair's measured order from its rounds' ratios, the
   CHECK(family.separable_kendall_tau.at(1) == doctest::Approx(1.0));
 }
 
-TEST_CASE("the two-sided normal quantile, for one interval and for a family of them") {
-  CHECK(two_sided_z(0.05) == doctest::Approx(1.959964).epsilon(1e-6));
-  CHECK(two_sided_z(0.01) == doctest::Approx(2.575829).epsilon(1e-6));
-  CHECK(two_sided_z(0.05 / 15) == doctest::Approx(2.935199).epsilon(1e-6));
-  CHECK_THROWS_AS(two_sided_z(0), Error);
-  CHECK_THROWS_AS(two_sided_z(1.5), Error);
+TEST_CASE("a median's exact interval: the sign test, with too few values never clear") {
+  // Every value above 1: the sign test's p-value is 2 / 2^n (all n on one side by chance).
+  const auto above = [](int n) { return std::vector<double>(static_cast<std::size_t>(n), 1.04); };
+  CHECK_FALSE(median_differs_from(above(2), 1.0, 0.05));  // 2 / 4: two rounds say nothing at 95%
+  CHECK_FALSE(median_differs_from(above(5), 1.0, 0.05));  // 2 / 32 = 0.0625
+  CHECK(median_differs_from(above(6), 1.0, 0.05));        // 2 / 64 = 0.031
+  // 15 pairs at 5% / 15 = 0.00333: 2 / 512 = 0.0039 is too much, 2 / 1024 = 0.00195 is not.
+  CHECK_FALSE(median_differs_from(above(9), 1.0, 0.05 / 15));
+  CHECK(median_differs_from(above(10), 1.0, 0.05 / 15));
+  // Sixteen values at 5% / 15: 2 P(B <= 1) = 34 / 65536 passes, 2 P(B <= 2) = 274 / 65536 does
+  // not, so the interval is [x_(2), x_(15)]: one value below 1 leaves it clear, two do not.
+  std::vector<double> sixteen = above(16);
+  sixteen[3] = 0.9;
+  CHECK(median_differs_from(sixteen, 1.0, 0.05 / 15));
+  sixteen[7] = 0.95;
+  CHECK_FALSE(median_differs_from(sixteen, 1.0, 0.05 / 15));
+  // Below as above, and the order of the values does not matter.
+  CHECK(median_differs_from({0.97, 0.9, 0.95, 0.99, 0.93, 0.96}, 1.0, 0.05));
+  CHECK_THROWS_AS(median_differs_from(above(6), 1.0, 0), Error);
 }
 
 TEST_CASE("each round of validation runs its configurations in its own order, the same for one seed") {

@@ -6,7 +6,8 @@ elsewhere (docs/cost-model.md, "operator"), and checks its kernel times against 
   kernel_s            GPU time per tiny kernel, replayed from a CUDA graph (no host in the way)
   dispatch + launch   host time per eager operator on CUDA tensors (the model: dispatch_s + launch_s)
   GEMMs               every GEMM of a GPT block (`pipetwin kernels --json`), timed with cuBLAS
-                      through torch.matmul, against the model's time
+                      through torch.matmul replayed from a CUDA graph (and eagerly, one call
+                      between two events: the host's dispatch then shows), against the model's time
   a GPT block         forward, and forward + backward, timed on the GPU, as plain eager modules
                       and in Megatron-DeepSpeed's structure (checkpointed), against the model's F,
                       RC and BA + BW (the host-bound regime included: micro-batch 1 at hidden 1024)
@@ -48,6 +49,24 @@ def gpu_seconds(torch, function, repeats=20):
         end.synchronize()
         samples.append(start.elapsed_time(end) / 1e3)
     return statistics.median(samples)
+
+
+def graph_seconds(torch, function, count=20):
+    """GPU time of one function() alone: `count` calls captured in a CUDA graph, replayed between
+    two events (median of gpu_seconds), over `count`. Eager calls timed one by one include the host's
+    dispatch of each (about 10 us), which exceeds a small GEMM's kernel."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):  # warm-up off the default stream, as capture requires
+        for _ in range(3):
+            function()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(count):
+            function()
+    return gpu_seconds(torch, graph.replay) / count
 
 
 def host_seconds_per_operator(torch, device, count=20000):
@@ -127,15 +146,18 @@ def main():
                     m, n, kk, batches = (int(v) for v in k["gemm"])
                     A = torch.randn(batches, m, kk, dtype=torch.float16, device="cuda")
                     B = torch.randn(batches, kk, n, dtype=torch.float16, device="cuda")
-                    measured = gpu_seconds(torch, lambda: torch.matmul(A, B))
+                    eager = gpu_seconds(torch, lambda: torch.matmul(A, B))
+                    measured = graph_seconds(torch, lambda: torch.matmul(A, B))
                     rows.append({"kernel": f"{part['kind']} {k['name']}", "shape": [m, n, kk, batches],
-                                 "predicted_s": k["seconds"], "measured_s": measured})
+                                 "predicted_s": k["seconds"], "measured_s": measured, "measured_eager_s": eager})
                     del A, B
             layers[f"h{hidden}-b{batch}"] = {"gemms": rows, "parts": listing}
-            print(f"GPT block, hidden {hidden}, micro-batch {batch}: GEMMs predicted/measured")
+            print(f"GPT block, hidden {hidden}, micro-batch {batch}: GEMMs predicted, measured (graph replay; "
+                  f"eager, one call between events), predicted/measured")
             for r in rows:
                 print(f"  {r['kernel']:<28} {str(r['shape']):<26} {r['predicted_s'] * 1e6:8.1f} us "
-                      f"{r['measured_s'] * 1e6:8.1f} us  {r['predicted_s'] / r['measured_s']:.2f}")
+                      f"{r['measured_s'] * 1e6:8.1f} us ({r['measured_eager_s'] * 1e6:6.1f} us)  "
+                      f"{r['predicted_s'] / r['measured_s']:.2f}")
         result["gpt_block"] = layers
 
         # A GPT block, forward and forward + backward, against the model's F and BA + BW: as plain

@@ -75,7 +75,7 @@ class MegatronLayer(torch.nn.Module):
         q, k, v = torch.split(mixed, self.head_dim, dim=-1)
         q = q.reshape(s, b * self.heads, self.head_dim)
         k = k.reshape(s, b * self.heads, self.head_dim)
-        scores = torch.empty(b * self.heads, s, s, dtype=x.dtype)
+        scores = torch.empty(b * self.heads, s, s, dtype=x.dtype, device=x.device)
         scores = torch.baddbmm(scores, q.transpose(0, 1), k.transpose(0, 1).transpose(1, 2),
                                beta=0.0, alpha=1.0 / math.sqrt(self.head_dim))
         scores = scores.view(b, self.heads, s, s).masked_fill(mask, -10000.0)

@@ -172,13 +172,15 @@ nlohmann::ordered_json validation_rows_json(const ValidationReport& report);
 nlohmann::ordered_json validation_summary_json(const ValidationReport& report);
 
 // The 95% confidence half-width of the median of `values`, over the median (distribution-free:
-// order statistics of ranks n/2 -+ z sqrt(n) / 2, z = 1.96); infinite for fewer than two values.
-// `z`: another confidence's normal quantile (two_sided_z).
-double median_ci_half_width(std::vector<double> values, double z = 1.96);
+// order statistics of ranks n/2 -+ 1.96 sqrt(n) / 2); infinite for fewer than two values. The ranks
+// clamp to the values' range, which holds the median with 1 - 2 / 2^n only: below 95% for fewer
+// than 6 values (median_differs_from is exact).
+double median_ci_half_width(std::vector<double> values);
 
-// The normal quantile z with P(|Z| > z) = `alpha` (0 < alpha < 1): 1.96 for 0.05. A family of
-// k intervals, each at alpha / k, all hold with at least 1 - alpha (Bonferroni).
-double two_sided_z(double alpha);
+// Whether `value` lies outside the exact distribution-free interval of the median of `values` at
+// confidence 1 - alpha (order statistics x_(k), x_(n + 1 - k), k from the Binomial(n, 1/2) tail):
+// the sign test. False where n values are too few for that confidence (2 / 2^n > alpha).
+bool median_differs_from(std::vector<double> values, double value, double alpha);
 
 // One calibration's time for a minibatch's work on one processor (every layer's F, B and U): what
 // a drift of the machine's speed changes.
