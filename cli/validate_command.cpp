@@ -16,6 +16,8 @@
 #include "graph_options.hpp"
 #include "profile_calibration.hpp"
 #include "pipetwin/exec/cpu/validation.hpp"
+#include "pipetwin/models/calibration.hpp"
+#include "pipetwin/models/output_file.hpp"
 #include "pipetwin/exec/cuda_probe.hpp"
 #include "pipetwin/exec/mpi/mpi_ranks.hpp"
 #include "rank_followers.hpp"
@@ -36,6 +38,8 @@ struct ValidateOptions {
   std::string concurrent_timing = "pipeline";
   int runs = 5;
   int max_runs = 0;
+  int warmup_rounds = 0;
+  std::string tables_out;  // a folder for the kept rounds' calibration tables, or empty
   bool json = false;
   bool quiet = false;
   double target = 0.05;  // the step-time error a verdict is asked for
@@ -76,6 +80,9 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
   default_hardware_for_device(options.executor, config.hardware);
   const ScheduleRequest request = make_request(config);
   const bool profiled_here = config.calibration_file.empty();
+  if (!options.tables_out.empty() && !profiled_here) {
+    throw Error("--tables-out keeps the tables validate takes each round; with --calibration it takes none");
+  }
   // A table's handoff is that of runs with its spin: say where these runs spin otherwise.
   const Calibration* given = request.hardware.calibration.get();
   if (!options.quiet && given != nullptr && given->device == "cpu" && given->handoff_s >= 0) {
@@ -124,6 +131,13 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
   validation.processors = counts;
   validation.runs = options.runs;
   validation.max_runs = options.max_runs;
+  validation.warmup_rounds = options.warmup_rounds;
+  if (!options.tables_out.empty()) {
+    validation.on_calibration = [&](int round, int processors, const Calibration& table) {
+      write_output_file(fmt::format("{}/{}-round{}-p{}.json", options.tables_out, config.model, round + 1, processors),
+                        calibration_to_json_text(table));
+    };
+  }
   validation.ci_target = options.target;
   validation.training = training_options(options.executor);
   if (!options.quiet) validation.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
@@ -323,6 +337,16 @@ void add_validate_command(CLI::App& app) {
                       "--target (95% confidence), up to this many rounds (0: exactly --runs)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
+  command->add_option("--warmup-rounds", options->warmup_rounds,
+                      "whole rounds (calibrations and every configuration's run) before the first kept one, not kept: "
+                      "for a machine whose runs speed up over a process's first rounds (an H100's 8-partition runs did "
+                      "over three, docs/cuda-executor.md)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100));
+  command->add_option("--tables-out", options->tables_out,
+                      "an existing folder for each kept round's calibration tables, MODEL-roundR-pP.json, to predict "
+                      "those rounds again offline (`pipetwin simulate --calibration`, experiments/gpu/repredict.py)")
+      ->check(CLI::ExistingDirectory);
   command->add_flag("--json", options->json, "print the table as JSON");
   command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");
   command->add_flag("--distributed", options->distributed,

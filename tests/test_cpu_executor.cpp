@@ -845,6 +845,96 @@ TEST_CASE("validation calibrates before each round, predicts the rounds' median,
   CHECK(report.mean_abs_replay_error == doctest::Approx(0.0).epsilon(1e-9));
 }
 
+TEST_CASE("validation runs warm-up rounds it does not keep and hands each kept round's tables over") {
+  const Dataset data = data_for(kMlp);
+  const GraphConfig config = config_for(kMlp, "gpipe", 1, 2, 2);
+  const Network network = make_request(config).network;
+  ValidationOptions options = gpipe_at_one_and_two(2);
+  options.warmup_rounds = 2;
+  // The process's own warm-up table, then two warm-up rounds' (P = 1 and 2 each) at 5x, then the
+  // kept rounds' at 1x; the warm-up rounds' runs take 10 s, the kept ones 2 s at P = 1, 1 s at 2.
+  int calibrations = 0;
+  options.calibrate = [&](int) { return scaled_calibration(network, config, ++calibrations <= 5 ? 5.0 : 1.0); };
+  std::vector<std::pair<int, int>> handed;  // (round, processors)
+  options.on_calibration = [&](int round, int processors, const Calibration& table) {
+    handed.emplace_back(round, processors);
+    CHECK(calibrated_step_s(table) == doctest::Approx(calibrated_step_s(scaled_calibration(network, config, 1.0))));
+  };
+  int runs = 0;
+  const Runner runner = [&](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
+    TrainingRun run;
+    run.result.iteration_s = ++runs <= 4 ? 10.0 : (g.processors.size() == 2 ? 1.0 : 2.0);
+    return run;
+  };
+  const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, runner);
+  CHECK(runs == 8);           // 2 warm-up rounds and 2 kept, 2 configurations each
+  CHECK(calibrations == 9);   // the process's warm-up, then P = 1 and 2 in each of 4 rounds
+  CHECK(report.rounds == 2);
+  CHECK(handed == std::vector<std::pair<int, int>>{{0, 1}, {0, 2}, {1, 1}, {1, 2}});
+  CHECK(report.calibration_drift == doctest::Approx(0.0));  // the kept tables alike; the 5x ones forgotten
+  REQUIRE(report.rows.size() == 2);
+  for (const auto& row : report.rows) {
+    CAPTURE(row.processors);
+    CHECK(row.measured_step_s == doctest::Approx(row.processors == 1 ? 2.0 : 1.0));
+    CHECK(row.measured_rounds_s.size() == 2);
+    GraphConfig at = config;
+    at.processors = row.processors;
+    at.calibration = std::make_shared<const Calibration>(scaled_calibration(network, config, 1.0));
+    CHECK(row.predicted_step_s == doctest::Approx(evaluate(make_graph(at)).iteration_s));
+  }
+}
+
+TEST_CASE("validation prices each link's transfers: measured durations over the copy and the round trip") {
+  const Dataset data = data_for(kMlp);
+  const GraphConfig config = config_for(kMlp, "gpipe", 1, 2, 2);
+  const Network network = make_request(config).network;
+  ValidationOptions options = gpipe_at_one_and_two(1);
+  // A table with a copy bandwidth, a latency of 80 us and handoffs of 30 us timed apart: a link's
+  // round trip is 80 - 2 x 30 = 20 us, and the handoffs lie outside what the link holds.
+  options.calibrate = [&](int) {
+    Calibration table = scaled_calibration(network, config, 1.0);
+    table.copy_bytes_per_s = 1e9;
+    table.copy_latency_s = 8e-5;
+    table.handoff_s = 3e-5;
+    return table;
+  };
+  // Processor tasks run their cost; each transfer holds its link three times the copy and the
+  // round trip.
+  std::int64_t round_trip_cycles = -1;
+  const Runner runner = [&](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
+    TrainingRun run;
+    run.result = evaluate(g);
+    for (const auto& t : g.tasks) {
+      TaskTiming& time = run.result.tasks[static_cast<std::size_t>(t.id)];
+      if (t.placement != Placement::link) {
+        time.end_cycles = time.start_cycles + t.cost_cycles;
+        continue;
+      }
+      const LinkInfo& link = g.links[static_cast<std::size_t>(t.resource)];
+      round_trip_cycles = link.latency_cycles - link.wake_cycles - link.delivery_cycles;
+      time.end_cycles = time.start_cycles + 3 * (t.cost_cycles + round_trip_cycles);
+    }
+    return run;
+  };
+  const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, runner);
+  const auto& row = report.rows.at(1);
+  REQUIRE(row.processors == 2);
+  // The handoffs were timed apart: the round trip is less than the whole latency.
+  CHECK(round_trip_cycles > 0);
+  int links = 0;
+  for (const auto& [part, error] : row.task_time_error_by_part) {
+    CAPTURE(part);
+    if (part.front() == 'l') {
+      ++links;
+      CHECK(error == doctest::Approx(2.0));
+    } else {
+      CHECK(error == doctest::Approx(0.0));
+    }
+  }
+  CHECK(links == 2);  // gpipe's forward and backward links
+  CHECK(row.task_time_error == doctest::Approx(0.0));  // the processors' tasks alone
+}
+
 TEST_CASE("validation takes a table timed in a P-processor pipeline by the row's overlap over that pipeline's") {
   const Dataset data = data_for(kMlp);
   const GraphConfig config = config_for(kMlp, "gpipe", 1, 4, 2);

@@ -54,6 +54,20 @@ struct Configuration {
   std::vector<std::int64_t> measured_peaks, measured_step_peaks;  // per run
   std::vector<std::int64_t> pool_peaks;      // per run, where the runner has a memory pool
   double co_run_weight = 0;  // the latest calibration's (ValidationRow::co_run_weight)
+  // Forgets every round's figures (ValidationOptions::warmup_rounds: those rounds are not kept).
+  void forget_rounds() {
+    predicted_s.clear();
+    predicted_peaks.clear();
+    predicted_step_peaks.clear();
+    steps_s.clear();
+    replay_errors.clear();
+    replayed_s.clear();
+    task_time_errors.clear();
+    part_time_errors.clear();
+    measured_peaks.clear();
+    measured_step_peaks.clear();
+    pool_peaks.clear();
+  }
   double measured_s() const { return median_of(steps_s); }
   double spread() const { return half_range_over_median(steps_s); }
   // With a calibration per round, each round's prediction is paired with that round's run: both
@@ -109,6 +123,32 @@ std::map<std::string, double> processor_busy_cycles_by_part(const TaskGraph& g) 
   for (const auto& t : g.tasks) {
     if (t.placement != Placement::processor) continue;
     total["p" + std::to_string(t.resource) + " " + to_string(t.kind)] += static_cast<double>(t.cost_cycles);
+  }
+  return total;
+}
+
+// Per link and task kind ("l0 X"): what the prediction holds the link for, over its tasks: each
+// one's copy at the link's bandwidth (cost_cycles) and the latency's round trip (latency_cycles
+// less the wake-ups timed apart, which lie outside the link's hold).
+std::map<std::string, double> link_held_cycles_by_part(const TaskGraph& g) {
+  std::map<std::string, double> total;
+  for (const auto& t : g.tasks) {
+    if (t.placement != Placement::link) continue;
+    const LinkInfo& link = g.links[static_cast<std::size_t>(t.resource)];
+    const std::int64_t round_trip = std::max<std::int64_t>(0, link.latency_cycles - link.wake_cycles - link.delivery_cycles);
+    total["l" + std::to_string(t.resource) + " " + to_string(t.kind)] += static_cast<double>(t.cost_cycles + round_trip);
+  }
+  return total;
+}
+
+// The same parts as measured: the link tasks' durations (a copy and, on a GPU, the wait for it).
+std::map<std::string, double> link_measured_cycles_by_part(const TaskGraph& g, const Result& measured) {
+  std::map<std::string, double> total;
+  for (const auto& t : g.tasks) {
+    if (t.placement != Placement::link) continue;
+    const TaskTiming& time = measured.tasks[static_cast<std::size_t>(t.id)];
+    total["l" + std::to_string(t.resource) + " " + to_string(t.kind)] +=
+        static_cast<double>(std::max<std::int64_t>(0, time.end_cycles - time.start_cycles));
   }
   return total;
 }
@@ -362,15 +402,22 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   for (const int p : counts) calibrated[p] = config;
   ValidationReport report;
   std::map<int, std::vector<double>> calibrated_steps_s;  // per P, per round
+  // Rounds counted from 0 with the warm-up ones first: "warm-up round 2/3", "round 1/10".
+  const int warmup = std::max(0, options.warmup_rounds);
+  const auto round_label = [&](int round) {
+    return round < warmup ? "warm-up round " + std::to_string(round + 1) + "/" + std::to_string(warmup)
+                          : "round " + std::to_string(round - warmup + 1) + "/" + std::to_string(most_runs);
+  };
   auto recalibrate = [&](int round) {
     for (const int p : counts) {
       if (options.progress) {
-        options.progress("round " + std::to_string(round + 1) + "/" + std::to_string(most_runs) + ": calibrating" +
+        options.progress(round_label(round) + ": calibrating" +
                          (p > 1 ? " " + std::to_string(p) + " copies at once" : std::string()));
       }
       calibrated[p].calibration = std::make_shared<const Calibration>(options.calibrate(p));
       calibrated_steps_s[p].push_back(calibrated_step_s(*calibrated[p].calibration));
       ++report.calibrations;
+      if (options.on_calibration && round >= warmup) options.on_calibration(round - warmup, p, *calibrated[p].calibration);
     }
   };
   if (options.calibrate) {
@@ -494,20 +541,26 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     }
     return true;
   };
-  for (int r = 0; r < most_runs && (r < options.runs || !settled()); ++r) {
-    ++report.rounds;
-    if (r == 0 || options.calibrate) {
-      if (r > 0) {
+  for (int r = 0; r < warmup + most_runs && (r - warmup < options.runs || !settled()); ++r) {
+    const int kept = r - warmup;  // the kept round's index; negative while warming up
+    if (kept == 0 && warmup > 0) {  // the warm-up rounds' figures go
+      for (auto& c : configurations) c.forget_rounds();
+      calibrated_steps_s.clear();
+    }
+    if (kept >= 0) ++report.rounds;
+    if (r == 0 || options.calibrate || kept == 0) {  // the first kept round predicts again
+      if (r > 0 && options.calibrate) {
         recalibrate(r);
         for (auto& c : configurations) c.graph = build(c.schedule, c.processors, &c.co_run_weight);
       }
       predict_all();
     }
-    for (const std::size_t index : run_order(block_sizes, options.training.seed, r)) {
+    for (const std::size_t index : run_order(block_sizes, options.training.seed, kept >= 0 ? kept : r)) {
       Configuration& c = configurations[index];
       if (options.progress) {
-        options.progress("run " + std::to_string(r + 1) + "/" + std::to_string(most_runs) + ": " + c.schedule + " on " +
-                         std::to_string(c.processors) + " processor(s)");
+        options.progress((kept >= 0 ? "run " + std::to_string(kept + 1) + "/" + std::to_string(most_runs)
+                                    : "warm-up run " + std::to_string(r + 1) + "/" + std::to_string(warmup)) +
+                         ": " + c.schedule + " on " + std::to_string(c.processors) + " processor(s)");
       }
       const BatchSampler sampler = graph_sampler(data, c.graph, request.network, options.training.seed);  // its replicas' batches
       const TrainingRun measured = run(c.graph, request.network, sampler, options.training);
@@ -525,8 +578,13 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
         c.replayed_s.push_back(replayed_s);
         c.replay_errors.push_back(replayed_s / measured.result.iteration_s - 1);
         c.task_time_errors.push_back(processor_busy_cycles(replay) / processor_busy_cycles(c.graph) - 1);
-        const auto calibrated_parts = processor_busy_cycles_by_part(c.graph);
-        for (const auto& [part, cycles] : processor_busy_cycles_by_part(replay)) {
+        auto calibrated_parts = processor_busy_cycles_by_part(c.graph);
+        auto measured_parts = processor_busy_cycles_by_part(replay);
+        if (!measured.copies_on_senders) {  // a sender's copy is priced in its task, not on the link
+          calibrated_parts.merge(link_held_cycles_by_part(c.graph));
+          measured_parts.merge(link_measured_cycles_by_part(c.graph, measured.result));
+        }
+        for (const auto& [part, cycles] : measured_parts) {
           const auto it = calibrated_parts.find(part);
           if (it != calibrated_parts.end() && it->second > 0) c.part_time_errors[part].push_back(cycles / it->second - 1);
         }

@@ -21,8 +21,9 @@
 #   experiments/gpu/gpu.sh session    there, with prebuilt binaries: test, tasks, partitions, a --tf32 run,
 #                                     validate and baseline in turn, each step's log in $OUT
 #   experiments/gpu/gpu.sh validate   there: `pipetwin validate --device cuda` on resnet56 and vgg16,
-#                                     six schedules, P = 1, 2, 4, 8 SM partitions (MODELS, SMS, PROCS,
-#                                     STEPS, RUNS, REPEATS override; REPEATS 16, as before the CPU default
+#                                     six schedules, P = 1, 2, 4, 8 SM partitions, one warm-up round
+#                                     not kept, each kept round's tables in tables-MODEL/ (MODELS, SMS,
+#                                     PROCS, STEPS, RUNS, WARMUP, REPEATS override; REPEATS 16, as before the CPU default
 #                                     became 64, to keep the device time); tables and JSON
 #   experiments/gpu/gpu.sh baseline   there: experiments/gpu/pytorch_baseline.py (needs torch there)
 #   experiments/gpu/gpu.sh constants  there: experiments/gpu/operator_constants.py: the operator cost
@@ -164,7 +165,8 @@ validate() {
   unpack
   local model failed=0
   for model in ${MODELS:-resnet56 vgg16}; do
-    "$build"/bin/pipetwin validate --device cuda --placement partitions --partition-sms "${SMS:-16}" -m "$model" \
+    mkdir -p "$out/tables-$model"
+    "$build"/bin/pipetwin validate --tables-out "$out/tables-$model" --warmup-rounds "${WARMUP:-1}" --device cuda --placement partitions --partition-sms "${SMS:-16}" -m "$model" \
         --schedules sequential,gpipe,1f1b,pipedream,layerpipe,stale-weights -p "${PROCS:-1,2,4,8}" \
         --microbatches 8 --steps "${STEPS:-12}" --runs "${RUNS:-3}" --repeats "${REPEATS:-16}" --data synthetic --json \
         > "$out/validate-$model.json" 2> "$out/validate-$model.log" || { cat "$out/validate-$model.log"; failed=1; continue; }

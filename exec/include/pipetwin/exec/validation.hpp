@@ -64,7 +64,12 @@ struct ValidationRow {
   // the replay's, it is here: tasks ran slower or faster than calibrated. NaN as the replay.
   double task_time_error = 0;
   // The same per processor and task kind, keyed "p0 F", "p1 B", "p0 U" (a processor's index in
-  // the row's graph, the kind's letters): which tasks ran off their calibrated time.
+  // the row's graph, the kind's letters): which tasks ran off their calibrated time. And per link
+  // ("l0 X", a link's index in the graph) where the links' threads copy (not a CPU run whose
+  // senders copy, TrainingRun::copies_on_senders): its tasks' measured durations over what the
+  // prediction holds the link for them, the copy at the link's bandwidth and the latency's round
+  // trip (the wake-ups a table timed apart lie outside both; a table without them counts its whole
+  // latency, handoffs included, which a measured duration does not hold).
   std::map<std::string, double> task_time_error_by_part;
   // How busy the other processors are, on average, while one works (0: never, 1: always): the
   // weight of the table taken with P copies at once against the one taken alone in the row's
@@ -138,6 +143,13 @@ struct ValidationOptions {
   // more calibration, of one processor, comes first and is not kept (a process's first runs
   // cold). When empty, the config's calibration is used throughout.
   std::function<Calibration(int processors)> calibrate;
+  // Called with each kept round's calibrations (round from 0, processor count, the table), for
+  // predicting those rounds again offline (`pipetwin validate --tables-out`).
+  std::function<void(int round, int processors, const Calibration&)> on_calibration;
+  // Whole rounds (calibrations and every configuration's run) before the first kept one, not
+  // kept: for a machine whose runs speed up over a process's first rounds (an H100's 8-partition
+  // runs did over three, docs/cuda-executor.md). 0: none.
+  int warmup_rounds = 0;
   TrainingOptions training;
   std::function<void(const std::string&)> progress;  // a line per configuration, or empty
 };

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# `pipetwin validate --tables-out DIR --warmup-rounds N` writes each kept round's tables, one per
+# processor count, that `simulate --calibration` reads back, and says when it warms up; with
+# --calibration it refuses. Usage: validate_tables_out.sh PIPETWIN
+set -euo pipefail
+pipetwin=$1
+folder=$(mktemp -d)
+trap 'rm -rf "$folder"' EXIT
+common=(validate -m mlp --param widths=24,16,12,10,6 --param batch=8 --schedules gpipe -p 1,2 --microbatches 2
+        --steps 2 --repeats 2 --data synthetic)
+"$pipetwin" "${common[@]}" --runs 2 --warmup-rounds 1 --tables-out "$folder" > "$folder/out.txt" 2> "$folder/err.txt"
+grep -q "warm-up round 1/1: calibrating" "$folder/err.txt" || { echo "no warm-up round in the progress"; cat "$folder/err.txt"; exit 1; }
+expected="mlp-round1-p1.json mlp-round1-p2.json mlp-round2-p1.json mlp-round2-p2.json"
+found=$(cd "$folder" && ls mlp-*.json | tr '\n' ' ' | sed 's/ $//')
+[ "$found" = "$expected" ] || { echo "tables: '$found', expected '$expected'"; exit 1; }
+"$pipetwin" simulate -m mlp --param widths=24,16,12,10,6 --param batch=8 -s gpipe -p 2 --microbatches 2 \
+  --calibration "$folder/mlp-round2-p2.json" > /dev/null || { echo "simulate does not read a kept table back"; exit 1; }
+if "$pipetwin" "${common[@]}" --runs 1 --calibration "$folder/mlp-round1-p1.json" --tables-out "$folder" 2> "$folder/err.txt"; then
+  echo "--tables-out with --calibration did not fail"; exit 1
+fi
+grep -q "with --calibration it takes none" "$folder/err.txt" || { echo "unclear error:"; cat "$folder/err.txt"; exit 1; }
+echo "4 tables written and read back; --calibration refused"
