@@ -22,7 +22,7 @@
 #                                     validate and baseline in turn, each step's log in $OUT
 #   experiments/gpu/gpu.sh validate   there: `pipetwin validate --device cuda` on resnet56 and vgg16,
 #                                     six schedules, P = 1, 2, 4, 8 SM partitions, one warm-up round
-#                                     not kept, each kept round's tables in tables-MODEL/ (MODELS, SMS,
+#                                     not kept, each kept round's tables in tables-MODEL.tgz (MODELS, SMS,
 #                                     PROCS, STEPS, RUNS, WARMUP, REPEATS override; REPEATS 16, as before the CPU default
 #                                     became 64, to keep the device time); tables and JSON
 #   experiments/gpu/gpu.sh baseline   there: experiments/gpu/pytorch_baseline.py (needs torch there)
@@ -190,6 +190,8 @@ print(f"mean |error| {r['mean_abs_step_error']*100:.1f}%, largest {r['max_abs_st
 for line in r.get("too_noisy", []):
     print("too noisy:", line)
 PY
+    # One file for the tables: a device call brings back 8 files at most.
+    tar czf "$out/tables-$model.tgz" -C "$out" "tables-$model" && rm -rf "${out:?}/tables-$model"
   done
   return "$failed"
 }
