@@ -173,7 +173,7 @@ void bind_executor(py::module_& m) {
                        const std::string& calibration, const std::string& engine, int runs, const std::string& data,
                        const std::string& data_dir, double learning_rate, std::uint64_t seed, int max_runs,
                        double target, bool pin_threads, const std::string& transfer_threads,
-                       const std::string& concurrent_timing) {
+                       const std::string& concurrent_timing, int warmup_rounds) {
     GraphConfig config = graph_config(model, schedules.empty() ? "sequential" : schedules.front(), "cpu-core", 1,
                                       microbatches, minibatches, params, calibration);
     const Network network = make_request(config).network;
@@ -187,6 +187,8 @@ void bind_executor(py::module_& m) {
     options.processors = processors;
     options.runs = runs;
     options.max_runs = max_runs;
+    if (warmup_rounds < 0) throw Error("warmup_rounds must be 0 or more, got " + std::to_string(warmup_rounds));
+    options.warmup_rounds = warmup_rounds;
     options.ci_target = target;
     options.training.learning_rate = learning_rate;
     options.training.seed = seed;
@@ -225,7 +227,7 @@ void bind_executor(py::module_& m) {
      py::arg("engine") = "systemc", py::arg("runs") = 5, py::arg("data") = "auto",
      py::arg("data_dir") = kFashionMnistDir, py::arg("learning_rate") = 0.05, py::arg("seed") = 1,
      py::arg("max_runs") = 0, py::arg("target") = 0.05, py::arg("pin_threads") = false,
-     py::arg("transfer_threads") = "auto", py::arg("concurrent_timing") = "pipeline",
+     py::arg("transfer_threads") = "auto", py::arg("concurrent_timing") = "pipeline", py::arg("warmup_rounds") = 0,
      "Predicted (from a calibration; profiled first when none is given) against measured (CPU executor) step "
      "time, speedup and peak memory per schedule and processor count, and the replay error (the engine fed each "
      "run's own task times). Returns {'rows': [...], 'mean_abs_step_error', 'max_abs_step_error', "
@@ -234,7 +236,7 @@ void bind_executor(py::module_& m) {
      "'co_run_slowdown': {P: slowdown}, 'error_ci', 'rounds', 'kendall_tau': {P: tau}, "
      "'separable_kendall_tau': {P: {'tau', 'pairs', 'of'}}}. "
      "With max_runs > runs, rounds are added until every row's step and speedup errors are known within target (95% "
-     "confidence).");
+     "confidence). warmup_rounds: whole rounds run first, none of their figures kept.");
 }
 
 }  // namespace pipetwin::python

@@ -82,6 +82,16 @@ def test_validate_from_python_and_its_plot():
     assert len(ax.collections) == 2  # one point set per schedule
 
 
+def test_validate_warms_up_with_rounds_it_does_not_keep():
+    table, summary = pipetwin.validate("mlp", "gpipe", [1, 2], minibatches=4, runs=1, warmup_rounds=1,
+                                       params={"widths": "32,16,8", "batch": 8}, data="synthetic")
+    assert summary["rounds"] == 1  # the kept one
+    assert summary["calibrations"] == 4  # a table per processor count in each of the two rounds
+    assert all(len(rounds) == 1 for rounds in table["measured_rounds_s"])
+    with pytest.raises(pipetwin.PipetwinError, match="warmup_rounds must be 0 or more"):
+        pipetwin.validate("mlp", "gpipe", [1], runs=1, warmup_rounds=-1, data="synthetic")
+
+
 def test_tensor_parallel_training_from_python_matches_the_unsplit_network():
     args = dict(model="mlp", schedule="1f1b", microbatches=2, minibatches=6, data="synthetic", learning_rate=0.1)
     plain = pipetwin.run(processors=2, params={"widths": "32,16,12,8", "batch": 16}, **args)

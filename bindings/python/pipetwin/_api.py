@@ -196,7 +196,7 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
              data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
              seed: int = 1, max_runs: int = 0, target: float = 0.05,
              pin_threads: bool = False, transfer_threads: str = "auto",
-             concurrent_timing: str = "pipeline") -> Tuple[Table, Dict[str, Any]]:
+             concurrent_timing: str = "pipeline", warmup_rounds: int = 0) -> Tuple[Table, Dict[str, Any]]:
     """Predicted (from a calibration table; profiled first without one) against measured step time,
     speedup and peak memory per schedule and processor count. Returns (table, summary): the table a
     DataFrame when pandas is installed (else a list of dicts; each row's step_error is the median
@@ -216,7 +216,8 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     (last over first) and spread, co_run_slowdown per P, error_ci (the median over rows of each
     step error's 95% confidence half-width), rounds, and separable_kendall_tau per P (tau over the
     pairs of schedules whose measured order is known, with their count). With max_runs > runs, rounds are added until
-    every row's step and speedup errors are known within target, or max_runs rounds are done. pin_threads: the runs'
+    every row's step and speedup errors are known within target, or max_runs rounds are done. warmup_rounds: whole
+    rounds (calibrations and runs) first, none of their figures kept. pin_threads: the runs'
     and the calibrations' threads pinned as run(pin_threads=True) and profile(pin_threads=True) pin
     them. transfer_threads: as run()'s. Each row's measured_peak_memory_bytes is the median run's
     peak (predicted_peak_memory_bytes the median round's), measured_peak_memory_max_bytes the
@@ -231,7 +232,7 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
                             engine=engine or default_engine(), runs=runs, data=data, data_dir=_path(data_dir),
                             learning_rate=learning_rate, seed=seed, max_runs=max_runs, target=target,
                             pin_threads=pin_threads, transfer_threads=transfer_threads,
-                            concurrent_timing=concurrent_timing)
+                            concurrent_timing=concurrent_timing, warmup_rounds=warmup_rounds)
     summary = {k: v for k, v in report.items() if k != "rows"}
     return frame(report["rows"]), summary
 
