@@ -19,7 +19,13 @@ the table taken alone.
 
 The calibrations of a validation were taken in its own rounds and are not in its JSON: a
 re-prediction from tables kept beside it differs from the file's own prediction by the machine's
-drift between them, as well as by whatever the model changed.
+drift between them, as well as by whatever the model changed. A validation run with
+`--tables-out DIR` kept them, one per round and processor count (MODEL-roundR-pP.json); with
+`--tables DIR` each row is predicted again from each round's tables and paired with that round's
+run, as `validate` pairs them (the error is the median over rounds of prediction over run, minus
+1), so that with the model unchanged the file's own errors come back:
+
+    python3 experiments/gpu/repredict.py --validation validate-resnet56.json --tables tables-resnet56
 """
 import argparse
 import json
@@ -31,11 +37,13 @@ import tempfile
 KINDS = ("F_s", "BA_s", "BW_s", "B_s", "U_s")
 
 
-def simulate(pipetwin, validation, schedule, processors, calibration):
+def simulate(pipetwin, validation, schedule, processors, calibration, params=()):
     """The simulator's prediction of one row, with every task's start and end."""
     command = [pipetwin, "simulate", "-m", validation["model"], "-s", schedule, "-p", str(processors),
                "--microbatches", str(validation["microbatches"]), "--minibatches", str(validation["minibatches"]),
                "--calibration", calibration, "--json", "--task-times"]
+    for param in params:
+        command += ["--param", param]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"repredict: {' '.join(command)} failed: {done.stderr.strip()}")
@@ -91,13 +99,50 @@ def scaled(table, factor):
     return out
 
 
+def predict_row(args, validation, schedule, processors, alone, together, folder):
+    """One row's step from a table taken alone and, for P > 1, one taken with P at once (or None),
+    as validate predicts it; returns (step_s, weight or None)."""
+    alone_path = os.path.join(folder, "alone.json")
+    blended_path = os.path.join(folder, "blended.json")
+    with open(alone_path, "w") as f:
+        json.dump(alone, f)
+    predicted = simulate(args.pipetwin, validation, schedule, processors, alone_path, args.param)
+    if processors == 1 or together is None:
+        return predicted["iteration_s"], None
+    concurrency = busy_concurrency(predicted)
+    weight = min(1.0, max(0.0, (concurrency - 1) / (processors - 1)))
+    timed_in = together.get("pipeline_schedule", "")
+    if timed_in:  # timed in a pipeline: the row's share over that schedule's, at most 1
+        pipeline = simulate(args.pipetwin, validation, timed_in, processors, alone_path, args.param)
+        share = min(1.0, max(0.0, (busy_concurrency(pipeline) - 1) / (processors - 1)))
+        weight = min(1.0, weight / share) if share > 0 else 1.0
+    slope, timed_share = together.get("co_run_slope", -1), together.get("co_run_share", -1)
+    with open(blended_path, "w") as f:
+        if timed_in and slope >= 0 and timed_share >= 0:  # the table scaled by overlap
+            json.dump(scaled(together, (1 + slope * timed_share * weight) / (1 + slope * timed_share)), f)
+        else:
+            json.dump(blend(alone, together, weight), f)
+    return simulate(args.pipetwin, validation, schedule, processors, blended_path, args.param)["iteration_s"], weight
+
+
+def median(values):
+    """The median as validate takes it: the upper of the two middle values."""
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pipetwin", default="build/bin/pipetwin")
     parser.add_argument("--validation", required=True, help="a `pipetwin validate --json` file")
-    parser.add_argument("--alone", required=True, help="the calibration table taken alone")
+    parser.add_argument("--alone", help="the calibration table taken alone")
     parser.add_argument("--together", action="append", default=[], metavar="P=FILE",
                         help="the table taken with P copies at once (repeatable)")
+    parser.add_argument("--tables", metavar="DIR",
+                        help="instead of --alone and --together: the folder `validate --tables-out` filled, a table "
+                             "per round and processor count; each round predicted from its own tables")
+    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                        help="a model parameter the validation ran with (repeatable), as validate's --param")
     parser.add_argument("--handoff-us", type=float, metavar="US",
                         help="for tables that did not time the handoff apart from the copy latency (CUDA tables "
                              "before 2026-11-24): assume one of US microseconds, so that the links' latency is "
@@ -106,6 +151,10 @@ def main():
     args = parser.parse_args()
     if args.handoff_us is not None and args.handoff_us < 0:
         sys.exit("repredict: --handoff-us must be >= 0")
+    if (args.tables is None) == (args.alone is None):
+        sys.exit("repredict: give --alone (and --together) or --tables, one of the two")
+    if args.tables is not None and args.together:
+        sys.exit("repredict: --together goes with --alone; --tables holds every round's tables")
 
     def table(path):
         loaded = json.load(open(path))
@@ -116,55 +165,64 @@ def main():
         return loaded
 
     validation = json.load(open(args.validation))
-    alone = table(args.alone)
-    together = {}
-    for item in args.together:
-        p, _, path = item.partition("=")
-        if not p.isdigit() or not path:
-            sys.exit(f"repredict: --together wants P=FILE, got '{item}'")
-        together[int(p)] = table(path)
+    # Per round (one round for --alone): the table taken alone and those with P at once.
+    rounds = []
+    if args.tables is not None:
+        model = validation["model"]
+        for r in range(1, 10 ** 4):
+            alone_path = os.path.join(args.tables, f"{model}-round{r}-p1.json")
+            if not os.path.exists(alone_path):
+                break
+            together = {}
+            for row in validation["rows"]:
+                path = os.path.join(args.tables, f"{model}-round{r}-p{row['processors']}.json")
+                if row["processors"] > 1 and os.path.exists(path):
+                    together[row["processors"]] = table(path)
+            rounds.append((table(alone_path), together))
+        if not rounds:
+            sys.exit(f"repredict: no {model}-round1-p1.json in {args.tables}")
+    else:
+        together = {}
+        for item in args.together:
+            p, _, path = item.partition("=")
+            if not p.isdigit() or not path:
+                sys.exit(f"repredict: --together wants P=FILE, got '{item}'")
+            together[int(p)] = table(path)
+        rounds.append((table(args.alone), together))
     rows = []
     with tempfile.TemporaryDirectory() as folder:
-        blended_path = os.path.join(folder, "blended.json")
-        alone_path = os.path.join(folder, "alone.json")
-        with open(alone_path, "w") as f:
-            json.dump(alone, f)
         for row in validation["rows"]:
             schedule, processors = row["schedule"], row["processors"]
-            predicted = simulate(args.pipetwin, validation, schedule, processors, alone_path)
-            weight = None
-            if processors > 1 and processors in together:
-                concurrency = busy_concurrency(predicted)
-                weight = min(1.0, max(0.0, (concurrency - 1) / (processors - 1)))
-                table = together[processors]
-                timed_in = table.get("pipeline_schedule", "")
-                if timed_in:  # timed in a pipeline: the row's share over that schedule's, at most 1
-                    pipeline = simulate(args.pipetwin, validation, timed_in, processors, alone_path)
-                    share = min(1.0, max(0.0, (busy_concurrency(pipeline) - 1) / (processors - 1)))
-                    weight = min(1.0, weight / share) if share > 0 else 1.0
-                slope, timed_share = table.get("co_run_slope", -1), table.get("co_run_share", -1)
-                with open(blended_path, "w") as f:
-                    if timed_in and slope >= 0 and timed_share >= 0:  # the table scaled by overlap
-                        json.dump(scaled(table, (1 + slope * timed_share * weight) / (1 + slope * timed_share)), f)
-                    else:
-                        json.dump(blend(alone, table, weight), f)
-                predicted = simulate(args.pipetwin, validation, schedule, processors, blended_path)
-            step_s = predicted["iteration_s"]
+            steps, weight = [], None
+            for alone, together in rounds:
+                step_s, weight = predict_row(args, validation, schedule, processors, alone, together.get(processors), folder)
+                steps.append(step_s)
+            if args.tables is not None:  # paired with the rounds' runs, as validate pairs them
+                measured = row["measured_rounds_s"]
+                if len(measured) != len(steps):
+                    sys.exit(f"repredict: {len(steps)} rounds of tables for {len(measured)} rounds of runs")
+                error = median([p / m for p, m in zip(steps, measured)]) - 1
+            else:
+                error = steps[0] / row["measured_step_s"] - 1
             rows.append({"schedule": schedule, "processors": processors, "co_run_weight": weight,
-                         "repredicted_step_s": step_s, "measured_step_s": row["measured_step_s"],
-                         "file_predicted_step_s": row["predicted_step_s"],
-                         "error": step_s / row["measured_step_s"] - 1})
+                         "repredicted_step_s": median(steps), "measured_step_s": row["measured_step_s"],
+                         "file_predicted_step_s": row["predicted_step_s"], "error": error,
+                         "file_error": row["step_error"]})
     mean = sum(abs(r["error"]) for r in rows) / len(rows)
     if args.json:
         print(json.dumps({"rows": rows, "mean_abs_error": mean}, indent=1))
         return
-    print(f"{validation['model']}: {len(rows)} rows re-predicted from {os.path.basename(args.alone)}"
-          + (f" and tables at once for P = {', '.join(map(str, sorted(together)))}" if together else ""))
-    print(f"{'schedule':>14} {'P':>2} {'weight':>6} {'repredicted_ms':>14} {'measured_ms':>11} {'error':>7} {'file_ms':>9}")
+    source = (f"{len(rounds)} rounds of tables in {args.tables}" if args.tables is not None else
+              os.path.basename(args.alone) + (f" and tables at once for P = {', '.join(map(str, sorted(rounds[0][1])))}"
+                                              if rounds[0][1] else ""))
+    print(f"{validation['model']}: {len(rows)} rows re-predicted from {source}")
+    print(f"{'schedule':>14} {'P':>2} {'weight':>6} {'repredicted_ms':>14} {'measured_ms':>11} {'error':>7} "
+          f"{'file_ms':>9} {'file_error':>10}")
     for r in rows:
         weight = "-" if r["co_run_weight"] is None else f"{r['co_run_weight']:.2f}"
         print(f"{r['schedule']:>14} {r['processors']:>2} {weight:>6} {r['repredicted_step_s'] * 1e3:14.2f} "
-              f"{r['measured_step_s'] * 1e3:11.2f} {r['error'] * 100:+6.1f}% {r['file_predicted_step_s'] * 1e3:9.2f}")
+              f"{r['measured_step_s'] * 1e3:11.2f} {r['error'] * 100:+6.1f}% {r['file_predicted_step_s'] * 1e3:9.2f} "
+              f"{r['file_error'] * 100:+9.1f}%")
     print(f"mean |error| {mean * 100:.1f}% over {len(rows)} rows")
 
 
