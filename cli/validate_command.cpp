@@ -339,7 +339,7 @@ void add_validate_command(CLI::App& app) {
       ->check(CLI::Range(0, 1000));
   command->add_option("--warmup-rounds", options->warmup_rounds,
                       "whole rounds (calibrations and every configuration's run) before the first kept one, not kept: "
-                      "for a machine whose runs speed up over a process's first rounds (an H100's 8-partition runs did "
+                      "for a machine whose runs speed up over their first rounds (an H100's 8-partition runs did "
                       "over three, docs/cuda-executor.md)")
       ->capture_default_str()
       ->check(CLI::Range(0, 100));

@@ -147,7 +147,7 @@ struct ValidationOptions {
   // predicting those rounds again offline (`pipetwin validate --tables-out`).
   std::function<void(int round, int processors, const Calibration&)> on_calibration;
   // Whole rounds (calibrations and every configuration's run) before the first kept one, not
-  // kept: for a machine whose runs speed up over a process's first rounds (an H100's 8-partition
+  // kept: for a machine whose runs speed up over their first rounds (an H100's 8-partition
   // runs did over three, docs/cuda-executor.md). 0: none.
   int warmup_rounds = 0;
   TrainingOptions training;
