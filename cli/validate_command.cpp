@@ -175,6 +175,7 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
     nlohmann::ordered_json j;
     j["model"] = request.network.name;
     j["device"] = options.executor.device;
+    j["hardware"] = config.hardware;  // the profile the predictions' graphs were built on (its clock)
     j["placement"] = placement;
     j["engine"] = engine;
     j["microbatches"] = config.microbatches;

@@ -39,9 +39,12 @@ KINDS = ("F_s", "BA_s", "BW_s", "B_s", "U_s")
 
 def simulate(pipetwin, validation, schedule, processors, calibration, params=()):
     """The simulator's prediction of one row, with every task's start and end."""
+    # The hardware profile validate built its graphs on (files before 2026-11-27 do not say: its
+    # default for the device), so that task costs round to the same clock's cycles.
+    hardware = validation.get("hardware", "cpu-core" if validation.get("device") == "cpu" else "h100")
     command = [pipetwin, "simulate", "-m", validation["model"], "-s", schedule, "-p", str(processors),
-               "--microbatches", str(validation["microbatches"]), "--minibatches", str(validation["minibatches"]),
-               "--calibration", calibration, "--json", "--task-times"]
+               "--hardware", hardware, "--microbatches", str(validation["microbatches"]),
+               "--minibatches", str(validation["minibatches"]), "--calibration", calibration, "--json", "--task-times"]
     for param in params:
         command += ["--param", param]
     done = subprocess.run(command, capture_output=True, text=True)
