@@ -118,11 +118,16 @@ double processor_busy_cycles(const TaskGraph& g) {
 }
 
 // The processors' tasks' costs, summed per processor and task kind ("p0 F", "p1 B", ...).
+// A task's part of the row: its resource and kind, "p0 F" on a processor, "l0 X" on a link.
+std::string part_of(const Task& t) {
+  return (t.placement == Placement::link ? "l" : "p") + std::to_string(t.resource) + " " + to_string(t.kind);
+}
+
 std::map<std::string, double> processor_busy_cycles_by_part(const TaskGraph& g) {
   std::map<std::string, double> total;
   for (const auto& t : g.tasks) {
     if (t.placement != Placement::processor) continue;
-    total["p" + std::to_string(t.resource) + " " + to_string(t.kind)] += static_cast<double>(t.cost_cycles);
+    total[part_of(t)] += static_cast<double>(t.cost_cycles);
   }
   return total;
 }
@@ -136,7 +141,7 @@ std::map<std::string, double> link_held_cycles_by_part(const TaskGraph& g) {
     if (t.placement != Placement::link) continue;
     const LinkInfo& link = g.links[static_cast<std::size_t>(t.resource)];
     const std::int64_t round_trip = std::max<std::int64_t>(0, link.latency_cycles - link.wake_cycles - link.delivery_cycles);
-    total["l" + std::to_string(t.resource) + " " + to_string(t.kind)] += static_cast<double>(t.cost_cycles + round_trip);
+    total[part_of(t)] += static_cast<double>(t.cost_cycles + round_trip);
   }
   return total;
 }
@@ -147,8 +152,7 @@ std::map<std::string, double> link_measured_cycles_by_part(const TaskGraph& g, c
   for (const auto& t : g.tasks) {
     if (t.placement != Placement::link) continue;
     const TaskTiming& time = measured.tasks[static_cast<std::size_t>(t.id)];
-    total["l" + std::to_string(t.resource) + " " + to_string(t.kind)] +=
-        static_cast<double>(std::max<std::int64_t>(0, time.end_cycles - time.start_cycles));
+    total[part_of(t)] += static_cast<double>(std::max<std::int64_t>(0, time.end_cycles - time.start_cycles));
   }
   return total;
 }

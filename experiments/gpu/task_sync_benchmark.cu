@@ -172,13 +172,16 @@ class Pipeline {
   cudaEvent_t event(int p, int m) const {
     return events_[static_cast<std::size_t>(p)][static_cast<std::size_t>(m)];
   }
-  void issue_task(int p) {
+  // Launches task p's kernels on its stream; the first launch error, or cudaSuccess.
+  cudaError_t launch_task(int p) {
     const long long ns = static_cast<long long>(shape_.kernel_us * 1e3);
     for (int k = 0; k < shape_.kernels; ++k) {
       spin_for<<<1, 32, 0, streams_[static_cast<std::size_t>(p)]>>>(ns, sink_);
-      pipetwin::cuda::check_launch("spin_for");
+      if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
     }
+    return cudaSuccess;
   }
+  void issue_task(int p) { check_cuda(launch_task(p), "spin_for"); }
   void on_every_processor(const std::function<void(int)>& body) {
     progress_.reset();
     std::vector<std::exception_ptr> failures(static_cast<std::size_t>(shape_.processors));
@@ -224,11 +227,7 @@ class Pipeline {
         lanes_.enter(lanes_.processor(p));
         const cudaStream_t stream = streams_[static_cast<std::size_t>(p)];
         if (p > 0) step(cudaStreamWaitEvent(stream, event(p - 1, m), 0), "cudaStreamWaitEvent");
-        const long long ns = static_cast<long long>(shape_.kernel_us * 1e3);
-        for (int k = 0; k < shape_.kernels; ++k) {
-          spin_for<<<1, 32, 0, stream>>>(ns, sink_);
-          step(cudaGetLastError(), "kernel launch");
-        }
+        step(launch_task(p), "kernel launch");
         step(cudaEventRecord(event(p, m), stream), "cudaEventRecord");
       }
     }
