@@ -85,6 +85,13 @@ void run(const ProfileCommandOptions& options, mpi::MpiSession* session) {
                              "timed at a mean share of {:.2f} (validate scales the table by each row's overlap)\n",
                              100 * calibration.co_run_slope, calibration.co_run_share);
   }
+  if (calibration.footprint_slowdown >= 0) {
+    std::cout << fmt::format("footprint: forwards and backwards {:+.1f}% slower holding {} (one-processor gpipe, every "
+                             "microbatch's stash) than {} (sequential); validate scales each row's table by the bytes "
+                             "its graph holds\n",
+                             100 * calibration.footprint_slowdown, human_bytes(calibration.footprint_large_bytes),
+                             human_bytes(calibration.footprint_small_bytes));
+  }
   if (!calibration.copy_seconds.empty()) {
     std::cout << "copies:";
     for (const auto& [bytes, seconds] : calibration.copy_seconds) {

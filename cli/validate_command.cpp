@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -238,6 +240,16 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
                                                                      : "copies at once",
                              p);
   }
+  const auto [fewest, most] = std::minmax_element(rows.begin(), rows.end(), [](const ValidationRow& a, const ValidationRow& b) {
+    return a.footprint_factor < b.footprint_factor;
+  });
+  if (fewest != rows.end() && (fewest->footprint_factor != 1 || most->footprint_factor != 1)) {
+    std::cout << fmt::format("footprint: each row's table scaled by the bytes its graph holds against those the table "
+                             "was timed at (the one-processor profile's gpipe run against its sequential run), "
+                             "{:.3f}x ({} P={}) to {:.3f}x ({} P={}) (footprint_factor in --json)\n",
+                             fewest->footprint_factor, fewest->schedule, fewest->processors, most->footprint_factor,
+                             most->schedule, most->processors);
+  }
   std::cout << fmt::format("replay error (the engine fed each run's own task times, against that run: the schedule's "
                            "model without the calibration or the machine's speed): mean {:.1f}%, largest {:.1f}%\n",
                            100 * report.mean_abs_replay_error, 100 * report.max_abs_replay_error);
@@ -251,9 +263,23 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
                         : fmt::format(" P={} none of {} pairs", p, pairs);
     }
     std::cout << line << "\n";
-    // Tau-b counts a pair predicted alike against whatever order the runs give it: say which.
+    // Which schedules run one program (tied both ways), and which others tau-b counts as
+    // predicted alike against whatever order the runs give them.
     for (const auto& tau : report.kendall_tau) {
       const int p = tau.first;
+      std::map<std::string, std::size_t> program_of;  // schedule -> its same-program group here
+      const auto groups = report.same_program_schedules.find(p);
+      if (groups != report.same_program_schedules.end()) {
+        for (std::size_t g = 0; g < groups->second.size(); ++g) {
+          const auto& names = groups->second[g];
+          std::string list = names.front();
+          for (std::size_t k = 1; k < names.size(); ++k) list += (k + 1 == names.size() ? " and " : ", ") + names[k];
+          std::cout << fmt::format("P={}: {} run the same program (the same tasks, in the same order, on the same "
+                                   "buffers): the ranking ties them, measured as predicted\n",
+                                   p, list);
+          for (const auto& name : names) program_of[name] = g;
+        }
+      }
       std::vector<const ValidationRow*> at_p;
       for (const auto& row : rows) {
         if (row.processors == p) at_p.push_back(&row);
@@ -264,9 +290,16 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
       for (std::size_t i = 0; i < at_p.size();) {
         std::size_t j = i + 1;  // [i, j): predicted the same step, a tie as kendall_tau counts one (equal)
         while (j < at_p.size() && at_p[j]->predicted_step_s == at_p[i]->predicted_step_s) ++j;
-        if (j - i > 1) {
-          std::string names = at_p[i]->schedule;
-          for (std::size_t k = i + 1; k < j; ++k) names += (k + 1 == j ? " and " : ", ") + at_p[k]->schedule;
+        // One of each same-program group: those are tied both ways.
+        std::vector<std::string> distinct;
+        std::set<std::size_t> groups_seen;
+        for (std::size_t k = i; k < j; ++k) {
+          const auto it = program_of.find(at_p[k]->schedule);
+          if (it == program_of.end() || groups_seen.insert(it->second).second) distinct.push_back(at_p[k]->schedule);
+        }
+        if (distinct.size() > 1) {
+          std::string names = distinct.front();
+          for (std::size_t k = 1; k < distinct.size(); ++k) names += (k + 1 == distinct.size() ? " and " : ", ") + distinct[k];
           std::cout << fmt::format("P={}: {} are predicted the same step; tau-b counts each such pair against any "
                                    "order the runs give it, so it stays below 1 unless they measure alike\n",
                                    p, names);

@@ -576,19 +576,20 @@ TEST_CASE("validation knows a pair's measured order from its rounds' ratios, the
   // Three schedules, three pairs, each judged at 5% / 3 so that all three judgements hold at 95%
   // together (nine rounds' exact interval then spans all nine ratios: 2 P(B <= 1) = 20 / 512 is
   // over 5% / 3, where at 5% it leaves out the lowest). gpipe 4% slower than 1f1b in eight rounds
-  // and 10% faster in one: ordered at 5% (the eight alike), not at 5% / 3. Sequential, 50% slower
-  // than gpipe in every round, is ordered against both.
-  std::map<std::string, std::vector<double>> three_s = {{"gpipe", gpipe_s}, {"1f1b", {}}, {"sequential", {}}};
+  // and 10% faster in one: ordered at 5% (the eight alike), not at 5% / 3. Pipedream, 50% slower
+  // than gpipe in every round, is ordered against both (not sequential: at one processor it runs
+  // 1f1b's program, same_program).
+  std::map<std::string, std::vector<double>> three_s = {{"gpipe", gpipe_s}, {"1f1b", {}}, {"pipedream", {}}};
   for (std::size_t r = 0; r < gpipe_s.size(); ++r) {
     three_s["1f1b"].push_back(gpipe_s[r] / (r == 0 ? 0.9 : 1.04));
-    three_s["sequential"].push_back(1.5 * gpipe_s[r]);
+    three_s["pipedream"].push_back(1.5 * gpipe_s[r]);
   }
   std::vector<double> gpipe_over_1f1b;
   for (std::size_t r = 0; r < gpipe_s.size(); ++r) gpipe_over_1f1b.push_back(gpipe_s[r] / three_s["1f1b"][r]);
   CHECK(median_differs_from(gpipe_over_1f1b, 1.0, 0.05));       // 1.04 to 1.04
   CHECK_FALSE(median_differs_from(gpipe_over_1f1b, 1.0, 0.05 / 3));  // 0.9 to 1.04
   ValidationOptions three = options;
-  three.schedules = {"gpipe", "1f1b", "sequential"};
+  three.schedules = {"gpipe", "1f1b", "pipedream"};
   const Predictor predict_three = [](const TaskGraph& g) {
     Result r = evaluate(g);
     r.iteration_s = g.schedule == "gpipe" ? 1.1 : g.schedule == "1f1b" ? 1.0 : 1.5;
@@ -618,6 +619,41 @@ TEST_CASE("a median's exact interval: the sign test, with too few values never c
   // Below as above, and the order of the values does not matter.
   CHECK(median_differs_from({0.97, 0.9, 0.95, 0.99, 0.93, 0.96}, 1.0, 0.05));
   CHECK_THROWS_AS(median_differs_from(above(6), 1.0, 0), Error);
+}
+
+TEST_CASE("validation ties schedules that run one program in the measured order too") {
+  const Dataset data = data_for(kMlp);
+  ValidationOptions options;
+  options.schedules = {"sequential", "1f1b", "pipedream"};
+  options.processors = {1};
+  options.runs = 9;
+  // At one processor sequential and 1f1b run one program (same_program); their runs differ by
+  // noise only, here 1f1b 4% slower in every round, an order the rounds would know. Pipedream,
+  // predicted slower (an update per microbatch), runs 20% slower.
+  const std::vector<double> sequential_s = {1.0, 1.3, 0.8, 1.15, 0.9, 1.05, 0.85, 1.2, 0.95};
+  std::map<std::string, std::vector<double>> script_s = {{"sequential", sequential_s}};
+  for (const double s : sequential_s) {
+    script_s["1f1b"].push_back(1.04 * s);
+    script_s["pipedream"].push_back(1.2 * s);
+  }
+  std::map<std::string, std::size_t> runs;
+  const Runner scripted = [&](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
+    TrainingRun run;
+    run.result.iteration_s = script_s.at(g.schedule).at(runs[g.schedule]++);
+    return run;
+  };
+  const GraphConfig config = config_for(kMlp, "sequential", 1, 2, 2);
+  const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, scripted);
+  REQUIRE(report.rows.size() == 3);
+  REQUIRE(report.rows[0].predicted_step_s == report.rows[1].predicted_step_s);
+  REQUIRE(report.rows[2].predicted_step_s > report.rows[0].predicted_step_s);
+  CHECK(report.rows[1].measured_step_s > report.rows[0].measured_step_s);  // kept as measured in the rows
+  CHECK(report.same_program_schedules.at(1) == std::vector<std::vector<std::string>>{{"sequential", "1f1b"}});
+  // Tied both ways, the other two pairs concordant: 2 / sqrt(2 x 2). Counted as measured, the
+  // tie in the prediction alone would give 2 / sqrt(2 x 3).
+  CHECK(report.kendall_tau.at(1) == doctest::Approx(1.0));
+  CHECK(report.separable_pairs.at(1) == std::pair<int, int>{2, 3});  // not the pair with no order
+  CHECK(report.separable_kendall_tau.at(1) == doctest::Approx(1.0));
 }
 
 TEST_CASE("each round of validation runs its configurations in its own order, the same for one seed") {
@@ -759,6 +795,15 @@ double pairwise_overlap(const TaskGraph& graph) {
 }
 
 // A table whose layers take k times 1, 2, 3 and 4 ms and 0.1 ms.
+// A machine that runs every graph as the analytic evaluator predicts it.
+Runner runs_as_predicted() {
+  return [](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
+    TrainingRun run;
+    run.result = evaluate(g);
+    return run;
+  };
+}
+
 Calibration scaled_calibration(const Network& network, const GraphConfig& config, double k) {
   Calibration c;
   c.samples = network.batch / config.microbatches;
@@ -968,12 +1013,7 @@ TEST_CASE("validation takes a table timed in a P-processor pipeline by the row's
       }
       return c;
     };
-    const Runner as_predicted = [](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
-      TrainingRun run;
-      run.result = evaluate(g);
-      return run;
-    };
-    const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, as_predicted);
+    const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, runs_as_predicted());
     REQUIRE(report.rows.size() == 8);
     for (const auto& row : report.rows) {
       CAPTURE(row.schedule);
@@ -999,6 +1039,57 @@ TEST_CASE("validation takes a table timed in a P-processor pipeline by the row's
       if (row.schedule == "gpipe") CHECK(row.co_run_weight > 0);
       if (row.schedule == "1f1b" || row.schedule == "pipedream") CHECK(row.co_run_weight == 1);
     }
+  }
+}
+
+TEST_CASE("validation scales a row's table by the bytes its graph holds against those the table was timed at") {
+  const Dataset data = data_for(kMlp);
+  const GraphConfig config = config_for(kMlp, "gpipe", 1, 4, 2);
+  const Network network = make_request(config).network;
+  // A graph's footprint: its processors' step peaks together, from the table taken alone.
+  const auto footprint_of = [&](const std::string& schedule, int processors) {
+    GraphConfig at = config_for(kMlp, schedule, processors, 4, 2);
+    at.calibration = std::make_shared<const Calibration>(scaled_calibration(network, config, 1.0));
+    std::int64_t bytes = 0;
+    for (const std::int64_t peak : evaluate(make_graph(at)).step_peak_memory_bytes) bytes += peak;
+    return bytes;
+  };
+  const std::int64_t small = footprint_of("sequential", 1), large = footprint_of("gpipe", 1);
+  REQUIRE(large > small);
+  const double slowdown = 0.1;
+  ValidationOptions options;
+  options.schedules = {"sequential", "gpipe", "1f1b", "zb-h1"};
+  options.processors = {1, 2};
+  options.runs = 1;
+  options.calibrate = [&](int) {  // the same table alone and for 2, timed at sequential's footprint
+    Calibration c = scaled_calibration(network, config, 1.0);
+    c.timed_footprint_bytes = small;
+    c.footprint_slowdown = slowdown;
+    c.footprint_small_bytes = small;
+    c.footprint_large_bytes = large;
+    return c;
+  };
+  const Runner as_predicted = runs_as_predicted();
+  const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, as_predicted);
+  REQUIRE(report.rows.size() == 8);
+  for (const auto& row : report.rows) {
+    CAPTURE(row.schedule);
+    CAPTURE(row.processors);
+    // Linear from 0 at sequential's footprint to 10% at one-processor gpipe's, held beyond.
+    const double share = static_cast<double>(footprint_of(row.schedule, row.processors) - small) /
+                         static_cast<double>(large - small);
+    const double factor = 1 + slowdown * std::clamp(share, 0.0, 1.0);
+    CHECK(row.footprint_factor == doctest::Approx(factor));
+    GraphConfig at = config_for(kMlp, row.schedule, row.processors, 4, 2);
+    at.calibration = std::make_shared<const Calibration>(scaled_calibration(network, config, factor));
+    CHECK(row.predicted_step_s == doctest::Approx(evaluate(make_graph(at)).iteration_s));
+    if (row.processors == 1 && (row.schedule == "sequential" || row.schedule == "1f1b")) CHECK(row.footprint_factor == 1);
+    if (row.processors == 1 && row.schedule == "gpipe") CHECK(row.footprint_factor == doctest::Approx(1.1));
+  }
+  // Without the measurement, nothing is scaled.
+  options.calibrate = [&](int) { return scaled_calibration(network, config, 1.0); };
+  for (const auto& row : validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, as_predicted).rows) {
+    CHECK(row.footprint_factor == 1);
   }
 }
 

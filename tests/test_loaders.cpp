@@ -160,6 +160,31 @@ TEST_CASE("calibration tables: unknown keys, repeated layers and impossible time
     CAPTURE(bad);
     CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(bad, layer), "c.json"), doctest::Contains("co_run_s"), Error);
   }
+  // What a footprint costs: kept, unmeasured when absent, its two footprints in order.
+  CHECK(piped.footprint_slowdown == -1);
+  CHECK(piped.timed_footprint_bytes == 0);
+  CHECK(piped.footprint_factor(4000, 1000) == 1);
+  const std::string footprint =
+      R"(, "timed_footprint_bytes": 1000, "footprint_slowdown": 0.1, "footprint_small_bytes": 1000, "footprint_large_bytes": 3000)";
+  const Calibration held = calibration_from_json_text(
+      calibration_to_json_text(calibration_from_json_text(calibration(footprint, layer), "c.json")), "c.json");
+  CHECK(held.timed_footprint_bytes == 1000);
+  CHECK(held.footprint_slowdown == 0.1);
+  CHECK(held.footprint_small_bytes == 1000);
+  CHECK(held.footprint_large_bytes == 3000);
+  // Linear between the two footprints, held at the ends: 0.1 x (2000 - 1000) / (3000 - 1000).
+  CHECK(held.footprint_slowdown_at(2000) == doctest::Approx(0.05));
+  CHECK(held.footprint_slowdown_at(500) == 0);
+  CHECK(held.footprint_slowdown_at(9000) == doctest::Approx(0.1));
+  CHECK(held.footprint_factor(2000, 1000) == doctest::Approx(1.05));
+  CHECK(held.footprint_factor(3000, 2000) == doctest::Approx(1.1 / 1.05));
+  CHECK(held.footprint_factor(3000, 0) == 1);  // timed at a footprint not recorded
+  for (const char* bad : {R"(, "footprint_slowdown": -0.5, "footprint_small_bytes": 1000, "footprint_large_bytes": 3000)",
+                          R"(, "footprint_slowdown": 0.1, "footprint_small_bytes": 3000, "footprint_large_bytes": 3000)",
+                          R"(, "footprint_slowdown": 0.1)", R"(, "timed_footprint_bytes": -1)"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(bad, layer), "c.json"), doctest::Contains("footprint"), Error);
+  }
 
   CHECK(handoff.one_handoff_s() == 3e-5);
   // Copies timed at sizes: kept in order, and a copy's time read off them (linear between two
@@ -260,6 +285,11 @@ TEST_CASE("calibration tables: a blend lies between the table taken alone and th
   CHECK(quarter.task_overhead_s_of(TaskKind::BW) == doctest::Approx(15e-6));
   CHECK(quarter.layer_overhead_s == doctest::Approx(3e-6));
   CHECK(quarter.input_load_s == doctest::Approx(10e-6));
+  CHECK(quarter.timed_footprint_bytes == 0);  // recorded in neither
+  alone.timed_footprint_bytes = 1000;
+  CHECK(blend_calibrations(alone, together, 0.25).timed_footprint_bytes == 0);  // in one only
+  together.timed_footprint_bytes = 5000;
+  CHECK(blend_calibrations(alone, together, 0.25).timed_footprint_bytes == 2000);
   const LayerTimes& fc = quarter.layers.at("fc");
   CHECK(fc.forward_s == doctest::Approx(1.5e-3));
   CHECK(fc.activation_grad_s == doctest::Approx(2.5e-3));

@@ -138,6 +138,65 @@ void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network
   record_to_linear_again(layer_graph, network, layer_runs, kWarmUp, calibration);
 }
 
+// The bytes `runs` held together: the sum over their processors of each one's step peak.
+std::int64_t footprint_bytes(const std::vector<TrainingRun>& runs) {
+  std::int64_t bytes = 0;
+  for (const auto& run : runs) {
+    for (const std::int64_t peak : run.result.step_peak_memory_bytes) bytes += peak;
+  }
+  return bytes;
+}
+
+// A minibatch's forwards and backwards in `runs` of `graph`, measured as whole tasks (their
+// layers, the buffers they take and free, the steps between layers), in the runs' cycles: the
+// median of means (median_of_means) over each run's minibatches after the first `skip_minibatches`,
+// robust to a stall as the table's layer times are.
+double forward_and_backward_cycles(const TaskGraph& graph, const std::vector<TrainingRun>& runs,
+                                   std::int32_t skip_minibatches) {
+  std::vector<double> per_minibatch;  // each run's minibatches in order
+  for (const auto& run : runs) {
+    std::map<std::int32_t, double> cycles;  // by minibatch
+    for (const Task& t : graph.tasks) {
+      if (t.minibatch < skip_minibatches || (t.kind != TaskKind::F && t.kind != TaskKind::B)) continue;
+      const TaskTiming& timing = run.result.tasks.at(static_cast<std::size_t>(t.id));
+      cycles[t.minibatch] += static_cast<double>(timing.end_cycles - timing.start_cycles);
+    }
+    for (const auto& [minibatch, c] : cycles) per_minibatch.push_back(c);
+  }
+  return per_minibatch.empty() ? 0.0 : median_of_means(per_minibatch);
+}
+
+// Calibration::footprint_slowdown: `config`'s network also run on one processor under gpipe, as
+// long as the sequential run (`sequential_runs` of `sequential_graph`; after as many warm-up
+// minibatches), which holds every microbatch's stash at once where sequential holds one; how much
+// longer its forwards and backwards took, whole tasks, as a fraction (a negative one is the
+// samples' noise: 0), between the two runs' footprints. Whole tasks, not the layers' own times
+// (the table's): a task also takes and frees its buffers, and on lenet5 the layers' times gave
+// 0.2-1.2% where whole runs of the two schedules differed by 0.9-4.4%. Left unmeasured where
+// gpipe holds no more.
+void time_footprint_slowdown(const GraphConfig& config, const Network& network, const Dataset& data, int repeats,
+                             std::uint64_t seed, const TaskGraph& sequential_graph,
+                             const std::vector<TrainingRun>& sequential_runs, const ProfileRuns& run_all,
+                             const std::function<void(const std::string&)>& progress, Calibration& calibration) {
+  const GraphConfig gpipe = profile_run_config(config, "gpipe", 1, profile_minibatches(repeats, config.microbatches));
+  const std::int32_t warm_up = profile_timed_minibatches(repeats, config.microbatches);
+  if (progress) {
+    progress("profiling " + network.name + ": the layers again in a one-processor gpipe run (every microbatch's "
+             "stash held at once), for what a larger footprint costs");
+  }
+  const TaskGraph graph = make_graph(gpipe);
+  const BatchSampler sampler(data, network.batch, gpipe.microbatches, gpipe.minibatches, seed);
+  const std::vector<TrainingRun> measured = run_all(graph, sampler);
+  const std::int64_t small_bytes = footprint_bytes(sequential_runs), large_bytes = footprint_bytes(measured);
+  if (small_bytes <= 0 || large_bytes <= small_bytes) return;
+  const double sequential_cycles = forward_and_backward_cycles(sequential_graph, sequential_runs, warm_up);
+  const double gpipe_cycles = forward_and_backward_cycles(graph, measured, warm_up);
+  if (!(sequential_cycles > 0)) return;
+  calibration.footprint_slowdown = std::max(0.0, gpipe_cycles / sequential_cycles - 1);
+  calibration.footprint_small_bytes = small_bytes;
+  calibration.footprint_large_bytes = large_bytes;
+}
+
 }  // namespace
 
 double median_of(std::vector<double> values) { return upper_median(std::move(values)); }
@@ -288,7 +347,7 @@ double typical_task_s(const Calibration& calibration) {
 
 Calibration profile_layers(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
                            const Runner& run, const std::function<void(const std::string&)>& progress,
-                           int concurrent, const std::vector<int>& pin_cpus) {
+                           int concurrent, const std::vector<int>& pin_cpus, bool time_footprint) {
   if (repeats < 1) throw Error("profile: repeats must be at least 1");
   if (concurrent < 1) throw Error("profile: concurrent copies must be at least 1");
   const ScheduleRequest request = make_request(config);
@@ -343,6 +402,10 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
   const std::vector<TrainingRun> measured = run_copies(graph, sampler);
   Calibration calibration = calibration_from_runs(graph, request.network, measured, warm_up);
   calibration.source = "profile of " + request.network.name;
+  calibration.timed_footprint_bytes = footprint_bytes(measured);
+  if (time_footprint && concurrent == 1 && sequential.microbatches > 1) {
+    time_footprint_slowdown(config, request.network, data, repeats, seed, graph, measured, run_copies, progress, calibration);
+  }
   // Sequential tasks each span the whole network: the line's other end from one-layer tasks.
   if (request.network.size() > 1) {
     fit_overheads_with_one_layer_tasks(config, request.network, 1, data, seed, graph, measured, warm_up, run_copies, progress,
@@ -384,6 +447,7 @@ std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config,
   Calibration calibration = calibration_from_run(graph, request.network, measured, warm_up);
   calibration.concurrent = processors;
   calibration.pipeline_schedule = pipeline.schedule;
+  calibration.timed_footprint_bytes = footprint_bytes({measured});
   // What the other processors' work adds to a layer's time, from how its times vary with its
   // tasks' overlap in this run. A negative slope is the samples' noise (co-running does not speed
   // a core up): none.

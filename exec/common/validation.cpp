@@ -11,6 +11,7 @@
 #include "pipetwin/models/calibration.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/copies_on_cores.hpp"
+#include "pipetwin/schedule/same_program.hpp"
 #include "pipetwin/schedule/validator.hpp"
 
 namespace pipetwin {
@@ -54,6 +55,7 @@ struct Configuration {
   std::vector<std::int64_t> measured_peaks, measured_step_peaks;  // per run
   std::vector<std::int64_t> pool_peaks;      // per run, where the runner has a memory pool
   double co_run_weight = 0;  // the latest calibration's (ValidationRow::co_run_weight)
+  double footprint_factor = 1;  // the latest calibration's (ValidationRow::footprint_factor)
   // Forgets every round's figures (ValidationOptions::warmup_rounds: those rounds are not kept).
   void forget_rounds() {
     predicted_s.clear();
@@ -315,6 +317,7 @@ nlohmann::ordered_json validation_rows_json(const ValidationReport& report) {
                     {"task_time_error", row.task_time_error},
                     {"task_time_error_by_part", row.task_time_error_by_part},
                     {"co_run_weight", row.co_run_weight},
+                    {"footprint_factor", row.footprint_factor},
                     {"predicted_speedup", row.predicted_speedup},
                     {"measured_speedup", row.measured_speedup},
                     {"speedup_error", row.speedup_error},
@@ -344,6 +347,8 @@ nlohmann::ordered_json validation_summary_json(const ValidationReport& report) {
   j["mean_abs_replay_error"] = report.mean_abs_replay_error;
   j["max_abs_replay_error"] = report.max_abs_replay_error;
   j["kendall_tau"] = by_processor_count(report.kendall_tau);
+  j["same_program_schedules"] = nlohmann::ordered_json::object();
+  for (const auto& [p, groups] : report.same_program_schedules) j["same_program_schedules"][std::to_string(p)] = groups;
   j["separable_kendall_tau"] = nlohmann::ordered_json::object();
   for (const auto& [p, t] : report.separable_kendall_tau) {
     const auto& [count, pairs] = report.separable_pairs.at(p);
@@ -403,7 +408,12 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   counts.push_back(1);
   std::sort(counts.begin(), counts.end());
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
-  for (const int p : counts) calibrated[p] = config;
+  // A table given as a file, read once: its figures are the rows' (the footprint scaling below).
+  GraphConfig given = config;
+  if (!given.calibration && !given.calibration_file.empty()) {
+    given.calibration = std::make_shared<const Calibration>(load_calibration(given.calibration_file));
+  }
+  for (const int p : counts) calibrated[p] = given;
   ValidationReport report;
   std::map<int, std::vector<double>> calibrated_steps_s;  // per P, per round
   // Rounds counted from 0 with the warm-up ones first: "warm-up round 2/3", "round 1/10".
@@ -459,12 +469,13 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     const TaskGraph alone_graph = graph_of(calibrated.at(1), schedule, processors);
     return std::clamp((busy_concurrency(alone_graph, predict(alone_graph)) - 1) / (processors - 1), 0.0, 1.0);
   };
-  auto build = [&](const std::string& schedule, int processors, double* co_run_weight = nullptr) {
+  // The config (its table) a row's graph is built from, as above.
+  auto choose_table = [&](const std::string& schedule, int processors, double* co_run_weight) -> GraphConfig {
     const GraphConfig& together = calibrated.at(processors);
     const GraphConfig& alone = calibrated.at(1);
     if (co_run_weight != nullptr) *co_run_weight = 0;
     if (processors == 1 || !together.calibration || !alone.calibration || together.calibration == alone.calibration) {
-      return graph_of(together, schedule, processors);
+      return together;
     }
     double weight = overlap_alone(schedule, processors);
     const Calibration& pipeline = *together.calibration;
@@ -477,15 +488,40 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
         const double s = pipeline.co_run_slope, o = pipeline.co_run_share;
         GraphConfig scaled = together;
         scaled.calibration = std::make_shared<const Calibration>(with_compute_scaled(pipeline, (1 + s * o * weight) / (1 + s * o)));
-        return graph_of(scaled, schedule, processors);
+        return scaled;
       }
     }
     if (co_run_weight != nullptr) *co_run_weight = weight;
-    if (weight == 1) return graph_of(together, schedule, processors);
+    if (weight == 1) return together;
     GraphConfig mixed = together;
     mixed.calibration =
         std::make_shared<const Calibration>(blend_calibrations(*alone.calibration, *together.calibration, weight));
-    return graph_of(mixed, schedule, processors);
+    return mixed;
+  };
+  // Where the one-processor table measured what a larger footprint costs the compute
+  // (Calibration::footprint_slowdown), the row's table takes it by the bytes its graph holds, the
+  // sum of its processors' predicted step peaks (the processors share the machine's caches),
+  // against the footprint that table was timed at: compute times times
+  // Calibration::footprint_factor. On the 2-vCPU AVX-512 machine lenet5's one-processor gpipe ran
+  // 0-4% slower than sequential holding 6 MB, 11-14% holding 22 MB, and without the term its
+  // P = 2 rows at 22 MB were predicted 4% fast (docs/executor.md, "What a footprint costs").
+  auto build = [&](const std::string& schedule, int processors, double* co_run_weight = nullptr,
+                   double* footprint_factor = nullptr) {
+    GraphConfig chosen = choose_table(schedule, processors, co_run_weight);
+    TaskGraph graph = graph_of(chosen, schedule, processors);
+    if (footprint_factor != nullptr) *footprint_factor = 1;
+    const auto& alone = calibrated.at(1).calibration;
+    if (!alone || !chosen.calibration || !(alone->footprint_slowdown > 0) ||
+        chosen.calibration->timed_footprint_bytes <= 0) {
+      return graph;
+    }
+    std::int64_t bytes = 0;
+    for (const std::int64_t peak : predict(graph).step_peak_memory_bytes) bytes += peak;
+    const double factor = alone->footprint_factor(bytes, chosen.calibration->timed_footprint_bytes);
+    if (footprint_factor != nullptr) *footprint_factor = factor;
+    if (factor == 1) return graph;
+    chosen.calibration = std::make_shared<const Calibration>(with_compute_scaled(*chosen.calibration, factor));
+    return graph_of(chosen, schedule, processors);
   };
   // Every configuration: per schedule its one-processor baseline (this schedule, or sequential
   // where it cannot be built on one processor: only building falls back; an error while running,
@@ -501,22 +537,25 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   for (const auto& schedule : options.schedules) {
     std::string baseline = schedule;
     TaskGraph one_graph;
+    double one_footprint_factor = 1;
     try {
-      one_graph = build(schedule, 1);
+      one_graph = build(schedule, 1, nullptr, &one_footprint_factor);
     } catch (const Error&) {
       baseline = "sequential";
-      one_graph = build("sequential", 1);
+      one_graph = build("sequential", 1, nullptr, &one_footprint_factor);
     }
     const std::size_t one = configurations.size();
     configurations.emplace_back(baseline, 1, std::move(one_graph));
+    configurations.back().footprint_factor = one_footprint_factor;
     for (const int p : options.processors) {
       std::size_t at = one;
       if (p != 1 || baseline != schedule) {
         at = configurations.size();
-        double weight = 0;
-        TaskGraph graph = build(schedule, p, &weight);
+        double weight = 0, footprint_factor = 1;
+        TaskGraph graph = build(schedule, p, &weight, &footprint_factor);
         configurations.emplace_back(schedule, p, std::move(graph));
         configurations.back().co_run_weight = weight;
+        configurations.back().footprint_factor = footprint_factor;
       }
       plans.push_back({schedule, baseline, p, one, at});
     }
@@ -555,7 +594,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     if (r == 0 || options.calibrate || kept == 0) {  // the first kept round predicts again
       if (r > 0 && options.calibrate) {
         recalibrate(r);
-        for (auto& c : configurations) c.graph = build(c.schedule, c.processors, &c.co_run_weight);
+        for (auto& c : configurations) c.graph = build(c.schedule, c.processors, &c.co_run_weight, &c.footprint_factor);
       }
       predict_all();
     }
@@ -646,6 +685,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     row.task_time_error = m.task_time_errors.empty() ? nan : median_of(m.task_time_errors);
     for (const auto& [part, errors] : m.part_time_errors) row.task_time_error_by_part[part] = median_of(errors);
     row.co_run_weight = m.co_run_weight;
+    row.footprint_factor = m.footprint_factor;
     row.error_ci = m.error_ci();
     row.predicted_rounds_s = m.predicted_s;
     row.measured_rounds_s = m.steps_s;
@@ -667,13 +707,43 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   for (const int p : options.processors) {
     std::vector<double> predicted, measured;
     std::vector<const std::vector<double>*> steps_s;  // per round
+    std::vector<const Configuration*> at_p;
     for (std::size_t k = 0; k < plans.size(); ++k) {
       if (plans[k].processors != p) continue;
       predicted.push_back(report.rows[k].predicted_step_s);
       measured.push_back(report.rows[k].measured_step_s);
       steps_s.push_back(&configurations[plans[k].at].steps_s);
+      at_p.push_back(&configurations[plans[k].at]);
     }
-    report.kendall_tau[p] = kendall_tau(predicted, measured);
+    // Schedules that run one program here: one measured step for them all (their mean), so that
+    // the ranking ties them as the prediction does.
+    std::vector<int> program(at_p.size(), -1);  // the first schedule with the same program
+    for (std::size_t i = 0; i < at_p.size(); ++i) {
+      for (std::size_t j = 0; j < i && program[i] < 0; ++j) {
+        if (program[j] < 0 && same_program(at_p[j]->graph, at_p[i]->graph)) program[i] = static_cast<int>(j);
+      }
+    }
+    std::vector<double> measured_tied = measured;
+    for (std::size_t j = 0; j < at_p.size(); ++j) {
+      std::vector<std::size_t> group = {j};
+      for (std::size_t i = j + 1; i < at_p.size(); ++i) {
+        if (program[i] == static_cast<int>(j)) group.push_back(i);
+      }
+      if (group.size() < 2) continue;
+      double sum = 0;
+      std::vector<std::string> names;
+      for (const std::size_t i : group) {
+        sum += measured[i];
+        names.push_back(at_p[i]->schedule);
+      }
+      for (const std::size_t i : group) measured_tied[i] = sum / static_cast<double>(group.size());
+      report.same_program_schedules[p].push_back(std::move(names));
+    }
+    const auto one_program = [&](std::size_t i, std::size_t j) {
+      return program[i] == static_cast<int>(j) || program[j] == static_cast<int>(i) ||
+             (program[i] >= 0 && program[i] == program[j]);
+    };
+    report.kendall_tau[p] = kendall_tau(predicted, measured_tied);
     // Only the pairs whose measured order is known: the rounds' ratios of the two (each round runs
     // both, so a change of the machine's speed between rounds cancels), their median's exact
     // interval clear of 1, at 95% for all the pairs at once (each at 5% over the pairs: of 15
@@ -683,13 +753,13 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     const std::size_t count_of_pairs = measured.size() * (measured.size() - 1) / 2;
     const double alpha = count_of_pairs > 0 ? 0.05 / static_cast<double>(count_of_pairs) : 0.05;
     const auto separable = [&](std::size_t i, std::size_t j) {
-      return median_differs_from(round_ratios(*steps_s[i], *steps_s[j]), 1.0, alpha);
+      return !one_program(i, j) && median_differs_from(round_ratios(*steps_s[i], *steps_s[j]), 1.0, alpha);
     };
     int count = 0;
     for (std::size_t i = 0; i < measured.size(); ++i) {
       for (std::size_t j = i + 1; j < measured.size(); ++j) count += separable(i, j);
     }
-    report.separable_kendall_tau[p] = kendall_tau_where(predicted, measured, separable);
+    report.separable_kendall_tau[p] = kendall_tau_where(predicted, measured_tied, separable);
     report.separable_pairs[p] = {count, static_cast<int>(count_of_pairs)};
   }
   return report;

@@ -127,7 +127,8 @@ Calibration profile_cpu_layers(const GraphConfig& config, const Dataset& data, i
     }
     if (progress) progress("timing " + std::to_string(concurrent) + " copies at once instead");
   }
-  return profile_layers(config, data, repeats, seed, run_cpu, progress, concurrent, pin_cpus);
+  // One processor: also what a larger footprint costs the layers (Calibration::footprint_slowdown).
+  return profile_layers(config, data, repeats, seed, run_cpu, progress, concurrent, pin_cpus, /*time_footprint=*/true);
 }
 
 }  // namespace

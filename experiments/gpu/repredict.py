@@ -10,7 +10,9 @@ the busy concurrency of the prediction from the table taken alone ((c - 1) / (P 
 number of processors running a task while one does). Where that table was timed in a pipeline
 (its `pipeline_schedule`), the weight is the row's share over that schedule's, at most 1, and a
 table with a co-run slope is scaled by it instead of blended (docs/formats.md). Other rows use
-the table taken alone.
+the table taken alone. Where the table taken alone measured what a larger footprint costs
+(`footprint_slowdown`), each row's table is then scaled by the bytes its graph holds against those
+the table was timed at, as validate scales it.
 
     python3 experiments/gpu/repredict.py --pipetwin build/bin/pipetwin \\
         --validation experiments/gpu/h100-2026-11-24/validate-resnet56-p-tables.json \\
@@ -29,6 +31,7 @@ run, as `validate` pairs them (the error is the median over rounds of prediction
 """
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -79,6 +82,9 @@ def blend(alone, together, weight):
     kinds = set(alone.get("kind_overhead_s", {})) | set(together.get("kind_overhead_s", {}))
     of = lambda table, kind: table.get("kind_overhead_s", {}).get(kind, table.get("task_overhead_s", 0.0))
     mixed["kind_overhead_s"] = {kind: mix(of(alone, kind), of(together, kind)) for kind in sorted(kinds)}
+    if alone.get("timed_footprint_bytes", 0) > 0 and together.get("timed_footprint_bytes", 0) > 0:
+        # std::llround's halves away from zero, not Python's round to even
+        mixed["timed_footprint_bytes"] = math.floor(mix(alone["timed_footprint_bytes"], together["timed_footprint_bytes"]) + 0.5)
     by_name = {layer["name"]: layer for layer in alone["layers"]}
     for layer in mixed["layers"]:
         theirs = by_name[layer["name"]]
@@ -102,16 +108,42 @@ def scaled(table, factor):
     return out
 
 
+def footprint_slowdown_at(alone, footprint_bytes):
+    """The slowdown the table taken alone measured for a footprint (Calibration::footprint_slowdown_at)."""
+    slowdown = alone.get("footprint_slowdown", -1)
+    small, large = alone.get("footprint_small_bytes", 0), alone.get("footprint_large_bytes", 0)
+    if slowdown < 0 or large <= small:
+        return 0.0
+    return slowdown * min(1.0, max(0.0, (footprint_bytes - small) / (large - small)))
+
+
+def with_footprint(args, validation, schedule, processors, alone, table, predicted, folder):
+    """The row's step once its table takes what the bytes its graph holds cost (validate's build:
+    Calibration::footprint_factor), given the prediction from that table; and that factor."""
+    timed_bytes = table.get("timed_footprint_bytes", 0)
+    footprint_bytes = sum(predicted["step_peak_memory_bytes"])
+    if not alone.get("footprint_slowdown", -1) > 0 or timed_bytes <= 0 or footprint_bytes <= 0:
+        return predicted["iteration_s"], 1.0
+    factor = (1 + footprint_slowdown_at(alone, footprint_bytes)) / (1 + footprint_slowdown_at(alone, timed_bytes))
+    if factor == 1:
+        return predicted["iteration_s"], factor
+    scaled_path = os.path.join(folder, "footprint.json")
+    with open(scaled_path, "w") as f:
+        json.dump(scaled(table, factor), f)
+    return simulate(args.pipetwin, validation, schedule, processors, scaled_path, args.param)["iteration_s"], factor
+
+
 def predict_row(args, validation, schedule, processors, alone, together, folder):
     """One row's step from a table taken alone and, for P > 1, one taken with P at once (or None),
-    as validate predicts it; returns (step_s, weight or None)."""
+    as validate predicts it; returns (step_s, weight or None, footprint factor)."""
     alone_path = os.path.join(folder, "alone.json")
     blended_path = os.path.join(folder, "blended.json")
     with open(alone_path, "w") as f:
         json.dump(alone, f)
     predicted = simulate(args.pipetwin, validation, schedule, processors, alone_path, args.param)
     if processors == 1 or together is None:
-        return predicted["iteration_s"], None
+        step_s, factor = with_footprint(args, validation, schedule, processors, alone, alone, predicted, folder)
+        return step_s, None, factor
     concurrency = busy_concurrency(predicted)
     weight = min(1.0, max(0.0, (concurrency - 1) / (processors - 1)))
     timed_in = together.get("pipeline_schedule", "")
@@ -120,12 +152,17 @@ def predict_row(args, validation, schedule, processors, alone, together, folder)
         share = min(1.0, max(0.0, (busy_concurrency(pipeline) - 1) / (processors - 1)))
         weight = min(1.0, weight / share) if share > 0 else 1.0
     slope, timed_share = together.get("co_run_slope", -1), together.get("co_run_share", -1)
+    if timed_in and slope >= 0 and timed_share >= 0:  # the table scaled by overlap
+        chosen = scaled(together, (1 + slope * timed_share * weight) / (1 + slope * timed_share))
+    elif weight == 1:
+        chosen = together
+    else:
+        chosen = blend(alone, together, weight)
     with open(blended_path, "w") as f:
-        if timed_in and slope >= 0 and timed_share >= 0:  # the table scaled by overlap
-            json.dump(scaled(together, (1 + slope * timed_share * weight) / (1 + slope * timed_share)), f)
-        else:
-            json.dump(blend(alone, together, weight), f)
-    return simulate(args.pipetwin, validation, schedule, processors, blended_path, args.param)["iteration_s"], weight
+        json.dump(chosen, f)
+    predicted = simulate(args.pipetwin, validation, schedule, processors, blended_path, args.param)
+    step_s, factor = with_footprint(args, validation, schedule, processors, alone, chosen, predicted, folder)
+    return step_s, weight, factor
 
 
 def median(values):
@@ -196,9 +233,10 @@ def main():
     with tempfile.TemporaryDirectory() as folder:
         for row in validation["rows"]:
             schedule, processors = row["schedule"], row["processors"]
-            steps, weight = [], None
+            steps, weight, factor = [], None, 1.0
             for alone, together in rounds:
-                step_s, weight = predict_row(args, validation, schedule, processors, alone, together.get(processors), folder)
+                step_s, weight, factor = predict_row(args, validation, schedule, processors, alone,
+                                                     together.get(processors), folder)
                 steps.append(step_s)
             if args.tables is not None:  # paired with the rounds' runs, as validate pairs them
                 measured = row["measured_rounds_s"]
@@ -208,6 +246,7 @@ def main():
             else:
                 error = steps[0] / row["measured_step_s"] - 1
             rows.append({"schedule": schedule, "processors": processors, "co_run_weight": weight,
+                         "footprint_factor": factor,
                          "repredicted_step_s": median(steps), "measured_step_s": row["measured_step_s"],
                          "file_predicted_step_s": row["predicted_step_s"], "error": error,
                          "file_error": row["step_error"]})

@@ -17,7 +17,7 @@ namespace pipetwin {
 Calibration calibration_from_json_text(const std::string& text, const std::string& source) {
   const nlohmann::json document = JsonReader::parse(text, source);
   const JsonReader root(document, source);
-  root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "pipeline_schedule", "co_run_slope", "co_run_share", "cores", "task_overhead_s", "layer_overhead_s", "kind_overhead_s", "input_load_s", "copy_bytes_per_s", "core_copy_bytes_per_s", "ranks", "message_send_core_s",
+  root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "pipeline_schedule", "co_run_slope", "co_run_share", "timed_footprint_bytes", "footprint_slowdown", "footprint_small_bytes", "footprint_large_bytes", "cores", "task_overhead_s", "layer_overhead_s", "kind_overhead_s", "input_load_s", "copy_bytes_per_s", "core_copy_bytes_per_s", "ranks", "message_send_core_s",
                    "message_send_core_bytes_per_s", "message_receive_core_s", "message_receive_core_bytes_per_s",
                    "copy_latency_s", "handoff_s", "handoff_spin_s", "copy_seconds", "layers"});
   if (root.get_string("format", "") != "pipetwin-calibration-1") {
@@ -57,6 +57,17 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   }
   if ((c.co_run_slope >= 0 || c.co_run_share >= 0) && c.pipeline_schedule.empty()) {
     root.at(c.co_run_slope >= 0 ? "co_run_slope" : "co_run_share").fail("a table timed in a pipeline (\"pipeline_schedule\")");
+  }
+  c.timed_footprint_bytes = root.get_int("timed_footprint_bytes", 0);
+  if (c.timed_footprint_bytes < 0) root.at("timed_footprint_bytes").fail("bytes >= 0 (0: not recorded)");
+  c.footprint_slowdown = root.get_double("footprint_slowdown", -1);
+  if (!(std::isfinite(c.footprint_slowdown) && (c.footprint_slowdown >= 0 || c.footprint_slowdown == -1))) {
+    root.at("footprint_slowdown").fail("a fraction >= 0, or -1 for not measured");
+  }
+  c.footprint_small_bytes = root.get_int("footprint_small_bytes", 0);
+  c.footprint_large_bytes = root.get_int("footprint_large_bytes", 0);
+  if (c.footprint_slowdown >= 0 && !(c.footprint_small_bytes > 0 && c.footprint_large_bytes > c.footprint_small_bytes)) {
+    root.at("footprint_slowdown").fail("footprints it was measured between: footprint_large_bytes above footprint_small_bytes > 0");
   }
   const std::int64_t cores = root.get_int("cores", 0);
   if (cores < 0 || cores > 1048576) root.at("cores").fail("a number of CPUs from 0 (not recorded) to 1048576");
@@ -150,6 +161,12 @@ std::string calibration_to_json_text(const Calibration& c) {
   if (!c.pipeline_schedule.empty()) j["pipeline_schedule"] = c.pipeline_schedule;
   if (c.co_run_slope >= 0) j["co_run_slope"] = c.co_run_slope;
   if (c.co_run_share >= 0) j["co_run_share"] = c.co_run_share;
+  if (c.timed_footprint_bytes > 0) j["timed_footprint_bytes"] = c.timed_footprint_bytes;
+  if (c.footprint_slowdown >= 0) {
+    j["footprint_slowdown"] = c.footprint_slowdown;
+    j["footprint_small_bytes"] = c.footprint_small_bytes;
+    j["footprint_large_bytes"] = c.footprint_large_bytes;
+  }
   j["cores"] = c.cores;
   j["task_overhead_s"] = c.task_overhead_s;
   j["layer_overhead_s"] = c.layer_overhead_s;

@@ -38,6 +38,12 @@ Calibration blend_calibrations(const Calibration& alone, const Calibration& toge
   const auto mix = [weight](double a, double b) { return a + weight * (b - a); };
   Calibration blended = together;
   for (const auto seconds : kTableComputeTimes) blended.*seconds = mix(alone.*seconds, together.*seconds);
+  // Timed between the two footprints too, where both are known.
+  if (alone.timed_footprint_bytes > 0 && together.timed_footprint_bytes > 0) {
+    blended.timed_footprint_bytes = static_cast<std::int64_t>(
+        std::llround(mix(static_cast<double>(alone.timed_footprint_bytes), static_cast<double>(together.timed_footprint_bytes))));
+  }
+
   blended.kind_overhead_s.clear();  // each kind either table timed apart, mixed with the other's for that kind
   for (const auto* table : {&alone, &together}) {
     for (const auto& [kind, s] : table->kind_overhead_s) {

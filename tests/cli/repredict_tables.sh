@@ -24,3 +24,38 @@ for r in rows:
         sys.exit(f"{r['schedule']} P={r['processors']}: repredicted {r['error']!r}, validate {r['file_error']!r}")
 print(f"{len(rows)} rows re-predicted round by round to validate's own errors")
 PY
+
+# The footprint scaling, made certain to apply: a table with a footprint slowdown of 10% between
+# the sequential run's footprint and twice it, used throughout (validate --calibration); every
+# row's prediction and factor come back from repredict --alone.
+"$pipetwin" profile -m mlp "${params[@]}" --microbatches 2 --repeats 2 --data synthetic -q -o "$folder/table.json" > /dev/null
+"$python" - "$folder/table.json" <<'PY'
+import json, sys
+table = json.load(open(sys.argv[1]))
+small = table["timed_footprint_bytes"]
+assert small > 0, table
+table.update(footprint_slowdown=0.1, footprint_small_bytes=small, footprint_large_bytes=2 * small)
+json.dump(table, open(sys.argv[1], "w"))
+PY
+"$pipetwin" validate -m mlp "${params[@]}" --schedules sequential,gpipe,zb-h1 -p 1,2 --microbatches 2 --steps 4 \
+  --runs 1 --data synthetic --json -q --calibration "$folder/table.json" > "$folder/footprint.json"
+"$python" "$repredict" --pipetwin "$pipetwin" --validation "$folder/footprint.json" --alone "$folder/table.json" \
+  "${params[@]}" --json > "$folder/footprint-again.json"
+"$python" - "$folder/footprint.json" "$folder/footprint-again.json" <<'PY'
+import json, sys
+file_rows = json.load(open(sys.argv[1]))["rows"]
+rows = json.load(open(sys.argv[2]))["rows"]
+assert len(rows) == len(file_rows) == 6, rows
+scaled = 0
+for mine, theirs in zip(rows, file_rows):
+    name = f"{mine['schedule']} P={mine['processors']}"
+    if abs(mine["repredicted_step_s"] / theirs["predicted_step_s"] - 1) > 1e-9:
+        sys.exit(f"{name}: repredicted {mine['repredicted_step_s']!r}, validate {theirs['predicted_step_s']!r}")
+    if abs(mine["footprint_factor"] - theirs["footprint_factor"]) > 1e-12:
+        sys.exit(f"{name}: footprint factor {mine['footprint_factor']!r}, validate {theirs['footprint_factor']!r}")
+    scaled += theirs["footprint_factor"] != 1
+gpipe = next(r for r in file_rows if r["schedule"] == "gpipe" and r["processors"] == 1)
+if not gpipe["footprint_factor"] > 1:
+    sys.exit(f"gpipe at P=1 holds both microbatches' stashes, yet its factor is {gpipe['footprint_factor']!r}")
+print(f"{len(rows)} rows re-predicted with the footprint scaling ({scaled} scaled) to validate's own")
+PY

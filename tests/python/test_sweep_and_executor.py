@@ -51,6 +51,14 @@ def test_profile_of_copies_at_once(tmp_path):
     assert pipetwin.simulate(graph).iteration_s > 0
 
 
+def test_validate_ties_schedules_that_run_one_program():
+    table, summary = pipetwin.validate("mlp", ["sequential", "1f1b"], [1], minibatches=4, runs=1,
+                                       params={"widths": "32,16,8", "batch": 8}, data="synthetic")
+    assert summary["same_program_schedules"] == {"1": [["sequential", "1f1b"]]}
+    assert table["predicted_step_s"].iloc[0] == table["predicted_step_s"].iloc[1]
+    assert summary["kendall_tau"][1] != summary["kendall_tau"][1]  # tied both ways: NaN, no order at all
+
+
 def test_validate_from_python_and_its_plot():
     table, summary = pipetwin.validate("mlp", ["gpipe", "1f1b"], [1, 2], minibatches=4, runs=1,
                                        params={"widths": "32,16,8", "batch": 8}, data="synthetic")
@@ -59,6 +67,8 @@ def test_validate_from_python_and_its_plot():
     errors = (table["predicted_step_s"] - table["measured_step_s"]) / table["measured_step_s"]
     assert summary["mean_abs_step_error"] == pytest.approx(errors.abs().mean())
     assert set(summary["kendall_tau"]) == {1, 2}
+    assert summary["same_program_schedules"] == {}  # gpipe and 1f1b differ at both counts
+    assert (table["footprint_factor"] > 0).all()
     # Profiled here: a table per processor count (two copies at once for P = 2) in the one round,
     # and each run replayed from its own task times.
     assert summary["calibrations"] == 2

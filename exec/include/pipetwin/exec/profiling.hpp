@@ -65,9 +65,12 @@ double typical_task_s(const Calibration& calibration);
 // one-processor LayerPipe run (a task per layer) beside it splits the overhead into per task and
 // per layer (fit_task_overheads). `pin_cpus` (empty: none): copy k's threads run on CPU
 // pin_cpus[k mod size], as processor k's would in a pinned run (TrainingOptions::pin_cpus).
+// The table records the sequential run's footprint (Calibration::timed_footprint_bytes); with
+// `time_footprint`, one processor and more than one microbatch, a one-processor gpipe run as long
+// times what a larger footprint costs (Calibration::footprint_slowdown).
 Calibration profile_layers(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
                            const Runner& run, const std::function<void(const std::string&)>& progress,
-                           int concurrent = 1, const std::vector<int>& pin_cpus = {});
+                           int concurrent = 1, const std::vector<int>& pin_cpus = {}, bool time_footprint = false);
 
 // Microbatches a profile times per layer and task kind unless told otherwise (`--repeats`); with
 // 4 microbatches a minibatch, 16 minibatches after the warm-up one, so 16 samples of each update.

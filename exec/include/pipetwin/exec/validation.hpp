@@ -77,6 +77,10 @@ struct ValidationRow {
   // a pipeline (Calibration::pipeline_schedule), that share over the pipeline schedule's, at
   // most 1. 0 at P = 1 and without calibrations.
   double co_run_weight = 0;
+  // What the row's table compute times were scaled by for the bytes its graph holds against those
+  // its table was timed at (Calibration::footprint_factor; the latest round's). 1 where the
+  // one-processor table did not measure what a footprint costs.
+  double footprint_factor = 1;
   // The step error's 95% confidence half-width (a fraction), distribution-free from the order
   // statistics: of the rounds' ratios with a calibration per round, else of the runs' steps.
   // Infinite with one run.
@@ -97,12 +101,17 @@ struct ValidationReport {
   // Over the rows other than the baseline's own (whose speedup is 1 by definition); 0 with none.
   double mean_abs_speedup_error = 0, max_abs_speedup_error = 0;
   double speedup_error_ci = 0;  // the median of those rows' speedup_error_ci (0: no such row)
-  std::map<int, double> kendall_tau;  // per processor count, over the schedules
+  // Per processor count, over the schedules. Schedules whose graphs are one program there
+  // (same_program: at P = 1 sequential and 1f1b) are tied in the measured order as in the
+  // predicted one: their runs differ by the machine's noise only.
+  std::map<int, double> kendall_tau;
+  // Per processor count, the groups of two or more schedules that run one program there.
+  std::map<int, std::vector<std::vector<std::string>>> same_program_schedules;
   // The same over only the pairs of schedules whose measured order is known (the median of their
   // rounds' step ratios, each round having run both, with its interval clear of 1, each pair's at
   // 5% over the pairs so that all hold at 95% at once), with how many pairs that was (of all): on
   // one processor schedules doing the same work differ by less than the noise, and their
-  // measured order is a coin's.
+  // measured order is a coin's. Pairs that run one program have no order to know.
   std::map<int, double> separable_kendall_tau;
   std::map<int, std::pair<int, int>> separable_pairs;
   double noise_floor = 0;  // the median of the rows' measured_spread

@@ -70,6 +70,34 @@ struct Calibration {
   // compute times times (1 + slope o) / (1 + slope share) (validate does).
   double co_run_slope = -1;
   double co_run_share = -1;
+  // The bytes the timed run's buffers held: the sum over its processors (or copies) of their
+  // steady-state step peaks (0: not recorded). A one-processor table is timed in a sequential run,
+  // one microbatch's stash at a time.
+  std::int64_t timed_footprint_bytes = 0;
+  // What holding more costs the compute (the caches it pushes the tasks' data out of): a
+  // one-processor CPU profile also runs the network under one-processor gpipe, every microbatch's
+  // stash held at once (footprint_large_bytes against the sequential run's footprint_small_bytes),
+  // and records how much longer its forwards and backwards took over the sequential run's, whole
+  // tasks, as a fraction (>= 0; -1: not measured, older tables and GPUs). On the 2-vCPU AVX-512
+  // machine lenet5's gpipe tasks ran 0-4% slower holding 6 MB than sequential's holding 1.9 MB, and
+  // 8-10% holding 22 MB (docs/executor.md, "What a footprint costs").
+  double footprint_slowdown = -1;
+  std::int64_t footprint_small_bytes = 0;
+  std::int64_t footprint_large_bytes = 0;
+  // The slowdown at a footprint of `bytes`: linear from 0 at footprint_small_bytes to
+  // footprint_slowdown at footprint_large_bytes, and held at those ends; 0 where not measured.
+  double footprint_slowdown_at(std::int64_t bytes) const {
+    if (footprint_slowdown < 0 || footprint_large_bytes <= footprint_small_bytes) return 0;
+    const double share = static_cast<double>(bytes - footprint_small_bytes) /
+                         static_cast<double>(footprint_large_bytes - footprint_small_bytes);
+    return footprint_slowdown * std::clamp(share, 0.0, 1.0);
+  }
+  // The factor a table timed at a footprint of `timed_bytes` takes for a graph that holds `bytes`:
+  // (1 + slowdown at bytes) / (1 + slowdown at timed_bytes). 1 where either is unknown (0 bytes).
+  double footprint_factor(std::int64_t bytes, std::int64_t timed_bytes) const {
+    if (bytes <= 0 || timed_bytes <= 0) return 1;
+    return (1 + footprint_slowdown_at(bytes)) / (1 + footprint_slowdown_at(timed_bytes));
+  }
   // The CPUs the profiling process could run on (0: not recorded). A graph with at least as many
   // processors as this runs a compute thread on every core, so that a transfer's copy, made by a
   // link thread, takes its time from a processor (charge_copies_to_cores, schedule/).
