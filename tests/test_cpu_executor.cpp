@@ -1752,6 +1752,67 @@ TEST_CASE("layer times: a fused B goes back to the linear output once, and recor
   }
 }
 
+TEST_CASE("a one-processor profile measures what a larger footprint costs in a gpipe run, or goes without") {
+  // lenet5, 4 microbatches of 4 samples: one-processor gpipe holds every microbatch's stash,
+  // sequential one at a time.
+  const Case lenet{"lenet5", {"batch=16"}};
+  const Dataset data = data_for(lenet);
+  const GraphConfig config = config_for(lenet, "sequential", 1, 4, 3);
+  const auto predicted_of = [&](const std::string& schedule) {
+    return evaluate(make_graph(config_for(lenet, schedule, 1, 4, 3)));
+  };
+  const auto sum = [](const std::vector<std::int64_t>& bytes) {
+    std::int64_t total = 0;
+    for (const std::int64_t b : bytes) total += b;
+    return total;
+  };
+  const std::int64_t sequential_bytes = sum(predicted_of("sequential").step_peak_memory_bytes);
+  const std::int64_t gpipe_bytes = sum(predicted_of("gpipe").step_peak_memory_bytes);
+  REQUIRE(gpipe_bytes > sequential_bytes);
+  std::vector<std::pair<TaskGraph, TrainingRun>> recorded;
+  const Runner recording = [&](const TaskGraph& g, const Network& n, const BatchSampler& s, const TrainingOptions& o) {
+    TrainingRun run = cpu::run_cpu(g, n, s, o);
+    recorded.emplace_back(g, run);
+    return run;
+  };
+  const Calibration table = profile_layers(config, data, 4, 7, recording, {}, 1, {}, /*time_footprint=*/true);
+  REQUIRE(recorded.size() == 3);  // sequential, gpipe, then the one-layer layerpipe run
+  REQUIRE(recorded[1].first.schedule == "gpipe");
+  // The footprints are the runs' step peaks, which are the memory model's (the executor holds
+  // what the graph declares).
+  CHECK(table.timed_footprint_bytes == sequential_bytes);
+  CHECK(table.footprint_small_bytes == sequential_bytes);
+  CHECK(table.footprint_large_bytes == gpipe_bytes);
+  // A fraction >= 0, within what the slowest gpipe minibatch took over the quickest sequential one.
+  const auto minibatch_cycles = [](const std::pair<TaskGraph, TrainingRun>& r) {
+    std::map<std::int32_t, double> cycles;
+    for (const Task& t : r.first.tasks) {
+      if (t.minibatch < r.first.minibatches / 2 || (t.kind != TaskKind::F && t.kind != TaskKind::B)) continue;
+      const TaskTiming& timing = r.second.result.tasks[static_cast<std::size_t>(t.id)];
+      cycles[t.minibatch] += static_cast<double>(timing.end_cycles - timing.start_cycles);
+    }
+    std::vector<double> out;
+    for (const auto& [minibatch, c] : cycles) out.push_back(c);
+    return out;
+  };
+  const std::vector<double> sequential_cycles = minibatch_cycles(recorded[0]), gpipe_cycles = minibatch_cycles(recorded[1]);
+  REQUIRE_FALSE(sequential_cycles.empty());
+  CHECK(table.footprint_slowdown >= 0);
+  CHECK(table.footprint_slowdown <= std::max(0.0, *std::max_element(gpipe_cycles.begin(), gpipe_cycles.end()) /
+                                                      *std::min_element(sequential_cycles.begin(), sequential_cycles.end()) - 1));
+  // A processor too small for every stash at once: the table goes without the figure, the profile on.
+  const std::int64_t between = (sum(predicted_of("gpipe").peak_memory_bytes) + sum(predicted_of("sequential").peak_memory_bytes)) / 2;
+  REQUIRE(sum(predicted_of("layerpipe").peak_memory_bytes) < between);
+  const GraphConfig small = config_for(lenet, "sequential", 1, 4, 3, {"memory_bytes=" + std::to_string(between)});
+  recorded.clear();
+  std::vector<std::string> said;
+  const Calibration without = profile_layers(small, data, 4, 7, recording, [&](const std::string& m) { said.push_back(m); }, 1, {}, true);
+  CHECK(recorded.size() == 2);  // the gpipe run refused
+  CHECK(without.footprint_slowdown == -1);
+  CHECK(without.timed_footprint_bytes == sequential_bytes);
+  CHECK(std::any_of(said.begin(), said.end(), [](const std::string& m) { return m.rfind("no footprint figure", 0) == 0; }));
+}
+
 TEST_CASE("a profile takes the way back to the linear output taken again from its one-layer run") {
   // The second run a one-processor profile makes is LayerPipe's, a task per layer: each layer's
   // BA parts after the first and its BW follow another task of their layer and microbatch. The

@@ -12,10 +12,13 @@
 #include <mutex>
 #include <thread>
 
+#include <unistd.h>  // sysconf: the machine's memory
+
 #include "pipetwin/exec/co_run_slope.hpp"
 #include "pipetwin/exec/thread_pinning.hpp"
 #include "spin_wait.hpp"
 #include "pipetwin/models/error.hpp"
+#include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/warm_to_linear.hpp"
 
 namespace pipetwin {
@@ -184,9 +187,25 @@ void time_footprint_slowdown(const GraphConfig& config, const Network& network, 
     progress("profiling " + network.name + ": the layers again in a one-processor gpipe run (every microbatch's "
              "stash held at once), for what a larger footprint costs");
   }
-  const TaskGraph graph = make_graph(gpipe);
-  const BatchSampler sampler(data, network.batch, gpipe.microbatches, gpipe.minibatches, seed);
-  const std::vector<TrainingRun> measured = run_all(graph, sampler);
+  TaskGraph graph;
+  std::vector<TrainingRun> measured;
+  try {
+    graph = make_graph(gpipe);
+    // Every stash at once can be more than this machine holds where one at a time was not: then
+    // the table goes without the figure rather than the profile failing or swapping.
+    std::int64_t peak_bytes = 0;
+    for (const std::int64_t peak : evaluate(graph).peak_memory_bytes) peak_bytes += peak;
+    const long pages = sysconf(_SC_PHYS_PAGES), page_bytes = sysconf(_SC_PAGE_SIZE);
+    if (pages > 0 && page_bytes > 0 && peak_bytes > static_cast<std::int64_t>(pages) * page_bytes / 2) {
+      if (progress) progress("no footprint figure: a one-processor gpipe run would hold more than half this machine's memory");
+      return;
+    }
+    const BatchSampler sampler(data, network.batch, gpipe.microbatches, gpipe.minibatches, seed);
+    measured = run_all(graph, sampler);
+  } catch (const Error& e) {  // e.g. more than the processor's capacity
+    if (progress) progress(std::string("no footprint figure: ") + e.what());
+    return;
+  }
   const std::int64_t small_bytes = footprint_bytes(sequential_runs), large_bytes = footprint_bytes(measured);
   if (small_bytes <= 0 || large_bytes <= small_bytes) return;
   const double sequential_cycles = forward_and_backward_cycles(sequential_graph, sequential_runs, warm_up);
