@@ -141,11 +141,11 @@ void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network
   record_to_linear_again(layer_graph, network, layer_runs, kWarmUp, calibration);
 }
 
-// The bytes `runs` held together: the sum over their processors of each one's step peak.
+// The bytes `runs` held: the largest step peak of any of their processors (or copies).
 std::int64_t footprint_bytes(const std::vector<TrainingRun>& runs) {
   std::int64_t bytes = 0;
   for (const auto& run : runs) {
-    for (const std::int64_t peak : run.result.step_peak_memory_bytes) bytes += peak;
+    for (const std::int64_t peak : run.result.step_peak_memory_bytes) bytes = std::max(bytes, peak);
   }
   return bytes;
 }
@@ -183,22 +183,27 @@ void time_footprint_slowdown(const GraphConfig& config, const Network& network, 
                              const std::function<void(const std::string&)>& progress, Calibration& calibration) {
   const GraphConfig gpipe = profile_run_config(config, "gpipe", 1, profile_minibatches(repeats, config.microbatches));
   const std::int32_t warm_up = profile_timed_minibatches(repeats, config.microbatches);
-  if (progress) {
-    progress("profiling " + network.name + ": the layers again in a one-processor gpipe run (every microbatch's "
-             "stash held at once), for what a larger footprint costs");
-  }
   TaskGraph graph;
   std::vector<TrainingRun> measured;
   try {
     graph = make_graph(gpipe);
+    // Where gpipe holds no more than the sequential run did (mlp's weights outweigh its stashes),
+    // there is nothing to measure: no run.
+    const Result predicted = evaluate(graph);
+    std::int64_t step_peak_bytes = 0, peak_bytes = 0;
+    for (const std::int64_t peak : predicted.step_peak_memory_bytes) step_peak_bytes = std::max(step_peak_bytes, peak);
+    for (const std::int64_t peak : predicted.peak_memory_bytes) peak_bytes += peak;
+    if (step_peak_bytes <= footprint_bytes(sequential_runs)) return;
     // Every stash at once can be more than this machine holds where one at a time was not: then
     // the table goes without the figure rather than the profile failing or swapping.
-    std::int64_t peak_bytes = 0;
-    for (const std::int64_t peak : evaluate(graph).peak_memory_bytes) peak_bytes += peak;
     const long pages = sysconf(_SC_PHYS_PAGES), page_bytes = sysconf(_SC_PAGE_SIZE);
     if (pages > 0 && page_bytes > 0 && peak_bytes > static_cast<std::int64_t>(pages) * page_bytes / 2) {
       if (progress) progress("no footprint figure: a one-processor gpipe run would hold more than half this machine's memory");
       return;
+    }
+    if (progress) {
+      progress("profiling " + network.name + ": the layers again in a one-processor gpipe run (every microbatch's "
+               "stash held at once), for what a larger footprint costs");
     }
     const BatchSampler sampler(data, network.batch, gpipe.microbatches, gpipe.minibatches, seed);
     measured = run_all(graph, sampler);

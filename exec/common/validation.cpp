@@ -499,12 +499,14 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     return mixed;
   };
   // Where the one-processor table measured what a larger footprint costs the compute
-  // (Calibration::footprint_slowdown), the row's table takes it by the bytes its graph holds, the
-  // sum of its processors' predicted step peaks (the processors share the machine's caches),
-  // against the footprint that table was timed at: compute times times
-  // Calibration::footprint_factor. On the 2-vCPU AVX-512 machine lenet5's one-processor gpipe ran
-  // 0-4% slower than sequential holding 6 MB, 11-14% holding 22 MB, and without the term its
-  // P = 2 rows at 22 MB were predicted 4% fast (docs/executor.md, "What a footprint costs").
+  // (Calibration::footprint_slowdown), the row's table takes it by the bytes its graph holds, its
+  // largest processor's predicted step peak, against the footprint that table was timed at:
+  // compute times times Calibration::footprint_factor. On the 2-vCPU AVX-512 machine lenet5's
+  // one-processor gpipe ran 0-4% slower than sequential holding 6 MB and 11-14% holding 22 MB;
+  // at 16 microbatches the term took gpipe's rows from -7.4% (P = 1) and -3.7% (P = 2) to within
+  // 1%. The largest processor's peak, not the processors' peaks together: with the sum, mlp's
+  // gpipe at P = 2 was predicted 6.6% slow (each core has an L2 of its own), with the largest
+  // 1.4% (docs/executor.md, "What a footprint costs").
   auto build = [&](const std::string& schedule, int processors, double* co_run_weight = nullptr,
                    double* footprint_factor = nullptr) {
     GraphConfig chosen = choose_table(schedule, processors, co_run_weight);
@@ -516,7 +518,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       return graph;
     }
     std::int64_t bytes = 0;
-    for (const std::int64_t peak : predict(graph).step_peak_memory_bytes) bytes += peak;
+    for (const std::int64_t peak : predict(graph).step_peak_memory_bytes) bytes = std::max(bytes, peak);
     const double factor = alone->footprint_factor(bytes, chosen.calibration->timed_footprint_bytes);
     if (footprint_factor != nullptr) *footprint_factor = factor;
     if (factor == 1) return graph;

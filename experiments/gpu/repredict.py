@@ -121,7 +121,7 @@ def with_footprint(args, validation, schedule, processors, alone, table, predict
     """The row's step once its table takes what the bytes its graph holds cost (validate's build:
     Calibration::footprint_factor), given the prediction from that table; and that factor."""
     timed_bytes = table.get("timed_footprint_bytes", 0)
-    footprint_bytes = sum(predicted["step_peak_memory_bytes"])
+    footprint_bytes = max(predicted["step_peak_memory_bytes"], default=0)
     if not alone.get("footprint_slowdown", -1) > 0 or timed_bytes <= 0 or footprint_bytes <= 0:
         return predicted["iteration_s"], 1.0
     factor = (1 + footprint_slowdown_at(alone, footprint_bytes)) / (1 + footprint_slowdown_at(alone, timed_bytes))

@@ -70,9 +70,9 @@ struct Calibration {
   // compute times times (1 + slope o) / (1 + slope share) (validate does).
   double co_run_slope = -1;
   double co_run_share = -1;
-  // The bytes the timed run's buffers held: the sum over its processors (or copies) of their
-  // steady-state step peaks (0: not recorded). A one-processor table is timed in a sequential run,
-  // one microbatch's stash at a time.
+  // The bytes the timed run's buffers held: the largest steady-state step peak of its processors
+  // (or copies) (0: not recorded). A one-processor table is timed in a sequential run, one
+  // microbatch's stash at a time.
   std::int64_t timed_footprint_bytes = 0;
   // What holding more costs the compute (the caches it pushes the tasks' data out of): a
   // one-processor CPU profile also runs the network under one-processor gpipe, every microbatch's
