@@ -30,6 +30,13 @@
 namespace pipetwin::cli {
 namespace {
 
+// "a", "a and b", "a, b and c".
+std::string listed(const std::vector<std::string>& names) {
+  std::string list;
+  for (std::size_t k = 0; k < names.size(); ++k) list += (k == 0 ? "" : k + 1 == names.size() ? " and " : ", ") + names[k];
+  return list;
+}
+
 struct ValidateOptions {
   GraphConfig config;
   ExecutorOptions executor;
@@ -272,11 +279,9 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
       if (groups != report.same_program_schedules.end()) {
         for (std::size_t g = 0; g < groups->second.size(); ++g) {
           const auto& names = groups->second[g];
-          std::string list = names.front();
-          for (std::size_t k = 1; k < names.size(); ++k) list += (k + 1 == names.size() ? " and " : ", ") + names[k];
           std::cout << fmt::format("P={}: {} run the same program (the same tasks, in the same order, on the same "
                                    "buffers): the ranking ties them, measured as predicted\n",
-                                   p, list);
+                                   p, listed(names));
           for (const auto& name : names) program_of[name] = g;
         }
       }
@@ -298,11 +303,9 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
           if (it == program_of.end() || groups_seen.insert(it->second).second) distinct.push_back(at_p[k]->schedule);
         }
         if (distinct.size() > 1) {
-          std::string names = distinct.front();
-          for (std::size_t k = 1; k < distinct.size(); ++k) names += (k + 1 == distinct.size() ? " and " : ", ") + distinct[k];
           std::cout << fmt::format("P={}: {} are predicted the same step; tau-b counts each such pair against any "
                                    "order the runs give it, so it stays below 1 unless they measure alike\n",
-                                   p, names);
+                                   p, listed(distinct));
         }
         i = j;
       }

@@ -170,8 +170,8 @@ double forward_and_backward_cycles(const TaskGraph& graph, const std::vector<Tra
 }
 
 // Calibration::footprint_slowdown: `config`'s network also run on one processor under gpipe, as
-// long as the sequential run (`sequential_runs` of `sequential_graph`; after as many warm-up
-// minibatches), which holds every microbatch's stash at once where sequential holds one; how much
+// long as the sequential run (`sequential_runs` of `sequential_graph`, whose footprint
+// `calibration` records as timed_footprint_bytes; after as many warm-up minibatches), which holds every microbatch's stash at once where sequential holds one; how much
 // longer its forwards and backwards took, whole tasks, as a fraction (a negative one is the
 // samples' noise: 0), between the two runs' footprints. Whole tasks, not the layers' own times
 // (the table's): a task also takes and frees its buffers, and on lenet5 the layers' times gave
@@ -193,7 +193,7 @@ void time_footprint_slowdown(const GraphConfig& config, const Network& network, 
     std::int64_t step_peak_bytes = 0, peak_bytes = 0;
     for (const std::int64_t peak : predicted.step_peak_memory_bytes) step_peak_bytes = std::max(step_peak_bytes, peak);
     for (const std::int64_t peak : predicted.peak_memory_bytes) peak_bytes += peak;
-    if (step_peak_bytes <= footprint_bytes(sequential_runs)) return;
+    if (step_peak_bytes <= calibration.timed_footprint_bytes) return;
     // Every stash at once can be more than this machine holds where one at a time was not: then
     // the table goes without the figure rather than the profile failing or swapping.
     const long pages = sysconf(_SC_PHYS_PAGES), page_bytes = sysconf(_SC_PAGE_SIZE);
@@ -211,7 +211,7 @@ void time_footprint_slowdown(const GraphConfig& config, const Network& network, 
     if (progress) progress(std::string("no footprint figure: ") + e.what());
     return;
   }
-  const std::int64_t small_bytes = footprint_bytes(sequential_runs), large_bytes = footprint_bytes(measured);
+  const std::int64_t small_bytes = calibration.timed_footprint_bytes, large_bytes = footprint_bytes(measured);
   if (small_bytes <= 0 || large_bytes <= small_bytes) return;
   const double sequential_cycles = forward_and_backward_cycles(sequential_graph, sequential_runs, warm_up);
   const double gpipe_cycles = forward_and_backward_cycles(graph, measured, warm_up);

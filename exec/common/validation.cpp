@@ -517,9 +517,8 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
         chosen.calibration->timed_footprint_bytes <= 0) {
       return graph;
     }
-    std::int64_t bytes = 0;
-    for (const std::int64_t peak : predict(graph).step_peak_memory_bytes) bytes = std::max(bytes, peak);
-    const double factor = alone->footprint_factor(bytes, chosen.calibration->timed_footprint_bytes);
+    const double factor =
+        alone->footprint_factor(max_peak(predict(graph).step_peak_memory_bytes), chosen.calibration->timed_footprint_bytes);
     if (footprint_factor != nullptr) *footprint_factor = factor;
     if (factor == 1) return graph;
     chosen.calibration = std::make_shared<const Calibration>(with_compute_scaled(*chosen.calibration, factor));
@@ -719,17 +718,18 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     }
     // Schedules that run one program here: one measured step for them all (their mean), so that
     // the ranking ties them as the prediction does.
-    std::vector<int> program(at_p.size(), -1);  // the first schedule with the same program
+    std::vector<std::size_t> program(at_p.size());  // the first schedule with the same program
     for (std::size_t i = 0; i < at_p.size(); ++i) {
-      for (std::size_t j = 0; j < i && program[i] < 0; ++j) {
-        if (program[j] < 0 && same_program(at_p[j]->graph, at_p[i]->graph)) program[i] = static_cast<int>(j);
+      program[i] = i;
+      for (std::size_t j = 0; j < i && program[i] == i; ++j) {
+        if (program[j] == j && same_program(at_p[j]->graph, at_p[i]->graph)) program[i] = j;
       }
     }
     std::vector<double> measured_tied = measured;
     for (std::size_t j = 0; j < at_p.size(); ++j) {
-      std::vector<std::size_t> group = {j};
-      for (std::size_t i = j + 1; i < at_p.size(); ++i) {
-        if (program[i] == static_cast<int>(j)) group.push_back(i);
+      std::vector<std::size_t> group;
+      for (std::size_t i = j; i < at_p.size(); ++i) {
+        if (program[i] == j) group.push_back(i);
       }
       if (group.size() < 2) continue;
       double sum = 0;
@@ -741,10 +741,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       for (const std::size_t i : group) measured_tied[i] = sum / static_cast<double>(group.size());
       report.same_program_schedules[p].push_back(std::move(names));
     }
-    const auto one_program = [&](std::size_t i, std::size_t j) {
-      return program[i] == static_cast<int>(j) || program[j] == static_cast<int>(i) ||
-             (program[i] >= 0 && program[i] == program[j]);
-    };
+    const auto one_program = [&](std::size_t i, std::size_t j) { return program[i] == program[j]; };
     report.kendall_tau[p] = kendall_tau(predicted, measured_tied);
     // Only the pairs whose measured order is known: the rounds' ratios of the two (each round runs
     // both, so a change of the machine's speed between rounds cancels), their median's exact
