@@ -1169,7 +1169,8 @@ TEST_CASE("a table for P processors timed in a pipeline: each layer where a P-pr
   };
   TrainingOptions options;
   options.handoff_spin_s = 0;
-  const std::optional<Calibration> timed = profile_layers_in_pipeline(config, data, 4, 7, recording, {}, 2, options);
+  // No span to warm up for: one pipeline run (the span's rule has a test of its own, below).
+  const std::optional<Calibration> timed = profile_layers_in_pipeline(config, data, 4, 7, recording, {}, 2, options, 0);
   REQUIRE(timed.has_value());
   const Calibration& c = *timed;
   // The pipeline's run, then a layerpipe run on as many processors for the one-layer tasks.
@@ -1218,9 +1219,70 @@ TEST_CASE("a table for P processors timed in a pipeline: each layer where a P-pr
   CHECK(c.input_load_s > 0);
   CHECK(c.input_load_s == median_of(loads));
   // More processors than the network has layers: no such pipeline, and no run.
-  CHECK_FALSE(profile_layers_in_pipeline(config, data, 4, 7, recording, {}, 64, options).has_value());
+  CHECK_FALSE(profile_layers_in_pipeline(config, data, 4, 7, recording, {}, 64, options, 0).has_value());
   CHECK(graphs.size() == 2);
-  CHECK_THROWS_AS(profile_layers_in_pipeline(config, data, 4, 7, recording, {}, 1, options), Error);
+  CHECK_THROWS_AS(profile_layers_in_pipeline(config, data, 4, 7, recording, {}, 1, options, 0), Error);
+}
+
+TEST_CASE("a table for P processors is timed once the pipeline's threads have run together for its span") {
+  // lenet5, 2 microbatches a minibatch, 4 repeats: 2 minibatches timed after 2. The runner says
+  // the first run's steps took `first_step_s` each; where 2 of them span less than the span, the
+  // run is made again with warm-up and timed part each ceil(span / step) minibatches long, and the
+  // table is the second run's, timed after its warm-up.
+  const Dataset data = data_for(kLenet);
+  const GraphConfig config = config_for(kLenet, "sequential", 1, 2, 3);
+  const Network network = make_request(config).network;
+  TrainingOptions options;
+  options.handoff_spin_s = 0;
+  for (const double first_step_s : {1e-3, 0.5}) {
+    CAPTURE(first_step_s);
+    std::vector<TaskGraph> graphs;
+    std::vector<TrainingRun> runs;
+    const Runner stepping = [&](const TaskGraph& g, const Network& n, const BatchSampler& s, const TrainingOptions& o) {
+      graphs.push_back(g);
+      runs.push_back(cpu::run_cpu(g, n, s, o));
+      if (runs.size() == 1) runs.back().result.iteration_s = first_step_s;
+      return runs.back();
+    };
+    const std::optional<Calibration> timed = profile_layers_in_pipeline(config, data, 4, 7, stepping, {}, 2, options, 10e-3);
+    REQUIRE(timed.has_value());
+    REQUIRE(graphs.size() >= 2);
+    CHECK(graphs[0].minibatches == 4);
+    const bool again = first_step_s * 2 < 10e-3;  // 2 warm-up minibatches of 1 ms: 2 ms, less than 10
+    // The pipeline's runs, then the layerpipe run for the one-layer tasks.
+    REQUIRE(graphs.size() == (again ? 3u : 2u));
+    const std::size_t timed_run = again ? 1 : 0;
+    const std::int32_t warm_up = again ? 10 : 2;  // ceil(10 ms / 1 ms)
+    CHECK(graphs[timed_run].minibatches == 2 * warm_up);
+    CHECK(graphs[timed_run].processor_count() == 2);
+    CHECK(graphs.back().schedule == "layerpipe");
+    for (std::size_t l = 0; l < network.size(); ++l) {
+      std::vector<double> samples;
+      for (const auto& time : runs[timed_run].layer_times) {
+        const Task& t = graphs[timed_run].tasks[static_cast<std::size_t>(time.task)];
+        if (time.layer == static_cast<std::int32_t>(l) && time.kind == TaskKind::F && t.minibatch >= warm_up) samples.push_back(time.seconds);
+      }
+      CAPTURE(l);
+      CHECK(samples.size() == static_cast<std::size_t>(warm_up) * 2);  // the timed minibatches x 2 microbatches
+      // The table's statistic, computed here again: the upper median of the means of 8 blocks
+      // (of as many as there are samples, where fewer).
+      std::vector<double> means;
+      const std::size_t blocks = std::min<std::size_t>(8, samples.size());
+      for (std::size_t b = 0; b < blocks; ++b) {
+        const std::size_t from = samples.size() * b / blocks, to = samples.size() * (b + 1) / blocks;
+        double sum = 0;
+        for (std::size_t i = from; i < to; ++i) sum += samples[i];
+        means.push_back(sum / static_cast<double>(to - from));
+      }
+      std::sort(means.begin(), means.end());
+      CHECK(timed->layers.at(network.layers[l].name).forward_s == doctest::Approx(means[means.size() / 2]).epsilon(1e-12));
+    }
+  }
+  const Runner never = [](const TaskGraph&, const Network&, const BatchSampler&, const TrainingOptions&) -> TrainingRun {
+    FAIL("no run for a span that is not a duration");
+    return {};
+  };
+  CHECK_THROWS_AS(profile_layers_in_pipeline(config, data, 4, 7, never, {}, 2, options, -1), Error);
 }
 
 TEST_CASE("validation pairs each round's prediction with that round's runs") {
@@ -1749,6 +1811,64 @@ TEST_CASE("layer times: a fused B goes back to the linear output once, and recor
       CAPTURE(layer.name);
       CHECK((calibration.layers.at(layer.name).backward_s >= 0) == (schedule == "sequential"));
     }
+  }
+}
+
+TEST_CASE("layer times reach the observers once every task has ended, each within its task's time") {
+  // Reported as they were read, they took the observers' lock between tasks, where the other
+  // processor's thread waited for it inside the tasks it timed. Now none comes before the last
+  // task's end; each task's layers lie within its start and end.
+  struct Events final : EngineObserver {
+    std::mutex mutex;
+    std::int64_t count = 0, last_end = -1, first_layer_time = -1;
+    std::map<std::int32_t, std::int64_t> start_cycles, end_cycles;
+    std::vector<LayerTime> layer_times;
+    void task_started(std::int32_t task, std::int64_t cycles) override {
+      std::lock_guard<std::mutex> lock(mutex);
+      start_cycles[task] = cycles;
+      ++count;
+    }
+    void task_ended(std::int32_t task, std::int64_t cycles) override {
+      std::lock_guard<std::mutex> lock(mutex);
+      end_cycles[task] = cycles;
+      last_end = count++;
+    }
+    void layer_timed(std::int32_t task, std::int32_t layer, TaskKind kind, double seconds, double to_linear_s) override {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (first_layer_time < 0) first_layer_time = count;
+      ++count;
+      layer_times.push_back({task, layer, kind, seconds, to_linear_s});
+    }
+  };
+  const Dataset data = data_for(kLenet);
+  const GraphConfig config = config_for(kLenet, "1f1b", 2, 4, 3);
+  const ScheduleRequest request = make_request(config);
+  const TaskGraph graph = make_graph(config);
+  const BatchSampler sampler(data, request.network.batch, config.microbatches, config.minibatches, 7);
+  Events events;
+  TrainingOptions options;
+  options.record_layer_times = true;
+  options.observers = {&events};
+  const TrainingRun run = cpu::run_cpu(graph, request.network, sampler, options);
+  REQUIRE(!events.layer_times.empty());
+  CHECK(events.first_layer_time > events.last_end);
+  // The observers were told what the run keeps, record for record.
+  REQUIRE(events.layer_times.size() == run.layer_times.size());
+  std::map<std::int32_t, double> split_seconds_by_task;  // a task's layers, a fused B's once (as B)
+  for (std::size_t i = 0; i < run.layer_times.size(); ++i) {
+    const LayerTime& told = events.layer_times[i];
+    const LayerTime& kept = run.layer_times[i];
+    CHECK(told.task == kept.task);
+    CHECK(told.layer == kept.layer);
+    CHECK(told.kind == kept.kind);
+    CHECK(told.seconds == kept.seconds);
+    const Task& t = graph.tasks[static_cast<std::size_t>(told.task)];
+    if (told.kind == t.kind) split_seconds_by_task[told.task] += told.seconds;
+  }
+  for (const auto& [task, seconds] : split_seconds_by_task) {
+    CAPTURE(task);
+    const double task_s = static_cast<double>(events.end_cycles.at(task) - events.start_cycles.at(task)) / graph.clock_hz;
+    CHECK(seconds <= task_s + 2 / graph.clock_hz);  // the cycles are whole: at most a cycle lost at each end
   }
 }
 

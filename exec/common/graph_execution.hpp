@@ -53,12 +53,14 @@
 // registry. Each rank frees its registries' entries after their last reader on that rank. Rank 0
 // merges every rank's events, losses and final weights into the run's TrainingRun.
 #pragma once
+#include <array>
 #include <atomic>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <exception>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -263,23 +265,42 @@ class GraphExecution {
   std::shared_ptr<const Gradient> shared_output_gradient(const Task& t, Lane& lane);
   void keep(const Task& t, std::unique_ptr<Payload> out, std::int32_t where);
   // Layer times (TrainingOptions::record_layer_times): each layer's work lies between two marks
-  // in its lane's work; a task's layers are read once its work has ended (report_layer_times),
-  // so timing a layer adds no wait between layers (on a GPU, the kernels run back to back).
+  // in its lane's work; a task's layers are read once its work has ended (read_layer_times),
+  // so timing a layer adds no wait between layers (on a GPU, the kernels run back to back). What
+  // is read stays in the task's own slot until the threads have joined, and only then goes to the
+  // observers (report_layer_times): told as they were read, the reports took the observers' lock
+  // between tasks, where a co-running thread then waited for it inside the tasks it was timing.
   using LayerMark = typename Backend::LayerMark;
   struct LayerSpan {
     LayerMark from{}, to{};
   };
+  // At most three spans (a fused B's way back to the linear output, its weight part and its
+  // input part), held in place: recording a layer allocates nothing.
+  struct LayerSpans {
+    std::array<LayerSpan, 3> at{};
+    std::size_t count = 0;
+    LayerSpans(std::initializer_list<LayerSpan> spans) {
+      for (const LayerSpan& span : spans) push_back(span);
+    }
+    void push_back(const LayerSpan& span) { at.at(count++) = span; }
+    const LayerSpan* begin() const { return at.data(); }
+    const LayerSpan* end() const { return at.data() + count; }
+    std::size_t size() const { return count; }
+    const LayerSpan& front() const { return at.front(); }
+  };
   struct LayerTiming {
     std::int32_t layer = 0;
     TaskKind kind = TaskKind::F;
-    std::vector<LayerSpan> spans;  // its seconds: their sum
+    LayerSpans spans;  // its seconds: their sum
   };
   LayerMark layer_begin(Lane& lane);
   LayerSpan layer_span(Lane& lane, const LayerMark& begin);  // from begin to now in the lane's work
   void record_layer(const Task& t, Lane& lane, std::int32_t layer, TaskKind kind, const LayerMark& begin);
-  void record_layer_spans(const Task& t, std::int32_t layer, TaskKind kind, std::vector<LayerSpan> spans);
-  void report_layer_times(const Task& t, Lane& lane);  // after the task's work has ended
-  std::vector<std::vector<LayerTiming>> layer_timings_;  // per task, until it is reported
+  void record_layer_spans(const Task& t, std::int32_t layer, TaskKind kind, const LayerSpans& spans);
+  void read_layer_times(const Task& t, Lane& lane);  // after the task's work has ended
+  void report_layer_times();                          // after the run's threads have joined
+  std::vector<std::vector<LayerTiming>> layer_timings_;  // per task, until it is read
+  std::vector<std::vector<LayerTime>> layer_times_;      // per task, read, until reported
 
   Backend& b_;
   const TaskGraph& g_;
@@ -406,18 +427,23 @@ void GraphExecution<B>::record_layer(const Task& t, Lane& lane, std::int32_t lay
 }
 
 template <typename B>
-void GraphExecution<B>::record_layer_spans(const Task& t, std::int32_t layer, TaskKind kind, std::vector<LayerSpan> spans) {
+void GraphExecution<B>::record_layer_spans(const Task& t, std::int32_t layer, TaskKind kind, const LayerSpans& spans) {
   if (!options_.record_layer_times) return;
   // Only the task's own thread touches its slot.
-  layer_timings_[static_cast<std::size_t>(t.id)].push_back({layer, kind, std::move(spans)});
+  auto& timings = layer_timings_[static_cast<std::size_t>(t.id)];
+  if (timings.empty()) timings.reserve(static_cast<std::size_t>(t.last_layer - t.first_layer + 1) * 3);  // B: BW, BA, B
+  timings.push_back({layer, kind, spans});
 }
 
+// Only the task's own thread touches its slots.
 template <typename B>
-void GraphExecution<B>::report_layer_times(const Task& t, Lane& lane) {
+void GraphExecution<B>::read_layer_times(const Task& t, Lane& lane) {
   if (!options_.record_layer_times) return;
   auto& timings = layer_timings_[static_cast<std::size_t>(t.id)];
   if (timings.empty()) return;
   b_.finish(lane);
+  auto& read = layer_times_[static_cast<std::size_t>(t.id)];
+  read.reserve(timings.size());
   for (const auto& timing : timings) {
     double seconds = 0;
     for (const auto& span : timing.spans) seconds += b_.seconds_between(lane, span.from, span.to);
@@ -425,11 +451,20 @@ void GraphExecution<B>::report_layer_times(const Task& t, Lane& lane) {
     const bool backward = is_backward(timing.kind) && timing.spans.size() >= 2;
     const double to_linear_s =
         backward ? b_.seconds_between(lane, timing.spans.front().from, timing.spans.front().to) : 0.0;
-    observers_.layer_timed(t.id, timing.layer, timing.kind, seconds, to_linear_s);
+    read.push_back({t.id, timing.layer, timing.kind, seconds, to_linear_s});
   }
   timings.clear();
   timings.shrink_to_fit();
   b_.forget_layer_marks(lane);
+}
+
+// In task order, as the run's layer times (layer_log_) keep them.
+template <typename B>
+void GraphExecution<B>::report_layer_times() {
+  for (auto& task_times : layer_times_) {
+    for (const LayerTime& time : task_times) observers_.layer_timed(time.task, time.layer, time.kind, time.seconds, time.to_linear_s);
+    task_times.clear();
+  }
 }
 
 template <typename B>
@@ -741,10 +776,10 @@ void GraphExecution<B>::backward(const Task& t, Lane& lane, Payload& out) {
       }
     }
     if (t.kind == TaskKind::B) {
-      std::vector<LayerSpan> spans{to_linear};
+      LayerSpans spans{to_linear};
       if (needs_weight_grad) spans.push_back(weight_part);
       if (input_grad) spans.push_back(input_part);
-      record_layer_spans(t, l, TaskKind::B, std::move(spans));
+      record_layer_spans(t, l, TaskKind::B, spans);
     }
   }
   if (flow_.sends_output_gradients[static_cast<std::size_t>(t.id)]) out.output_gradients = std::move(at_output);
@@ -1075,7 +1110,7 @@ void GraphExecution<B>::run_task(std::int32_t id, Lane& lane) {
   execute(t, lane);
   finished(t);
   observers_.ended(id, Clock::now());
-  report_layer_times(t, lane);
+  read_layer_times(t, lane);
   if (distributed()) announce(t);  // first: what it ships reaches other ranks before any later transfer
   mark_done(id);
 }
@@ -1841,7 +1876,10 @@ TrainingRun GraphExecution<B>::run() {
     }
   }
   payloads_.resize(n);
-  if (options_.record_layer_times) layer_timings_.resize(n);
+  if (options_.record_layer_times) {
+    layer_timings_.resize(n);
+    layer_times_.resize(n);
+  }
   dependents_left_.resize(n);
   for (std::size_t i = 0; i < n; ++i) dependents_left_[i] = flow_.output_readers[i];
   readers_left_ = distributed() ? version_readers_here_ : flow_.version_readers;
@@ -1906,6 +1944,7 @@ TrainingRun GraphExecution<B>::run() {
     }
   }
   for (auto& thread : threads) thread.join();
+  report_layer_times();
   if (listener.joinable()) {  // what is left for it to receive, it receives now
     {
       std::lock_guard<std::mutex> lock(listen_mutex_);

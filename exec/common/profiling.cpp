@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <exception>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -441,14 +442,15 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
 std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config, const Dataset& data, int repeats,
                                                       std::uint64_t seed, const Runner& run,
                                                       const std::function<void(const std::string&)>& progress,
-                                                      int processors, const TrainingOptions& options) {
+                                                      int processors, const TrainingOptions& options, double span_s) {
   if (repeats < 1) throw Error("profile: repeats must be at least 1");
   if (processors < 2) throw Error("profile: a pipeline needs at least 2 processors");
+  if (!(span_s >= 0)) throw Error("profile: a pipeline's warm-up span must be at least 0 seconds");
   const ScheduleRequest request = make_request(config);
   // As many microbatches per layer and kind as the one-processor profile, after as many warm-up.
-  const GraphConfig pipeline = profile_run_config(config, kCalibrationPipelineSchedule, processors,
-                                                  profile_minibatches(repeats, config.microbatches));
-  const std::int32_t warm_up = profile_timed_minibatches(repeats, config.microbatches);
+  std::int32_t timed_minibatches = profile_timed_minibatches(repeats, config.microbatches);
+  std::int32_t warm_up = timed_minibatches;
+  GraphConfig pipeline = profile_run_config(config, kCalibrationPipelineSchedule, processors, warm_up + timed_minibatches);
   TaskGraph graph;
   try {
     graph = make_graph(pipeline);
@@ -456,18 +458,39 @@ std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config,
     if (progress) progress("no " + std::to_string(processors) + "-processor " + pipeline.schedule + " run (" + e.what() + ")");
     return std::nullopt;
   }
-  if (progress) {
+  const auto announce = [&] {
+    if (!progress) return;
     progress("profiling " + request.network.name + ": every layer's F, BA, BW, U where a " + std::to_string(processors) +
              "-processor " + pipeline.schedule + " run puts it (" + std::to_string(graph.samples_per_microbatch) +
-             " samples per task, " + std::to_string(pipeline.minibatches) + " minibatches)");
-  }
+             " samples per task, " + std::to_string(pipeline.minibatches) + " minibatches, the first " +
+             std::to_string(warm_up) + " to warm up)");
+  };
+  announce();
   TrainingOptions timed = options;
   timed.seed = seed;
   timed.record_layer_times = true;
   timed.copy = 0;
   timed.copies = 1;
-  const BatchSampler sampler(data, request.network.batch, pipeline.microbatches, pipeline.minibatches, seed);
-  const TrainingRun measured = run(graph, request.network, sampler, timed);
+  auto sampler = std::make_unique<BatchSampler>(data, request.network.batch, pipeline.microbatches, pipeline.minibatches, seed);
+  TrainingRun measured = run(graph, request.network, *sampler, timed);
+  // Threads that start together after one ran alone run slow for their first milliseconds (docs/
+  // executor.md, "A core after a sleep", and "Tables timed once the threads are awake"): where
+  // the warm-up, or the timed part, spans less than span_s of this run's steps, the run is made
+  // again with both that long, and the table is timed in the second.
+  const double step_s = measured.result.iteration_s;
+  if (step_s > 0 && std::min(warm_up, timed_minibatches) * step_s < span_s) {
+    const double needed = std::ceil(span_s / step_s);
+    const auto at_least = [&](std::int32_t now) {
+      return static_cast<std::int32_t>(std::clamp(needed, static_cast<double>(now), static_cast<double>(kMostSpanMinibatches)));
+    };
+    warm_up = at_least(warm_up);
+    timed_minibatches = at_least(timed_minibatches);
+    pipeline.minibatches = warm_up + timed_minibatches;
+    graph = make_graph(pipeline);
+    announce();
+    sampler = std::make_unique<BatchSampler>(data, request.network.batch, pipeline.microbatches, pipeline.minibatches, seed);
+    measured = run(graph, request.network, *sampler, timed);
+  }
   Calibration calibration = calibration_from_run(graph, request.network, measured, warm_up);
   calibration.concurrent = processors;
   calibration.pipeline_schedule = pipeline.schedule;

@@ -83,17 +83,29 @@ inline constexpr int kDefaultProfileRepeats = 64;
 // The schedule a table for P processors is timed in (profile_layers_in_pipeline).
 inline constexpr const char* kCalibrationPipelineSchedule = "1f1b";
 
+// How long a pipeline profile's warm-up, and its timed part, last at least (profile_layers_in_pipeline).
+// Measured on the 2-vCPU AVX-512 machine on 2026-11-27 (docs/executor.md, "Tables timed once the
+// threads are awake"): a 1f1b run of mlp at P = 2 started right after a one-processor profile did
+// 21% more layer work per minibatch than later over its first 3.5 ms, 2-3% more up to 13 ms, and
+// was within 1-2% of its later value from about 20 ms on (the median of 10 runs).
+inline constexpr double kPipelineTimingSpan_s = 25e-3;
+// The most minibatches either part takes for that span (a network of microsecond steps).
+inline constexpr std::int32_t kMostSpanMinibatches = 1024;
+
 // Layer times and task overhead of `config`'s network where a pipeline of `processors` runs them:
 // a kCalibrationPipelineSchedule run of about `repeats` microbatches per layer (after as many of
 // warm-up), every layer's part of every task timed on the processor that runs it
 // (Calibration::pipeline_schedule), with `options` (the runs' spin, transfer threads and
-// pinning; record_layer_times is set here). The overhead line is fitted to its tasks and to those
-// of a short `layerpipe` run on as many processors (a task per layer). Device, copies and
-// handoffs are left for the caller. Empty where the network cannot be cut into that many stages
-// (the reason goes to `progress`); a run's errors are thrown.
+// pinning; record_layer_times is set here). Where that run's warm-up or its timed part spans
+// less than `span_s` of its steps, it is made again with both at least that long (up to
+// kMostSpanMinibatches each), and the second run is the one timed. The overhead line is fitted to
+// its tasks and to those of a short `layerpipe` run on as many processors (a task per layer).
+// Device, copies and handoffs are left for the caller. Empty where the network cannot be cut into
+// that many stages (the reason goes to `progress`); a run's errors are thrown.
 std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config, const Dataset& data, int repeats,
                                                       std::uint64_t seed, const Runner& run,
                                                       const std::function<void(const std::string&)>& progress,
-                                                      int processors, const TrainingOptions& options);
+                                                      int processors, const TrainingOptions& options,
+                                                      double span_s = kPipelineTimingSpan_s);
 
 }  // namespace pipetwin

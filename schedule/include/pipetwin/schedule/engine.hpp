@@ -33,7 +33,8 @@ class EngineObserver {
   virtual void freed(const MemoryChange& /*change*/) {}
   // Executors that time layers (TrainingOptions::record_layer_times): one layer's part of a
   // task (its F, BA or BW work, or its share of an update), timed alone; of a backward's seconds,
-  // `to_linear_s` went back to the layer's linear output (0 for other kinds).
+  // `to_linear_s` went back to the layer's linear output (0 for other kinds). Told once every
+  // task has ended, in task order (told live, they would contend with the tasks they time).
   virtual void layer_timed(std::int32_t /*task*/, std::int32_t /*layer*/, TaskKind /*kind*/, double /*seconds*/,
                            double /*to_linear_s*/) {}
 
