@@ -1224,6 +1224,25 @@ TEST_CASE("a table for P processors timed in a pipeline: each layer where a P-pr
   CHECK_THROWS_AS(profile_layers_in_pipeline(config, data, 4, 7, recording, {}, 1, options, 0), Error);
 }
 
+namespace {
+
+// A table's statistic, computed here again: the upper median of the means of the samples in 8
+// blocks, in the order taken (of as many blocks as there are samples, where fewer).
+double median_of_block_means(const std::vector<double>& samples) {
+  std::vector<double> means;
+  const std::size_t blocks = std::min<std::size_t>(8, samples.size());
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t from = samples.size() * b / blocks, to = samples.size() * (b + 1) / blocks;
+    double sum = 0;
+    for (std::size_t i = from; i < to; ++i) sum += samples[i];
+    means.push_back(sum / static_cast<double>(to - from));
+  }
+  std::sort(means.begin(), means.end());
+  return means[means.size() / 2];
+}
+
+}  // namespace
+
 TEST_CASE("a table for P processors is timed once the pipeline's threads have run together for its span") {
   // lenet5, 2 microbatches a minibatch, 4 repeats: 2 minibatches timed after 2. The runner says
   // the first run's steps took `first_step_s` each; where 2 of them span less than the span, the
@@ -1264,18 +1283,7 @@ TEST_CASE("a table for P processors is timed once the pipeline's threads have ru
       }
       CAPTURE(l);
       CHECK(samples.size() == static_cast<std::size_t>(warm_up) * 2);  // the timed minibatches x 2 microbatches
-      // The table's statistic, computed here again: the upper median of the means of 8 blocks
-      // (of as many as there are samples, where fewer).
-      std::vector<double> means;
-      const std::size_t blocks = std::min<std::size_t>(8, samples.size());
-      for (std::size_t b = 0; b < blocks; ++b) {
-        const std::size_t from = samples.size() * b / blocks, to = samples.size() * (b + 1) / blocks;
-        double sum = 0;
-        for (std::size_t i = from; i < to; ++i) sum += samples[i];
-        means.push_back(sum / static_cast<double>(to - from));
-      }
-      std::sort(means.begin(), means.end());
-      CHECK(timed->layers.at(network.layers[l].name).forward_s == doctest::Approx(means[means.size() / 2]).epsilon(1e-12));
+      CHECK(timed->layers.at(network.layers[l].name).forward_s == doctest::Approx(median_of_block_means(samples)).epsilon(1e-12));
     }
   }
   const Runner never = [](const TaskGraph&, const Network&, const BatchSampler&, const TrainingOptions&) -> TrainingRun {
@@ -1976,6 +1984,50 @@ TEST_CASE("a profile takes the way back to the linear output taken again from it
       CHECK(measured <= *high);
     }
   }
+}
+
+TEST_CASE("a profile's one-layer run gives what a BA part costs whatever its samples") {
+  // lenet5, 2 microbatches of 8 samples: the one-layer (layerpipe) run splits each BA into 2 parts
+  // of 4 samples. Per layer, the line through the parts' dx (seconds past the way back to the
+  // linear output) at 4 samples and the whole BA's in the table at 8, where it meets 0 samples,
+  // clamped to [0, the parts' dx]: computed here again from the run's records.
+  const Dataset data = data_for(kLenet);
+  const GraphConfig config = config_for(kLenet, "sequential", 1, 2, 3);
+  std::vector<std::pair<TaskGraph, TrainingRun>> recorded;
+  const Runner recording = [&](const TaskGraph& g, const Network& n, const BatchSampler& s, const TrainingOptions& o) {
+    recorded.emplace_back(g, cpu::run_cpu(g, n, s, o));
+    return recorded.back().second;
+  };
+  const Calibration table = profile_layers(config, data, 4, 7, recording, {}, 1);
+  REQUIRE(recorded.size() == 2);
+  const TaskGraph& one_layer = recorded[1].first;
+  REQUIRE(one_layer.schedule == "layerpipe");
+  REQUIRE(one_layer.samples_per_microbatch == table.samples);
+  const Network network = make_request(config).network;
+  std::vector<std::vector<double>> part_dx(network.size());
+  for (const LayerTime& time : recorded[1].second.layer_times) {
+    const Task& t = one_layer.tasks[static_cast<std::size_t>(time.task)];
+    if (t.minibatch < one_layer.minibatches / 2 || t.kind != TaskKind::BA || time.kind != TaskKind::BA) continue;
+    REQUIRE(t.parts == 2);
+    part_dx[static_cast<std::size_t>(time.layer)].push_back(std::max(0.0, time.seconds - time.to_linear_s));
+  }
+  int measured_layers = 0;
+  for (std::size_t l = 0; l < network.size(); ++l) {
+    CAPTURE(l);
+    const LayerTimes& times = table.layers.at(network.layers[l].name);
+    if (part_dx[l].empty()) {  // the first layer: no BA
+      CHECK(times.activation_grad_fixed_s == -1);
+      continue;
+    }
+    REQUIRE(part_dx[l].size() == 2 * 2 * 2);  // 2 minibatches x 2 microbatches x 2 parts after the warm-up
+    const double part = median_of_block_means(part_dx[l]);
+    const double whole = times.activation_grad_s - times.to_linear_s();
+    const double S = static_cast<double>(table.samples), s = S / 2;
+    const double expected = std::clamp((part * S - whole * s) / (S - s), 0.0, part);
+    CHECK(times.activation_grad_fixed_s == doctest::Approx(expected).epsilon(1e-9));
+    ++measured_layers;
+  }
+  CHECK(measured_layers == static_cast<int>(network.size()) - 1);
 }
 
 TEST_CASE("the copy times of a table for P processors are timed with P copies at once") {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -226,6 +227,51 @@ TEST_CASE("layerpipe with a calibration: every BA part pays the way back to the 
   for (const auto& t : make_graph(config).tasks) {
     if (t.kind == TaskKind::BA && t.first_layer > 0) CHECK(static_cast<double>(t.cost_cycles) == doctest::Approx(1.5e-3 * clock_hz).epsilon(1e-6));
   }
+}
+
+TEST_CASE("layerpipe with a calibration: a BA part pays the dx the table says no part escapes, and its samples' share of the rest") {
+  // As above: 2 ms back to the linear output and 1 ms of dx per layer for 8 samples; of the dx,
+  // 0.4 ms does not shrink with samples (BA_fixed_s). A part of n of the 8 samples costs
+  // 2 + 0.4 + 0.6 n / 8 ms: 2.7 ms for 2 parts of 4; 2.55, 2.625 and 2.625 ms for 3 parts of 2, 3
+  // and 3 samples; a figure above the dx is the dx (each part pays it all).
+  GraphConfig config = test::graph_config("mlp", "layerpipe", "cpu-core", 1, 2, 2);
+  const Network net = make_request(config).network;
+  auto calibration = std::make_shared<Calibration>();
+  calibration->samples = 8;
+  for (const auto& layer : net.layers) {
+    calibration->layers[layer.name] = {1e-3, 3e-3, 5e-3, 6e-3, 1e-4};
+    calibration->layers[layer.name].activation_grad_fixed_s = 0.4e-3;
+  }
+  config.calibration = calibration;
+  const auto part_ms = [&](const std::string& parts) {
+    config.params = {"widths=8,4,2", "batch=16", "ba_parts=" + parts};
+    const TaskGraph graph = make_graph(config);
+    std::map<std::int32_t, double> by_part;  // the same for every layer and microbatch
+    for (const auto& t : graph.tasks) {
+      if (t.kind != TaskKind::BA || t.first_layer == 0) continue;
+      const double ms = static_cast<double>(t.cost_cycles) / graph.clock_hz * 1e3;
+      if (by_part.count(t.part)) CHECK(ms == doctest::Approx(by_part.at(t.part)).epsilon(1e-9));
+      by_part[t.part] = ms;
+    }
+    return by_part;
+  };
+  const auto two = part_ms("2");
+  REQUIRE(two.size() == 2);
+  CHECK(two.at(0) == doctest::Approx(2.7).epsilon(1e-6));
+  CHECK(two.at(1) == doctest::Approx(2.7).epsilon(1e-6));
+  const auto three = part_ms("3");
+  REQUIRE(three.size() == 3);
+  CHECK(three.at(0) == doctest::Approx(2.55).epsilon(1e-6));
+  CHECK(three.at(1) == doctest::Approx(2.625).epsilon(1e-6));
+  CHECK(three.at(2) == doctest::Approx(2.625).epsilon(1e-6));
+  // One part: the whole BA, the figure moot.
+  const auto one = part_ms("1");
+  REQUIRE(one.size() == 1);
+  CHECK(one.at(0) == doctest::Approx(3.0).epsilon(1e-6));
+  for (auto& [name, times] : calibration->layers) times.activation_grad_fixed_s = 5e-3;
+  const auto capped = part_ms("2");
+  CHECK(capped.at(0) == doctest::Approx(3.0).epsilon(1e-6));
+  CHECK(capped.at(1) == doctest::Approx(3.0).epsilon(1e-6));
 }
 
 TEST_CASE("layerpipe with a calibration: a BA part or BW right after another of its layer goes back to the linear output warm") {

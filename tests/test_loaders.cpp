@@ -307,6 +307,11 @@ TEST_CASE("calibration tables: a blend lies between the table taken alone and th
   CHECK(blended.to_linear_again_s(TaskKind::BA) == doctest::Approx(1.25e-3));
   CHECK(blended.to_linear_again_s(TaskKind::BW) == -1);
   CHECK(blended.to_linear_again_s(TaskKind::F) == -1);  // no other kind goes back to a linear output
+  CHECK(blended.activation_grad_fixed_s == -1);            // measured in neither
+  alone.layers["fc"].activation_grad_fixed_s = 1e-4;
+  CHECK(blend_calibrations(alone, together, 0.25).layers.at("fc").activation_grad_fixed_s == -1);  // in one only
+  together.layers["fc"].activation_grad_fixed_s = 5e-4;
+  CHECK(blend_calibrations(alone, together, 0.25).layers.at("fc").activation_grad_fixed_s == doctest::Approx(2e-4));
   CHECK(quarter.copy_latency_s == 50e-6);  // links and copies: the table taken at once
   CHECK(quarter.concurrent == 4);
   CHECK(blend_calibrations(alone, together, 0).layers.at("fc").forward_s == doctest::Approx(1e-3));
@@ -327,6 +332,7 @@ TEST_CASE("calibration tables: a table's compute times scaled, its links and cop
   c.copy_bytes_per_s = 1e9;
   c.layers["fc"] = {1e-3, 2e-3, 3e-3, -1, 1e-4};  // no fused B measured
   c.layers["fc"].weight_grad_to_linear_again_s = 5e-4;
+  c.layers["fc"].activation_grad_fixed_s = 3e-4;
   const Calibration twice = with_compute_scaled(c, 2);
   CHECK(twice.task_overhead_s == doctest::Approx(20e-6));
   CHECK(twice.layer_overhead_s == doctest::Approx(4e-6));
@@ -340,6 +346,7 @@ TEST_CASE("calibration tables: a table's compute times scaled, its links and cop
   CHECK(fc.backward_s == -1);  // not measured stays so
   CHECK(fc.to_linear_again_s(TaskKind::BA) == -1);
   CHECK(fc.to_linear_again_s(TaskKind::BW) == doctest::Approx(1e-3));
+  CHECK(fc.activation_grad_fixed_s == doctest::Approx(6e-4));
   CHECK(twice.copy_latency_s == 50e-6);
   CHECK(twice.copy_bytes_per_s == 1e9);
   CHECK_THROWS_AS(with_compute_scaled(c, 0), Error);
@@ -378,4 +385,15 @@ TEST_CASE("calibration tables: a B costs the measured fused backward, or BA + BW
   CHECK_THROWS_WITH_AS(
       calibration_from_json_text(calibration("", R"({"name": "fc1", "F_s": 0, "BA_s": 0, "BW_s": 0, "U_s": 0, "BW_to_linear_again_s": -3})"), "c.json"),
       doctest::Contains("/layers/0/BW_to_linear_again_s: expected seconds >= 0, or -1 for not measured"), Error);
+  // What a BA part costs whatever its samples: likewise absent (-1) in older tables, written only
+  // where measured, and read back as written.
+  CHECK(with_again.layers.at("fc1").activation_grad_fixed_s == -1);
+  CHECK(calibration_to_json_text(with_again).find("BA_fixed_s") == std::string::npos);
+  const std::string fixed = R"({"name": "fc1", "F_s": 1e-6, "BA_s": 3e-6, "BW_s": 5e-6, "B_s": 6e-6, "U_s": 1e-7, "BA_fixed_s": 4e-7})";
+  const Calibration with_fixed = calibration_from_json_text(calibration("", fixed), "c.json");
+  CHECK(with_fixed.layers.at("fc1").activation_grad_fixed_s == 4e-7);
+  CHECK(calibration_from_json_text(calibration_to_json_text(with_fixed), "c.json").layers.at("fc1").activation_grad_fixed_s == 4e-7);
+  CHECK_THROWS_WITH_AS(
+      calibration_from_json_text(calibration("", R"({"name": "fc1", "F_s": 0, "BA_s": 0, "BW_s": 0, "U_s": 0, "BA_fixed_s": -2})"), "c.json"),
+      doctest::Contains("/layers/0/BA_fixed_s: expected seconds >= 0, or -1 for not measured"), Error);
 }

@@ -107,12 +107,50 @@ void record_to_linear_again(const TaskGraph& graph, const Network& network, cons
   }
 }
 
+// Per layer of `network`: LayerTimes::activation_grad_fixed_s, from the BA parts of `runs` of
+// `graph` (LayerPipe's, each of fewer samples than the table's; after the warm-up minibatches):
+// the line through their dx (seconds beyond the way back to the linear output, the median of
+// means) at their samples and the whole BA's dx in `calibration` at its samples, taken where it
+// meets no samples, clamped to [0, the parts' dx]. Layers without a fused B (no way back to tell
+// apart) or without parts are left unmeasured.
+void record_activation_grad_fixed(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
+                                  std::int32_t skip_minibatches, Calibration& calibration) {
+  if (graph.samples_per_microbatch != calibration.samples) return;  // the two points' samples would not compare
+  const double whole_samples = static_cast<double>(calibration.samples);
+  std::vector<std::vector<double>> part_dx_s(network.size()), samples_of_parts(network.size());  // per layer
+  for (const auto& run : runs) {
+    for (const auto& time : run.layer_times) {
+      const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
+      if (t.minibatch < skip_minibatches || t.kind != TaskKind::BA || time.kind != TaskKind::BA || t.parts <= 1) continue;
+      const SampleRange range = part_samples(t, graph.samples_per_microbatch);
+      const auto l = static_cast<std::size_t>(time.layer);
+      part_dx_s[l].push_back(std::max(0.0, time.seconds - time.to_linear_s));
+      samples_of_parts[l].push_back(static_cast<double>(range.end - range.begin));
+    }
+  }
+  for (std::size_t l = 0; l < network.size(); ++l) {
+    if (part_dx_s[l].empty()) continue;
+    LayerTimes& times = calibration.layers[network.layers[l].name];
+    if (times.to_linear_s() < 0) continue;
+    const double whole_dx = times.activation_grad_s - times.to_linear_s();
+    const double part_dx = median_of_means(part_dx_s[l]);
+    double samples = 0;
+    for (const double n : samples_of_parts[l]) samples += n;
+    samples /= static_cast<double>(samples_of_parts[l].size());
+    if (!(samples > 0 && samples < whole_samples)) continue;
+    // dx(s) = fixed + (whole_dx - fixed) s / S through (s, part_dx) and (S, whole_dx).
+    const double fixed = (part_dx * whole_samples - whole_dx * samples) / (whole_samples - samples);
+    times.activation_grad_fixed_s = std::clamp(fixed, 0.0, part_dx);
+  }
+}
+
 // Tasks spanning the same layers cannot tell what a task costs beyond its layers from what each
 // layer in it costs: refits `calibration`'s overhead line to the tasks of `timed` (runs of
 // `graph`, after their first `skip_minibatches`) and those of a short layerpipe run of `network`
 // (a task per layer; two minibatches timed after two of warm-up) on `processors`, which `run_all`
 // makes. A network LayerPipe cannot cut keeps the line `timed` gave. The one-layer run also gives
-// the table its way back to the linear output taken again (record_to_linear_again).
+// the table its way back to the linear output taken again (record_to_linear_again) and what a BA
+// part costs whatever its samples (record_activation_grad_fixed).
 void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network& network, std::int32_t processors,
                                         const Dataset& data, std::uint64_t seed, const TaskGraph& graph,
                                         const std::vector<TrainingRun>& timed, std::int32_t skip_minibatches,
@@ -140,6 +178,7 @@ void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network
   overheads.insert(overheads.end(), one_layer.begin(), one_layer.end());
   fit_task_overheads(overheads, calibration);
   record_to_linear_again(layer_graph, network, layer_runs, kWarmUp, calibration);
+  record_activation_grad_fixed(layer_graph, network, layer_runs, kWarmUp, calibration);
 }
 
 // The bytes `runs` held: the largest step peak of any of their processors (or copies).

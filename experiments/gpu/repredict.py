@@ -38,6 +38,9 @@ import sys
 import tempfile
 
 KINDS = ("F_s", "BA_s", "BW_s", "B_s", "U_s")
+# A layer's times a table may lack (absent or -1: not measured); blended only where both tables
+# have them (calibration_blend.cpp).
+OPTIONAL = ("BA_to_linear_again_s", "BW_to_linear_again_s", "BA_fixed_s")
 
 
 def simulate(pipetwin, validation, schedule, processors, calibration, params=()):
@@ -91,6 +94,9 @@ def blend(alone, together, weight):
         for kind in KINDS:
             if kind in layer and kind in theirs:
                 layer[kind] = mix(theirs[kind], layer[kind])
+        for key in OPTIONAL:
+            both = layer.get(key, -1) >= 0 and theirs.get(key, -1) >= 0
+            layer[key] = mix(theirs[key], layer[key]) if both else -1
     return mixed
 
 
@@ -102,7 +108,7 @@ def scaled(table, factor):
             out[key] *= factor
     out["kind_overhead_s"] = {kind: s * factor for kind, s in out.get("kind_overhead_s", {}).items()}
     for layer in out["layers"]:
-        for key in KINDS + ("BA_to_linear_again_s", "BW_to_linear_again_s"):
+        for key in KINDS + OPTIONAL:
             if layer.get(key, -1) > 0:
                 layer[key] *= factor
     return out

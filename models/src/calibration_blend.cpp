@@ -27,6 +27,7 @@ constexpr LayerComputeTime kLayerComputeTimes[] = {
     {&LayerTimes::update_s, false},
     {&LayerTimes::activation_grad_to_linear_again_s, true},
     {&LayerTimes::weight_grad_to_linear_again_s, true},
+    {&LayerTimes::activation_grad_fixed_s, true},
 };
 
 }  // namespace

@@ -101,11 +101,16 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
     if (l > 0 || first_layer_ba) {
       const std::int64_t work = layer_work_cycles(hw, net.layers[l], TaskKind::BA, samples);
       const std::int64_t overhead = compute_task_cycles(hw, net, TaskKind::BA, l, l, samples) - work;
-      // Every part goes back to the linear output over all samples; the rest splits by samples.
+      // Every part goes back to the linear output over all samples; the rest splits by samples,
+      // but for what a part costs whatever its samples, where the calibration measured it.
       const std::int64_t whole = std::min(work, to_linear_cycles(hw, net.layers[l], samples));
       const std::int64_t split = work - whole;
+      const std::int64_t fixed = parts > 1 ? std::min(split, activation_grad_fixed_cycles(hw, net.layers[l])) : -1;
       for (int i = 0; i < parts; ++i) {
-        const std::int64_t share = split / parts + (i < split % parts ? 1 : 0);
+        const std::int64_t part_samples = samples * (i + 1) / parts - samples * i / parts;
+        const std::int64_t share = fixed < 0          ? split / parts + (i < split % parts ? 1 : 0)
+                                   : part_samples == 0 ? 0
+                                                       : fixed + (split - fixed) * part_samples / samples;
         if (share == 0 && !(i == 0 && split == 0)) continue;  // a part with nothing to do
         layer[l].input_grad_parts.push_back(add(TaskKind::BA, l, whole + share + overhead));
         roles.back().part = static_cast<int>(layer[l].input_grad_parts.size()) - 1;

@@ -29,6 +29,12 @@ struct LayerTimes {
   // parts goes back a third time, warmer still. -1: not measured.
   double activation_grad_to_linear_again_s = -1;
   double weight_grad_to_linear_again_s = -1;
+  // Of a BA's work beyond the way back to the linear output (its dx), the seconds that do not
+  // shrink with its samples (the weights read whole, a kernel's start): what a LayerPipe BA part
+  // of fewer samples, timed in the profile's one-layer run, cost beyond its share of the whole
+  // BA's, per the line through the two. A part of s of the table's S samples costs this plus
+  // (dx - this) s / S. In [0, the part's dx]; -1: not measured.
+  double activation_grad_fixed_s = -1;
   // Of a BA or BW; -1 for other kinds.
   double to_linear_again_s(TaskKind kind) const {
     return kind == TaskKind::BA ? activation_grad_to_linear_again_s

@@ -44,6 +44,10 @@ std::int64_t to_linear_cycles(const HardwareProfile& hw, const Layer& layer, std
 // data in cache (warm_to_linear.hpp): the calibration's LayerTimes::to_linear_again_s(kind) scaled
 // to `samples`; -1 where it has none.
 std::int64_t to_linear_again_cycles(const HardwareProfile& hw, const Layer& layer, TaskKind kind, std::int64_t samples);
+// Of a BA's cycles beyond that way back, what a part of fewer samples still costs whole: the
+// calibration's LayerTimes::activation_grad_fixed_s (not scaled: it does not shrink with
+// samples); -1 where it has none (a BA then splits in proportion to samples).
+std::int64_t activation_grad_fixed_cycles(const HardwareProfile& hw, const Layer& layer);
 
 // Cycles the task's memory traffic takes at the processor's full memory bandwidth (summed over
 // its layers; 0 on the unit model). At most compute_task_cycles: the part of a task that
