@@ -1241,6 +1241,28 @@ double median_of_block_means(const std::vector<double>& samples) {
   return means[means.size() / 2];
 }
 
+// lenet5's one-processor profile (2 microbatches of 2 samples, 4 repeats), and the second run it
+// makes, LayerPipe's one-layer run, as the profile's runner saw it.
+struct OneLayerProfile {
+  Calibration table;
+  TaskGraph one_layer;
+  TrainingRun run;
+  Network network;
+};
+OneLayerProfile profile_with_one_layer_run() {
+  const Dataset data = data_for(kLenet);
+  const GraphConfig config = config_for(kLenet, "sequential", 1, 2, 3);
+  std::vector<std::pair<TaskGraph, TrainingRun>> recorded;
+  const Runner recording = [&](const TaskGraph& g, const Network& n, const BatchSampler& s, const TrainingOptions& o) {
+    recorded.emplace_back(g, cpu::run_cpu(g, n, s, o));
+    return recorded.back().second;
+  };
+  Calibration table = profile_layers(config, data, 4, 7, recording, {}, 1);
+  REQUIRE(recorded.size() == 2);
+  REQUIRE(recorded[1].first.schedule == "layerpipe");
+  return {std::move(table), std::move(recorded[1].first), std::move(recorded[1].second), make_request(config).network};
+}
+
 }  // namespace
 
 TEST_CASE("a table for P processors is timed once the pipeline's threads have run together for its span") {
@@ -1947,21 +1969,13 @@ TEST_CASE("a profile takes the way back to the linear output taken again from it
   // table's way back taken again, per kind, is a mean of what those tasks spent going back (in
   // the run's second half, after its two warm-up minibatches): within their range. The first layer has no BA, so its BW follows
   // another layer's update: never warm, not measured.
-  const Dataset data = data_for(kLenet);
-  const GraphConfig config = config_for(kLenet, "sequential", 1, 2, 3);
-  std::vector<std::pair<TaskGraph, TrainingRun>> recorded;
-  const Runner recording = [&](const TaskGraph& g, const Network& n, const BatchSampler& s, const TrainingOptions& o) {
-    recorded.emplace_back(g, cpu::run_cpu(g, n, s, o));
-    return recorded.back().second;
-  };
-  const Calibration table = profile_layers(config, data, 4, 7, recording, {}, 1);
-  REQUIRE(recorded.size() == 2);
-  const TaskGraph& one_layer = recorded[1].first;
-  REQUIRE(one_layer.schedule == "layerpipe");
+  const OneLayerProfile profile = profile_with_one_layer_run();
+  const Calibration& table = profile.table;
+  const TaskGraph& one_layer = profile.one_layer;
+  const Network& network = profile.network;
   REQUIRE(one_layer.minibatches == 4);
-  const Network network = make_request(config).network;
   std::vector<std::map<TaskKind, std::vector<double>>> again(network.size());
-  for (const LayerTime& time : recorded[1].second.layer_times) {
+  for (const LayerTime& time : profile.run.layer_times) {
     const Task& t = one_layer.tasks[static_cast<std::size_t>(time.task)];
     if (t.minibatch < one_layer.minibatches / 2 || time.kind != t.kind) continue;
     if ((t.kind == TaskKind::BA && t.part > 0) || (t.kind == TaskKind::BW && t.first_layer > 0)) {
@@ -1987,25 +2001,17 @@ TEST_CASE("a profile takes the way back to the linear output taken again from it
 }
 
 TEST_CASE("a profile's one-layer run gives what a BA part costs whatever its samples") {
-  // lenet5, 2 microbatches of 8 samples: the one-layer (layerpipe) run splits each BA into 2 parts
-  // of 4 samples. Per layer, the line through the parts' dx (seconds past the way back to the
-  // linear output) at 4 samples and the whole BA's in the table at 8, where it meets 0 samples,
-  // clamped to [0, the parts' dx]: computed here again from the run's records.
-  const Dataset data = data_for(kLenet);
-  const GraphConfig config = config_for(kLenet, "sequential", 1, 2, 3);
-  std::vector<std::pair<TaskGraph, TrainingRun>> recorded;
-  const Runner recording = [&](const TaskGraph& g, const Network& n, const BatchSampler& s, const TrainingOptions& o) {
-    recorded.emplace_back(g, cpu::run_cpu(g, n, s, o));
-    return recorded.back().second;
-  };
-  const Calibration table = profile_layers(config, data, 4, 7, recording, {}, 1);
-  REQUIRE(recorded.size() == 2);
-  const TaskGraph& one_layer = recorded[1].first;
-  REQUIRE(one_layer.schedule == "layerpipe");
+  // lenet5, 2 microbatches of S = 2 samples: the one-layer (layerpipe) run splits each BA into 2
+  // parts of S / 2. Per layer, the line through the parts' dx (seconds past the way back to the
+  // linear output) at S / 2 samples and the whole BA's in the table at S, where it meets 0
+  // samples, clamped to [0, the parts' dx]: computed here again from the run's records.
+  const OneLayerProfile profile = profile_with_one_layer_run();
+  const Calibration& table = profile.table;
+  const TaskGraph& one_layer = profile.one_layer;
+  const Network& network = profile.network;
   REQUIRE(one_layer.samples_per_microbatch == table.samples);
-  const Network network = make_request(config).network;
   std::vector<std::vector<double>> part_dx(network.size());
-  for (const LayerTime& time : recorded[1].second.layer_times) {
+  for (const LayerTime& time : profile.run.layer_times) {
     const Task& t = one_layer.tasks[static_cast<std::size_t>(time.task)];
     if (t.minibatch < one_layer.minibatches / 2 || t.kind != TaskKind::BA || time.kind != TaskKind::BA) continue;
     REQUIRE(t.parts == 2);

@@ -486,10 +486,10 @@ std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config,
   if (processors < 2) throw Error("profile: a pipeline needs at least 2 processors");
   if (!(span_s >= 0)) throw Error("profile: a pipeline's warm-up span must be at least 0 seconds");
   const ScheduleRequest request = make_request(config);
-  // As many microbatches per layer and kind as the one-processor profile, after as many warm-up.
-  std::int32_t timed_minibatches = profile_timed_minibatches(repeats, config.microbatches);
-  std::int32_t warm_up = timed_minibatches;
-  GraphConfig pipeline = profile_run_config(config, kCalibrationPipelineSchedule, processors, warm_up + timed_minibatches);
+  // As many microbatches per layer and kind as the one-processor profile, after as many warm-up:
+  // the warm-up and the timed part are `warm_up` minibatches each.
+  std::int32_t warm_up = profile_timed_minibatches(repeats, config.microbatches);
+  GraphConfig pipeline = profile_run_config(config, kCalibrationPipelineSchedule, processors, 2 * warm_up);
   TaskGraph graph;
   try {
     graph = make_graph(pipeline);
@@ -514,17 +514,15 @@ std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config,
   TrainingRun measured = run(graph, request.network, *sampler, timed);
   // Threads that start together after one ran alone run slow for their first milliseconds (docs/
   // executor.md, "A core after a sleep", and "Tables timed once the threads are awake"): where
-  // the warm-up, or the timed part, spans less than span_s of this run's steps, the run is made
-  // again with both that long, and the table is timed in the second.
+  // the warm-up (and so the timed part) spans less than span_s of this run's steps, the run is
+  // made again with both that long, and the table is timed in the second.
+  // Up to kMostSpanMinibatches; a run already that long (or longer, as asked) is not made again.
   const double step_s = measured.result.iteration_s;
-  if (step_s > 0 && std::min(warm_up, timed_minibatches) * step_s < span_s) {
-    const double needed = std::ceil(span_s / step_s);
-    const auto at_least = [&](std::int32_t now) {
-      return static_cast<std::int32_t>(std::clamp(needed, static_cast<double>(now), static_cast<double>(kMostSpanMinibatches)));
-    };
-    warm_up = at_least(warm_up);
-    timed_minibatches = at_least(timed_minibatches);
-    pipeline.minibatches = warm_up + timed_minibatches;
+  const std::int32_t spanning =
+      step_s > 0 ? static_cast<std::int32_t>(std::min(std::ceil(span_s / step_s), static_cast<double>(kMostSpanMinibatches))) : 0;
+  if (spanning > warm_up) {
+    warm_up = spanning;
+    pipeline.minibatches = 2 * warm_up;
     graph = make_graph(pipeline);
     announce();
     sampler = std::make_unique<BatchSampler>(data, request.network.batch, pipeline.microbatches, pipeline.minibatches, seed);
