@@ -74,6 +74,7 @@ void run(const ProfileCommandOptions& options, mpi::MpiSession* session) {
     std::cout << ")";
   }
   if (calibration.input_load_s > 0) std::cout << fmt::format(" · input load {:.1f} us per microbatch", calibration.input_load_s * us);
+  if (calibration.task_gap_s >= 0) std::cout << fmt::format(" · {:.2f} us between tasks", calibration.task_gap_s * us);
   std::cout << fmt::format(" · copy bandwidth {:.2f} GB/s · transfer latency {:.1f} us", calibration.copy_bytes_per_s / 1e9,
                            calibration.copy_latency_s * us);
   if (calibration.handoff_s >= 0) {
@@ -100,6 +101,13 @@ void run(const ProfileCommandOptions& options, mpi::MpiSession* session) {
       std::cout << fmt::format(" {} KiB {:.1f} us ({:.1f} GB/s)", bytes >> 10, seconds * us, static_cast<double>(bytes) / seconds / 1e9);
     }
     std::cout << "\n";
+  }
+  if (!calibration.pipeline_copy_seconds.empty()) {
+    std::cout << "copies made by their senders in the " << calibration.pipeline_schedule << " run:";
+    for (const auto& [bytes, seconds] : calibration.pipeline_copy_seconds) {
+      std::cout << fmt::format(" {} KiB {:.2f} us", static_cast<double>(bytes) / 1024, seconds * us);
+    }
+    std::cout << fmt::format(" (a copy of another size: the one above plus {:.2f} us)\n", calibration.pipeline_copy_extra_s() * us);
   }
   if (calibration.cores > 0) {
     std::cout << fmt::format("{} CPUs: in graphs of {} or more processors (a compute thread on every core) the sending "

@@ -25,6 +25,7 @@
 #include "rank_followers.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/validator.hpp"
+#include "pipetwin/schedule/views.hpp"
 #include "table.hpp"
 
 namespace pipetwin::cli {
@@ -49,6 +50,7 @@ struct ValidateOptions {
   int max_runs = 0;
   int warmup_rounds = 0;
   std::string tables_out;  // a folder for the kept rounds' calibration tables, or empty
+  std::string traces_out;  // a folder for the kept rounds' runs as Chrome traces, or empty
   bool json = false;
   bool quiet = false;
   double target = 0.05;  // the step-time error a verdict is asked for
@@ -145,6 +147,13 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
     validation.on_calibration = [&](int round, int processors, const Calibration& table) {
       write_output_file(fmt::format("{}/{}-round{}-p{}.json", options.tables_out, config.model, round + 1, processors),
                         calibration_to_json_text(table));
+    };
+  }
+  if (!options.traces_out.empty()) {
+    validation.on_run = [&](int round, const std::string& schedule, int processors, const TaskGraph& graph,
+                            const Result& predicted, const TrainingRun& measured) {
+      write_output_file(fmt::format("{}/{}-{}-p{}-round{}.json", options.traces_out, config.model, schedule, processors, round + 1),
+                        chrome_trace_json(graph, {&measured.result, &predicted}));
     };
   }
   validation.ci_target = options.target;
@@ -383,6 +392,11 @@ void add_validate_command(CLI::App& app) {
   command->add_option("--tables-out", options->tables_out,
                       "an existing folder for each kept round's calibration tables, MODEL-roundR-pP.json, to predict "
                       "those rounds again offline (`pipetwin simulate --calibration`, experiments/gpu/repredict.py)")
+      ->check(CLI::ExistingDirectory);
+  command->add_option("--traces-out", options->traces_out,
+                      "an existing folder for each kept round's runs as Chrome traces (Perfetto), "
+                      "MODEL-SCHEDULE-pP-roundR.json: the measured tasks beside the round's prediction of the same "
+                      "graph, to see which tasks of a row ran off their table")
       ->check(CLI::ExistingDirectory);
   command->add_flag("--json", options->json, "print the table as JSON");
   command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");

@@ -1396,6 +1396,24 @@ TEST_CASE("a replay's task costs are the measured durations") {
   const TaskGraph split_replay = with_measured_costs(split, measured);
   for (const auto& link : split_replay.links) CHECK(link.latency_cycles == 50);
   for (const auto& t : split_replay.tasks) CHECK(t.cost_cycles == 7 + t.id + (t.placement == Placement::link ? 50 : 0));
+  // The table's gap between tasks (whole cycles at the graph's clock) follows every processor
+  // task and every copy a sender made: 2 us at 3 GHz are 6000 cycles.
+  REQUIRE(graph.clock_hz == doctest::Approx(3e9));
+  const TaskGraph gapped = with_measured_costs(graph, measured, false, 2e-6);
+  for (const auto& t : gapped.tasks) {
+    CHECK(t.cost_cycles == replay.tasks[static_cast<std::size_t>(t.id)].cost_cycles + (t.placement == Placement::processor ? 6000 : 0));
+  }
+  const TaskGraph gapped_senders = with_measured_costs(graph, measured, true, 2e-6);
+  std::map<std::int32_t, std::int64_t> copies_after;  // per source: how many transfers its thread copied
+  for (const auto& x : graph.tasks) {
+    if (x.placement == Placement::link && x.deps.size() == 1) ++copies_after[x.deps[0].task];
+  }
+  for (const auto& t : gapped_senders.tasks) {
+    const auto copies = copies_after.find(t.id);
+    const std::int64_t gaps = t.placement == Placement::processor ? 6000 * (1 + (copies == copies_after.end() ? 0 : copies->second)) : 0;
+    CHECK(t.cost_cycles == by_senders.tasks[static_cast<std::size_t>(t.id)].cost_cycles + gaps);
+  }
+  CHECK_THROWS_AS(with_measured_costs(graph, measured, false, -1e-6), Error);
   measured.tasks.pop_back();
   CHECK_THROWS_AS(with_measured_costs(graph, measured), Error);
 }
@@ -1709,6 +1727,125 @@ TEST_CASE("task overheads: the line through the medians of the smallest and the 
   fit_task_overheads({{5, 10e-6}, {5, 12e-6}, {5, 11e-6}}, c);
   CHECK(c.layer_overhead_s == 0);
   CHECK(c.task_overhead_s == doctest::Approx(11e-6));
+}
+
+namespace {
+
+// A run of `graph` made up to test the table's gaps: each thread (a processor's, with the
+// transfers its sender copies when `senders_copy`: copied_after) takes its tasks in the
+// executor's order; one starts `gap_cycles` after the thread's previous ends, or
+// `handoff_cycles` after its last input ends where that is later (it waited); tasks of minibatch
+// 0 have gaps of `first_gap_cycles`. A processor task lasts 10000 cycles, a copy 2400, a
+// transfer on a link's own thread 5000 (links run at once). One layer time per processor task.
+TrainingRun made_up_run(const TaskGraph& graph, bool senders_copy, std::int64_t gap_cycles, std::int64_t first_gap_cycles,
+                        std::int64_t handoff_cycles) {
+  const std::vector<std::int32_t> after = senders_copy ? copied_after(graph) : std::vector<std::int32_t>(graph.tasks.size(), -1);
+  std::vector<std::vector<std::int32_t>> threads = tasks_by_processor(graph);
+  for (auto& order : threads) {  // each copy right after the task it reads, in the link's order
+    std::vector<std::int32_t> with_copies;
+    for (const auto id : order) {
+      with_copies.push_back(id);
+      for (const auto& link_order : tasks_by_link(graph)) {
+        for (const auto x : link_order) {
+          if (after[static_cast<std::size_t>(x)] == id) with_copies.push_back(x);
+        }
+      }
+    }
+    order = with_copies;
+  }
+  TrainingRun run;
+  run.copies_on_senders = senders_copy;
+  run.result.tasks.resize(graph.tasks.size());
+  std::vector<bool> timed(graph.tasks.size(), false);
+  std::vector<std::size_t> next(threads.size(), 0);
+  std::vector<std::int64_t> free_at(threads.size(), 0);
+  const auto inputs_timed = [&](const Task& t) {
+    return std::all_of(t.deps.begin(), t.deps.end(), [&](const Dep& d) { return timed[static_cast<std::size_t>(d.task)]; });
+  };
+  const auto ready_at = [&](const Task& t) {
+    std::int64_t ready = 0;
+    for (const auto& d : t.deps) ready = std::max(ready, run.result.tasks[static_cast<std::size_t>(d.task)].end_cycles);
+    return ready;
+  };
+  for (bool progressed = true; progressed;) {
+    progressed = false;
+    for (const auto& link_order : tasks_by_link(graph)) {  // a link's thread: as soon as its source ends
+      for (const auto x : link_order) {
+        const Task& t = graph.tasks[static_cast<std::size_t>(x)];
+        if (timed[static_cast<std::size_t>(x)] || after[static_cast<std::size_t>(x)] >= 0 || !inputs_timed(t)) continue;
+        run.result.tasks[static_cast<std::size_t>(x)] = {ready_at(t), ready_at(t) + 5000};
+        timed[static_cast<std::size_t>(x)] = progressed = true;
+      }
+    }
+    for (std::size_t p = 0; p < threads.size(); ++p) {
+      while (next[p] < threads[p].size()) {
+        const Task& t = graph.tasks[static_cast<std::size_t>(threads[p][next[p]])];
+        if (!inputs_timed(t)) break;
+        const std::int64_t gap = t.minibatch == 0 ? first_gap_cycles : gap_cycles;
+        const std::int64_t start = next[p] == 0 ? ready_at(t) : std::max(free_at[p] + gap, ready_at(t) > free_at[p] ? ready_at(t) + handoff_cycles : 0);
+        const std::int64_t end = start + (t.placement == Placement::processor ? 10000 : 2400);
+        run.result.tasks[static_cast<std::size_t>(t.id)] = {start, end};
+        if (t.placement == Placement::processor) run.layer_times.push_back({t.id, t.first_layer, t.kind, 1e-6, 0});
+        timed[static_cast<std::size_t>(t.id)] = progressed = true;
+        free_at[p] = end;
+        ++next[p];
+      }
+    }
+  }
+  REQUIRE(std::all_of(timed.begin(), timed.end(), [](bool b) { return b; }));
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("a table's gap between tasks: from a task's end to the next's start on its thread, where the next did not wait") {
+  // mlp, 1f1b on 2 processors, 3 minibatches (the first skipped); 3 GHz: 900 cycles are 0.3 us.
+  const TaskGraph graph = make_graph(config_for(kMlp, "1f1b", 2, 2, 3));
+  REQUIRE(graph.clock_hz == doctest::Approx(3e9));
+  const Network network = make_request(config_for(kMlp, "1f1b", 2, 2, 3)).network;
+  // Links with threads of their own: the processors' gaps alone; tasks that waited for a transfer
+  // started 3000 cycles after it (a handoff), which is not a gap; the first minibatch's gaps of
+  // 9000 cycles are the warm-up's.
+  const TrainingRun links = made_up_run(graph, false, 900, 9000, 3000);
+  const Calibration by_links = calibration_from_run(graph, network, links, 1);
+  CHECK(by_links.task_gap_s == doctest::Approx(0.3e-6));
+  CHECK(by_links.pipeline_copy_seconds.empty());
+  // Senders copying: a copy is one more step of its thread, with the gap before and after it, and
+  // its duration is the table's copy made in a pipeline, per size.
+  const TrainingRun senders = made_up_run(graph, true, 900, 9000, 3000);
+  const Calibration by_senders = calibration_from_run(graph, network, senders, 1);
+  CHECK(by_senders.task_gap_s == doctest::Approx(0.3e-6));
+  std::set<std::int64_t> sizes;
+  const std::vector<std::int32_t> after = copied_after(graph);
+  for (const auto& t : graph.tasks) {
+    if (after[static_cast<std::size_t>(t.id)] >= 0 && t.minibatch >= 1) sizes.insert(t.bytes);
+  }
+  REQUIRE_FALSE(sizes.empty());
+  REQUIRE(by_senders.pipeline_copy_seconds.size() == sizes.size());
+  for (const auto& [bytes, seconds] : by_senders.pipeline_copy_seconds) {
+    CHECK(sizes.count(bytes) == 1);
+    CHECK(seconds == doctest::Approx(0.8e-6));  // 2400 cycles
+  }
+  // Beyond copies timed in a row: what the table's copy of each size leaves, the median; never
+  // below 0; nothing without pipeline copies.
+  Calibration c = by_senders;
+  c.copy_seconds = {{1, 1e-9}};  // 1 ns a byte from the first point on
+  std::vector<double> extra_s;
+  for (const auto& [bytes, seconds] : c.pipeline_copy_seconds) extra_s.push_back(std::max(0.0, seconds - static_cast<double>(bytes) * 1e-9));
+  std::sort(extra_s.begin(), extra_s.end());
+  CHECK(c.pipeline_copy_extra_s() == doctest::Approx(extra_s[extra_s.size() / 2]));
+  // A sender's copy: of a size the pipeline made, what it took there; of another, the row's copy
+  // plus that median.
+  const auto [made_bytes, made_s] = c.pipeline_copy_seconds.front();
+  CHECK(c.sender_copy_s(made_bytes) == made_s);
+  CHECK(c.sender_copy_s(made_bytes + 1) == doctest::Approx(static_cast<double>(made_bytes + 1) * 1e-9 + c.pipeline_copy_extra_s()));
+  c.copy_seconds = {{1, 1.0}};
+  CHECK(c.pipeline_copy_extra_s() == 0);
+  c.pipeline_copy_seconds.clear();
+  CHECK(c.pipeline_copy_extra_s() == 0);
+  CHECK(c.sender_copy_s(made_bytes) == doctest::Approx(static_cast<double>(made_bytes)));  // the row's alone
+  c.copy_seconds.clear();
+  CHECK(c.sender_copy_s(made_bytes) == -1);  // nothing measured
 }
 
 TEST_CASE("task overheads per kind: each kind's median beyond the common cost per layer") {

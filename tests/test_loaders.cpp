@@ -207,6 +207,22 @@ TEST_CASE("calibration tables: unknown keys, repeated layers and impossible time
     CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(", \"copy_seconds\": " + points, layer), "c.json"),
                          doctest::Contains(message.c_str()), Error);
   }
+  // The gap between tasks and the copies senders made in a pipeline: absent in older tables (-1,
+  // none), read back as written, checked like the others.
+  CHECK(ok.task_gap_s == -1);
+  CHECK(ok.pipeline_copy_seconds.empty());
+  CHECK(calibration_to_json_text(ok).find("task_gap_s") == std::string::npos);
+  const Calibration gapped = calibration_from_json_text(
+      calibration_to_json_text(calibration_from_json_text(
+          calibration(R"(, "task_gap_s": 3e-7, "pipeline_copy_seconds": [[16384, 8e-7], [65536, 2e-6]])", layer), "c.json")),
+      "c.json");
+  CHECK(gapped.task_gap_s == 3e-7);
+  REQUIRE(gapped.pipeline_copy_seconds.size() == 2);
+  CHECK(gapped.pipeline_copy_seconds[1] == std::make_pair(std::int64_t{65536}, 2e-6));
+  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "task_gap_s": -2e-7)", layer), "c.json"),
+                       doctest::Contains("/task_gap_s: expected seconds >= 0, or -1 for not measured"), Error);
+  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "pipeline_copy_seconds": [[16384, -1]])", layer), "c.json"),
+                       doctest::Contains("/pipeline_copy_seconds/0/1: expected a positive number of seconds"), Error);
   CHECK(ok.concurrent == 1);        // older tables: timed alone
   CHECK(calibration_from_json_text(calibration(R"(, "concurrent": 2)", layer), "c.json").concurrent == 2);
   CHECK(ok.cores == 0);  // older tables: not recorded
@@ -312,6 +328,13 @@ TEST_CASE("calibration tables: a blend lies between the table taken alone and th
   CHECK(blend_calibrations(alone, together, 0.25).layers.at("fc").activation_grad_fixed_s == -1);  // in one only
   together.layers["fc"].activation_grad_fixed_s = 5e-4;
   CHECK(blend_calibrations(alone, together, 0.25).layers.at("fc").activation_grad_fixed_s == doctest::Approx(2e-4));
+  CHECK(quarter.task_gap_s == -1);  // the gap between tasks: measured in neither
+  alone.task_gap_s = 2e-7;
+  CHECK(blend_calibrations(alone, together, 0.25).task_gap_s == 2e-7);  // in one only: its
+  together.task_gap_s = 6e-7;
+  CHECK(blend_calibrations(alone, together, 0.25).task_gap_s == doctest::Approx(3e-7));
+  together.pipeline_copy_seconds = {{16384, 8e-7}};
+  CHECK(blend_calibrations(alone, together, 0.25).pipeline_copy_seconds == together.pipeline_copy_seconds);
   CHECK(quarter.copy_latency_s == 50e-6);  // links and copies: the table taken at once
   CHECK(quarter.concurrent == 4);
   CHECK(blend_calibrations(alone, together, 0).layers.at("fc").forward_s == doctest::Approx(1e-3));
@@ -333,7 +356,9 @@ TEST_CASE("calibration tables: a table's compute times scaled, its links and cop
   c.layers["fc"] = {1e-3, 2e-3, 3e-3, -1, 1e-4};  // no fused B measured
   c.layers["fc"].weight_grad_to_linear_again_s = 5e-4;
   c.layers["fc"].activation_grad_fixed_s = 3e-4;
+  c.task_gap_s = 3e-7;
   const Calibration twice = with_compute_scaled(c, 2);
+  CHECK(twice.task_gap_s == 3e-7);  // the executor's step between tasks, not compute
   CHECK(twice.task_overhead_s == doctest::Approx(20e-6));
   CHECK(twice.layer_overhead_s == doctest::Approx(4e-6));
   CHECK(twice.input_load_s == doctest::Approx(16e-6));

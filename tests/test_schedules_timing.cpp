@@ -158,7 +158,9 @@ TEST_CASE("a CPU calibration's copies take the sending processor's core where ev
   // mlp 16 -> 12 -> 8 -> 4 cut after its first layer, 2 microbatches of 4 samples, gpipe on 2 CPU
   // threads: each microbatch's activation (12 x 4 floats) goes p0 -> p1, its gradient p1 -> p0.
   const auto graph_with_cores = [](std::int32_t cores, bool across_ranks = false,
-                                    std::vector<std::pair<std::int64_t, double>> copy_seconds = {}, double handoff_s = -1) {
+                                    std::vector<std::pair<std::int64_t, double>> copy_seconds = {}, double handoff_s = -1,
+                                    std::vector<std::pair<std::int64_t, double>> pipeline_copy_seconds = {},
+                                    double task_gap_s = -1) {
     GraphConfig config = graph_config("mlp", "gpipe", "cpu-core", 2, 2, 1);
     config.params = {"widths=16,12,8,4", "batch=8", "cuts=0"};
     auto calibration = std::make_shared<Calibration>();
@@ -169,6 +171,8 @@ TEST_CASE("a CPU calibration's copies take the sending processor's core where ev
     calibration->cores = cores;
     calibration->handoff_s = handoff_s;
     calibration->copy_seconds = std::move(copy_seconds);
+    calibration->pipeline_copy_seconds = std::move(pipeline_copy_seconds);
+    calibration->task_gap_s = task_gap_s;
     if (across_ranks) {  // p0 and p1 on ranks 0 and 1: every transfer is a message
       calibration->ranks = 2;
       calibration->message_send_core_s = 1e-5;
@@ -256,6 +260,27 @@ TEST_CASE("a CPU calibration's copies take the sending processor's core where ev
     }
     const auto charged_in_one_process = shared.tasks[i].cost_cycles - t.cost_cycles;
     CHECK(static_cast<double>(sized.tasks[i].cost_cycles - t.cost_cycles) == (charged_in_one_process > 0 ? sized_cycles : 0.0));
+  }
+  // A table timed in a pipeline: a sender's copy there took 1.8 us at 200 bytes, where the copies
+  // in a row give 1.5 us (0.3 us more), and 0.25 us passed between a thread's tasks. Every
+  // processor task pays the gap; a sender's copy pays the row's copy of its size, the 0.3 us, and
+  // the gap after it.
+  const TaskGraph pipelined = graph_with_cores(2, false, {{100, 1e-6}, {300, 2e-6}}, -1, {{200, 1.8e-6}}, 0.25e-6);
+  const TaskGraph gap_only = graph_with_cores(2, false, {{100, 1e-6}, {300, 2e-6}}, -1, {}, 0.25e-6);
+  // A copy of a size the pipeline made (192 bytes, 0.7 us there) costs what it took there.
+  const TaskGraph same_size = graph_with_cores(2, false, {{100, 1e-6}, {300, 2e-6}}, -1, {{192, 0.7e-6}, {200, 1.8e-6}}, 0.25e-6);
+  const double same_size_copy_cycles = std::ceil((0.7e-6 + 0.25e-6) * apart.clock_hz - 1e-9);
+  const double gap_cycles = std::ceil(0.25e-6 * apart.clock_hz - 1e-9);
+  const double pipelined_copy_cycles = std::ceil((1e-6 + 1e-6 * 92 / 200 + 0.3e-6 + 0.25e-6) * apart.clock_hz - 1e-9);
+  const double gap_copy_cycles = std::ceil((1e-6 + 1e-6 * 92 / 200 + 0.25e-6) * apart.clock_hz - 1e-9);
+  for (std::size_t i = 0; i < apart.tasks.size(); ++i) {
+    const auto& t = apart.tasks[i];
+    if (t.placement == Placement::link) continue;
+    INFO(describe_task(apart, t));
+    const bool copies = shared.tasks[i].cost_cycles > t.cost_cycles;
+    CHECK(static_cast<double>(pipelined.tasks[i].cost_cycles - t.cost_cycles) == gap_cycles + (copies ? pipelined_copy_cycles : 0.0));
+    CHECK(static_cast<double>(gap_only.tasks[i].cost_cycles - t.cost_cycles) == gap_cycles + (copies ? gap_copy_cycles : 0.0));
+    CHECK(static_cast<double>(same_size.tasks[i].cost_cycles - t.cost_cycles) == gap_cycles + (copies ? same_size_copy_cycles : 0.0));
   }
   // Between ranks each transfer is a message: the sender pays its measured packing (10 us + 192
   // bytes at 100 MB/s) after the message's source, and the receiver its measured unpacking (20 us

@@ -19,6 +19,7 @@
 #include "pipetwin/exec/thread_pinning.hpp"
 #include "spin_wait.hpp"
 #include "pipetwin/models/error.hpp"
+#include "pipetwin/schedule/copies_on_cores.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/warm_to_linear.hpp"
 
@@ -261,6 +262,61 @@ void time_footprint_slowdown(const GraphConfig& config, const Network& network, 
   calibration.footprint_large_bytes = large_bytes;
 }
 
+// Per thread of `run` (a processor's, with the transfers its sender's thread copied when the run
+// copied on senders: copied_after), its tasks in the order they started.
+std::vector<std::vector<std::int32_t>> thread_sequences(const TaskGraph& graph, const TrainingRun& run) {
+  const std::vector<std::int32_t> after =
+      run.copies_on_senders ? copied_after(graph) : std::vector<std::int32_t>(graph.tasks.size(), -1);
+  std::vector<std::vector<std::int32_t>> threads(static_cast<std::size_t>(graph.processor_count()));
+  for (const auto& t : graph.tasks) {
+    std::int32_t thread = -1;
+    if (t.placement == Placement::processor) thread = t.resource;
+    if (t.placement == Placement::link && after[static_cast<std::size_t>(t.id)] >= 0) {
+      thread = graph.tasks[static_cast<std::size_t>(after[static_cast<std::size_t>(t.id)])].resource;
+    }
+    if (thread >= 0 && thread < static_cast<std::int32_t>(threads.size())) threads[static_cast<std::size_t>(thread)].push_back(t.id);
+  }
+  for (auto& ids : threads) {
+    std::sort(ids.begin(), ids.end(), [&](std::int32_t a, std::int32_t b) {
+      return run.result.tasks[static_cast<std::size_t>(a)].start_cycles < run.result.tasks[static_cast<std::size_t>(b)].start_cycles;
+    });
+  }
+  return threads;
+}
+
+// Calibration::task_gap_s and pipeline_copy_seconds from `runs` of `graph` (after their first
+// `skip_minibatches`): on each thread, from one task's end to the next's start where every input
+// of the next had ended before (it did not wait: what is left is the executor's own step), the
+// median of means; and per size, the copies the senders' threads made.
+void record_task_gaps(const TaskGraph& graph, const std::vector<TrainingRun>& runs, std::int32_t skip_minibatches,
+                      Calibration& calibration) {
+  std::vector<double> gaps_s;
+  std::map<std::int64_t, std::vector<double>> copies_s;  // by bytes
+  for (const auto& run : runs) {
+    if (run.result.tasks.size() != graph.tasks.size()) continue;
+    const auto& times = run.result.tasks;
+    for (const auto& ids : thread_sequences(graph, run)) {
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        const Task& t = graph.tasks[static_cast<std::size_t>(ids[i])];
+        const TaskTiming& time = times[static_cast<std::size_t>(t.id)];
+        if (t.minibatch < skip_minibatches) continue;
+        if (t.placement == Placement::link && t.bytes > 0) {
+          copies_s[t.bytes].push_back(static_cast<double>(time.end_cycles - time.start_cycles) / graph.clock_hz);
+        }
+        if (i == 0) continue;
+        const TaskTiming& before = times[static_cast<std::size_t>(ids[i - 1])];
+        std::int64_t ready_cycles = 0;
+        for (const auto& d : t.deps) ready_cycles = std::max(ready_cycles, times[static_cast<std::size_t>(d.task)].end_cycles);
+        if (ready_cycles > before.end_cycles) continue;  // it waited for an input
+        gaps_s.push_back(static_cast<double>(std::max<std::int64_t>(0, time.start_cycles - before.end_cycles)) / graph.clock_hz);
+      }
+    }
+  }
+  if (!gaps_s.empty()) calibration.task_gap_s = median_of_means(gaps_s);
+  calibration.pipeline_copy_seconds.clear();
+  for (const auto& [bytes, seconds] : copies_s) calibration.pipeline_copy_seconds.emplace_back(bytes, median_of_means(seconds));
+}
+
 }  // namespace
 
 double median_of(std::vector<double> values) { return upper_median(std::move(values)); }
@@ -303,6 +359,7 @@ Calibration calibration_from_runs(const TaskGraph& graph, const Network& network
   }
   c.input_load_s = median_of_means(load_s);
   fit_task_overheads(task_overheads(graph, runs, skip_minibatches), c);
+  record_task_gaps(graph, runs, skip_minibatches, c);
   return c;
 }
 

@@ -56,6 +56,7 @@ struct Configuration {
   std::vector<std::int64_t> pool_peaks;      // per run, where the runner has a memory pool
   double co_run_weight = 0;  // the latest calibration's (ValidationRow::co_run_weight)
   double footprint_factor = 1;  // the latest calibration's (ValidationRow::footprint_factor)
+  double task_gap_s = 0;  // the latest calibration's gap between tasks (Calibration::task_gap_s), for replays
   // Forgets every round's figures (ValidationOptions::warmup_rounds: those rounds are not kept).
   void forget_rounds() {
     predicted_s.clear();
@@ -270,11 +271,13 @@ double busy_concurrency(const TaskGraph& graph, const Result& result) {
   return busy > 0 ? busy_squared / busy : 0;
 }
 
-TaskGraph with_measured_costs(const TaskGraph& graph, const Result& measured, bool copies_on_senders) {
+TaskGraph with_measured_costs(const TaskGraph& graph, const Result& measured, bool copies_on_senders, double gap_s) {
   if (measured.tasks.size() != graph.tasks.size()) {
     throw Error("internal: a replay needs one measured time per task (" + std::to_string(graph.tasks.size()) +
                 " tasks, " + std::to_string(measured.tasks.size()) + " times)");
   }
+  if (!(gap_s >= 0 && std::isfinite(gap_s))) throw Error("internal: a replay's gap between tasks must be seconds >= 0");
+  const auto gap_cycles = static_cast<std::int64_t>(std::ceil(gap_s * graph.clock_hz - 1e-9));
   TaskGraph replay = graph;
   // Where the calibration timed the handoffs apart (LinkInfo::wake_cycles, delivery_cycles), they
   // are what lies outside a measured transfer; the rest of the latency (a GPU copy's round trip,
@@ -289,6 +292,7 @@ TaskGraph with_measured_costs(const TaskGraph& graph, const Result& measured, bo
     // A transfer's measured copy plus its link's latency: the handoffs to the link's thread and on
     // to the consumer's, which the copy's own start and end do not contain.
     if (t.placement == Placement::link) t.cost_cycles += replay.links[static_cast<std::size_t>(t.resource)].latency_cycles;
+    if (t.placement == Placement::processor) t.cost_cycles += gap_cycles;
   }
   if (!copies_on_senders) return replay;
   // A transfer its sender copied: the copy is the sender's time, right after the task it was
@@ -299,9 +303,9 @@ TaskGraph with_measured_costs(const TaskGraph& graph, const Result& measured, bo
     const std::int32_t last = after[static_cast<std::size_t>(t.id)];
     if (last < 0) continue;
     const std::int64_t copy_cycles = replay.tasks[static_cast<std::size_t>(t.id)].cost_cycles -
-                                     replay.links[static_cast<std::size_t>(t.resource)].latency_cycles;
+                                     replay.links[static_cast<std::size_t>(t.resource)].latency_cycles + gap_cycles;
     replay.tasks[static_cast<std::size_t>(last)].cost_cycles += copy_cycles;
-    replay.tasks[static_cast<std::size_t>(t.id)].cost_cycles -= copy_cycles;
+    replay.tasks[static_cast<std::size_t>(t.id)].cost_cycles -= copy_cycles - gap_cycles;
   }
   return replay;
 }
@@ -508,10 +512,11 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   // gpipe at P = 2 was predicted 6.6% slow (each core has an L2 of its own), with the largest
   // 1.4% (docs/executor.md, "What a footprint costs").
   auto build = [&](const std::string& schedule, int processors, double* co_run_weight = nullptr,
-                   double* footprint_factor = nullptr) {
+                   double* footprint_factor = nullptr, double* task_gap_s = nullptr) {
     GraphConfig chosen = choose_table(schedule, processors, co_run_weight);
     TaskGraph graph = graph_of(chosen, schedule, processors);
     if (footprint_factor != nullptr) *footprint_factor = 1;
+    if (task_gap_s != nullptr) *task_gap_s = chosen.calibration ? std::max(0.0, chosen.calibration->task_gap_s) : 0.0;
     const auto& alone = calibrated.at(1).calibration;
     if (!alone || !chosen.calibration || !(alone->footprint_slowdown > 0) ||
         chosen.calibration->timed_footprint_bytes <= 0) {
@@ -538,25 +543,27 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   for (const auto& schedule : options.schedules) {
     std::string baseline = schedule;
     TaskGraph one_graph;
-    double one_footprint_factor = 1;
+    double one_footprint_factor = 1, one_gap_s = 0;
     try {
-      one_graph = build(schedule, 1, nullptr, &one_footprint_factor);
+      one_graph = build(schedule, 1, nullptr, &one_footprint_factor, &one_gap_s);
     } catch (const Error&) {
       baseline = "sequential";
-      one_graph = build("sequential", 1, nullptr, &one_footprint_factor);
+      one_graph = build("sequential", 1, nullptr, &one_footprint_factor, &one_gap_s);
     }
     const std::size_t one = configurations.size();
     configurations.emplace_back(baseline, 1, std::move(one_graph));
     configurations.back().footprint_factor = one_footprint_factor;
+    configurations.back().task_gap_s = one_gap_s;
     for (const int p : options.processors) {
       std::size_t at = one;
       if (p != 1 || baseline != schedule) {
         at = configurations.size();
-        double weight = 0, footprint_factor = 1;
-        TaskGraph graph = build(schedule, p, &weight, &footprint_factor);
+        double weight = 0, footprint_factor = 1, gap_s = 0;
+        TaskGraph graph = build(schedule, p, &weight, &footprint_factor, &gap_s);
         configurations.emplace_back(schedule, p, std::move(graph));
         configurations.back().co_run_weight = weight;
         configurations.back().footprint_factor = footprint_factor;
+        configurations.back().task_gap_s = gap_s;
       }
       plans.push_back({schedule, baseline, p, one, at});
     }
@@ -595,7 +602,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     if (r == 0 || options.calibrate || kept == 0) {  // the first kept round predicts again
       if (r > 0 && options.calibrate) {
         recalibrate(r);
-        for (auto& c : configurations) c.graph = build(c.schedule, c.processors, &c.co_run_weight, &c.footprint_factor);
+        for (auto& c : configurations) c.graph = build(c.schedule, c.processors, &c.co_run_weight, &c.footprint_factor, &c.task_gap_s);
       }
       predict_all();
     }
@@ -611,13 +618,14 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       c.steps_s.push_back(measured.result.iteration_s);
       c.measured_peaks.push_back(max_peak(measured.result.peak_memory_bytes));
       c.measured_step_peaks.push_back(max_peak(measured.result.step_peak_memory_bytes));
+      if (options.on_run && kept >= 0) options.on_run(kept, c.schedule, c.processors, c.graph, predict(c.graph), measured);
       if (!measured.device_pool_peak_bytes.empty()) {
         std::int64_t pool = 0;
         for (const auto& [gpu, bytes] : measured.device_pool_peak_bytes) pool = std::max(pool, bytes);
         c.pool_peaks.push_back(pool);
       }
       if (measured.result.tasks.size() == c.graph.tasks.size() && measured.result.iteration_s > 0) {
-        const TaskGraph replay = with_measured_costs(c.graph, measured.result, measured.copies_on_senders);
+        const TaskGraph replay = with_measured_costs(c.graph, measured.result, measured.copies_on_senders, c.task_gap_s);
         const double replayed_s = predict(replay).iteration_s;
         c.replayed_s.push_back(replayed_s);
         c.replay_errors.push_back(replayed_s / measured.result.iteration_s - 1);

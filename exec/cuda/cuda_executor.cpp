@@ -358,6 +358,9 @@ Calibration profile_cuda(const GraphConfig& config, const Dataset& data, int rep
     return run_cuda(graph, network, sampler, training, options, training.copy == 0 ? &placement : nullptr);
   };
   Calibration calibration = profile_layers(config, data, repeats, seed, run, progress, concurrent);
+  // The gaps between a stream's tasks (Calibration::task_gap_s) are validated on the CPU only: a
+  // GPU table keeps its tasks' times alone until a GPU run compares them (docs/executor.md).
+  calibration.task_gap_s = -1;
   if (progress) progress("measuring the GPU's copy bandwidth and latency");
   measure_copies(options, std::max(3, repeats), &calibration.copy_bytes_per_s, &calibration.copy_latency_s);
   // producer -> link thread -> consumer, each asleep for about a task. Kept apart too: the link

@@ -77,7 +77,7 @@ def busy_concurrency(result):
 
 
 def blend(alone, together, weight):
-    """Every compute time linear between the two tables; links and copies are `together`'s."""
+    """Every compute time (and the gap between tasks) linear between the two tables; links and copies are `together`'s."""
     mixed = json.loads(json.dumps(together))
     mix = lambda a, b: a + weight * (b - a)
     for key in ("task_overhead_s", "layer_overhead_s", "input_load_s"):
@@ -85,6 +85,12 @@ def blend(alone, together, weight):
     kinds = set(alone.get("kind_overhead_s", {})) | set(together.get("kind_overhead_s", {}))
     of = lambda table, kind: table.get("kind_overhead_s", {}).get(kind, table.get("task_overhead_s", 0.0))
     mixed["kind_overhead_s"] = {kind: mix(of(alone, kind), of(together, kind)) for kind in sorted(kinds)}
+    # The gap between tasks: mixed where both tables timed it, else the one that did.
+    gaps = [table.get("task_gap_s", -1) for table in (alone, together)]
+    if min(gaps) >= 0:
+        mixed["task_gap_s"] = mix(*gaps)
+    elif gaps[0] >= 0:
+        mixed["task_gap_s"] = gaps[0]
     if alone.get("timed_footprint_bytes", 0) > 0 and together.get("timed_footprint_bytes", 0) > 0:
         # std::llround's halves away from zero, not Python's round to even
         mixed["timed_footprint_bytes"] = math.floor(mix(alone["timed_footprint_bytes"], together["timed_footprint_bytes"]) + 0.5)

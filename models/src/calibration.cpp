@@ -6,8 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
+#include <vector>
 
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/json_read.hpp"
@@ -19,7 +21,7 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   const JsonReader root(document, source);
   root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "pipeline_schedule", "co_run_slope", "co_run_share", "timed_footprint_bytes", "footprint_slowdown", "footprint_small_bytes", "footprint_large_bytes", "cores", "task_overhead_s", "layer_overhead_s", "kind_overhead_s", "input_load_s", "copy_bytes_per_s", "core_copy_bytes_per_s", "ranks", "message_send_core_s",
                    "message_send_core_bytes_per_s", "message_receive_core_s", "message_receive_core_bytes_per_s",
-                   "copy_latency_s", "handoff_s", "handoff_spin_s", "copy_seconds", "layers"});
+                   "copy_latency_s", "handoff_s", "handoff_spin_s", "copy_seconds", "task_gap_s", "pipeline_copy_seconds", "layers"});
   if (root.get_string("format", "") != "pipetwin-calibration-1") {
     throw Error("calibration " + source + ": not a pipetwin calibration table (format pipetwin-calibration-1)");
   }
@@ -100,20 +102,23 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
     root.at("core_copy_bytes_per_s").fail("bytes per second >= 0");
   }
   c.copy_latency_s = seconds(root, "copy_latency_s", -1.0, true);
-  if (root.has("copy_seconds")) {
-    const JsonReader points = root.at("copy_seconds");
+  // Copies by size: [[bytes, seconds], ...], sizes ascending.
+  const auto copy_points = [&](const std::string& key, std::vector<std::pair<std::int64_t, double>>& into) {
+    if (!root.has(key)) return;
+    const JsonReader points = root.at(key);
     for (std::size_t i = 0; i < points.array_size(); ++i) {
       const JsonReader point = points.at(i);
       if (point.array_size() != 2) point.fail("[bytes, seconds]");
       const std::int64_t bytes = point.at(0).as_int();
-      if (bytes < 1 || (!c.copy_seconds.empty() && bytes <= c.copy_seconds.back().first)) {
-        point.at(0).fail("a positive size above the previous point's");
-      }
+      if (bytes < 1 || (!into.empty() && bytes <= into.back().first)) point.at(0).fail("a positive size above the previous point's");
       const double s = point.at(1).as_double();
       if (!(std::isfinite(s) && s > 0)) point.at(1).fail("a positive number of seconds");
-      c.copy_seconds.emplace_back(bytes, s);
+      into.emplace_back(bytes, s);
     }
-  }
+  };
+  copy_points("copy_seconds", c.copy_seconds);
+  copy_points("pipeline_copy_seconds", c.pipeline_copy_seconds);
+  c.task_gap_s = seconds(root, "task_gap_s", -1.0, true);  // tables from before it: not measured
   c.handoff_s = seconds(root, "handoff_s", -1.0, true);
   c.handoff_spin_s = seconds(root, "handoff_spin_s", 0.0, false);
   c.message_send_core_s = seconds(root, "message_send_core_s", 0.0, false);
@@ -191,6 +196,11 @@ std::string calibration_to_json_text(const Calibration& c) {
     j["copy_seconds"] = nlohmann::ordered_json::array();
     for (const auto& [bytes, s] : c.copy_seconds) j["copy_seconds"].push_back({bytes, s});
   }
+  if (!c.pipeline_copy_seconds.empty()) {
+    j["pipeline_copy_seconds"] = nlohmann::ordered_json::array();
+    for (const auto& [bytes, s] : c.pipeline_copy_seconds) j["pipeline_copy_seconds"].push_back({bytes, s});
+  }
+  if (c.task_gap_s >= 0) j["task_gap_s"] = c.task_gap_s;
   if (c.handoff_s >= 0) j["handoff_s"] = c.handoff_s;
   if (c.handoff_spin_s > 0) j["handoff_spin_s"] = c.handoff_spin_s;
   j["layers"] = nlohmann::ordered_json::array();
@@ -215,6 +225,25 @@ double Calibration::copy_s(std::int64_t bytes) const {
   const auto& [b0, s0] = copy_seconds[i - 1];
   const auto& [b1, s1] = copy_seconds[i];
   return s0 + (s1 - s0) * static_cast<double>(bytes - b0) / static_cast<double>(b1 - b0);
+}
+
+double Calibration::pipeline_copy_extra_s() const {
+  std::vector<double> extra_s;
+  for (const auto& [bytes, s] : pipeline_copy_seconds) {
+    const double alone_s = copy_s(bytes);
+    if (alone_s >= 0) extra_s.push_back(std::max(0.0, s - alone_s));
+  }
+  if (extra_s.empty()) return 0;
+  std::sort(extra_s.begin(), extra_s.end());
+  return extra_s[extra_s.size() / 2];  // the upper median, as the profile's medians
+}
+
+double Calibration::sender_copy_s(std::int64_t bytes) const {
+  for (const auto& [size, s] : pipeline_copy_seconds) {
+    if (size == bytes) return s;
+  }
+  const double alone_s = copy_s(bytes);
+  return alone_s >= 0 ? alone_s + pipeline_copy_extra_s() : -1.0;
 }
 
 double calibrated_seconds(const Calibration& c, const Layer& layer, TaskKind kind, std::int64_t samples) {

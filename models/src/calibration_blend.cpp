@@ -45,6 +45,12 @@ Calibration blend_calibrations(const Calibration& alone, const Calibration& toge
         std::llround(mix(static_cast<double>(alone.timed_footprint_bytes), static_cast<double>(together.timed_footprint_bytes))));
   }
 
+  // Between tasks: mixed where both tables timed it, else the one that did.
+  if (alone.task_gap_s >= 0 && together.task_gap_s >= 0) {
+    blended.task_gap_s = mix(alone.task_gap_s, together.task_gap_s);
+  } else if (alone.task_gap_s >= 0) {
+    blended.task_gap_s = alone.task_gap_s;
+  }
   blended.kind_overhead_s.clear();  // each kind either table timed apart, mixed with the other's for that kind
   for (const auto* table : {&alone, &together}) {
     for (const auto& [kind, s] : table->kind_overhead_s) {

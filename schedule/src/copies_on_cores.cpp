@@ -2,6 +2,7 @@
 // (copies_on_cores.hpp).
 #include "pipetwin/schedule/copies_on_cores.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -145,6 +146,7 @@ void charge_copies_to_cores(TaskGraph& graph, const Calibration& calibration) {
   };
   std::vector<std::int64_t> charge(graph.tasks.size(), 0);
   std::vector<std::int32_t> copied_by(graph.tasks.size(), -1);  // per transfer: the sender's task charged its copy
+  const double gap_s = std::max(0.0, calibration.task_gap_s);  // after each copy, as after each task
   for (const auto& t : graph.tasks) {
     if (t.placement != Placement::link || t.bytes <= 0) continue;
     const LinkInfo& link = graph.links[static_cast<std::size_t>(t.resource)];
@@ -163,10 +165,12 @@ void charge_copies_to_cores(TaskGraph& graph, const Calibration& calibration) {
       // The sender's thread copies it right after the last of its tasks it reads, at full speed
       // (as the table timed a copy of its size), before it goes on: the copy is that task's
       // time, so that the sender's next task starts after it however long that task then waits
-      // for its other inputs, and the transfer is the reader's wake-up alone.
-      const double copy_s = calibration.copy_s(t.bytes);
+      // for its other inputs, and the transfer is the reader's wake-up alone. Where the table was
+      // timed in a pipeline, a copy costs what the senders' copies there took
+      // (Calibration::sender_copy_s), and the thread's gap to its next task follows it.
+      const double copy_s = calibration.sender_copy_s(t.bytes);
       const std::int64_t copy_cycles =
-          copy_s >= 0 ? static_cast<std::int64_t>(std::ceil(copy_s * graph.clock_hz - 1e-9)) : send_cycles;
+          copy_s >= 0 ? static_cast<std::int64_t>(std::ceil((copy_s + gap_s) * graph.clock_hz - 1e-9)) : send_cycles;
       charge[static_cast<std::size_t>(t.id)] -= t.cost_cycles - link.latency_cycles;
       charge[static_cast<std::size_t>(last)] += copy_cycles;
       copied_by[static_cast<std::size_t>(t.id)] = last;

@@ -155,6 +155,12 @@ struct ValidationOptions {
   // Called with each kept round's calibrations (round from 0, processor count, the table), for
   // predicting those rounds again offline (`pipetwin validate --tables-out`).
   std::function<void(int round, int processors, const Calibration&)> on_calibration;
+  // Called after each kept round's run of each configuration (round from 0, the schedule, its
+  // processor count, the graph as that round predicted it, the prediction, the run): to look at
+  // a row's tasks, measured beside predicted (`pipetwin validate --traces-out`). Empty: none.
+  std::function<void(int round, const std::string& schedule, int processors, const TaskGraph& graph,
+                     const Result& predicted, const TrainingRun& measured)>
+      on_run;
   // Whole rounds (calibrations and every configuration's run) before the first kept one, not
   // kept: for a machine whose runs speed up over their first rounds (an H100's 8-partition
   // runs did over three, docs/cuda-executor.md). 0: none.
@@ -215,8 +221,11 @@ double calibrated_step_s(const Calibration& c);
 // With `copies_on_senders` (the run's TrainingRun::copies_on_senders) a transfer its sender's
 // thread copied (copied_after) was that thread's time right after the last task it read there:
 // that task takes the transfer's measured copy, and the transfer keeps the handoffs alone (as
-// charge_copies_to_cores prices it).
-TaskGraph with_measured_costs(const TaskGraph& graph, const Result& measured, bool copies_on_senders = false);
+// charge_copies_to_cores prices it). `gap_s` (the graph's table's Calibration::task_gap_s, where it
+// has one) follows every processor task and every copy a sender made, as the cost model charges
+// it: what a thread spends between its tasks lies outside their measured times.
+TaskGraph with_measured_costs(const TaskGraph& graph, const Result& measured, bool copies_on_senders = false,
+                              double gap_s = 0);
 
 // Kendall's tau-b of two orderings of the same items: (concordant - discordant) /
 // sqrt((pairs - pairs tied in a) (pairs - pairs tied in b)); NaN when either is all ties (say, one

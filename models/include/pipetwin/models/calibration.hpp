@@ -159,6 +159,26 @@ struct Calibration {
   // handoff_s, or for a table without it, half its copy_latency_s (which the CPU profile measured
   // as two handoffs); < 0 when neither is known.
   double one_handoff_s() const { return handoff_s >= 0 ? handoff_s : copy_latency_s >= 0 ? copy_latency_s / 2 : -1; }
+  // What a processor's thread spends between two of its tasks when the second's inputs are
+  // already there (the executor marking the first done, waking its readers, taking the next):
+  // measured in the profile's runs as the median of means of those gaps, charged after every
+  // processor task and every copy a sender's thread makes (< 0: not measured). On mlp's tasks of
+  // 3-45 us the CPU executor's is about 0.3 us, and without it every P = 2 replay ran 1-3% fast.
+  double task_gap_s = -1;
+  // The copies the senders' threads made in the pipeline run this table was timed in (bytes
+  // ascending, the median of means of their measured durations; empty: a table timed without
+  // such a run). A transfer copied by its sender there is not a copy in a row (copy_seconds): it
+  // also allocates and accounts its buffer, and its lines may be the reader's core's. mlp's 16 KiB
+  // took 0.6-1.2 us there against 0.2 us in a row; resnet8's 2 MiB 62 us against 210 us.
+  std::vector<std::pair<std::int64_t, double>> pipeline_copy_seconds;
+  // What a sender's copy in a pipeline costs beyond copy_s(bytes): the median over
+  // pipeline_copy_seconds' sizes of their seconds less copy_s, at least 0; 0 without them.
+  double pipeline_copy_extra_s() const;
+  // A copy of `bytes` made by its sender's thread in a pipeline: what the pipeline run's copies of
+  // that size took where it made some (pipeline_copy_seconds), else copy_s plus
+  // pipeline_copy_extra_s; -1 where copy_s is not known. resnet8's 2 MiB activations took 62 us
+  // there where copies in a row of that size take 210 us, mlp's 16 KiB 0.81 us where they take 0.2.
+  double sender_copy_s(std::int64_t bytes) const;
   std::map<std::string, LayerTimes> layers;  // by layer name
   std::string source;             // the file it came from
 };
@@ -166,7 +186,8 @@ struct Calibration {
 // The table for tasks that run while, on average, a fraction `weight` of the other processors is
 // busy: every compute time (each layer's F, BA, BW, B and U, the task and layer overheads)
 // linear between the table taken alone (weight 0) and the one taken with every processor busy
-// (`together`, P copies at once: weight 1). The copies' and links' figures are `together`'s.
+// (`together`, P copies at once: weight 1); so is the gap between tasks where both timed it (else
+// the one that did). The copies' and links' figures are `together`'s.
 // Throws for a weight outside [0, 1] or a layer the alone table lacks.
 Calibration blend_calibrations(const Calibration& alone, const Calibration& together, double weight);
 

@@ -29,7 +29,9 @@ std::vector<bool> links_copied_by_senders(const TaskGraph& graph);
 // Charges the cores for a graph whose every core runs a processor, as the CPU executor runs it
 // there. In one process (a table profiled in one process) the links copied by senders (above)
 // have no thread of their own: the sender's thread copies each transfer's bytes (in the time the
-// calibration measured for a copy of that size, Calibration::copy_s) right after the last of its
+// calibration measured for a copy of that size, Calibration::sender_copy_s: in its pipeline run
+// where it made copies of that size, else copies in a row plus what the pipeline's took beyond
+// them; then the thread's gap to its next task, Calibration::task_gap_s) right after the last of its
 // tasks the transfer reads (copied_after), which is charged that copy, so that the sender's next
 // task starts after it (not, as until 2026-11-25, with it in its own time, which put the copy
 // after whatever else that task waited for); the transfer then takes one thread's wake-up (the
