@@ -1810,6 +1810,11 @@ TEST_CASE("a table's gap between tasks: from a task's end to the next's start on
   const Calibration by_links = calibration_from_run(graph, network, links, 1);
   CHECK(by_links.task_gap_s == doctest::Approx(0.3e-6));
   CHECK(by_links.pipeline_copy_seconds.empty());
+  // Where the run says how long each task's thread spent reading its layer times after its end
+  // (0.1 us here), a run that does not record them would not have spent that.
+  TrainingRun reading = links;
+  reading.layer_reading_s.assign(graph.tasks.size(), 0.1e-6);
+  CHECK(calibration_from_run(graph, network, reading, 1).task_gap_s == doctest::Approx(0.2e-6));
   // Senders copying: a copy is one more step of its thread, with the gap before and after it, and
   // its duration is the table's copy made in a pipeline, per size.
   const TrainingRun senders = made_up_run(graph, true, 900, 9000, 3000);
@@ -2037,6 +2042,16 @@ TEST_CASE("layer times reach the observers once every task has ended, each withi
     const double task_s = static_cast<double>(events.end_cycles.at(task) - events.start_cycles.at(task)) / graph.clock_hz;
     CHECK(seconds <= task_s + 2 / graph.clock_hz);  // the cycles are whole: at most a cycle lost at each end
   }
+  // Reading them took each task's thread some time after the task's end, before its next task:
+  // kept per task (a task with layer times, a positive time; one without, none), and not there
+  // in a run that records none.
+  REQUIRE(run.layer_reading_s.size() == graph.tasks.size());
+  for (const auto& t : graph.tasks) {
+    CAPTURE(t.id);
+    CHECK(run.layer_reading_s[static_cast<std::size_t>(t.id)] >= 0);
+    CHECK((run.layer_reading_s[static_cast<std::size_t>(t.id)] > 0) == (split_seconds_by_task.count(t.id) == 1));
+  }
+  CHECK(cpu::run_cpu(graph, request.network, sampler, TrainingOptions{}).layer_reading_s.empty());
 }
 
 TEST_CASE("a one-processor profile measures what a larger footprint costs in a gpipe run, or goes without") {

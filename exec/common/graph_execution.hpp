@@ -301,6 +301,7 @@ class GraphExecution {
   void report_layer_times();                          // after the run's threads have joined
   std::vector<std::vector<LayerTiming>> layer_timings_;  // per task, until it is read
   std::vector<std::vector<LayerTime>> layer_times_;      // per task, read, until reported
+  std::vector<double> layer_reading_s_;  // per task: its thread's seconds reading them (TrainingRun::layer_reading_s)
 
   Backend& b_;
   const TaskGraph& g_;
@@ -441,6 +442,7 @@ void GraphExecution<B>::read_layer_times(const Task& t, Lane& lane) {
   if (!options_.record_layer_times) return;
   auto& timings = layer_timings_[static_cast<std::size_t>(t.id)];
   if (timings.empty()) return;
+  const auto reading_from = Clock::now();  // after the task's end: time its run would not have spent
   b_.finish(lane);
   auto& read = layer_times_[static_cast<std::size_t>(t.id)];
   read.reserve(timings.size());
@@ -456,6 +458,7 @@ void GraphExecution<B>::read_layer_times(const Task& t, Lane& lane) {
   timings.clear();
   timings.shrink_to_fit();
   b_.forget_layer_marks(lane);
+  layer_reading_s_[static_cast<std::size_t>(t.id)] = std::chrono::duration<double>(Clock::now() - reading_from).count();
 }
 
 // In task order, as the run's layer times (layer_log_) keep them.
@@ -1879,6 +1882,7 @@ TrainingRun GraphExecution<B>::run() {
   if (options_.record_layer_times) {
     layer_timings_.resize(n);
     layer_times_.resize(n);
+    layer_reading_s_.assign(n, 0.0);
   }
   dependents_left_.resize(n);
   for (std::size_t i = 0; i < n; ++i) dependents_left_[i] = flow_.output_readers[i];
@@ -1967,6 +1971,7 @@ TrainingRun GraphExecution<B>::run() {
   run.result = summary_.result(name_, options_.record_memory_timeline);
   run.result.out_of_memory.clear();  // the tracker throws instead
   run.layer_times = layer_log_.take();
+  run.layer_reading_s = std::move(layer_reading_s_);
   run.copies_on_senders = std::find(threads_.link_has_thread.begin(), threads_.link_has_thread.end(), false) != threads_.link_has_thread.end();
   for (std::size_t k = 0; k < loss_sum_.size(); ++k) {
     run.minibatch_loss.push_back(loss_sum_[k] / static_cast<double>(net_.batch * flow_.replicas));

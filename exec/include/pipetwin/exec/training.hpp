@@ -102,6 +102,10 @@ struct TrainingRun {
   std::vector<HostWeights> final_weights;    // per layer: the newest version
   std::vector<HostWeights> initial_weights;  // per layer: version 0
   std::vector<LayerTime> layer_times;     // when recorded
+  // When layer times are recorded (in one process): per task, the seconds its thread spent after
+  // the task's end reading them, before it could start its next task; a run that does not record
+  // them does not spend these (the profile's gaps between tasks leave them out).
+  std::vector<double> layer_reading_s;
   bool copies_on_senders = false;         // some transfers were copied by their senders' threads
   // The CUDA executor's memory pool: per GPU, the most bytes it held from cudaMalloc at once (its
   // caches and the convolution workspaces included, which result.peak_memory_bytes, the graph's
