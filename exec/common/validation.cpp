@@ -303,9 +303,9 @@ TaskGraph with_measured_costs(const TaskGraph& graph, const Result& measured, bo
     const std::int32_t last = after[static_cast<std::size_t>(t.id)];
     if (last < 0) continue;
     const std::int64_t copy_cycles = replay.tasks[static_cast<std::size_t>(t.id)].cost_cycles -
-                                     replay.links[static_cast<std::size_t>(t.resource)].latency_cycles + gap_cycles;
-    replay.tasks[static_cast<std::size_t>(last)].cost_cycles += copy_cycles;
-    replay.tasks[static_cast<std::size_t>(t.id)].cost_cycles -= copy_cycles - gap_cycles;
+                                     replay.links[static_cast<std::size_t>(t.resource)].latency_cycles;
+    replay.tasks[static_cast<std::size_t>(last)].cost_cycles += copy_cycles + gap_cycles;  // the gap after the copy too
+    replay.tasks[static_cast<std::size_t>(t.id)].cost_cycles -= copy_cycles;
   }
   return replay;
 }
@@ -516,7 +516,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     GraphConfig chosen = choose_table(schedule, processors, co_run_weight);
     TaskGraph graph = graph_of(chosen, schedule, processors);
     if (footprint_factor != nullptr) *footprint_factor = 1;
-    if (task_gap_s != nullptr) *task_gap_s = chosen.calibration ? std::max(0.0, chosen.calibration->task_gap_s) : 0.0;
+    if (task_gap_s != nullptr) *task_gap_s = chosen.calibration ? chosen.calibration->charged_task_gap_s() : 0.0;
     const auto& alone = calibrated.at(1).calibration;
     if (!alone || !chosen.calibration || !(alone->footprint_slowdown > 0) ||
         chosen.calibration->timed_footprint_bytes <= 0) {

@@ -84,7 +84,7 @@ double operator_layer_bytes(const Layer& layer, TaskKind kind, std::int64_t samp
 // calibration's gap to the processor's next task (Calibration::task_gap_s) is the task's too: its
 // thread is not free for the next before it.
 std::int64_t task_overhead_cycles(const HardwareProfile& hw, TaskKind kind) {
-  const double overhead_s = hw.calibration ? hw.calibration->task_overhead_s_of(kind) + std::max(0.0, hw.calibration->task_gap_s)
+  const double overhead_s = hw.calibration ? hw.calibration->task_overhead_s_of(kind) + hw.calibration->charged_task_gap_s()
                                            : hw.processor.task_overhead_s;
   return ceil_cycles(overhead_s * hw.processor.clock_hz);
 }

@@ -146,7 +146,7 @@ void charge_copies_to_cores(TaskGraph& graph, const Calibration& calibration) {
   };
   std::vector<std::int64_t> charge(graph.tasks.size(), 0);
   std::vector<std::int32_t> copied_by(graph.tasks.size(), -1);  // per transfer: the sender's task charged its copy
-  const double gap_s = std::max(0.0, calibration.task_gap_s);  // after each copy, as after each task
+  const double gap_s = calibration.charged_task_gap_s();  // after each copy, as after each task
   for (const auto& t : graph.tasks) {
     if (t.placement != Placement::link || t.bytes <= 0) continue;
     const LinkInfo& link = graph.links[static_cast<std::size_t>(t.resource)];

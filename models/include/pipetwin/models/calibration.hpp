@@ -165,6 +165,8 @@ struct Calibration {
   // processor task and every copy a sender's thread makes (< 0: not measured). On mlp's tasks of
   // 3-45 us the CPU executor's is about 0.3 us, and without it every P = 2 replay ran 1-3% fast.
   double task_gap_s = -1;
+  // The gap the cost model charges: task_gap_s, or 0 where it was not measured.
+  double charged_task_gap_s() const { return std::max(0.0, task_gap_s); }
   // The copies the senders' threads made in the pipeline run this table was timed in (bytes
   // ascending, the median of means of their measured durations; empty: a table timed without
   // such a run). A transfer copied by its sender there is not a copy in a row (copy_seconds): it
