@@ -1046,12 +1046,13 @@ TEST_CASE("validation scales a row's table by the bytes its graph holds against 
   const Dataset data = data_for(kMlp);
   const GraphConfig config = config_for(kMlp, "gpipe", 1, 4, 2);
   const Network network = make_request(config).network;
-  // A graph's footprint: its largest processor's step peak, from the table taken alone.
+  // A graph's footprint: its largest processor's step peak of what its tasks other than updates
+  // hold, from the table taken alone.
   const auto footprint_of = [&](const std::string& schedule, int processors) {
     GraphConfig at = config_for(kMlp, schedule, processors, 4, 2);
     at.calibration = std::make_shared<const Calibration>(scaled_calibration(network, config, 1.0));
     std::int64_t bytes = 0;
-    for (const std::int64_t peak : evaluate(make_graph(at)).step_peak_memory_bytes) bytes = std::max(bytes, peak);
+    for (const std::int64_t peak : evaluate(make_graph(at)).step_compute_peak_memory_bytes) bytes = std::max(bytes, peak);
     return bytes;
   };
   const std::int64_t small = footprint_of("sequential", 1), large = footprint_of("gpipe", 1);
@@ -2068,8 +2069,8 @@ TEST_CASE("a one-processor profile measures what a larger footprint costs in a g
     for (const std::int64_t b : bytes) total += b;
     return total;
   };
-  const std::int64_t sequential_bytes = sum(predicted_of("sequential").step_peak_memory_bytes);
-  const std::int64_t gpipe_bytes = sum(predicted_of("gpipe").step_peak_memory_bytes);
+  const std::int64_t sequential_bytes = sum(predicted_of("sequential").step_compute_peak_memory_bytes);
+  const std::int64_t gpipe_bytes = sum(predicted_of("gpipe").step_compute_peak_memory_bytes);
   REQUIRE(gpipe_bytes > sequential_bytes);
   std::vector<std::pair<TaskGraph, TrainingRun>> recorded;
   const Runner recording = [&](const TaskGraph& g, const Network& n, const BatchSampler& s, const TrainingOptions& o) {
@@ -2080,8 +2081,8 @@ TEST_CASE("a one-processor profile measures what a larger footprint costs in a g
   const Calibration table = profile_layers(config, data, 4, 7, recording, {}, 1, {}, /*time_footprint=*/true);
   REQUIRE(recorded.size() == 3);  // sequential, gpipe, then the one-layer layerpipe run
   REQUIRE(recorded[1].first.schedule == "gpipe");
-  // The footprints are the runs' step peaks, which are the memory model's (the executor holds
-  // what the graph declares).
+  // The footprints are the runs' step peaks of what their forwards and backwards held, which are
+  // the memory model's (the executor holds what the graph declares).
   CHECK(table.timed_footprint_bytes == sequential_bytes);
   CHECK(table.footprint_small_bytes == sequential_bytes);
   CHECK(table.footprint_large_bytes == gpipe_bytes);

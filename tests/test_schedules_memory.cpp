@@ -125,6 +125,50 @@ TEST_CASE("a step's peak: the median over the steady steps of each one's peak, n
   }
 }
 
+TEST_CASE("a step's compute peak leaves out what an update holds only while it runs") {
+  // The hand-made run above, with its spike of 500 bytes at 35-36 taken and freed by the graph's
+  // update: the step peaks are 150, 130, 610 and 110 (upper median 150), the compute step peaks
+  // 150, 130, 110 and 110 (upper median 130); without steps, the run's peak is 610 and its compute
+  // peak 150.
+  const TaskGraph g = make_graph(test::graph_config("mlp", "sequential", "unit", 1, 1, 1));
+  std::int32_t update = -1, forward = -1;
+  for (const auto& t : g.tasks) {
+    if (t.kind == TaskKind::U) update = t.id;
+    if (t.kind == TaskKind::F) forward = t.id;
+  }
+  REQUIRE(update >= 0);
+  REQUIRE(forward >= 0);
+  MemoryObserver memory(g);
+  const BufferName name{BufferKind::output, 0, -1};
+  const auto change = [&](std::int64_t cycles, std::int64_t bytes, std::int32_t task) {
+    if (bytes > 0) {
+      memory.allocated({name, 0, bytes, task, cycles});
+    } else {
+      memory.freed({name, 0, -bytes, task, cycles});
+    }
+  };
+  memory.allocated({name, 0, 100, -1, 0});
+  change(12, 50, forward);
+  change(15, -50, forward);
+  change(25, 30, forward);
+  change(28, -30, forward);
+  change(30, 10, forward);
+  change(35, 500, update);
+  change(36, -500, update);
+  const MemoryReport steps = memory.report(false, {10, 20, 30, 40, 50});
+  CHECK(steps.step_peak_bytes[0] == 150);
+  CHECK(steps.step_compute_peak_bytes[0] == 130);
+  const MemoryReport whole = memory.report(false, {});
+  CHECK(whole.peak_bytes[0] == 610);
+  CHECK(whole.step_compute_peak_bytes[0] == 150);
+  // An engine's result reports it per processor: for mlp's sequential run, its update holds a new
+  // weight version beside the old one and the gradients, more than its forwards and backwards do.
+  const Result r = evaluate(make_graph(test::graph_config("mlp", "sequential", "cpu-core", 1, 4, 3)));
+  REQUIRE(r.step_compute_peak_memory_bytes.size() == 1);
+  CHECK(r.step_compute_peak_memory_bytes[0] > 0);
+  CHECK(r.step_compute_peak_memory_bytes[0] < r.step_peak_memory_bytes[0]);
+}
+
 TEST_CASE("pipedream keeps S - s weight versions on stage s, and memory accounts for them") {
   for (int P = 1; P <= 6; ++P) {
     // A stream long enough (16 microbatches) for every stage to reach its steady state.

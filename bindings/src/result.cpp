@@ -51,6 +51,9 @@ void bind_result(py::module_& m) {
       .def_property_readonly("peak_memory_bytes", [](const PyResult& r) { return r.result.peak_memory_bytes; })
       .def_property_readonly("step_peak_memory_bytes", [](const PyResult& r) { return r.result.step_peak_memory_bytes; },
                              "per processor: a steady-state minibatch's peak, the median over the run's second half")
+      .def_property_readonly("step_compute_peak_memory_bytes",
+                             [](const PyResult& r) { return r.result.step_compute_peak_memory_bytes; },
+                             "per processor: the same of the bytes held while tasks other than updates run")
       .def_property_readonly("host_peak_memory_bytes", [](const PyResult& r) { return r.result.host_peak_memory_bytes; })
       .def_property_readonly("link_bytes", [](const PyResult& r) { return r.result.link_bytes; })
       .def_property_readonly("link_utilization", [](const PyResult& r) { return r.result.link_utilization; })

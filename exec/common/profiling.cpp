@@ -182,11 +182,12 @@ void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network
   record_activation_grad_fixed(layer_graph, network, layer_runs, kWarmUp, calibration);
 }
 
-// The bytes `runs` held: the largest step peak of any of their processors (or copies).
+// The bytes `runs` held while they computed: the largest step peak of any of their processors (or
+// copies) of what their forwards and backwards held (Result::step_compute_peak_memory_bytes).
 std::int64_t footprint_bytes(const std::vector<TrainingRun>& runs) {
   std::int64_t bytes = 0;
   for (const auto& run : runs) {
-    for (const std::int64_t peak : run.result.step_peak_memory_bytes) bytes = std::max(bytes, peak);
+    for (const std::int64_t peak : run.result.step_compute_peak_memory_bytes) bytes = std::max(bytes, peak);
   }
   return bytes;
 }
@@ -228,13 +229,13 @@ void time_footprint_slowdown(const GraphConfig& config, const Network& network, 
   std::vector<TrainingRun> measured;
   try {
     graph = make_graph(gpipe);
-    // Where gpipe holds no more than the sequential run did (mlp's weights outweigh its stashes),
-    // there is nothing to measure: no run.
+    // Where gpipe holds no more than the sequential run did while computing, there is nothing to
+    // measure: no run.
     const Result predicted = evaluate(graph);
-    std::int64_t step_peak_bytes = 0, peak_bytes = 0;
-    for (const std::int64_t peak : predicted.step_peak_memory_bytes) step_peak_bytes = std::max(step_peak_bytes, peak);
+    std::int64_t compute_peak_bytes = 0, peak_bytes = 0;
+    for (const std::int64_t peak : predicted.step_compute_peak_memory_bytes) compute_peak_bytes = std::max(compute_peak_bytes, peak);
     for (const std::int64_t peak : predicted.peak_memory_bytes) peak_bytes += peak;
-    if (step_peak_bytes <= calibration.timed_footprint_bytes) return;
+    if (compute_peak_bytes <= calibration.timed_footprint_bytes) return;
     // Every stash at once can be more than this machine holds where one at a time was not: then
     // the table goes without the figure rather than the profile failing or swapping.
     const long pages = sysconf(_SC_PHYS_PAGES), page_bytes = sysconf(_SC_PAGE_SIZE);

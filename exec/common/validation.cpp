@@ -523,7 +523,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       return graph;
     }
     const double factor =
-        alone->footprint_factor(max_peak(predict(graph).step_peak_memory_bytes), chosen.calibration->timed_footprint_bytes);
+        alone->footprint_factor(max_peak(predict(graph).step_compute_peak_memory_bytes), chosen.calibration->timed_footprint_bytes);
     if (footprint_factor != nullptr) *footprint_factor = factor;
     if (factor == 1) return graph;
     chosen.calibration = std::make_shared<const Calibration>(with_compute_scaled(*chosen.calibration, factor));

@@ -11,8 +11,9 @@ number of processors running a task while one does). Where that table was timed 
 (its `pipeline_schedule`), the weight is the row's share over that schedule's, at most 1, and a
 table with a co-run slope is scaled by it instead of blended (docs/formats.md). Other rows use
 the table taken alone. Where the table taken alone measured what a larger footprint costs
-(`footprint_slowdown`), each row's table is then scaled by the bytes its graph holds against those
-the table was timed at, as validate scales it.
+(`footprint_slowdown`), each row's table is then scaled by the bytes its graph holds while it
+computes (`step_compute_peak_memory_bytes`) against those the table was timed at, as validate
+scales it.
 
     python3 experiments/gpu/repredict.py --pipetwin build/bin/pipetwin \\
         --validation experiments/gpu/h100-2026-11-24/validate-resnet56-p-tables.json \\
@@ -133,7 +134,7 @@ def with_footprint(args, validation, schedule, processors, alone, table, predict
     """The row's step once its table takes what the bytes its graph holds cost (validate's build:
     Calibration::footprint_factor), given the prediction from that table; and that factor."""
     timed_bytes = table.get("timed_footprint_bytes", 0)
-    footprint_bytes = max(predicted["step_peak_memory_bytes"], default=0)
+    footprint_bytes = max(predicted["step_compute_peak_memory_bytes"], default=0)
     if not alone.get("footprint_slowdown", -1) > 0 or timed_bytes <= 0 or footprint_bytes <= 0:
         return predicted["iteration_s"], 1.0
     factor = (1 + footprint_slowdown_at(alone, footprint_bytes)) / (1 + footprint_slowdown_at(alone, timed_bytes))

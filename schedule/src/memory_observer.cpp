@@ -51,10 +51,14 @@ void MemoryObserver::freed(const MemoryChange& c) { of(c.where).push_back({c.cyc
 
 namespace {
 
-// Returns the peak; records the first crossing of `capacity` and, when asked, the timeline.
+// Returns the peak; records the first crossing of `capacity` and, when asked, the timeline and
+// the compute timeline: the bytes held after each event of a task that is not an update (and the
+// initial state), what the forwards and backwards hold while they run, without the versions an
+// update holds only while it runs.
 template <typename Event>
 std::int64_t replay(std::vector<Event> events, std::int64_t capacity, std::int32_t owner,
-                    std::vector<OutOfMemory>& out_of_memory, std::vector<MemoryPoint>* timeline) {
+                    std::vector<OutOfMemory>& out_of_memory, std::vector<MemoryPoint>* timeline,
+                    const TaskGraph* graph = nullptr, std::vector<MemoryPoint>* compute_timeline = nullptr) {
   const auto initial = [](const Event& e) { return e.task < 0 && e.time == 0; };
   std::sort(events.begin(), events.end(), [&](const Event& a, const Event& b) {
     if (a.time != b.time) return a.time < b.time;
@@ -71,12 +75,17 @@ std::int64_t replay(std::vector<Event> events, std::int64_t capacity, std::int32
       crossed = true;
       out_of_memory.push_back({owner, event.task, event.time, live, capacity});
     }
-    if (timeline != nullptr) {
-      if (!timeline->empty() && timeline->back().time_cycles == event.time) {
-        timeline->back().bytes = live;
+    const auto record = [&](std::vector<MemoryPoint>& points) {
+      if (!points.empty() && points.back().time_cycles == event.time) {
+        points.back().bytes = live;
       } else {
-        timeline->push_back({event.time, live});
+        points.push_back({event.time, live});
       }
+    };
+    if (timeline != nullptr) record(*timeline);
+    if (compute_timeline != nullptr &&
+        (event.task < 0 || graph->tasks[static_cast<std::size_t>(event.task)].kind != TaskKind::U)) {
+      record(*compute_timeline);
     }
   }
   return peak;
@@ -112,11 +121,16 @@ MemoryReport MemoryObserver::report(bool record_timeline, const std::vector<std:
   const bool timelines = record_timeline || step_bounds.size() >= 2;
   if (timelines) report.timeline.resize(processors);
   for (std::size_t p = 0; p < processors; ++p) {
+    std::vector<MemoryPoint> compute;
     report.peak_bytes.push_back(replay(events_[p], graph_.processors[p].memory_capacity_bytes,
                                        static_cast<std::int32_t>(p), report.out_of_memory,
-                                       timelines ? &report.timeline[p] : nullptr));
+                                       timelines ? &report.timeline[p] : nullptr, &graph_, &compute));
     report.step_peak_bytes.push_back(timelines ? median_step_peak(report.timeline[p], step_bounds, report.peak_bytes.back())
                                                : report.peak_bytes.back());
+    std::int64_t compute_peak = 0;
+    for (const auto& point : compute) compute_peak = std::max(compute_peak, point.bytes);
+    report.step_compute_peak_bytes.push_back(step_bounds.size() >= 2 ? median_step_peak(compute, step_bounds, compute_peak)
+                                                                     : compute_peak);
   }
   if (!record_timeline) report.timeline.clear();
   report.host_peak_bytes = replay(events_.back(), graph_.host_memory_capacity_bytes, kHost, report.out_of_memory,

@@ -206,6 +206,7 @@ Result summarize(const TaskGraph& g, std::vector<TaskTiming> times, const std::s
   attribute_idle(g, r);
   r.peak_memory_bytes = std::move(memory.peak_bytes);
   r.step_peak_memory_bytes = std::move(memory.step_peak_bytes);
+  r.step_compute_peak_memory_bytes = std::move(memory.step_compute_peak_bytes);
   r.memory_timeline = std::move(memory.timeline);
   r.out_of_memory = std::move(memory.out_of_memory);
   r.host_peak_memory_bytes = memory.host_peak_bytes;
@@ -243,6 +244,7 @@ nlohmann::ordered_json result_to_json(const TaskGraph& g, const Result& r, bool 
   j["idle_cycles"] = idle;
   j["peak_memory_bytes"] = r.peak_memory_bytes;
   j["step_peak_memory_bytes"] = r.step_peak_memory_bytes;
+  j["step_compute_peak_memory_bytes"] = r.step_compute_peak_memory_bytes;
   std::vector<std::int64_t> capacity;
   for (const auto& p : g.processors) capacity.push_back(p.memory_capacity_bytes);
   j["memory_capacity_bytes"] = capacity;

@@ -154,6 +154,11 @@ class Result:
     def peak_memory_bytes(self) -> list[int]:
         ...
     @property
+    def step_compute_peak_memory_bytes(self) -> list[int]:
+        """
+        per processor: the same of the bytes held while tasks other than updates run
+        """
+    @property
     def step_peak_memory_bytes(self) -> list[int]:
         """
         per processor: a steady-state minibatch's peak, the median over the run's second half

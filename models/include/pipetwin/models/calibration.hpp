@@ -76,8 +76,10 @@ struct Calibration {
   // compute times times (1 + slope o) / (1 + slope share) (validate does).
   double co_run_slope = -1;
   double co_run_share = -1;
-  // The bytes the timed run's buffers held: the largest steady-state step peak of its processors
-  // (or copies) (0: not recorded). A one-processor table is timed in a sequential run, one
+  // The bytes the timed run's buffers held while it computed: the largest steady-state step peak
+  // of its processors (or copies) of what their tasks other than updates held
+  // (Result::step_compute_peak_memory_bytes; tables before 2026-11-27 hold the step peak, updates
+  // included) (0: not recorded). A one-processor table is timed in a sequential run, one
   // microbatch's stash at a time.
   std::int64_t timed_footprint_bytes = 0;
   // What holding more costs the compute (the caches it pushes the tasks' data out of): a

@@ -68,6 +68,11 @@ struct Result {
   // minibatches of the peak within each (steady_step_bounds, summary.hpp). The whole run's peak
   // above also holds its first minibatch, and any step that timing jitter reorders.
   std::vector<std::int64_t> step_peak_memory_bytes;
+  // Per processor, the same of the bytes held while its forwards and backwards run (after each
+  // memory event of a task other than an update): without the weight version an update holds
+  // only while it runs, what the compute's data competes for the caches with (docs/executor.md,
+  // "What a footprint costs").
+  std::vector<std::int64_t> step_compute_peak_memory_bytes;
   std::vector<std::vector<MemoryPoint>> memory_timeline;  // per processor, when recorded
   std::vector<OutOfMemory> out_of_memory;    // the first crossing per processor (and host)
   std::int64_t host_peak_memory_bytes = 0;   // offloaded bytes held in host memory

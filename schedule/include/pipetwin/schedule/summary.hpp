@@ -41,6 +41,8 @@ struct MemoryReport {
   // Per processor: the median over the steps (the step bounds given) of each step's peak, the
   // upper median (a peak some step reached); the peak where no steps were given.
   std::vector<std::int64_t> step_peak_bytes;
+  // The same of the bytes held while tasks other than updates run (Result::step_compute_peak_memory_bytes).
+  std::vector<std::int64_t> step_compute_peak_bytes;
   std::vector<std::vector<MemoryPoint>> timeline;  // filled when asked
   std::vector<OutOfMemory> out_of_memory;
   std::int64_t host_peak_bytes = 0;
