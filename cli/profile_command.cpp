@@ -73,6 +73,13 @@ void run(const ProfileCommandOptions& options, mpi::MpiSession* session) {
     for (const auto& [kind, seconds] : calibration.kind_overhead_s) std::cout << fmt::format(" {} {:.1f}", to_string(kind), seconds * us);
     std::cout << ")";
   }
+  if (!calibration.stage_kind_overhead_s.empty()) {
+    std::cout << " (split tasks over a stage:";
+    for (const auto& [kind, seconds] : calibration.stage_kind_overhead_s) {
+      std::cout << fmt::format(" {} {:.1f}", to_string(kind), seconds * us);
+    }
+    std::cout << ")";
+  }
   if (calibration.input_load_s > 0) std::cout << fmt::format(" · input load {:.1f} us per microbatch", calibration.input_load_s * us);
   if (calibration.task_gap_s >= 0) std::cout << fmt::format(" · {:.2f} us between tasks", calibration.task_gap_s * us);
   std::cout << fmt::format(" · copy bandwidth {:.2f} GB/s · transfer latency {:.1f} us", calibration.copy_bytes_per_s / 1e9,

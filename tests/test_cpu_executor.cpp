@@ -82,6 +82,15 @@ Dataset data_for(const Case& c) {
   return test::synthetic_data_for(make_request(config_for(c, "sequential", 1, 1, 1)).network);
 }
 
+// A runner that runs on the CPU executor and keeps each graph it was given with its run, in order.
+using RecordedRuns = std::vector<std::pair<TaskGraph, TrainingRun>>;
+Runner recording_into(RecordedRuns& recorded) {
+  return [&recorded](const TaskGraph& g, const Network& n, const BatchSampler& s, const TrainingOptions& o) {
+    recorded.emplace_back(g, cpu::run_cpu(g, n, s, o));
+    return recorded.back().second;
+  };
+}
+
 // A run of d replicas (each of M microbatches) against sequential SGD of `network` on the d-times
 // larger batch, its gradients summed in the replicas' order (with momentum, a different rounding
 // grows past 1e-5 within a few steps on resnet8); and training moved the weights. With momentum the
@@ -1174,10 +1183,14 @@ TEST_CASE("a table for P processors timed in a pipeline: each layer where a P-pr
   const std::optional<Calibration> timed = profile_layers_in_pipeline(config, data, 4, 7, recording, {}, 2, options, 0);
   REQUIRE(timed.has_value());
   const Calibration& c = *timed;
-  // The pipeline's run, then a layerpipe run on as many processors for the one-layer tasks.
-  REQUIRE(graphs.size() == 2);
+  // The pipeline's run, then a layerpipe run on as many processors for the one-layer tasks, then
+  // a zb-h1 run for split tasks over a stage.
+  REQUIRE(graphs.size() == 3);
   CHECK(graphs[0].processor_count() == 2);
   CHECK(graphs[1].processor_count() == 2);
+  CHECK(graphs[1].schedule == "layerpipe");
+  CHECK(graphs[2].processor_count() == 2);
+  CHECK(graphs[2].schedule == "zb-h1");
   CHECK(c.concurrent == 2);
   CHECK(c.pipeline_schedule == kCalibrationPipelineSchedule);
   // Each layer's F: the median of the pipeline run's samples in its second half (the first is
@@ -1221,7 +1234,7 @@ TEST_CASE("a table for P processors timed in a pipeline: each layer where a P-pr
   CHECK(c.input_load_s == median_of(loads));
   // More processors than the network has layers: no such pipeline, and no run.
   CHECK_FALSE(profile_layers_in_pipeline(config, data, 4, 7, recording, {}, 64, options, 0).has_value());
-  CHECK(graphs.size() == 2);
+  CHECK(graphs.size() == 3);
   CHECK_THROWS_AS(profile_layers_in_pipeline(config, data, 4, 7, recording, {}, 1, options, 0), Error);
 }
 
@@ -1242,6 +1255,46 @@ double median_of_block_means(const std::vector<double>& samples) {
   return means[means.size() / 2];
 }
 
+}  // namespace
+
+TEST_CASE("a profile times what split tasks over a stage cost beyond their layers in a zb-h1 run") {
+  // lenet5 on 2 processors, 2 microbatches a minibatch: the zb-h1 run times 2 minibatches after 2,
+  // so 8 BAs and 8 BWs (2 stages x 2 x 2), each its own block: the table's figure is their upper
+  // median of what each took beyond its layers' own-kind times and the table's cost per layer
+  // (all of it for a BA with no layer time, over the first layer alone), at least 0.
+  const Dataset data = data_for(kLenet);
+  const GraphConfig config = config_for(kLenet, "sequential", 1, 2, 3);
+  RecordedRuns recorded;
+  const Runner recording = recording_into(recorded);
+  TrainingOptions options;
+  options.handoff_spin_s = 0;
+  const std::optional<Calibration> timed = profile_layers_in_pipeline(config, data, 4, 7, recording, {}, 2, options, 0);
+  REQUIRE(timed.has_value());
+  REQUIRE(recorded.size() == 3);
+  const auto& [graph, run] = recorded[2];
+  REQUIRE(graph.schedule == "zb-h1");
+  std::map<TaskKind, std::vector<double>> beyond;
+  for (const Task& t : graph.tasks) {
+    if ((t.kind != TaskKind::BA && t.kind != TaskKind::BW) || t.minibatch < 2) continue;
+    double layers_s = 0;
+    for (const auto& time : run.layer_times) {
+      if (time.task == t.id && time.kind == t.kind) layers_s += time.seconds;
+    }
+    const TaskTiming& timing = run.result.tasks[static_cast<std::size_t>(t.id)];
+    beyond[t.kind].push_back(static_cast<double>(timing.end_cycles - timing.start_cycles) / graph.clock_hz - layers_s -
+                             timed->layer_overhead_s * (t.last_layer - t.first_layer + 1));
+  }
+  REQUIRE(timed->stage_kind_overhead_s.size() == 2);
+  for (const TaskKind kind : {TaskKind::BA, TaskKind::BW}) {
+    CAPTURE(to_string(kind));
+    REQUIRE(beyond[kind].size() == 8);
+    std::sort(beyond[kind].begin(), beyond[kind].end());
+    CHECK(timed->stage_kind_overhead_s.at(kind) == doctest::Approx(std::max(0.0, beyond[kind][4])).epsilon(1e-12));
+  }
+}
+
+namespace {
+
 // lenet5's one-processor profile (2 microbatches of 2 samples, 4 repeats), and the second run it
 // makes, LayerPipe's one-layer run, as the profile's runner saw it.
 struct OneLayerProfile {
@@ -1253,13 +1306,10 @@ struct OneLayerProfile {
 OneLayerProfile profile_with_one_layer_run() {
   const Dataset data = data_for(kLenet);
   const GraphConfig config = config_for(kLenet, "sequential", 1, 2, 3);
-  std::vector<std::pair<TaskGraph, TrainingRun>> recorded;
-  const Runner recording = [&](const TaskGraph& g, const Network& n, const BatchSampler& s, const TrainingOptions& o) {
-    recorded.emplace_back(g, cpu::run_cpu(g, n, s, o));
-    return recorded.back().second;
-  };
+  RecordedRuns recorded;
+  const Runner recording = recording_into(recorded);
   Calibration table = profile_layers(config, data, 4, 7, recording, {}, 1);
-  REQUIRE(recorded.size() == 2);
+  REQUIRE(recorded.size() == 3);  // sequential, layerpipe, zb-h1
   REQUIRE(recorded[1].first.schedule == "layerpipe");
   return {std::move(table), std::move(recorded[1].first), std::move(recorded[1].second), make_request(config).network};
 }
@@ -1291,13 +1341,14 @@ TEST_CASE("a table for P processors is timed once the pipeline's threads have ru
     REQUIRE(graphs.size() >= 2);
     CHECK(graphs[0].minibatches == 4);
     const bool again = first_step_s * 2 < 10e-3;  // 2 warm-up minibatches of 1 ms: 2 ms, less than 10
-    // The pipeline's runs, then the layerpipe run for the one-layer tasks.
-    REQUIRE(graphs.size() == (again ? 3u : 2u));
+    // The pipeline's runs, then the layerpipe run for the one-layer tasks and the zb-h1 run.
+    REQUIRE(graphs.size() == (again ? 4u : 3u));
     const std::size_t timed_run = again ? 1 : 0;
     const std::int32_t warm_up = again ? 10 : 2;  // ceil(10 ms / 1 ms)
     CHECK(graphs[timed_run].minibatches == 2 * warm_up);
     CHECK(graphs[timed_run].processor_count() == 2);
-    CHECK(graphs.back().schedule == "layerpipe");
+    CHECK(graphs[graphs.size() - 2].schedule == "layerpipe");
+    CHECK(graphs.back().schedule == "zb-h1");
     for (std::size_t l = 0; l < network.size(); ++l) {
       std::vector<double> samples;
       for (const auto& time : runs[timed_run].layer_times) {
@@ -1887,7 +1938,7 @@ TEST_CASE("a calibration of copies at once pools every copy's samples") {
   const GraphConfig config = config_for(kLenet, "sequential", 1, 2, 3);
   // A runner that counts the copies running at the same time, and the runs.
   std::atomic<int> running{0}, most{0}, runs{0};
-  std::vector<TrainingRun> recorded(4);  // the sequential copies, then the one-task-per-layer copies
+  std::vector<TrainingRun> recorded(6);  // the sequential copies, the one-task-per-layer copies, the zb-h1 copies
   const Runner counting = [&](const TaskGraph& g, const Network& n, const BatchSampler& s, const TrainingOptions& o) {
     const int now = ++running;
     int seen = most.load();
@@ -1901,7 +1952,7 @@ TEST_CASE("a calibration of copies at once pools every copy's samples") {
     return run;
   };
   const Calibration two = profile_layers(config, data, 4, 7, counting, {}, 2);
-  CHECK(runs.load() == 4);
+  CHECK(runs.load() == 6);
   CHECK(most.load() == 2);
   CHECK(two.concurrent == 2);
   // The pooled median of each layer's F is the median of both copies' samples together, each
@@ -2072,14 +2123,10 @@ TEST_CASE("a one-processor profile measures what a larger footprint costs in a g
   const std::int64_t sequential_bytes = sum(predicted_of("sequential").step_compute_peak_memory_bytes);
   const std::int64_t gpipe_bytes = sum(predicted_of("gpipe").step_compute_peak_memory_bytes);
   REQUIRE(gpipe_bytes > sequential_bytes);
-  std::vector<std::pair<TaskGraph, TrainingRun>> recorded;
-  const Runner recording = [&](const TaskGraph& g, const Network& n, const BatchSampler& s, const TrainingOptions& o) {
-    TrainingRun run = cpu::run_cpu(g, n, s, o);
-    recorded.emplace_back(g, run);
-    return run;
-  };
+  RecordedRuns recorded;
+  const Runner recording = recording_into(recorded);
   const Calibration table = profile_layers(config, data, 4, 7, recording, {}, 1, {}, /*time_footprint=*/true);
-  REQUIRE(recorded.size() == 3);  // sequential, gpipe, then the one-layer layerpipe run
+  REQUIRE(recorded.size() == 4);  // sequential, gpipe, the one-layer layerpipe run, the zb-h1 run
   REQUIRE(recorded[1].first.schedule == "gpipe");
   // The footprints are the runs' step peaks of what their forwards and backwards held, which are
   // the memory model's (the executor holds what the graph declares).
@@ -2110,7 +2157,7 @@ TEST_CASE("a one-processor profile measures what a larger footprint costs in a g
   recorded.clear();
   std::vector<std::string> said;
   const Calibration without = profile_layers(small, data, 4, 7, recording, [&](const std::string& m) { said.push_back(m); }, 1, {}, true);
-  CHECK(recorded.size() == 2);  // the gpipe run refused
+  CHECK(recorded.size() == 3);  // the gpipe run refused
   CHECK(without.footprint_slowdown == -1);
   CHECK(without.timed_footprint_bytes == sequential_bytes);
   CHECK(std::any_of(said.begin(), said.end(), [](const std::string& m) { return m.rfind("no footprint figure", 0) == 0; }));

@@ -130,6 +130,16 @@ TEST_CASE("a calibrated task costs its layers, its overhead, and the overhead pe
   calibration->kind_overhead_s[TaskKind::BA] = 11e-6;
   CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::BA, 0, 0, 8)) ==
         doctest::Approx(11e-6 * cycles_per_s).epsilon(1e-6));
+  // A split task over its stage (zero bubble's) pays the table's figure for those where it has
+  // one; one layer of a stage of several (LayerPipe's) the kind's. Other kinds: the same either way.
+  calibration->stage_kind_overhead_s[TaskKind::BA] = 4e-6;
+  CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::BA, 0, 0, 8)) ==
+        doctest::Approx(4e-6 * cycles_per_s).epsilon(1e-6));
+  CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::BA, 0, 0, 8, SplitTaskSpan::layer)) ==
+        doctest::Approx(11e-6 * cycles_per_s).epsilon(1e-6));
+  CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::BW, 1, 1, 8)) ==
+        doctest::Approx((3e-3 + 5e-6) * cycles_per_s).epsilon(1e-6));  // no BW figure for a stage: the table's
+  CHECK(compute_task_cycles(hw, net, TaskKind::F, 1, 1, 8, SplitTaskSpan::layer) == compute_task_cycles(hw, net, TaskKind::F, 1, 1, 8));
   hw.calibration.reset();
   hw.processor.task_overhead_s = 3e-6;
   CHECK(compute_task_cycles(hw, net, TaskKind::BA, 0, 0, 8) == 0);

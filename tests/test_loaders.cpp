@@ -127,6 +127,19 @@ TEST_CASE("calibration tables: unknown keys, repeated layers and impossible time
   CHECK(kinds.task_overhead_s_of(TaskKind::F) == 7e-6);
   CHECK(kinds.task_overhead_s_of(TaskKind::BA) == 1e-6);
   CHECK(kinds.task_overhead_s_of(TaskKind::B) == 5e-6);
+  CHECK(kinds.stage_kind_overhead_s.empty());
+  CHECK(kinds.stage_task_overhead_s_of(TaskKind::BA) == 1e-6);  // none timed over a stage: the kind's
+  // Split tasks over a stage: their own per kind, kept through a round trip; the kind's elsewhere.
+  const Calibration stage = calibration_from_json_text(
+      calibration_to_json_text(calibration_from_json_text(
+          calibration(R"(, "task_overhead_s": 5e-6, "kind_overhead_s": {"BA": 2e-6}, "stage_kind_overhead_s": {"BA": 6e-7})", layer),
+          "c.json")),
+      "c.json");
+  CHECK(stage.stage_task_overhead_s_of(TaskKind::BA) == 6e-7);
+  CHECK(stage.task_overhead_s_of(TaskKind::BA) == 2e-6);
+  CHECK(stage.stage_task_overhead_s_of(TaskKind::BW) == 5e-6);
+  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "stage_kind_overhead_s": {"BW": -1})", layer), "c.json"),
+                       doctest::Contains("stage_kind_overhead_s/BW"), Error);
   CHECK(kinds.input_load_s == 0);  // not measured
   CHECK(calibration_from_json_text(calibration_to_json_text(calibration_from_json_text(
                                        calibration(R"(, "input_load_s": 1.5e-5)", layer), "c.json")),
@@ -299,6 +312,11 @@ TEST_CASE("calibration tables: a blend lies between the table taken alone and th
   CHECK(quarter.task_overhead_s_of(TaskKind::F) == doctest::Approx(4e-6 + 0.25 * (30e-6 - 4e-6)));
   CHECK(quarter.task_overhead_s_of(TaskKind::B) == doctest::Approx(10e-6 + 0.25 * (20e-6 - 10e-6)));
   CHECK(quarter.task_overhead_s_of(TaskKind::BW) == doctest::Approx(15e-6));
+  CHECK(quarter.stage_kind_overhead_s.empty());  // timed over a stage in neither
+  together.stage_kind_overhead_s[TaskKind::BA] = 2e-6;  // at once only: alone, the kind's (its task_overhead_s)
+  CHECK(blend_calibrations(alone, together, 0.25).stage_task_overhead_s_of(TaskKind::BA) ==
+        doctest::Approx(10e-6 + 0.25 * (2e-6 - 10e-6)));
+  together.stage_kind_overhead_s.clear();
   CHECK(quarter.layer_overhead_s == doctest::Approx(3e-6));
   CHECK(quarter.input_load_s == doctest::Approx(10e-6));
   CHECK(quarter.timed_footprint_bytes == 0);  // recorded in neither
@@ -363,6 +381,9 @@ TEST_CASE("calibration tables: a table's compute times scaled, its links and cop
   CHECK(twice.layer_overhead_s == doctest::Approx(4e-6));
   CHECK(twice.input_load_s == doctest::Approx(16e-6));
   CHECK(twice.task_overhead_s_of(TaskKind::BW) == doctest::Approx(8e-6));
+  Calibration with_stage = c;
+  with_stage.stage_kind_overhead_s[TaskKind::BA] = 1e-6;
+  CHECK(with_compute_scaled(with_stage, 2).stage_task_overhead_s_of(TaskKind::BA) == doctest::Approx(2e-6));
   const LayerTimes& fc = twice.layers.at("fc");
   CHECK(fc.forward_s == doctest::Approx(2e-3));
   CHECK(fc.activation_grad_s == doctest::Approx(4e-3));

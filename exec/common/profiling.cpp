@@ -145,33 +145,89 @@ void record_activation_grad_fixed(const TaskGraph& graph, const Network& network
   }
 }
 
+// The short runs a profile makes beside its timed one: two minibatches timed, after two to warm
+// up (profile_minibatches).
+constexpr std::int32_t kShortRunWarmUp = 2;
+
+// The graph of such a run (`run_config`), or none where its schedule cannot cut the network so:
+// `progress` is told which run is made ("timing the overhead of <what>") or why none is, and what
+// the table does without it.
+std::optional<TaskGraph> short_run_graph(const GraphConfig& run_config, const std::string& without, const std::string& what,
+                                         const std::function<void(const std::string&)>& progress) {
+  try {
+    TaskGraph graph = make_graph(run_config);
+    if (progress) {
+      progress("timing the overhead of " + what + " (a " +
+               (run_config.processors == 1 ? std::string("one") : std::to_string(run_config.processors)) + "-processor " +
+               run_config.schedule + " run)");
+    }
+    return graph;
+  } catch (const Error& e) {
+    if (progress) progress("no " + run_config.schedule + " run (" + e.what() + "): " + without);
+    return std::nullopt;
+  }
+}
+
+// Split BA and BW tasks that span their stage (zero bubble's) cost something else beyond their
+// layers than LayerPipe's one-layer ones, which have more around them (remote inputs, slices to
+// assemble, more readers to release): at P = 2 on mlp 0.55-0.8 us for zb-h1's BAs with layers
+// against 1.4-2.1 us for LayerPipe's (docs/executor.md, "Split tasks that span their stage"). A
+// short zb-h1 run of `network` on `processors` (two minibatches timed after two of warm-up), which
+// `run_all` makes, gives calibration.stage_kind_overhead_s: per split kind, the mean (median of
+// means) of its tasks' overhead beyond calibration.layer_overhead_s per layer, at least 0. A
+// network zb-h1 cannot cut that many ways goes without (the progress line says so).
+void record_stage_split_overheads(const GraphConfig& config, const Network& network, std::int32_t processors,
+                                  const Dataset& data, std::uint64_t seed, const ProfileRuns& run_all,
+                                  const std::function<void(const std::string&)>& progress, Calibration& calibration) {
+  const GraphConfig split = profile_run_config(config, "zb-h1", processors, 2 * kShortRunWarmUp);
+  const std::optional<TaskGraph> made =
+      short_run_graph(split, "split tasks over a stage take LayerPipe's per-task parts", "split tasks over a stage", progress);
+  if (!made) return;
+  const TaskGraph& graph = *made;
+  constexpr std::int32_t kWarmUp = kShortRunWarmUp;
+  const BatchSampler sampler(data, network.batch, split.microbatches, split.minibatches, seed);
+  std::map<TaskKind, std::vector<double>> beyond_slope;  // per kind, in task order (the blocks mix the stages)
+  for (const auto& run : run_all(graph, sampler)) {
+    std::map<std::int32_t, double> overhead_s;  // by task, of those with layer times of their kind
+    for (const auto& o : task_overheads(graph, {run}, kWarmUp)) overhead_s[o.task] = o.seconds;
+    for (const Task& t : graph.tasks) {
+      if ((t.kind != TaskKind::BA && t.kind != TaskKind::BW) || t.minibatch < kWarmUp) continue;
+      // A split task whose layers have nothing of its kind to do (a BA over the first layer
+      // alone) records no layer time, yet the executor runs it: all of it is overhead.
+      const auto it = overhead_s.find(t.id);
+      const TaskTiming& time = run.result.tasks[static_cast<std::size_t>(t.id)];
+      const double seconds = it != overhead_s.end() ? it->second
+                                                    : static_cast<double>(time.end_cycles - time.start_cycles) / graph.clock_hz;
+      beyond_slope[t.kind].push_back(seconds - calibration.layer_overhead_s * (t.last_layer - t.first_layer + 1));
+    }
+  }
+  calibration.stage_kind_overhead_s.clear();
+  for (const auto& [kind, seconds] : beyond_slope) calibration.stage_kind_overhead_s[kind] = std::max(0.0, median_of_means(seconds));
+}
+
 // Tasks spanning the same layers cannot tell what a task costs beyond its layers from what each
 // layer in it costs: refits `calibration`'s overhead line to the tasks of `timed` (runs of
 // `graph`, after their first `skip_minibatches`) and those of a short layerpipe run of `network`
 // (a task per layer; two minibatches timed after two of warm-up) on `processors`, which `run_all`
 // makes. A network LayerPipe cannot cut keeps the line `timed` gave. The one-layer run also gives
 // the table its way back to the linear output taken again (record_to_linear_again) and what a BA
-// part costs whatever its samples (record_activation_grad_fixed).
+// part costs whatever its samples (record_activation_grad_fixed); then a short zb-h1 run what split
+// tasks over a stage cost beyond the line (record_stage_split_overheads).
 void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network& network, std::int32_t processors,
                                         const Dataset& data, std::uint64_t seed, const TaskGraph& graph,
                                         const std::vector<TrainingRun>& timed, std::int32_t skip_minibatches,
                                         const ProfileRuns& run_all,
                                         const std::function<void(const std::string&)>& progress,
                                         Calibration& calibration) {
-  // Two minibatches timed, after two to warm up (profile_minibatches).
-  constexpr std::int32_t kWarmUp = 2;
+  constexpr std::int32_t kWarmUp = kShortRunWarmUp;
   const GraphConfig per_layer = profile_run_config(config, "layerpipe", processors, 2 * kWarmUp);
-  TaskGraph layer_graph;
-  try {
-    layer_graph = make_graph(per_layer);
-  } catch (const Error& e) {
-    if (progress) progress(std::string("no task-per-layer run (") + e.what() + "): the overhead line is the timed run's alone");
+  const std::optional<TaskGraph> made =
+      short_run_graph(per_layer, "the overhead line is the timed run's alone", "one-layer tasks", progress);
+  if (!made) {
+    record_stage_split_overheads(config, network, processors, data, seed, run_all, progress, calibration);
     return;
   }
-  if (progress) {
-    progress("timing the overhead of one-layer tasks (a " +
-             (processors == 1 ? std::string("one") : std::to_string(processors)) + "-processor layerpipe run)");
-  }
+  const TaskGraph& layer_graph = *made;
   const BatchSampler layer_sampler(data, network.batch, per_layer.microbatches, per_layer.minibatches, seed);
   std::vector<TaskOverhead> overheads = task_overheads(graph, timed, skip_minibatches);
   const std::vector<TrainingRun> layer_runs = run_all(layer_graph, layer_sampler);
@@ -180,6 +236,7 @@ void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network
   fit_task_overheads(overheads, calibration);
   record_to_linear_again(layer_graph, network, layer_runs, kWarmUp, calibration);
   record_activation_grad_fixed(layer_graph, network, layer_runs, kWarmUp, calibration);
+  record_stage_split_overheads(config, network, processors, data, seed, run_all, progress, calibration);
 }
 
 // The bytes `runs` held while they computed: the largest step peak of any of their processors (or
@@ -386,7 +443,7 @@ std::vector<TaskOverhead> task_overheads(const TaskGraph& graph, const std::vect
       const Task& t = graph.tasks[static_cast<std::size_t>(task)];
       const TaskTiming& time = run.result.tasks[static_cast<std::size_t>(task)];
       overheads.push_back({t.last_layer - t.first_layer + 1,
-                           static_cast<double>(time.end_cycles - time.start_cycles) / graph.clock_hz - sum_s, t.kind});
+                           static_cast<double>(time.end_cycles - time.start_cycles) / graph.clock_hz - sum_s, t.kind, task});
     }
   }
   return overheads;

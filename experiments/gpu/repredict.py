@@ -86,6 +86,10 @@ def blend(alone, together, weight):
     kinds = set(alone.get("kind_overhead_s", {})) | set(together.get("kind_overhead_s", {}))
     of = lambda table, kind: table.get("kind_overhead_s", {}).get(kind, table.get("task_overhead_s", 0.0))
     mixed["kind_overhead_s"] = {kind: mix(of(alone, kind), of(together, kind)) for kind in sorted(kinds)}
+    # Split tasks over a stage: their own where a table timed them, else the kind's.
+    stage_kinds = set(alone.get("stage_kind_overhead_s", {})) | set(together.get("stage_kind_overhead_s", {}))
+    stage_of = lambda table, kind: table.get("stage_kind_overhead_s", {}).get(kind, of(table, kind))
+    mixed["stage_kind_overhead_s"] = {kind: mix(stage_of(alone, kind), stage_of(together, kind)) for kind in sorted(stage_kinds)}
     # The gap between tasks: mixed where both tables timed it, else the one that did.
     gaps = [table.get("task_gap_s", -1) for table in (alone, together)]
     if min(gaps) >= 0:
@@ -113,7 +117,8 @@ def scaled(table, factor):
     for key in ("task_overhead_s", "layer_overhead_s", "input_load_s"):
         if out.get(key, 0) > 0:
             out[key] *= factor
-    out["kind_overhead_s"] = {kind: s * factor for kind, s in out.get("kind_overhead_s", {}).items()}
+    for key in ("kind_overhead_s", "stage_kind_overhead_s"):
+        out[key] = {kind: s * factor for kind, s in out.get(key, {}).items()}
     for layer in out["layers"]:
         for key in KINDS + OPTIONAL:
             if layer.get(key, -1) > 0:

@@ -19,7 +19,7 @@ namespace pipetwin {
 Calibration calibration_from_json_text(const std::string& text, const std::string& source) {
   const nlohmann::json document = JsonReader::parse(text, source);
   const JsonReader root(document, source);
-  root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "pipeline_schedule", "co_run_slope", "co_run_share", "timed_footprint_bytes", "footprint_slowdown", "footprint_small_bytes", "footprint_large_bytes", "cores", "task_overhead_s", "layer_overhead_s", "kind_overhead_s", "input_load_s", "copy_bytes_per_s", "core_copy_bytes_per_s", "ranks", "message_send_core_s",
+  root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "pipeline_schedule", "co_run_slope", "co_run_share", "timed_footprint_bytes", "footprint_slowdown", "footprint_small_bytes", "footprint_large_bytes", "cores", "task_overhead_s", "layer_overhead_s", "kind_overhead_s", "stage_kind_overhead_s", "input_load_s", "copy_bytes_per_s", "core_copy_bytes_per_s", "ranks", "message_send_core_s",
                    "message_send_core_bytes_per_s", "message_receive_core_s", "message_receive_core_bytes_per_s",
                    "copy_latency_s", "handoff_s", "handoff_spin_s", "copy_seconds", "task_gap_s", "pipeline_copy_seconds", "layers"});
   if (root.get_string("format", "") != "pipetwin-calibration-1") {
@@ -34,6 +34,25 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
       at.at(key).fail(may_be_unknown ? "seconds >= 0, or -1 for not measured" : "seconds >= 0");
     }
     return value;
+  };
+  // Seconds per compute task kind (optional; empty where absent).
+  const auto kind_seconds = [&](const JsonReader& at, const std::string& key) {
+    std::map<TaskKind, double> by_kind;
+    if (!at.has(key)) return by_kind;
+    const JsonReader kinds = at.at(key);
+    kinds.require_object();
+    for (const auto& item : kinds.value().items()) {
+      TaskKind kind = TaskKind::X;
+      try {
+        kind = task_kind_from_string(item.key());
+      } catch (const Error&) {
+      }
+      if (kind == TaskKind::X || kind == TaskKind::OFF || kind == TaskKind::ON) {
+        kinds.at(item.key()).fail("a compute task's kind as the key (F, B, BA, BW, U or RC)");
+      }
+      by_kind[kind] = seconds(kinds, item.key(), std::nullopt, false);
+    }
+    return by_kind;
   };
   Calibration c;
   c.source = source;
@@ -80,21 +99,8 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   c.task_overhead_s = seconds(root, "task_overhead_s", 0.0, false);
   c.layer_overhead_s = seconds(root, "layer_overhead_s", 0.0, false);
   c.input_load_s = seconds(root, "input_load_s", 0.0, false);
-  if (root.has("kind_overhead_s")) {
-    const JsonReader kinds = root.at("kind_overhead_s");
-    kinds.require_object();
-    for (const auto& item : kinds.value().items()) {
-      TaskKind kind = TaskKind::X;
-      try {
-        kind = task_kind_from_string(item.key());
-      } catch (const Error&) {
-      }
-      if (kind == TaskKind::X || kind == TaskKind::OFF || kind == TaskKind::ON) {
-        kinds.at(item.key()).fail("a compute task's kind as the key (F, B, BA, BW, U or RC)");
-      }
-      c.kind_overhead_s[kind] = seconds(kinds, item.key(), std::nullopt, false);
-    }
-  }
+  c.kind_overhead_s = kind_seconds(root, "kind_overhead_s");
+  c.stage_kind_overhead_s = kind_seconds(root, "stage_kind_overhead_s");
   c.copy_bytes_per_s = root.get_double("copy_bytes_per_s", 0.0);
   if (!(std::isfinite(c.copy_bytes_per_s) && c.copy_bytes_per_s >= 0)) root.at("copy_bytes_per_s").fail("bytes per second >= 0");
   c.core_copy_bytes_per_s = root.get_double("core_copy_bytes_per_s", 0.0);
@@ -177,9 +183,11 @@ std::string calibration_to_json_text(const Calibration& c) {
   j["cores"] = c.cores;
   j["task_overhead_s"] = c.task_overhead_s;
   j["layer_overhead_s"] = c.layer_overhead_s;
-  if (!c.kind_overhead_s.empty()) {
-    j["kind_overhead_s"] = nlohmann::ordered_json::object();
-    for (const auto& [kind, s] : c.kind_overhead_s) j["kind_overhead_s"][to_string(kind)] = s;
+  for (const auto& [key, kinds] : {std::pair{"kind_overhead_s", &c.kind_overhead_s},
+                                   std::pair{"stage_kind_overhead_s", &c.stage_kind_overhead_s}}) {
+    if (kinds->empty()) continue;
+    j[key] = nlohmann::ordered_json::object();
+    for (const auto& [kind, s] : *kinds) j[key][to_string(kind)] = s;
   }
   if (c.input_load_s > 0) j["input_load_s"] = c.input_load_s;
   j["copy_bytes_per_s"] = c.copy_bytes_per_s;

@@ -52,9 +52,13 @@ Calibration blend_calibrations(const Calibration& alone, const Calibration& toge
     blended.task_gap_s = alone.task_gap_s;
   }
   blended.kind_overhead_s.clear();  // each kind either table timed apart, mixed with the other's for that kind
+  blended.stage_kind_overhead_s.clear();
   for (const auto* table : {&alone, &together}) {
     for (const auto& [kind, s] : table->kind_overhead_s) {
       blended.kind_overhead_s[kind] = mix(alone.task_overhead_s_of(kind), together.task_overhead_s_of(kind));
+    }
+    for (const auto& [kind, s] : table->stage_kind_overhead_s) {
+      blended.stage_kind_overhead_s[kind] = mix(alone.stage_task_overhead_s_of(kind), together.stage_task_overhead_s_of(kind));
     }
   }
   for (auto& [name, times] : blended.layers) {
@@ -80,7 +84,9 @@ Calibration with_compute_scaled(const Calibration& calibration, double factor) {
     if (s > 0) s *= factor;  // -1 (not measured) stays
   };
   for (const auto seconds : kTableComputeTimes) scale(scaled.*seconds);
-  for (auto& [kind, s] : scaled.kind_overhead_s) scale(s);
+  for (auto* kinds : {&scaled.kind_overhead_s, &scaled.stage_kind_overhead_s}) {
+    for (auto& [kind, s] : *kinds) scale(s);
+  }
   for (auto& [name, times] : scaled.layers) {
     for (const auto& field : kLayerComputeTimes) scale(times.*field.seconds);
   }

@@ -80,13 +80,14 @@ double operator_layer_bytes(const Layer& layer, TaskKind kind, std::int64_t samp
   return bytes;
 }
 
-// The fixed cost of a task of `kind` beyond its layers: the calibration's, or the profile's. A
-// calibration's gap to the processor's next task (Calibration::task_gap_s) is the task's too: its
-// thread is not free for the next before it.
-std::int64_t task_overhead_cycles(const HardwareProfile& hw, TaskKind kind) {
-  const double overhead_s = hw.calibration ? hw.calibration->task_overhead_s_of(kind) + hw.calibration->charged_task_gap_s()
-                                           : hw.processor.task_overhead_s;
-  return ceil_cycles(overhead_s * hw.processor.clock_hz);
+// The fixed cost of a task of `kind` beyond its layers: the calibration's (a split task's by what
+// it spans), or the profile's. A calibration's gap to the processor's next task
+// (Calibration::task_gap_s) is the task's too: its thread is not free for the next before it.
+std::int64_t task_overhead_cycles(const HardwareProfile& hw, TaskKind kind, SplitTaskSpan span = SplitTaskSpan::stage) {
+  if (!hw.calibration) return ceil_cycles(hw.processor.task_overhead_s * hw.processor.clock_hz);
+  const Calibration& c = *hw.calibration;
+  const double own_s = span == SplitTaskSpan::stage ? c.stage_task_overhead_s_of(kind) : c.task_overhead_s_of(kind);
+  return ceil_cycles((own_s + c.charged_task_gap_s()) * hw.processor.clock_hz);
 }
 
 // A tensor-parallel layer's all-reduces among its ranks (the ranks of a group share a node): the
@@ -173,7 +174,7 @@ std::int64_t activation_grad_fixed_cycles(const HardwareProfile& hw, const Layer
 }
 
 std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, TaskKind kind,
-                                 int first_layer, int last_layer, std::int64_t samples) {
+                                 int first_layer, int last_layer, std::int64_t samples, SplitTaskSpan span) {
   if (first_layer < 0 || last_layer >= static_cast<int>(net.size()) || first_layer > last_layer) {
     throw Error("task layers [" + std::to_string(first_layer) + ", " + std::to_string(last_layer) +
                 "] outside network " + net.name + " (" + std::to_string(net.size()) + " layers)");
@@ -185,7 +186,7 @@ std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, 
   // A task with nothing to compute is free on a roofline (nothing to launch), but an executor
   // still runs it: a calibrated one pays its kind's overhead (zb-h1's BA over a first stage of
   // the first layer alone assembles its gradient for the BW: 13-26 us on lenet5, predicted 0).
-  if (hw.cost_model != CostModelKind::unit && (cycles > 0 || hw.calibration)) cycles += task_overhead_cycles(hw, kind);
+  if (hw.cost_model != CostModelKind::unit && (cycles > 0 || hw.calibration)) cycles += task_overhead_cycles(hw, kind, span);
   if (hw.cost_model != CostModelKind::unit && hw.calibration && kind == TaskKind::F && first_layer == 0) {
     // The microbatch's load at the network's input, measured beside the layers.
     const Calibration& c = *hw.calibration;

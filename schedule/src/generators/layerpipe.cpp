@@ -100,7 +100,7 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
   for (int l = L - 1; l >= 0; --l) {
     if (l > 0 || first_layer_ba) {
       const std::int64_t work = layer_work_cycles(hw, net.layers[l], TaskKind::BA, samples);
-      const std::int64_t overhead = compute_task_cycles(hw, net, TaskKind::BA, l, l, samples) - work;
+      const std::int64_t overhead = compute_task_cycles(hw, net, TaskKind::BA, l, l, samples, SplitTaskSpan::layer) - work;
       // Every part goes back to the linear output over all samples; the rest splits by samples,
       // but for what a part costs whatever its samples, where the calibration measured it.
       const std::int64_t whole = std::min(work, to_linear_cycles(hw, net.layers[l], samples));
@@ -116,7 +116,7 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
         roles.back().part = static_cast<int>(layer[l].input_grad_parts.size()) - 1;
       }
     }
-    layer[l].weight_grad = add(TaskKind::BW, l, compute_task_cycles(hw, net, TaskKind::BW, l, l, samples));
+    layer[l].weight_grad = add(TaskKind::BW, l, compute_task_cycles(hw, net, TaskKind::BW, l, l, samples, SplitTaskSpan::layer));
     layer[l].update = add(TaskKind::U, l, compute_task_cycles(hw, net, TaskKind::U, l, l, samples), layer[l].forward);
   }
   // Locality: layers are dealt to processors in contiguous runs of about equal work; a layer's

@@ -24,6 +24,7 @@ struct TaskOverhead {
   std::int32_t layers = 1;
   double seconds = 0;
   TaskKind kind = TaskKind::F;
+  std::int32_t task = -1;  // its id in the graph
 };
 std::vector<TaskOverhead> task_overheads(const TaskGraph& graph, const std::vector<TrainingRun>& runs,
                                          std::int32_t skip_minibatches);
@@ -63,7 +64,8 @@ double typical_task_s(const Calibration& calibration);
 // `run`; device, copy bandwidth and latency are left for the caller. With `concurrent` > 1, that many copies of the run go at once,
 // each on threads of its own, and their samples are pooled (Calibration::concurrent). A short
 // one-processor LayerPipe run (a task per layer) beside it splits the overhead into per task and
-// per layer (fit_task_overheads). `pin_cpus` (empty: none): copy k's threads run on CPU
+// per layer (fit_task_overheads), and a short zb-h1 run times split tasks over a stage
+// (Calibration::stage_kind_overhead_s). `pin_cpus` (empty: none): copy k's threads run on CPU
 // pin_cpus[k mod size], as processor k's would in a pinned run (TrainingOptions::pin_cpus).
 // The table records the sequential run's footprint (Calibration::timed_footprint_bytes); with
 // `time_footprint`, one processor and more than one microbatch, a one-processor gpipe run as long
@@ -99,7 +101,8 @@ inline constexpr std::int32_t kMostSpanMinibatches = 1024;
 // pinning; record_layer_times is set here). Where that run's warm-up or its timed part spans
 // less than `span_s` of its steps, it is made again with both at least that long (up to
 // kMostSpanMinibatches each), and the second run is the one timed. The overhead line is fitted to
-// its tasks and to those of a short `layerpipe` run on as many processors (a task per layer).
+// its tasks and to those of a short `layerpipe` run on as many processors (a task per layer); a
+// short zb-h1 run on as many times split tasks over a stage (Calibration::stage_kind_overhead_s).
 // Device, copies and handoffs are left for the caller. Empty where the network cannot be cut into
 // that many stages (the reason goes to `progress`); a run's errors are thrown.
 std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config, const Dataset& data, int repeats,

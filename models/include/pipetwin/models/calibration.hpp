@@ -125,6 +125,18 @@ struct Calibration {
     const auto it = kind_overhead_s.find(kind);
     return it == kind_overhead_s.end() ? task_overhead_s : it->second;
   }
+  // kind_overhead_s's split BA and BW are LayerPipe's one-layer tasks' (the only run that times
+  // them splits them per layer). Split tasks that span their stage (zero bubble's) have their own,
+  // timed in a short zb-h1 run (BA, BW; empty in older tables): at P = 2 on mlp LayerPipe's BAs
+  // cost 1.4-2.1 us beyond their layers and zb-h1's 0.55-0.8 (docs/executor.md, "Split tasks
+  // that span their stage").
+  std::map<TaskKind, double> stage_kind_overhead_s;
+  // The per-task overhead of a task of `kind` that spans its stage: stage_kind_overhead_s's, else
+  // task_overhead_s_of(kind).
+  double stage_task_overhead_s_of(TaskKind kind) const {
+    const auto it = stage_kind_overhead_s.find(kind);
+    return it == stage_kind_overhead_s.end() ? task_overhead_s_of(kind) : it->second;
+  }
   // What a forward at the network's input spends loading its microbatch (the samples; their labels
   // too where it is also the output's), for `samples` samples, scaled as a layer's time: charged to
   // every F whose first layer is the network's first, on top of its layers (0: not measured). A

@@ -11,10 +11,16 @@
 
 namespace pipetwin {
 
+// What a split BA or BW task spans, for the per-task part a calibration charges it: its stage
+// (zero bubble's; Calibration::stage_kind_overhead_s) or one layer of a stage of several, as
+// LayerPipe splits them (Calibration::kind_overhead_s). Other kinds pay the same either way.
+enum class SplitTaskSpan { stage, layer };
+
 // Cycles of one compute task (F, B, BA, BW, U, RC) covering layers [first, last] for `samples`
 // samples; a U costs the same whatever the samples.
 std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, TaskKind kind,
-                                 int first_layer, int last_layer, std::int64_t samples);
+                                 int first_layer, int last_layer, std::int64_t samples,
+                                 SplitTaskSpan span = SplitTaskSpan::stage);
 
 // Cycles of a selective recomputation (recompute=selective) of layers [first, last] for `samples`
 // samples: each layer's selective_recompute_flops (roofline, writing its selective stash bytes)
