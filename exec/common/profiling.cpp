@@ -184,14 +184,13 @@ void record_stage_split_overheads(const GraphConfig& config, const Network& netw
       short_run_graph(split, "split tasks over a stage take LayerPipe's per-task parts", "split tasks over a stage", progress);
   if (!made) return;
   const TaskGraph& graph = *made;
-  constexpr std::int32_t kWarmUp = kShortRunWarmUp;
   const BatchSampler sampler(data, network.batch, split.microbatches, split.minibatches, seed);
   std::map<TaskKind, std::vector<double>> beyond_slope;  // per kind, in task order (the blocks mix the stages)
   for (const auto& run : run_all(graph, sampler)) {
     std::map<std::int32_t, double> overhead_s;  // by task, of those with layer times of their kind
-    for (const auto& o : task_overheads(graph, {run}, kWarmUp)) overhead_s[o.task] = o.seconds;
+    for (const auto& o : task_overheads(graph, {run}, kShortRunWarmUp)) overhead_s[o.task] = o.seconds;
     for (const Task& t : graph.tasks) {
-      if ((t.kind != TaskKind::BA && t.kind != TaskKind::BW) || t.minibatch < kWarmUp) continue;
+      if ((t.kind != TaskKind::BA && t.kind != TaskKind::BW) || t.minibatch < kShortRunWarmUp) continue;
       // A split task whose layers have nothing of its kind to do (a BA over the first layer
       // alone) records no layer time, yet the executor runs it: all of it is overhead.
       const auto it = overhead_s.find(t.id);
