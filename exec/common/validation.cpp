@@ -47,6 +47,7 @@ struct Configuration {
   TaskGraph graph;  // built with the latest round's calibration
   std::vector<double> predicted_s;  // per round with a calibration per round, else one
   std::vector<std::int64_t> predicted_peaks, predicted_step_peaks;  // per prediction
+  Result prediction;  // the latest, kept for ValidationOptions::on_run only
   std::vector<double> steps_s;
   std::vector<double> replay_errors;  // per run: replayed / measured - 1
   std::vector<double> replayed_s;
@@ -577,6 +578,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       // the measured peak is the median over the runs.
       c.predicted_peaks.push_back(max_peak(predicted.peak_memory_bytes));
       c.predicted_step_peaks.push_back(max_peak(predicted.step_peak_memory_bytes));
+      if (options.on_run) c.prediction = predicted;
     }
   };
   // Rounds until --runs are done and, with max_runs, until every configuration's error and every
@@ -618,7 +620,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       c.steps_s.push_back(measured.result.iteration_s);
       c.measured_peaks.push_back(max_peak(measured.result.peak_memory_bytes));
       c.measured_step_peaks.push_back(max_peak(measured.result.step_peak_memory_bytes));
-      if (options.on_run && kept >= 0) options.on_run(kept, c.schedule, c.processors, c.graph, predict(c.graph), measured);
+      if (options.on_run && kept >= 0) options.on_run(kept, c.schedule, c.processors, c.graph, c.prediction, measured);
       if (!measured.device_pool_peak_bytes.empty()) {
         std::int64_t pool = 0;
         for (const auto& [gpu, bytes] : measured.device_pool_peak_bytes) pool = std::max(pool, bytes);
