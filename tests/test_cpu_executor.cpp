@@ -1255,6 +1255,31 @@ double median_of_block_means(const std::vector<double>& samples) {
   return means[means.size() / 2];
 }
 
+// lenet5's table for 2 processors (2 microbatches of 2 samples, 4 repeats; the senders' threads
+// copy the transfers), and the runs its profile made, as its runner saw them: the 1f1b run it
+// is timed in, the one-layer layerpipe run and the zb-h1 run.
+struct PipelineProfile {
+  Calibration table;
+  RecordedRuns runs;
+};
+PipelineProfile lenet5_pipeline_profile() {
+  const Dataset data = data_for(kLenet);
+  const GraphConfig config = config_for(kLenet, "sequential", 1, 2, 3);
+  PipelineProfile profile;
+  TrainingOptions options;
+  options.handoff_spin_s = 0;
+  options.transfer_threads = TransferThreads::senders;
+  const std::optional<Calibration> timed =
+      profile_layers_in_pipeline(config, data, 4, 7, recording_into(profile.runs), {}, 2, options, 0);
+  REQUIRE(timed.has_value());
+  REQUIRE(profile.runs.size() == 3);
+  REQUIRE(profile.runs[0].first.schedule == "1f1b");
+  REQUIRE(profile.runs[1].first.schedule == "layerpipe");
+  REQUIRE(profile.runs[2].first.schedule == "zb-h1");
+  profile.table = *timed;
+  return profile;
+}
+
 }  // namespace
 
 TEST_CASE("a profile times what split tasks over a stage cost beyond their layers in a zb-h1 run") {
@@ -1262,16 +1287,9 @@ TEST_CASE("a profile times what split tasks over a stage cost beyond their layer
   // so 8 BAs and 8 BWs (2 stages x 2 x 2), each its own block: the table's figure is their upper
   // median of what each took beyond its layers' own-kind times and the table's cost per layer
   // (all of it for a BA with no layer time, over the first layer alone), at least 0.
-  const Dataset data = data_for(kLenet);
-  const GraphConfig config = config_for(kLenet, "sequential", 1, 2, 3);
-  RecordedRuns recorded;
-  const Runner recording = recording_into(recorded);
-  TrainingOptions options;
-  options.handoff_spin_s = 0;
-  const std::optional<Calibration> timed = profile_layers_in_pipeline(config, data, 4, 7, recording, {}, 2, options, 0);
-  REQUIRE(timed.has_value());
-  REQUIRE(recorded.size() == 3);
-  const auto& [graph, run] = recorded[2];
+  const PipelineProfile profile = lenet5_pipeline_profile();
+  const Calibration& timed = profile.table;
+  const auto& [graph, run] = profile.runs[2];
   REQUIRE(graph.schedule == "zb-h1");
   std::map<TaskKind, std::vector<double>> beyond;
   for (const Task& t : graph.tasks) {
@@ -1282,14 +1300,58 @@ TEST_CASE("a profile times what split tasks over a stage cost beyond their layer
     }
     const TaskTiming& timing = run.result.tasks[static_cast<std::size_t>(t.id)];
     beyond[t.kind].push_back(static_cast<double>(timing.end_cycles - timing.start_cycles) / graph.clock_hz - layers_s -
-                             timed->layer_overhead_s * (t.last_layer - t.first_layer + 1));
+                             timed.layer_overhead_s * (t.last_layer - t.first_layer + 1));
   }
-  REQUIRE(timed->stage_kind_overhead_s.size() == 2);
+  REQUIRE(timed.stage_kind_overhead_s.size() == 2);
   for (const TaskKind kind : {TaskKind::BA, TaskKind::BW}) {
     CAPTURE(to_string(kind));
     REQUIRE(beyond[kind].size() == 8);
     std::sort(beyond[kind].begin(), beyond[kind].end());
-    CHECK(timed->stage_kind_overhead_s.at(kind) == doctest::Approx(std::max(0.0, beyond[kind][4])).epsilon(1e-12));
+    CHECK(timed.stage_kind_overhead_s.at(kind) == doctest::Approx(std::max(0.0, beyond[kind][4])).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("a table for P processors takes the copies of sizes its pipeline did not make from LayerPipe's run") {
+  // lenet5 on 2 processors, 2 microbatches a minibatch, 4 repeats: the 1f1b run times 2
+  // minibatches after 2, the one-layer layerpipe run 2 after 2. Each size's figure is the upper
+  // median of block means of the copies its senders' threads made, from the 1f1b run where that
+  // made copies of the size, else from the layerpipe run (its stashes sent to their BW).
+  const PipelineProfile profile = lenet5_pipeline_profile();
+  const Calibration& timed = profile.table;
+  const RecordedRuns& recorded = profile.runs;
+  // Per run, per size, its senders' copies in the order each thread started them.
+  const auto copies_of = [](const TaskGraph& graph, const TrainingRun& run) {
+    REQUIRE(run.copies_on_senders);
+    const std::vector<std::int32_t> after = copied_after(graph);
+    std::map<std::int32_t, std::vector<std::pair<std::int64_t, const Task*>>> by_thread;  // start, task
+    for (const Task& t : graph.tasks) {
+      if (t.placement != Placement::link || t.minibatch < 2) continue;
+      REQUIRE(after[static_cast<std::size_t>(t.id)] >= 0);
+      const std::int32_t thread = graph.tasks[static_cast<std::size_t>(after[static_cast<std::size_t>(t.id)])].resource;
+      by_thread[thread].emplace_back(run.result.tasks[static_cast<std::size_t>(t.id)].start_cycles, &t);
+    }
+    std::map<std::int64_t, std::vector<double>> seconds;
+    for (auto& [thread, copies] : by_thread) {
+      std::sort(copies.begin(), copies.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (const auto& [start, t] : copies) {
+        const TaskTiming& timing = run.result.tasks[static_cast<std::size_t>(t->id)];
+        seconds[t->bytes].push_back(static_cast<double>(timing.end_cycles - timing.start_cycles) / graph.clock_hz);
+      }
+    }
+    return seconds;
+  };
+  const auto pipeline = copies_of(recorded[0].first, recorded[0].second);
+  const auto one_layer = copies_of(recorded[1].first, recorded[1].second);
+  std::map<std::int64_t, double> expected;
+  for (const auto& [bytes, seconds] : one_layer) expected[bytes] = median_of_block_means(seconds);
+  for (const auto& [bytes, seconds] : pipeline) expected[bytes] = median_of_block_means(seconds);
+  REQUIRE(expected.size() > pipeline.size());  // LayerPipe made sizes the pipeline did not
+  REQUIRE(timed.pipeline_copy_seconds.size() == expected.size());
+  for (const auto& [bytes, seconds] : timed.pipeline_copy_seconds) {
+    CAPTURE(bytes);
+    REQUIRE(expected.count(bytes) == 1);
+    CHECK(seconds == doctest::Approx(expected.at(bytes)).epsilon(1e-12));
+    CHECK(timed.sender_copy_s(bytes) == seconds);
   }
 }
 

@@ -107,6 +107,15 @@ struct AddsIntoGradients : std::false_type {};
 template <typename B>
 struct AddsIntoGradients<B, std::enable_if_t<B::adds_into_gradients>> : std::true_type {};
 
+// Whether a task may take over what a transfer brought to its processor (the transfer's copy,
+// which only it reads) instead of copying it again: a backend whose buffers are plain memory
+// that any thread may free once the transfer has ended (the CPU's; the CUDA backend's copy of a
+// tensor already where it is asked for shares it, copying nothing).
+template <typename B, typename = void>
+struct TakesOverArrivals : std::false_type {};
+template <typename B>
+struct TakesOverArrivals<B, std::enable_if_t<B::takes_over_arrivals>> : std::true_type {};
+
 template <typename Backend>
 class GraphExecution {
  public:
@@ -551,14 +560,17 @@ void GraphExecution<B>::keep_stash(const Task& t, std::shared_ptr<Stash> kept) {
 }
 
 // Whether `t` may take `source`'s output field `carries` over instead of copying it: it is that
-// field's only reader, on the processor that made it. The bytes stay accounted to the output
-// until its readers end, as the graph declares.
+// field's only reader, on the processor that made it, or (TakesOverArrivals, within one process)
+// on the processor a transfer brought it to. The bytes stay accounted to the output until its
+// readers end, as the graph declares.
 template <typename B>
 bool GraphExecution<B>::takes_over(const Task& t, std::int32_t source, Carries carries) const {
   const Task& producer = task(source);
   const auto readers = flow_.field_readers.find({source, carries});
-  return readers != flow_.field_readers.end() && readers->second == 1 && producer.placement == Placement::processor &&
-         t.placement == Placement::processor && producer.resource == t.resource;
+  if (readers == flow_.field_readers.end() || readers->second != 1 || t.placement != Placement::processor) return false;
+  if (producer.placement == Placement::processor) return producer.resource == t.resource;
+  return TakesOverArrivals<B>::value && !distributed() && producer.kind == TaskKind::X && producer.collective < 0 &&
+         link_of(producer).dst == t.resource;
 }
 
 // A forward's input: the task before it's output, taken over where it may be, else a copy.

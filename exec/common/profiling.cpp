@@ -204,14 +204,72 @@ void record_stage_split_overheads(const GraphConfig& config, const Network& netw
   for (const auto& [kind, seconds] : beyond_slope) calibration.stage_kind_overhead_s[kind] = std::max(0.0, median_of_means(seconds));
 }
 
+// Per thread of `run` (a processor's, with the transfers its sender's thread copied when the run
+// copied on senders: copied_after), its tasks in the order they started.
+std::vector<std::vector<std::int32_t>> thread_sequences(const TaskGraph& graph, const TrainingRun& run) {
+  const std::vector<std::int32_t> after =
+      run.copies_on_senders ? copied_after(graph) : std::vector<std::int32_t>(graph.tasks.size(), -1);
+  std::vector<std::vector<std::int32_t>> threads(static_cast<std::size_t>(graph.processor_count()));
+  for (const auto& t : graph.tasks) {
+    std::int32_t thread = -1;
+    if (t.placement == Placement::processor) thread = t.resource;
+    if (t.placement == Placement::link && after[static_cast<std::size_t>(t.id)] >= 0) {
+      thread = graph.tasks[static_cast<std::size_t>(after[static_cast<std::size_t>(t.id)])].resource;
+    }
+    if (thread >= 0 && thread < static_cast<std::int32_t>(threads.size())) threads[static_cast<std::size_t>(thread)].push_back(t.id);
+  }
+  for (auto& ids : threads) {
+    std::sort(ids.begin(), ids.end(), [&](std::int32_t a, std::int32_t b) {
+      return run.result.tasks[static_cast<std::size_t>(a)].start_cycles < run.result.tasks[static_cast<std::size_t>(b)].start_cycles;
+    });
+  }
+  return threads;
+}
+
+// The copies the senders' threads made in `runs` of `graph` (after their first
+// `skip_minibatches`), per size: their measured durations in seconds, thread by thread in the
+// order they started. A link's own thread's copies are not among them.
+std::map<std::int64_t, std::vector<double>> sender_copy_seconds_by_size(const TaskGraph& graph,
+                                                                        const std::vector<TrainingRun>& runs,
+                                                                        std::int32_t skip_minibatches) {
+  std::map<std::int64_t, std::vector<double>> copies_s;  // by bytes
+  for (const auto& run : runs) {
+    if (run.result.tasks.size() != graph.tasks.size()) continue;
+    for (const auto& ids : thread_sequences(graph, run)) {
+      for (const std::int32_t id : ids) {
+        const Task& t = graph.tasks[static_cast<std::size_t>(id)];
+        if (t.minibatch < skip_minibatches || t.placement != Placement::link || t.bytes <= 0) continue;
+        const TaskTiming& time = run.result.tasks[static_cast<std::size_t>(id)];
+        copies_s[t.bytes].push_back(static_cast<double>(time.end_cycles - time.start_cycles) / graph.clock_hz);
+      }
+    }
+  }
+  return copies_s;
+}
+
+// The copies of sizes the timed pipeline did not make, as `runs` of `graph` (a short run of
+// another schedule on as many processors, after `skip_minibatches`) made them, added to
+// calibration.pipeline_copy_seconds; sizes it has keep their figure. LayerPipe's stash copies
+// (resnet8 at P = 2: 1-6 MiB, 16-44 GB/s) were priced as copies in a row with both cores copying
+// (8-9 GB/s) where the pipeline had made none of their size: 2.5 times what they took.
+void add_pipeline_copies(const TaskGraph& graph, const std::vector<TrainingRun>& runs, std::int32_t skip_minibatches,
+                         Calibration& calibration) {
+  std::map<std::int64_t, double> copies_s(calibration.pipeline_copy_seconds.begin(), calibration.pipeline_copy_seconds.end());
+  for (const auto& [bytes, seconds] : sender_copy_seconds_by_size(graph, runs, skip_minibatches)) {
+    copies_s.emplace(bytes, median_of_means(seconds));  // a size already there keeps its figure
+  }
+  calibration.pipeline_copy_seconds.assign(copies_s.begin(), copies_s.end());
+}
+
 // Tasks spanning the same layers cannot tell what a task costs beyond its layers from what each
 // layer in it costs: refits `calibration`'s overhead line to the tasks of `timed` (runs of
 // `graph`, after their first `skip_minibatches`) and those of a short layerpipe run of `network`
 // (a task per layer; two minibatches timed after two of warm-up) on `processors`, which `run_all`
 // makes. A network LayerPipe cannot cut keeps the line `timed` gave. The one-layer run also gives
 // the table its way back to the linear output taken again (record_to_linear_again) and what a BA
-// part costs whatever its samples (record_activation_grad_fixed); then a short zb-h1 run what split
-// tasks over a stage cost beyond the line (record_stage_split_overheads).
+// part costs whatever its samples (record_activation_grad_fixed), and on two or more processors its
+// senders' copies of sizes `timed` made none of (add_pipeline_copies); then a short zb-h1 run what
+// split tasks over a stage cost beyond the line (record_stage_split_overheads).
 void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network& network, std::int32_t processors,
                                         const Dataset& data, std::uint64_t seed, const TaskGraph& graph,
                                         const std::vector<TrainingRun>& timed, std::int32_t skip_minibatches,
@@ -235,6 +293,7 @@ void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network
   fit_task_overheads(overheads, calibration);
   record_to_linear_again(layer_graph, network, layer_runs, kWarmUp, calibration);
   record_activation_grad_fixed(layer_graph, network, layer_runs, kWarmUp, calibration);
+  if (processors > 1) add_pipeline_copies(layer_graph, layer_runs, kWarmUp, calibration);
   record_stage_split_overheads(config, network, processors, data, seed, run_all, progress, calibration);
 }
 
@@ -319,28 +378,6 @@ void time_footprint_slowdown(const GraphConfig& config, const Network& network, 
   calibration.footprint_large_bytes = large_bytes;
 }
 
-// Per thread of `run` (a processor's, with the transfers its sender's thread copied when the run
-// copied on senders: copied_after), its tasks in the order they started.
-std::vector<std::vector<std::int32_t>> thread_sequences(const TaskGraph& graph, const TrainingRun& run) {
-  const std::vector<std::int32_t> after =
-      run.copies_on_senders ? copied_after(graph) : std::vector<std::int32_t>(graph.tasks.size(), -1);
-  std::vector<std::vector<std::int32_t>> threads(static_cast<std::size_t>(graph.processor_count()));
-  for (const auto& t : graph.tasks) {
-    std::int32_t thread = -1;
-    if (t.placement == Placement::processor) thread = t.resource;
-    if (t.placement == Placement::link && after[static_cast<std::size_t>(t.id)] >= 0) {
-      thread = graph.tasks[static_cast<std::size_t>(after[static_cast<std::size_t>(t.id)])].resource;
-    }
-    if (thread >= 0 && thread < static_cast<std::int32_t>(threads.size())) threads[static_cast<std::size_t>(thread)].push_back(t.id);
-  }
-  for (auto& ids : threads) {
-    std::sort(ids.begin(), ids.end(), [&](std::int32_t a, std::int32_t b) {
-      return run.result.tasks[static_cast<std::size_t>(a)].start_cycles < run.result.tasks[static_cast<std::size_t>(b)].start_cycles;
-    });
-  }
-  return threads;
-}
-
 // Calibration::task_gap_s and pipeline_copy_seconds from `runs` of `graph` (after their first
 // `skip_minibatches`): on each thread, from one task's end to the next's start where every input
 // of the next had ended before (it did not wait: what is left is the executor's own step), less
@@ -349,7 +386,6 @@ std::vector<std::vector<std::int32_t>> thread_sequences(const TaskGraph& graph, 
 void record_task_gaps(const TaskGraph& graph, const std::vector<TrainingRun>& runs, std::int32_t skip_minibatches,
                       Calibration& calibration) {
   std::vector<double> gaps_s;
-  std::map<std::int64_t, std::vector<double>> copies_s;  // by bytes
   for (const auto& run : runs) {
     if (run.result.tasks.size() != graph.tasks.size()) continue;
     const auto& times = run.result.tasks;
@@ -357,11 +393,7 @@ void record_task_gaps(const TaskGraph& graph, const std::vector<TrainingRun>& ru
       for (std::size_t i = 0; i < ids.size(); ++i) {
         const Task& t = graph.tasks[static_cast<std::size_t>(ids[i])];
         const TaskTiming& time = times[static_cast<std::size_t>(t.id)];
-        if (t.minibatch < skip_minibatches) continue;
-        if (t.placement == Placement::link && t.bytes > 0) {
-          copies_s[t.bytes].push_back(static_cast<double>(time.end_cycles - time.start_cycles) / graph.clock_hz);
-        }
-        if (i == 0) continue;
+        if (t.minibatch < skip_minibatches || i == 0) continue;
         const TaskTiming& before = times[static_cast<std::size_t>(ids[i - 1])];
         std::int64_t ready_cycles = 0;
         for (const auto& d : t.deps) ready_cycles = std::max(ready_cycles, times[static_cast<std::size_t>(d.task)].end_cycles);
@@ -376,8 +408,11 @@ void record_task_gaps(const TaskGraph& graph, const std::vector<TrainingRun>& ru
   }
   if (!gaps_s.empty()) calibration.task_gap_s = median_of_means(gaps_s);
   calibration.pipeline_copy_seconds.clear();
-  for (const auto& [bytes, seconds] : copies_s) calibration.pipeline_copy_seconds.emplace_back(bytes, median_of_means(seconds));
+  for (const auto& [bytes, seconds] : sender_copy_seconds_by_size(graph, runs, skip_minibatches)) {
+    calibration.pipeline_copy_seconds.emplace_back(bytes, median_of_means(seconds));
+  }
 }
+
 
 }  // namespace
 

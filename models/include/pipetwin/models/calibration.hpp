@@ -181,17 +181,17 @@ struct Calibration {
   double task_gap_s = -1;
   // The gap the cost model charges: task_gap_s, or 0 where it was not measured.
   double charged_task_gap_s() const { return std::max(0.0, task_gap_s); }
-  // The copies the senders' threads made in the pipeline run this table was timed in (bytes
-  // ascending, the median of means of their measured durations; empty: a table timed without
-  // such a run). A transfer copied by its sender there is not a copy in a row (copy_seconds): it
+  // The copies the senders' threads made in the pipeline run this table was timed in, and those
+  // of other sizes its one-layer LayerPipe run on as many processors made (bytes ascending, the
+  // median of means of their measured durations; empty: a table timed without such runs). A transfer copied by its sender there is not a copy in a row (copy_seconds): it
   // also allocates and accounts its buffer, and its lines may be the reader's core's. mlp's 16 KiB
   // took 0.6-1.2 us there against 0.2 us in a row; resnet8's 2 MiB 62 us against 210 us.
   std::vector<std::pair<std::int64_t, double>> pipeline_copy_seconds;
   // What a sender's copy in a pipeline costs beyond copy_s(bytes): the median over
   // pipeline_copy_seconds' sizes of their seconds less copy_s, at least 0; 0 without them.
   double pipeline_copy_extra_s() const;
-  // A copy of `bytes` made by its sender's thread in a pipeline: what the pipeline run's copies of
-  // that size took where it made some (pipeline_copy_seconds), else copy_s plus
+  // A copy of `bytes` made by its sender's thread in a pipeline: what the profile's pipeline runs'
+  // copies of that size took where they made some (pipeline_copy_seconds), else copy_s plus
   // pipeline_copy_extra_s; -1 where copy_s is not known. resnet8's 2 MiB activations took 62 us
   // there where copies in a row of that size take 210 us, mlp's 16 KiB 0.81 us where they take 0.2.
   double sender_copy_s(std::int64_t bytes) const;
