@@ -183,9 +183,10 @@ struct Calibration {
   double charged_task_gap_s() const { return std::max(0.0, task_gap_s); }
   // The copies the senders' threads made in the pipeline run this table was timed in, and those
   // of other sizes its one-layer LayerPipe run on as many processors made (bytes ascending, the
-  // median of means of their measured durations; empty: a table timed without such runs). A transfer copied by its sender there is not a copy in a row (copy_seconds): it
-  // also allocates and accounts its buffer, and its lines may be the reader's core's. mlp's 16 KiB
-  // took 0.6-1.2 us there against 0.2 us in a row; resnet8's 2 MiB 62 us against 210 us.
+  // median of means of their measured durations; empty: a table timed without such runs). A
+  // transfer copied by its sender there is not a copy in a row (copy_seconds): it also allocates
+  // and accounts its buffer, and its lines may be the reader's core's. mlp's 16 KiB took 0.6-1.2
+  // us there against 0.2 us in a row; resnet8's 2 MiB 62 us against 210 us.
   std::vector<std::pair<std::int64_t, double>> pipeline_copy_seconds;
   // What a sender's copy in a pipeline costs beyond copy_s(bytes): the median over
   // pipeline_copy_seconds' sizes of their seconds less copy_s, at least 0; 0 without them.
