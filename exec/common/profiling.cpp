@@ -247,9 +247,10 @@ std::map<std::int64_t, std::vector<double>> sender_copy_seconds_by_size(const Ta
   return copies_s;
 }
 
-// The copies of sizes the timed pipeline did not make, as `runs` of `graph` (a short run of
-// another schedule on as many processors, after `skip_minibatches`) made them, added to
-// calibration.pipeline_copy_seconds; sizes it has keep their figure. LayerPipe's stash copies
+// The copies the senders' threads made in `runs` of `graph` (after `skip_minibatches`), the
+// median of means per size, added to calibration.pipeline_copy_seconds: the timed pipeline's, and
+// then a short run's of another schedule on as many processors, for the sizes the pipeline did not
+// make (a size already there keeps its figure). LayerPipe's stash copies
 // (resnet8 at P = 2: 1-6 MiB, 16-44 GB/s) were priced as copies in a row with both cores copying
 // (8-9 GB/s) where the pipeline had made none of their size: 2.5 times what they took.
 void add_pipeline_copies(const TaskGraph& graph, const std::vector<TrainingRun>& runs, std::int32_t skip_minibatches,
@@ -408,11 +409,8 @@ void record_task_gaps(const TaskGraph& graph, const std::vector<TrainingRun>& ru
   }
   if (!gaps_s.empty()) calibration.task_gap_s = median_of_means(gaps_s);
   calibration.pipeline_copy_seconds.clear();
-  for (const auto& [bytes, seconds] : sender_copy_seconds_by_size(graph, runs, skip_minibatches)) {
-    calibration.pipeline_copy_seconds.emplace_back(bytes, median_of_means(seconds));
-  }
+  add_pipeline_copies(graph, runs, skip_minibatches, calibration);
 }
-
 
 }  // namespace
 
