@@ -303,7 +303,7 @@ void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network
 std::int64_t footprint_bytes(const std::vector<TrainingRun>& runs) {
   std::int64_t bytes = 0;
   for (const auto& run : runs) {
-    for (const std::int64_t peak : run.result.step_compute_peak_memory_bytes) bytes = std::max(bytes, peak);
+    bytes = std::max(bytes, max_peak(run.result.step_compute_peak_memory_bytes));
   }
   return bytes;
 }
@@ -348,10 +348,9 @@ void time_footprint_slowdown(const GraphConfig& config, const Network& network, 
     // Where gpipe holds no more than the sequential run did while computing, there is nothing to
     // measure: no run.
     const Result predicted = evaluate(graph);
-    std::int64_t compute_peak_bytes = 0, peak_bytes = 0;
-    for (const std::int64_t peak : predicted.step_compute_peak_memory_bytes) compute_peak_bytes = std::max(compute_peak_bytes, peak);
+    std::int64_t peak_bytes = 0;
     for (const std::int64_t peak : predicted.peak_memory_bytes) peak_bytes += peak;
-    if (compute_peak_bytes <= calibration.timed_footprint_bytes) return;
+    if (max_peak(predicted.step_compute_peak_memory_bytes) <= calibration.timed_footprint_bytes) return;
     // Every stash at once can be more than this machine holds where one at a time was not: then
     // the table goes without the figure rather than the profile failing or swapping.
     const long pages = sysconf(_SC_PHYS_PAGES), page_bytes = sysconf(_SC_PAGE_SIZE);
@@ -416,6 +415,12 @@ void record_task_gaps(const TaskGraph& graph, const std::vector<TrainingRun>& ru
 
 double median_of(std::vector<double> values) { return upper_median(std::move(values)); }
 std::int64_t median_of(std::vector<std::int64_t> values) { return upper_median(std::move(values)); }
+
+std::int64_t max_peak(const std::vector<std::int64_t>& peaks) {
+  std::int64_t peak = 0;
+  for (const auto bytes : peaks) peak = std::max(peak, bytes);
+  return peak;
+}
 
 Calibration calibration_from_run(const TaskGraph& graph, const Network& network, const TrainingRun& run,
                                  std::int32_t skip_minibatches) {

@@ -17,13 +17,6 @@
 namespace pipetwin {
 namespace {
 
-// The highest over processors of `peaks` (a Result's peaks per processor).
-std::int64_t max_peak(const std::vector<std::int64_t>& peaks) {
-  std::int64_t peak = 0;
-  for (const auto bytes : peaks) peak = std::max(peak, bytes);
-  return peak;
-}
-
 // Half the range of `values` over their median.
 double half_range_over_median(const std::vector<double>& values) {
   const auto [low, high] = std::minmax_element(values.begin(), values.end());

@@ -17,6 +17,8 @@ namespace pipetwin {
 // The upper median (the middle value; of two middles, the larger), 0 when empty.
 double median_of(std::vector<double> values);
 std::int64_t median_of(std::vector<std::int64_t> values);  // of byte counts, kept whole
+// The highest over processors of `peaks` (a Result's peaks per processor); 0 for none.
+std::int64_t max_peak(const std::vector<std::int64_t>& peaks);
 
 // What each task of `runs` (of `graph`, recorded with `record_layer_times`) took beyond its
 // layers' recorded times, with the number of layers it spans and its kind.
