@@ -12,7 +12,7 @@ namespace pipetwin::cli {
 void add_concurrent_timing_option(CLI::App& command, std::string& timing) {
   command
       .add_option("--concurrent-timing", timing,
-                  "cpu, tables for 2 or more processors: time the layers where a pipeline of that many runs them "
+                  "tables for 2 or more processors (cpu and cuda): time the layers where a pipeline of that many runs them "
                   "(pipeline: a 1f1b run, each layer on its processor; a network with too few layers falls back to "
                   "copies) or as that many copies of a one-processor run at once (copies: shared caches and memory "
                   "bandwidth only)")

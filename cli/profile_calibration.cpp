@@ -21,7 +21,7 @@ Calibration profile_device_calibration(const GraphConfig& config, const Executor
   if (progress) report = [](const std::string& line) { std::cerr << line << "\n"; };
   if (executor.device == "cuda") {
     return cuda::load_cuda_plugin().entry_points->profile(config, *data, repeats, executor.seed, executor.cuda, report,
-                                                          concurrent);
+                                                          concurrent, timing);
   }
   return cpu::profile_cpu(config, *data, repeats, executor.seed, report, concurrent, pinned_cpus(executor),
                          handoff_spin_s(executor), timing, parse_transfer_threads(executor.transfer_threads));

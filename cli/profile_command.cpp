@@ -143,9 +143,9 @@ void add_profile_command(CLI::App& app) {
   command->add_option("--repeats", options->repeats, "timings per task kind and layer: microbatches run (their mean is kept: the median of 8 blocks' means, robust to stalls)")
       ->capture_default_str();
   command->add_option("--concurrent", options->concurrent,
-                      "time this many copies at once: the table for a pipeline of that many processors, which slow "
-                      "each other down (cpu: one thread each; shared caches and memory bandwidth, all-core clocks. "
-                      "cuda: SM partitions of their own; the host's launches, the GPU's memory and L2)")
+                      "the table for a pipeline of this many processors, which slow each other down (cpu: one thread "
+                      "each; shared caches and memory bandwidth, all-core clocks. cuda: an SM partition each; the "
+                      "host's launches, the GPU's memory and L2), its layers timed as --concurrent-timing says")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
   add_concurrent_timing_option(*command, options->concurrent_timing);

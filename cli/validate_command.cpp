@@ -130,7 +130,8 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
     };
   } else if (profiled_here) {
     // Calibrations at the start of every round of runs (A/B/A/B), progress only for the first;
-    // P copies at once for P processors (threads on the CPU, SM partitions on a GPU).
+    // a table for P processors timed as --concurrent-timing says (threads on the CPU, SM partitions
+    // on a GPU).
     validation.calibrate = [&, said = false](int processors) mutable {
       const bool say = !options.quiet && !said;
       said = true;

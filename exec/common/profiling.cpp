@@ -507,6 +507,12 @@ void fit_task_overheads(const std::vector<TaskOverhead>& overheads, Calibration&
   for (const auto& [kind, seconds] : beyond_slope) calibration.kind_overhead_s[kind] = std::max(0.0, median_of_means(seconds));
 }
 
+ConcurrentTiming parse_concurrent_timing(const std::string& name) {
+  if (name == "pipeline") return ConcurrentTiming::pipeline;
+  if (name == "copies") return ConcurrentTiming::copies;
+  throw Error("concurrent timing must be pipeline or copies, got '" + name + "'");
+}
+
 double measure_handoff_s(int repeats, double idle_s, double spin_s) {
   // Two threads pass a token back and forth through a mutex and a condition variable per thread,
   // as a task's end wakes the thread of a task waiting on it. Each holds the token for `idle_s`

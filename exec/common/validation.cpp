@@ -424,7 +424,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     for (const int p : counts) {
       if (options.progress) {
         options.progress(round_label(round) + ": calibrating" +
-                         (p > 1 ? " " + std::to_string(p) + " copies at once" : std::string()));
+                         (p > 1 ? " for " + std::to_string(p) + " processors" : std::string()));
       }
       calibrated[p].calibration = std::make_shared<const Calibration>(options.calibrate(p));
       calibrated_steps_s[p].push_back(calibrated_step_s(*calibrated[p].calibration));

@@ -104,12 +104,6 @@ double measure_copy_seconds(std::int64_t bytes, int repeats, int concurrent, dou
   return median_of(std::move(seconds));
 }
 
-ConcurrentTiming parse_concurrent_timing(const std::string& name) {
-  if (name == "pipeline") return ConcurrentTiming::pipeline;
-  if (name == "copies") return ConcurrentTiming::copies;
-  throw Error("concurrent timing must be pipeline or copies, got '" + name + "'");
-}
-
 namespace {
 
 // The layer times and overhead for `concurrent` processors, as `timing` says (profile_cpu).

@@ -11,6 +11,7 @@
 #include <array>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "../common/graph_execution.hpp"
@@ -351,13 +352,19 @@ TrainingRun run_cuda(const TaskGraph& graph, const Network& network, const Batch
 
 Calibration profile_cuda(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
                          const CudaOptions& options, const std::function<void(const std::string&)>& progress,
-                         int concurrent) {
+                         int concurrent, ConcurrentTiming timing) {
   std::string placement;
   const Runner run = [&](const TaskGraph& graph, const Network& network, const BatchSampler& sampler,
                               const TrainingOptions& training) {
     return run_cuda(graph, network, sampler, training, options, training.copy == 0 ? &placement : nullptr);
   };
-  Calibration calibration = profile_layers(config, data, repeats, seed, run, progress, concurrent);
+  std::optional<Calibration> in_pipeline;
+  if (concurrent > 1 && timing == ConcurrentTiming::pipeline) {
+    // run_cuda puts a link's copies on its own stream and parks waiting threads, whatever these say.
+    in_pipeline = profile_layers_in_pipeline(config, data, repeats, seed, run, progress, concurrent, TrainingOptions{});
+    if (!in_pipeline && progress) progress("timing " + std::to_string(concurrent) + " copies at once instead");
+  }
+  Calibration calibration = in_pipeline ? std::move(*in_pipeline) : profile_layers(config, data, repeats, seed, run, progress, concurrent);
   // The gaps between a stream's tasks (Calibration::task_gap_s) are validated on the CPU only: a
   // GPU table keeps its tasks' times alone until a GPU run compares them (docs/executor.md).
   calibration.task_gap_s = -1;

@@ -15,7 +15,7 @@ TrainingRun run_cuda(const TaskGraph&, const Network&, const BatchSampler&, cons
 }
 
 Calibration profile_cuda(const GraphConfig&, const Dataset&, int, std::uint64_t, const CudaOptions&,
-                         const std::function<void(const std::string&)>&, int) {
+                         const std::function<void(const std::string&)>&, int, ConcurrentTiming) {
   throw not_built();
 }
 

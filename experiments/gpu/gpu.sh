@@ -24,7 +24,8 @@
 #                                     six schedules, P = 1, 2, 4, 8 SM partitions, one warm-up round
 #                                     not kept, each kept round's tables in tables-MODEL.tgz (MODELS, SMS,
 #                                     PROCS, STEPS, RUNS, WARMUP, REPEATS override; REPEATS 16, as before the CPU default
-#                                     became 64, to keep the device time); tables and JSON
+#                                     became 64, to keep the device time); tables and JSON; TRACES=1
+#                                     adds each kept round's runs as Chrome traces (traces-MODEL.tgz)
 #   experiments/gpu/gpu.sh baseline   there: experiments/gpu/pytorch_baseline.py (needs torch there)
 #   experiments/gpu/gpu.sh constants  there: experiments/gpu/operator_constants.py: the operator cost
 #                                     model's assumed figures measured, its GEMM and GPT-block times
@@ -166,7 +167,9 @@ validate() {
   local model failed=0
   for model in ${MODELS:-resnet56 vgg16}; do
     mkdir -p "$out/tables-$model"
-    "$build"/bin/pipetwin validate --tables-out "$out/tables-$model" --warmup-rounds "${WARMUP:-1}" --device cuda --placement partitions --partition-sms "${SMS:-16}" -m "$model" \
+    local traces=()
+    [ -z "${TRACES:-}" ] || { mkdir -p "$out/traces-$model"; traces=(--traces-out "$out/traces-$model"); }
+    "$build"/bin/pipetwin validate --tables-out "$out/tables-$model" ${traces[@]+"${traces[@]}"} --warmup-rounds "${WARMUP:-1}" --device cuda --placement partitions --partition-sms "${SMS:-16}" -m "$model" \
         --schedules sequential,gpipe,1f1b,pipedream,layerpipe,stale-weights -p "${PROCS:-1,2,4,8}" \
         --microbatches 8 --steps "${STEPS:-12}" --runs "${RUNS:-3}" --repeats "${REPEATS:-16}" --data synthetic --json \
         > "$out/validate-$model.json" 2> "$out/validate-$model.log" || { cat "$out/validate-$model.log"; failed=1; continue; }
@@ -192,6 +195,7 @@ for line in r.get("too_noisy", []):
 PY
     # One file for the tables: a device call brings back 8 files at most.
     tar czf "$out/tables-$model.tgz" -C "$out" "tables-$model" && rm -rf "${out:?}/tables-$model"
+    [ ! -d "$out/traces-$model" ] || { tar czf "$out/traces-$model.tgz" -C "$out" "traces-$model" && rm -rf "${out:?}/traces-$model"; }
   done
   return "$failed"
 }

@@ -84,6 +84,11 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
 // pipeline").
 inline constexpr int kDefaultProfileRepeats = 64;
 
+// How a table for P >= 2 processors times its layers, on any executor: in a P-processor pipeline
+// (profile_layers_in_pipeline), or as P copies of a one-processor run at once (profile_layers).
+enum class ConcurrentTiming { pipeline, copies };
+ConcurrentTiming parse_concurrent_timing(const std::string& name);  // "pipeline" or "copies"
+
 // The schedule a table for P processors is timed in (profile_layers_in_pipeline).
 inline constexpr const char* kCalibrationPipelineSchedule = "1f1b";
 

@@ -20,10 +20,8 @@ namespace pipetwin::cpu {
 // `spin_s` (TrainingOptions::handoff_spin_s, resolved), then asleep.
 double measure_copy_seconds(std::int64_t bytes, int repeats, int concurrent = 1, double spin_s = 0);
 
-// How a table for P >= 2 processors times its layers: in a P-processor pipeline
-// (profile_layers_in_pipeline), or as P copies of a one-processor run at once (profile_layers).
-enum class ConcurrentTiming { pipeline, copies };
-ConcurrentTiming parse_concurrent_timing(const std::string& name);  // "pipeline" or "copies"
+using pipetwin::ConcurrentTiming;  // how a table for P >= 2 processors times its layers (profiling.hpp)
+using pipetwin::parse_concurrent_timing;
 
 // The whole calibration of `config`'s network on the CPU: layer times and task overhead from a
 // one-processor sequential run of about `repeats` microbatches (after as many of warm-up), then

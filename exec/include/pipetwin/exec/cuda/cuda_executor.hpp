@@ -12,6 +12,7 @@
 #include <functional>
 #include <string>
 
+#include "pipetwin/exec/profiling.hpp"
 #include "pipetwin/exec/training.hpp"
 #include "pipetwin/models/calibration.hpp"
 #include "pipetwin/schedule/registry.hpp"
@@ -43,10 +44,14 @@ TrainingRun run_cuda(const TaskGraph& graph, const Network& network, const Batch
 // The calibration of `config`'s network on one processor as `options` places it (one SM
 // partition, one GPU, or one stream): every layer's F, BA, BW and U timed inside a one-processor
 // sequential run, the executor's cost per task, and the GPU's copy bandwidth and latency. With
-// `concurrent` > 1, that many copies of the run at once, each on SM partitions of its own (as the
-// processors of a pipeline of that many run: same GPU, same host, same driver).
+// `concurrent` > 1, a table for that many processors, its layers timed as `timing` says: where a
+// pipeline of that many runs them (profile_layers_in_pipeline: each stage's tasks on its own
+// partition, with the overheads of tasks that span a stage), or as that many copies of the
+// one-processor run at once, each on partitions of its own (same GPU, same host, same driver,
+// every task spanning the whole network). A network with too few layers for that many stages is
+// timed as copies.
 Calibration profile_cuda(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
                          const CudaOptions& options, const std::function<void(const std::string&)>& progress,
-                         int concurrent = 1);
+                         int concurrent = 1, ConcurrentTiming timing = ConcurrentTiming::pipeline);
 
 }  // namespace pipetwin::cuda

@@ -19,12 +19,12 @@ struct PluginEntryPoints {
                      const TrainingOptions& training, const CudaOptions& options, std::string* placement);
   Calibration (*profile)(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
                          const CudaOptions& options, const std::function<void(const std::string&)>& progress,
-                         int concurrent);
+                         int concurrent, ConcurrentTiming timing);
 };
 
 // This header's version and the sizes of the types that cross between program and plug-in.
 constexpr std::uint64_t plugin_abi() {
-  constexpr std::uint64_t version = 2;
+  constexpr std::uint64_t version = 3;  // 3: profile takes a ConcurrentTiming
   return version << 56 ^ sizeof(TaskGraph) << 40 ^ sizeof(TrainingRun) << 24 ^ sizeof(Calibration) << 8 ^
          sizeof(GraphConfig) ^ sizeof(CudaOptions) << 4 ^ sizeof(TrainingOptions) << 16;
 }
