@@ -1,6 +1,8 @@
 // Device check, training options and data for the executor commands.
 #include "executor_setup.hpp"
 
+#include <memory>
+
 #include "pipetwin/exec/cpu/layer_op.hpp"
 #include "pipetwin/exec/cuda/cuda_plugin.hpp"
 #include "pipetwin/exec/cuda_probe.hpp"
@@ -114,9 +116,14 @@ Runner executor_runner(const ExecutorOptions& options, std::string* placement) {
   }
   const cuda::CudaOptions cuda_options = options.cuda;
   const cuda::PluginEntryPoints* plugin = cuda::load_cuda_plugin().entry_points;
-  return [plugin, cuda_options, placement](const TaskGraph& graph, const Network& network, const BatchSampler& data,
-                                           const TrainingOptions& training) {
-    return plugin->run(graph, network, data, training, cuda_options, placement);
+  // `placement` says where the run with the most processors ran (validate's runs come in a
+  // shuffled order, and its header names the largest P's placement).
+  auto most_processors = std::make_shared<std::size_t>(0);
+  return [plugin, cuda_options, placement, most_processors](const TaskGraph& graph, const Network& network,
+                                                            const BatchSampler& data, const TrainingOptions& training) {
+    const bool largest = graph.processors.size() >= *most_processors;
+    if (largest) *most_processors = graph.processors.size();
+    return plugin->run(graph, network, data, training, cuda_options, largest ? placement : nullptr);
   };
 }
 

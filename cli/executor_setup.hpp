@@ -41,7 +41,8 @@ void add_concurrent_timing_option(CLI::App& command, std::string& timing);
 // Throws unless the device can run here: "cpu", or "cuda" with a clear word on why not.
 void check_device(const std::string& device);
 
-// The executor the options name; `placement` (when not null) gets what ran where after each run.
+// The executor the options name; `placement` (when not null) gets what ran where: the placement of
+// the run with the most processors so far (one runner's calls, one at a time).
 Runner executor_runner(const ExecutorOptions& options, std::string* placement);
 
 // "cpu-core" for the CPU; for CUDA the hardware profile of the GPU whose memory capacity the

@@ -2,8 +2,8 @@
 // against sequential SGD and a delayed-SGD replay in test_cpu_executor.cpp): under every
 // registered schedule, on lenet5 and resnet20, the weights after 5 steps agree within 1e-4
 // relative (per layer, in the 2-norm; fp32, different summation orders), under each placement.
-// Also: memory beyond a processor's capacity is an error, and the measured result has the
-// simulator's schema. Skipped, with the reason, where no CUDA device is usable.
+// Also: memory beyond a processor's capacity is an error, the measured result has the
+// simulator's schema, and a profile for 2 processors times its layers as asked. Skipped, with the reason, where no CUDA device is usable.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -126,6 +126,24 @@ TEST_CASE("CUDA executor: memory beyond a processor's capacity is an error namin
   cuda::CudaOptions options;
   options.placement = "streams";
   CHECK_THROWS_WITH_AS(run_both(config, options, false), doctest::Contains("out of memory on p"), Error);
+}
+
+TEST_CASE("CUDA profile: a table for 2 processors is timed in a 2-processor pipeline, or as 2 copies when asked") {
+  if (!have_gpu()) return;
+  GraphConfig config = graph_config("lenet5", "sequential", "h100", 1, 4, 1);
+  config.params = {"batch=32"};
+  const ScheduleRequest request = make_request(config);
+  const Dataset data = synthetic_dataset(request.network.input_shape, 10, 64, 5);
+  cuda::CudaOptions options;
+  options.placement = "streams";  // any GPU; the partitions' isolation is partition_benchmark's
+  const Calibration piped = cuda::profile_cuda(config, data, 2, 1, options, {}, 2);
+  CHECK(piped.concurrent == 2);
+  CHECK(piped.pipeline_schedule == kCalibrationPipelineSchedule);
+  CHECK(piped.layers.size() == request.network.size());
+  const Calibration copies = cuda::profile_cuda(config, data, 2, 1, options, {}, 2, ConcurrentTiming::copies);
+  CHECK(copies.concurrent == 2);
+  CHECK(copies.pipeline_schedule.empty());
+  CHECK(copies.layers.size() == request.network.size());
 }
 
 TEST_CASE("without a CUDA device the CUDA executor says so") {
