@@ -25,7 +25,8 @@
 #                                     not kept, each kept round's tables in tables-MODEL.tgz (MODELS, SMS,
 #                                     PROCS, STEPS, RUNS, WARMUP, REPEATS override; REPEATS 16, as before the CPU default
 #                                     became 64, to keep the device time); tables and JSON; TRACES=1
-#                                     adds each kept round's runs as Chrome traces (traces-MODEL.tgz)
+#                                     adds each kept round's runs as Chrome traces (traces-MODEL.txz;
+#                                     TRACES=1f1b,layerpipe: those schedules' runs only)
 #   experiments/gpu/gpu.sh baseline   there: experiments/gpu/pytorch_baseline.py (needs torch there)
 #   experiments/gpu/gpu.sh constants  there: experiments/gpu/operator_constants.py: the operator cost
 #                                     model's assumed figures measured, its GEMM and GPT-block times
@@ -195,7 +196,20 @@ for line in r.get("too_noisy", []):
 PY
     # One file for the tables: a device call brings back 8 files at most.
     tar czf "$out/tables-$model.tgz" -C "$out" "tables-$model" && rm -rf "${out:?}/tables-$model"
-    [ ! -d "$out/traces-$model" ] || { tar czf "$out/traces-$model.tgz" -C "$out" "traces-$model" && rm -rf "${out:?}/traces-$model"; }
+    # TRACES=1: every row's traces; TRACES=1f1b,layerpipe: those schedules' only (a device call
+    # brings back 16 MiB a file: resnet56's six schedules at P = 1 and 8, 4 rounds, were 18.4 MB
+    # gzipped). xz packs JSON about a quarter smaller than gzip.
+    if [ -d "$out/traces-$model" ]; then
+      if [ "$TRACES" != 1 ]; then
+        local trace keep schedule
+        for trace in "$out/traces-$model"/*.json; do
+          keep=0
+          for schedule in ${TRACES//,/ }; do [[ $(basename "$trace") == "$model-$schedule-p"* ]] && keep=1; done
+          [ "$keep" = 1 ] || rm -f "$trace"
+        done
+      fi
+      tar cJf "$out/traces-$model.txz" -C "$out" "traces-$model" && rm -rf "${out:?}/traces-$model"
+    fi
   done
   return "$failed"
 }
