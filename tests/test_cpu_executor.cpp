@@ -31,6 +31,7 @@
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/copies_on_cores.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
+#include "pipetwin/schedule/gradient_assembly.hpp"
 #include "pipetwin/schedule/registry.hpp"
 #include "synthetic_data.hpp"
 #include "training_reference.hpp"
@@ -2239,7 +2240,7 @@ TEST_CASE("a profile takes the way back to the linear output taken again from it
   std::vector<std::map<TaskKind, std::vector<double>>> again(network.size());
   for (const LayerTime& time : profile.run.layer_times) {
     const Task& t = one_layer.tasks[static_cast<std::size_t>(time.task)];
-    if (t.minibatch < one_layer.minibatches / 2 || time.kind != t.kind) continue;
+    if (t.minibatch < one_layer.minibatches / 2 || time.kind != t.kind || time.layer == kGradientAssemblyLayer) continue;
     if ((t.kind == TaskKind::BA && t.part > 0) || (t.kind == TaskKind::BW && t.first_layer > 0)) {
       again[static_cast<std::size_t>(time.layer)][t.kind].push_back(time.to_linear_s);
     }
@@ -2275,7 +2276,10 @@ TEST_CASE("a profile's one-layer run gives what a BA part costs whatever its sam
   std::vector<std::vector<double>> part_dx(network.size());
   for (const LayerTime& time : profile.run.layer_times) {
     const Task& t = one_layer.tasks[static_cast<std::size_t>(time.task)];
-    if (t.minibatch < one_layer.minibatches / 2 || t.kind != TaskKind::BA || time.kind != TaskKind::BA) continue;
+    if (t.minibatch < one_layer.minibatches / 2 || t.kind != TaskKind::BA || time.kind != TaskKind::BA ||
+        time.layer == kGradientAssemblyLayer) {
+      continue;
+    }
     REQUIRE(t.parts == 2);
     part_dx[static_cast<std::size_t>(time.layer)].push_back(std::max(0.0, time.seconds - time.to_linear_s));
   }
@@ -2296,6 +2300,49 @@ TEST_CASE("a profile's one-layer run gives what a BA part costs whatever its sam
     ++measured_layers;
   }
   CHECK(measured_layers == static_cast<int>(network.size()) - 1);
+}
+
+TEST_CASE("a profile's one-layer run gives each layer's assembly of the gradient at its output") {
+  // lenet5 on one processor, LayerPipe's one-layer run: per layer but the last, the first of its
+  // backwards on the processor assembles the gradient at its output from the next layer's two BA
+  // parts, timed apart (layer kGradientAssemblyLayer). The table's assembly_s: the median of
+  // block means of those times after the warm-up minibatches, computed here again; the tasks'
+  // overhead leaves it out (it is the assembling tasks' own, as their layers are).
+  const OneLayerProfile profile = profile_with_one_layer_run();
+  const Calibration& table = profile.table;
+  const TaskGraph& one_layer = profile.one_layer;
+  const Network& network = profile.network;
+  REQUIRE(one_layer.samples_per_microbatch == table.samples);
+  std::vector<std::vector<double>> assembly_s(network.size());
+  std::map<std::int32_t, int> per_task;
+  for (const LayerTime& time : profile.run.layer_times) {
+    if (time.layer != kGradientAssemblyLayer) continue;
+    const Task& t = one_layer.tasks[static_cast<std::size_t>(time.task)];
+    CHECK(time.kind == t.kind);
+    CHECK((t.kind == TaskKind::BA || t.kind == TaskKind::BW));
+    ++per_task[t.id];
+    if (t.minibatch >= one_layer.minibatches / 2) assembly_s[static_cast<std::size_t>(t.last_layer)].push_back(time.seconds);
+  }
+  for (const auto& [task, records] : per_task) CHECK(records == 1);
+  // Exactly the tasks the cost model charges for it (gradient_assemblies).
+  const GradientAssemblies rule = gradient_assemblies(one_layer, static_cast<std::int32_t>(network.size()));
+  std::size_t flagged = 0;
+  for (const auto& t : one_layer.tasks) {
+    flagged += rule.assembles[static_cast<std::size_t>(t.id)] ? 1 : 0;
+    CHECK(rule.assembles[static_cast<std::size_t>(t.id)] == (per_task.count(t.id) == 1));
+  }
+  CHECK(flagged == per_task.size());
+  for (std::size_t l = 0; l < network.size(); ++l) {
+    CAPTURE(l);
+    const LayerTimes& times = table.layers.at(network.layers[l].name);
+    if (l + 1 == network.size()) {  // the loss makes the last layer's gradient whole
+      CHECK(assembly_s[l].empty());
+      CHECK(times.assembly_s == -1);
+      continue;
+    }
+    REQUIRE(assembly_s[l].size() == 2 * 2);  // 2 minibatches x 2 microbatches after the warm-up, one each
+    CHECK(times.assembly_s == doctest::Approx(median_of_block_means(assembly_s[l])).epsilon(1e-9));
+  }
 }
 
 TEST_CASE("the copy times of a table for P processors are timed with P copies at once") {

@@ -346,6 +346,11 @@ TEST_CASE("calibration tables: a blend lies between the table taken alone and th
   CHECK(blend_calibrations(alone, together, 0.25).layers.at("fc").activation_grad_fixed_s == -1);  // in one only
   together.layers["fc"].activation_grad_fixed_s = 5e-4;
   CHECK(blend_calibrations(alone, together, 0.25).layers.at("fc").activation_grad_fixed_s == doctest::Approx(2e-4));
+  CHECK(blended.assembly_s == -1);  // measured in neither
+  alone.layers["fc"].assembly_s = 1e-4;
+  CHECK(blend_calibrations(alone, together, 0.25).layers.at("fc").assembly_s == -1);  // in one only
+  together.layers["fc"].assembly_s = 3e-4;
+  CHECK(blend_calibrations(alone, together, 0.25).layers.at("fc").assembly_s == doctest::Approx(1.5e-4));
   CHECK(quarter.task_gap_s == -1);  // the gap between tasks: measured in neither
   alone.task_gap_s = 2e-7;
   CHECK(blend_calibrations(alone, together, 0.25).task_gap_s == 2e-7);  // in one only: its
@@ -374,6 +379,7 @@ TEST_CASE("calibration tables: a table's compute times scaled, its links and cop
   c.layers["fc"] = {1e-3, 2e-3, 3e-3, -1, 1e-4};  // no fused B measured
   c.layers["fc"].weight_grad_to_linear_again_s = 5e-4;
   c.layers["fc"].activation_grad_fixed_s = 3e-4;
+  c.layers["fc"].assembly_s = 1e-5;
   c.task_gap_s = 3e-7;
   const Calibration twice = with_compute_scaled(c, 2);
   CHECK(twice.task_gap_s == 3e-7);  // the executor's step between tasks, not compute
@@ -393,6 +399,7 @@ TEST_CASE("calibration tables: a table's compute times scaled, its links and cop
   CHECK(fc.to_linear_again_s(TaskKind::BA) == -1);
   CHECK(fc.to_linear_again_s(TaskKind::BW) == doctest::Approx(1e-3));
   CHECK(fc.activation_grad_fixed_s == doctest::Approx(6e-4));
+  CHECK(fc.assembly_s == doctest::Approx(2e-5));
   CHECK(twice.copy_latency_s == 50e-6);
   CHECK(twice.copy_bytes_per_s == 1e9);
   CHECK_THROWS_AS(with_compute_scaled(c, 0), Error);
@@ -442,4 +449,14 @@ TEST_CASE("calibration tables: a B costs the measured fused backward, or BA + BW
   CHECK_THROWS_WITH_AS(
       calibration_from_json_text(calibration("", R"({"name": "fc1", "F_s": 0, "BA_s": 0, "BW_s": 0, "U_s": 0, "BA_fixed_s": -2})"), "c.json"),
       doctest::Contains("/layers/0/BA_fixed_s: expected seconds >= 0, or -1 for not measured"), Error);
+  // The gradient assembled at a layer's output: the same.
+  CHECK(with_fixed.layers.at("fc1").assembly_s == -1);
+  CHECK(calibration_to_json_text(with_fixed).find("assembly_s") == std::string::npos);
+  const std::string assembled = R"({"name": "fc1", "F_s": 1e-6, "BA_s": 3e-6, "BW_s": 5e-6, "U_s": 1e-7, "assembly_s": 2e-7})";
+  const Calibration with_assembly = calibration_from_json_text(calibration("", assembled), "c.json");
+  CHECK(with_assembly.layers.at("fc1").assembly_s == 2e-7);
+  CHECK(calibration_from_json_text(calibration_to_json_text(with_assembly), "c.json").layers.at("fc1").assembly_s == 2e-7);
+  CHECK_THROWS_WITH_AS(
+      calibration_from_json_text(calibration("", R"({"name": "fc1", "F_s": 0, "BA_s": 0, "BW_s": 0, "U_s": 0, "assembly_s": -2})"), "c.json"),
+      doctest::Contains("/layers/0/assembly_s: expected seconds >= 0, or -1 for not measured"), Error);
 }

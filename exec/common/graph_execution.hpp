@@ -668,7 +668,11 @@ typename B::Gradient GraphExecution<B>::output_gradient(const Task& t, Lane& lan
   if (slices.size() == 1 && task(source).parts == 1 && takes_over(t, source, Carries::activation_gradient)) {
     return std::move(payloads_[static_cast<std::size_t>(source)]->input_gradient);
   }
-  return b_.assemble(lane, slices, g_.samples_per_microbatch);
+  if (!flow_.assembles[static_cast<std::size_t>(t.id)]) return b_.assemble(lane, slices, g_.samples_per_microbatch);
+  const auto begin = layer_begin(lane);  // timed apart: the table's assembly_s
+  Gradient whole = b_.assemble(lane, slices, g_.samples_per_microbatch);
+  record_layer(t, lane, kGradientAssemblyLayer, t.kind, begin);
+  return whole;
 }
 
 template <typename B>

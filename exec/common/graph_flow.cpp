@@ -2,52 +2,14 @@
 #include "graph_flow.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/buffers.hpp"
+#include "pipetwin/schedule/gradient_assembly.hpp"
 #include "pipetwin/schedule/registry.hpp"
 
 namespace pipetwin::exec {
-
-namespace {
-
-// GraphFlow::assembly_group: backwards that would each assemble the gradient at their output
-// (GraphExecution::output_gradient) from the same slices, all on the slices' processor, and
-// that are every reader of them.
-void group_shared_assemblies(const TaskGraph& graph, std::int32_t layer_count, GraphFlow& flow) {
-  const std::size_t n = graph.tasks.size();
-  flow.assembly_group.assign(n, -1);
-  flow.assembly_readers.clear();
-  std::map<std::pair<std::int32_t, std::vector<std::int32_t>>, std::vector<std::int32_t>> readers;  // (processor, slices)
-  for (const auto& t : graph.tasks) {
-    if (is_link_task(t) || !is_backward(t.kind) || t.last_layer + 1 == layer_count) continue;
-    if (flow.sends_output_gradients[static_cast<std::size_t>(t.id)]) continue;  // its gradients go on to a BW
-    std::vector<std::int32_t> slices;
-    bool kept = false;  // a BA kept the gradients for this BW
-    for (const auto& d : t.deps) {
-      if (d.carries == Carries::activation_gradient) slices.push_back(d.task);
-      kept = kept || d.carries == Carries::output_gradients;
-    }
-    if (kept || slices.empty()) continue;
-    std::sort(slices.begin(), slices.end());
-    readers[{t.resource, slices}].push_back(t.id);
-  }
-  for (const auto& [where, tasks] : readers) {
-    if (tasks.size() < 2) continue;  // one reader: taken over, or its own copy
-    const bool shared = std::all_of(where.second.begin(), where.second.end(), [&](std::int32_t source) {
-      const Task& s = graph.tasks[static_cast<std::size_t>(source)];
-      const auto count = flow.field_readers.find({source, Carries::activation_gradient});
-      return s.placement == Placement::processor && s.resource == where.first && count != flow.field_readers.end() &&
-             count->second == static_cast<std::int32_t>(tasks.size());
-    });
-    if (!shared) continue;
-    const auto group = static_cast<std::int32_t>(flow.assembly_readers.size());
-    flow.assembly_readers.push_back(static_cast<std::int32_t>(tasks.size()));
-    for (const auto id : tasks) flow.assembly_group[static_cast<std::size_t>(id)] = group;
-  }
-}
-
-}  // namespace
 
 GraphFlow read_graph_flow(const TaskGraph& graph, std::int32_t layer_count) {
   const auto n = graph.tasks.size();
@@ -125,7 +87,10 @@ GraphFlow read_graph_flow(const TaskGraph& graph, std::int32_t layer_count) {
       flow.stash_without_input[static_cast<std::size_t>(hop->task)] = true;
     }
   }
-  group_shared_assemblies(graph, layer_count, flow);
+  GradientAssemblies assemblies = gradient_assemblies(graph, layer_count);
+  flow.assembly_group = std::move(assemblies.group);
+  flow.assembly_readers = std::move(assemblies.group_tasks);
+  flow.assembles = std::move(assemblies.assembles);
   for (auto& [collective, updates] : flow.collective_updates) {  // rank order: the sum's order everywhere
     std::sort(updates.begin(), updates.end(), [&](std::int32_t a, std::int32_t b) {
       return graph.tasks[static_cast<std::size_t>(a)].resource < graph.tasks[static_cast<std::size_t>(b)].resource;

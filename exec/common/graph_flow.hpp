@@ -53,8 +53,11 @@ struct GraphFlow {
   // are those slices' only readers (LayerPipe: both parts of a BA and the BW of a layer, each
   // reading both parts of the next layer's BA): the first to run assembles the gradient once and
   // the others read it, instead of each assembling a copy of its own. Per task: its group, or -1.
+  // (schedule/gradient_assembly.hpp, whose rule the cost model charges by.)
   std::vector<std::int32_t> assembly_group;
   std::vector<std::int32_t> assembly_readers;         // per group: its tasks
+  std::vector<bool> assembles;                        // per task: it assembles its output's gradient from a
+                                                      // split BA's slices (timed apart: kGradientAssemblyLayer)
 };
 
 GraphFlow read_graph_flow(const TaskGraph& graph, std::int32_t layer_count);

@@ -94,7 +94,10 @@ void record_to_linear_again(const TaskGraph& graph, const Network& network, cons
   for (const auto& run : runs) {
     for (const auto& time : run.layer_times) {
       const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
-      if (t.minibatch < skip_minibatches || !repeats[static_cast<std::size_t>(time.task)] || time.kind != t.kind) continue;
+      if (t.minibatch < skip_minibatches || !repeats[static_cast<std::size_t>(time.task)] || time.kind != t.kind ||
+          time.layer < 0) {
+        continue;
+      }
       again_s[static_cast<std::size_t>(time.layer)][t.kind].push_back(time.to_linear_s);
     }
   }
@@ -105,6 +108,26 @@ void record_to_linear_again(const TaskGraph& graph, const Network& network, cons
       (kind == TaskKind::BA ? times.activation_grad_to_linear_again_s : times.weight_grad_to_linear_again_s) =
           median_of_means(seconds) * to_table;
     }
+  }
+}
+
+// Per layer of `network`: LayerTimes::assembly_s, the median of means of the assemblies of the
+// gradient at its output (layer kGradientAssemblyLayer of the tasks that made them, whose last
+// layer it is) in `runs` of `graph` after the warm-up minibatches, scaled to `calibration`'s
+// samples. Layers without such assemblies keep theirs.
+void record_gradient_assemblies(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
+                                std::int32_t skip_minibatches, Calibration& calibration) {
+  std::vector<std::vector<double>> assembly_s(network.size());  // per layer
+  for (const auto& run : runs) {
+    for (const auto& time : run.layer_times) {
+      const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
+      if (t.minibatch < skip_minibatches || time.layer != kGradientAssemblyLayer) continue;
+      assembly_s[static_cast<std::size_t>(t.last_layer)].push_back(time.seconds);
+    }
+  }
+  const double to_table = static_cast<double>(calibration.samples) / static_cast<double>(graph.samples_per_microbatch);
+  for (std::size_t l = 0; l < network.size(); ++l) {
+    if (!assembly_s[l].empty()) calibration.layers[network.layers[l].name].assembly_s = median_of_means(assembly_s[l]) * to_table;
   }
 }
 
@@ -122,7 +145,10 @@ void record_activation_grad_fixed(const TaskGraph& graph, const Network& network
   for (const auto& run : runs) {
     for (const auto& time : run.layer_times) {
       const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
-      if (t.minibatch < skip_minibatches || t.kind != TaskKind::BA || time.kind != TaskKind::BA || t.parts <= 1) continue;
+      if (t.minibatch < skip_minibatches || t.kind != TaskKind::BA || time.kind != TaskKind::BA || t.parts <= 1 ||
+          time.layer < 0) {
+        continue;
+      }
       const SampleRange range = part_samples(t, graph.samples_per_microbatch);
       const auto l = static_cast<std::size_t>(time.layer);
       part_dx_s[l].push_back(std::max(0.0, time.seconds - time.to_linear_s));
@@ -294,6 +320,7 @@ void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network
   fit_task_overheads(overheads, calibration);
   record_to_linear_again(layer_graph, network, layer_runs, kWarmUp, calibration);
   record_activation_grad_fixed(layer_graph, network, layer_runs, kWarmUp, calibration);
+  record_gradient_assemblies(layer_graph, network, layer_runs, kWarmUp, calibration);
   if (processors > 1) add_pipeline_copies(layer_graph, layer_runs, kWarmUp, calibration);
   record_stage_split_overheads(config, network, processors, data, seed, run_all, progress, calibration);
 }
@@ -439,6 +466,8 @@ Calibration calibration_from_runs(const TaskGraph& graph, const Network& network
       if (t.minibatch < skip_minibatches) continue;  // warm-up: cold caches, first allocations
       if (time.layer == kInputLoadLayer) {
         load_s.push_back(time.seconds);
+      } else if (time.layer == kGradientAssemblyLayer) {
+        continue;  // record_gradient_assemblies
       } else {
         seconds[static_cast<std::size_t>(time.layer)][time.kind].push_back(time.seconds);
       }
@@ -458,6 +487,7 @@ Calibration calibration_from_runs(const TaskGraph& graph, const Network& network
     t.update_s = median_of_means(s[TaskKind::U]);
   }
   c.input_load_s = median_of_means(load_s);
+  record_gradient_assemblies(graph, network, runs, skip_minibatches, c);
   fit_task_overheads(task_overheads(graph, runs, skip_minibatches), c);
   record_task_gaps(graph, runs, skip_minibatches, c);
   return c;
@@ -472,7 +502,8 @@ std::vector<TaskOverhead> task_overheads(const TaskGraph& graph, const std::vect
       const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
       if (t.minibatch < skip_minibatches) continue;
       // A fused B also records what a split BA and BW would cost: its own work is its B records.
-      // A forward's load at the input is its own (input_load_s), not overhead.
+      // A forward's load at the input and a backward's assembly of its output's gradient are
+      // their own (input_load_s, assembly_s), not overhead.
       if (time.kind == t.kind) layer_sum_s[time.task] += time.seconds;
     }
     // What a task costs beyond its layers: payload bookkeeping, stashes, the steps between layers.

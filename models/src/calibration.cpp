@@ -137,7 +137,7 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   const JsonReader layers = root.at("layers");
   for (std::size_t i = 0; i < layers.array_size(); ++i) {
     const JsonReader layer = layers.at(i);
-    layer.check_keys({"name", "F_s", "BA_s", "BW_s", "B_s", "U_s", "BA_to_linear_again_s", "BW_to_linear_again_s",
+    layer.check_keys({"name", "F_s", "BA_s", "BW_s", "B_s", "U_s", "BA_to_linear_again_s", "BW_to_linear_again_s", "assembly_s",
                       "BA_fixed_s"});
     LayerTimes t;
     t.forward_s = seconds(layer, "F_s", std::nullopt, false);
@@ -149,6 +149,7 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
     t.activation_grad_to_linear_again_s = seconds(layer, "BA_to_linear_again_s", -1.0, true);
     t.weight_grad_to_linear_again_s = seconds(layer, "BW_to_linear_again_s", -1.0, true);
     t.activation_grad_fixed_s = seconds(layer, "BA_fixed_s", -1.0, true);
+    t.assembly_s = seconds(layer, "assembly_s", -1.0, true);
     const std::string name = layer.get_string("name");
     if (!c.layers.emplace(name, t).second) layer.at("name").fail("a layer not named before");
   }
@@ -218,6 +219,7 @@ std::string calibration_to_json_text(const Calibration& c) {
     if (t.activation_grad_to_linear_again_s >= 0) layer["BA_to_linear_again_s"] = t.activation_grad_to_linear_again_s;
     if (t.weight_grad_to_linear_again_s >= 0) layer["BW_to_linear_again_s"] = t.weight_grad_to_linear_again_s;
     if (t.activation_grad_fixed_s >= 0) layer["BA_fixed_s"] = t.activation_grad_fixed_s;
+    if (t.assembly_s >= 0) layer["assembly_s"] = t.assembly_s;
     j["layers"].push_back(std::move(layer));
   }
   return j.dump(2) + "\n";

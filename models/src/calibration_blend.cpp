@@ -28,6 +28,7 @@ constexpr LayerComputeTime kLayerComputeTimes[] = {
     {&LayerTimes::activation_grad_to_linear_again_s, true},
     {&LayerTimes::weight_grad_to_linear_again_s, true},
     {&LayerTimes::activation_grad_fixed_s, true},
+    {&LayerTimes::assembly_s, true},
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "pipetwin/schedule/data_parallel.hpp"
 #include "pipetwin/schedule/generators.hpp"
 #include "pipetwin/schedule/torch_csv.hpp"
+#include "pipetwin/schedule/gradient_assembly.hpp"
 #include "pipetwin/schedule/warm_to_linear.hpp"
 
 namespace pipetwin {
@@ -336,10 +337,12 @@ TaskGraph make_graph(const GraphConfig& config) {
   const ScheduleEntry& entry = find_schedule(config.schedule);
   const Parallelism parallel = parallelism(request.params);
   const int t = parallel.tensor, d = parallel.replicas;
-  // Every generated graph: the backwards that go back to a linear output again priced warm, the
-  // copies a calibration puts on the cores, and the parameters.
+  // Every generated graph: the backwards that go back to a linear output again priced warm, those
+  // that assemble their output's gradient from a split BA's slices charged for it, the copies a
+  // calibration puts on the cores, and the parameters.
   const auto finished = [&request](TaskGraph graph) {
     charge_warm_to_linear(graph, request.hardware, request.network);
+    charge_gradient_assemblies(graph, request.hardware, request.network);
     if (copies_take_cores(graph, request.hardware)) charge_copies_to_cores(graph, *request.hardware.calibration);
     graph.parameters = request.resolved_parameters;
     return graph;

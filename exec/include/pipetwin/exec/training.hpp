@@ -88,6 +88,10 @@ struct TrainingOptions {
 // forward at the network's input also records its load of the microbatch's samples (and labels,
 // where it is the output's too), as layer kInputLoadLayer: the table's input_load_s.
 constexpr std::int32_t kInputLoadLayer = -1;
+// A backward that assembles the gradient at its output from a split BA's slices
+// (schedule/gradient_assembly.hpp) records the assembly as layer kGradientAssemblyLayer, with its
+// own kind: the table's LayerTimes::assembly_s of its last layer.
+constexpr std::int32_t kGradientAssemblyLayer = -2;
 struct LayerTime {
   std::int32_t task = 0;
   std::int32_t layer = 0;

@@ -35,6 +35,11 @@ struct LayerTimes {
   // BA's, per the line through the two. A part of s of the table's S samples costs this plus
   // (dx - this) s / S. In [0, the part's dx]; -1: not measured.
   double activation_grad_fixed_s = -1;
+  // The gradient at this layer's output assembled from the slices of the next layer's split BA
+  // (LayerPipe's parts), by the one-layer backward that assembles it (schedule/
+  // gradient_assembly.hpp): a buffer of the whole microbatch's gradient filled from the parts,
+  // timed apart in the profile's one-layer run, at the table's samples. -1: not measured.
+  double assembly_s = -1;
   // Of a BA or BW; -1 for other kinds.
   double to_linear_again_s(TaskKind kind) const {
     return kind == TaskKind::BA ? activation_grad_to_linear_again_s
