@@ -2309,10 +2309,9 @@ TEST_CASE("a profile's one-layer run gives each layer's assembly of the gradient
   // block means of those times after the warm-up minibatches, computed here again; the tasks'
   // overhead leaves it out (it is the assembling tasks' own, as their layers are).
   const OneLayerProfile profile = profile_with_one_layer_run();
-  const Calibration& table = profile.table;
   const TaskGraph& one_layer = profile.one_layer;
   const Network& network = profile.network;
-  REQUIRE(one_layer.samples_per_microbatch == table.samples);
+  REQUIRE(one_layer.samples_per_microbatch == profile.table.samples);
   std::vector<std::vector<double>> assembly_s(network.size());
   std::map<std::int32_t, int> per_task;
   for (const LayerTime& time : profile.run.layer_times) {
@@ -2334,7 +2333,7 @@ TEST_CASE("a profile's one-layer run gives each layer's assembly of the gradient
   CHECK(flagged == per_task.size());
   for (std::size_t l = 0; l < network.size(); ++l) {
     CAPTURE(l);
-    const LayerTimes& times = table.layers.at(network.layers[l].name);
+    const LayerTimes& times = profile.table.layers.at(network.layers[l].name);
     if (l + 1 == network.size()) {  // the loss makes the last layer's gradient whole
       CHECK(assembly_s[l].empty());
       CHECK(times.assembly_s == -1);

@@ -438,25 +438,20 @@ TEST_CASE("calibration tables: a B costs the measured fused backward, or BA + BW
   CHECK_THROWS_WITH_AS(
       calibration_from_json_text(calibration("", R"({"name": "fc1", "F_s": 0, "BA_s": 0, "BW_s": 0, "U_s": 0, "BW_to_linear_again_s": -3})"), "c.json"),
       doctest::Contains("/layers/0/BW_to_linear_again_s: expected seconds >= 0, or -1 for not measured"), Error);
-  // What a BA part costs whatever its samples: likewise absent (-1) in older tables, written only
-  // where measured, and read back as written.
-  CHECK(with_again.layers.at("fc1").activation_grad_fixed_s == -1);
-  CHECK(calibration_to_json_text(with_again).find("BA_fixed_s") == std::string::npos);
-  const std::string fixed = R"({"name": "fc1", "F_s": 1e-6, "BA_s": 3e-6, "BW_s": 5e-6, "B_s": 6e-6, "U_s": 1e-7, "BA_fixed_s": 4e-7})";
-  const Calibration with_fixed = calibration_from_json_text(calibration("", fixed), "c.json");
-  CHECK(with_fixed.layers.at("fc1").activation_grad_fixed_s == 4e-7);
-  CHECK(calibration_from_json_text(calibration_to_json_text(with_fixed), "c.json").layers.at("fc1").activation_grad_fixed_s == 4e-7);
-  CHECK_THROWS_WITH_AS(
-      calibration_from_json_text(calibration("", R"({"name": "fc1", "F_s": 0, "BA_s": 0, "BW_s": 0, "U_s": 0, "BA_fixed_s": -2})"), "c.json"),
-      doctest::Contains("/layers/0/BA_fixed_s: expected seconds >= 0, or -1 for not measured"), Error);
-  // The gradient assembled at a layer's output: the same.
-  CHECK(with_fixed.layers.at("fc1").assembly_s == -1);
-  CHECK(calibration_to_json_text(with_fixed).find("assembly_s") == std::string::npos);
-  const std::string assembled = R"({"name": "fc1", "F_s": 1e-6, "BA_s": 3e-6, "BW_s": 5e-6, "U_s": 1e-7, "assembly_s": 2e-7})";
-  const Calibration with_assembly = calibration_from_json_text(calibration("", assembled), "c.json");
-  CHECK(with_assembly.layers.at("fc1").assembly_s == 2e-7);
-  CHECK(calibration_from_json_text(calibration_to_json_text(with_assembly), "c.json").layers.at("fc1").assembly_s == 2e-7);
-  CHECK_THROWS_WITH_AS(
-      calibration_from_json_text(calibration("", R"({"name": "fc1", "F_s": 0, "BA_s": 0, "BW_s": 0, "U_s": 0, "assembly_s": -2})"), "c.json"),
-      doctest::Contains("/layers/0/assembly_s: expected seconds >= 0, or -1 for not measured"), Error);
+  // What a BA part costs whatever its samples, and the gradient assembled at a layer's output:
+  // likewise absent (-1) in older tables, written only where measured, and read back as written.
+  const auto optional_layer_time = [&](const std::string& key, double LayerTimes::*field) {
+    CAPTURE(key);
+    CHECK(with_again.layers.at("fc1").*field == -1);
+    CHECK(calibration_to_json_text(with_again).find(key) == std::string::npos);
+    const std::string measured = R"({"name": "fc1", "F_s": 1e-6, "BA_s": 3e-6, "BW_s": 5e-6, "B_s": 6e-6, "U_s": 1e-7, ")" + key + R"(": 4e-7})";
+    const Calibration with = calibration_from_json_text(calibration("", measured), "c.json");
+    CHECK(with.layers.at("fc1").*field == 4e-7);
+    CHECK(calibration_from_json_text(calibration_to_json_text(with), "c.json").layers.at("fc1").*field == 4e-7);
+    const std::string bad = R"({"name": "fc1", "F_s": 0, "BA_s": 0, "BW_s": 0, "U_s": 0, ")" + key + R"(": -2})";
+    const std::string said = "/layers/0/" + key + ": expected seconds >= 0, or -1 for not measured";
+    CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration("", bad), "c.json"), doctest::Contains(said.c_str()), Error);
+  };
+  optional_layer_time("BA_fixed_s", &LayerTimes::activation_grad_fixed_s);
+  optional_layer_time("assembly_s", &LayerTimes::assembly_s);
 }
