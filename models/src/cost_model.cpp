@@ -173,6 +173,14 @@ std::int64_t activation_grad_fixed_cycles(const HardwareProfile& hw, const Layer
   return ceil_cycles(it->second.activation_grad_fixed_s * hw.clock_hz());
 }
 
+std::int64_t gradient_assembly_cycles(const HardwareProfile& hw, const Layer& layer, std::int64_t samples) {
+  if (hw.cost_model == CostModelKind::unit || !hw.calibration) return -1;
+  const Calibration& c = *hw.calibration;
+  const auto it = c.layers.find(layer.name);
+  if (it == c.layers.end() || it->second.assembly_s < 0) return -1;
+  return ceil_cycles(c.scaled_s(it->second.assembly_s, samples) * hw.clock_hz());
+}
+
 std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, TaskKind kind,
                                  int first_layer, int last_layer, std::int64_t samples, SplitTaskSpan span) {
   if (first_layer < 0 || last_layer >= static_cast<int>(net.size()) || first_layer > last_layer) {

@@ -2,11 +2,10 @@
 #include "pipetwin/schedule/gradient_assembly.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <utility>
 
-#include "pipetwin/models/calibration.hpp"
+#include "pipetwin/models/cost_model.hpp"
 
 namespace pipetwin {
 
@@ -63,14 +62,12 @@ GradientAssemblies gradient_assemblies(const TaskGraph& graph, std::int32_t laye
 
 void charge_gradient_assemblies(TaskGraph& graph, const HardwareProfile& hardware, const Network& network) {
   if (!hardware.calibration || hardware.cost_model == CostModelKind::unit) return;
-  const Calibration& c = *hardware.calibration;
   const GradientAssemblies a = gradient_assemblies(graph, static_cast<std::int32_t>(network.size()));
   for (auto& t : graph.tasks) {
     if (!a.assembles[static_cast<std::size_t>(t.id)]) continue;
-    const auto it = c.layers.find(network.layers.at(static_cast<std::size_t>(t.last_layer)).name);
-    if (it == c.layers.end() || it->second.assembly_s < 0) continue;
-    t.cost_cycles += static_cast<std::int64_t>(std::ceil(c.scaled_s(it->second.assembly_s, graph.samples_per_microbatch) *
-                                                         hardware.clock_hz()));
+    const Layer& layer = network.layers.at(static_cast<std::size_t>(t.last_layer));
+    const std::int64_t cycles = gradient_assembly_cycles(hardware, layer, graph.samples_per_microbatch);
+    if (cycles > 0) t.cost_cycles += cycles;
   }
 }
 

@@ -54,6 +54,10 @@ std::int64_t to_linear_again_cycles(const HardwareProfile& hw, const Layer& laye
 // calibration's LayerTimes::activation_grad_fixed_s (not scaled: it does not shrink with
 // samples); -1 where it has none (a BA then splits in proportion to samples).
 std::int64_t activation_grad_fixed_cycles(const HardwareProfile& hw, const Layer& layer);
+// The gradient at the layer's output assembled from the next layer's BA parts, by the backward
+// that assembles it (schedule/gradient_assembly.hpp): the calibration's LayerTimes::assembly_s
+// scaled to `samples`; -1 where it has none.
+std::int64_t gradient_assembly_cycles(const HardwareProfile& hw, const Layer& layer, std::int64_t samples);
 
 // Cycles the task's memory traffic takes at the processor's full memory bandwidth (summed over
 // its layers; 0 on the unit model). At most compute_task_cycles: the part of a task that
