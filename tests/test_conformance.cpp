@@ -210,6 +210,28 @@ void check_engine_run(const TaskGraph& g, const Ran& ran, const std::string& eng
   bool once = starts.size() == g.tasks.size() && ends.size() == g.tasks.size();
   for (const auto& [task, n] : starts) once = once && n == 1 && ends[task] == 1;
   CHECK_MESSAGE(once, engine << ": not every task started and ended exactly once");
+  // Every engine tells an allocation at the start of the task that makes it, as the graph
+  // declares its buffers: the predictions from the declared buffers, the executors as their tasks
+  // run (they account a task's output once it is made).
+  std::map<std::int32_t, std::int64_t> started_at;
+  const auto starts_of = [&](const std::vector<EventLog::Event>& events) {
+    for (const auto& e : events) {
+      if (e.kind == EventLog::Kind::start) started_at[e.task] = e.cycles;
+    }
+  };
+  for (std::int32_t p = 0; p < g.processor_count(); ++p) starts_of(ran.log->on_processor(p));
+  for (std::size_t k = 0; k < g.links.size(); ++k) starts_of(ran.log->on_link(static_cast<std::int32_t>(k)));
+  int allocations = 0, at_start = 0;
+  for (std::int32_t slot = 0; slot <= g.processor_count(); ++slot) {
+    for (const auto& e : slot == g.processor_count() ? ran.log->in_host_memory() : ran.log->on_processor(slot)) {
+      if (e.kind != EventLog::Kind::alloc || e.task < 0) continue;
+      ++allocations;
+      const auto it = started_at.find(e.task);
+      if (it != started_at.end() && it->second == e.cycles) ++at_start;
+    }
+  }
+  CHECK_MESSAGE(at_start == allocations, engine << ": " << allocations - at_start << " of " << allocations
+                                                << " allocations told at another time than their task's start");
   const auto by_processor = tasks_by_processor(g);
   for (std::size_t p = 0; p < by_processor.size(); ++p) {
     check_resource_order(ran.log->on_processor(static_cast<std::int32_t>(p)), by_processor[p], engine + " on p" + std::to_string(p));

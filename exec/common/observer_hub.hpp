@@ -15,17 +15,33 @@ namespace pipetwin::exec {
 class ObserverHub {
  public:
   ObserverHub(std::vector<EngineObserver*> observers, double clock_hz) : observers_(std::move(observers)), clock_hz_(clock_hz) {}
-  void restart(std::chrono::steady_clock::time_point start) { start_ = start; }
+  void restart(std::chrono::steady_clock::time_point start) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    start_ = start;
+    started_at_.clear();
+  }
   bool empty() const { return observers_.empty(); }
   // A task's start and end, measured by the caller at `at`.
   void started(std::int32_t task, std::chrono::steady_clock::time_point at) {
+    if (observers_.empty()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const auto index = static_cast<std::size_t>(task);
+      if (index >= started_at_.size()) started_at_.resize(index + 1, kNotStarted);
+      started_at_[index] = at;
+    }
     tell(at, [&](EngineObserver& o, std::int64_t cycles) { o.task_started(task, cycles); });
   }
   void ended(std::int32_t task, std::chrono::steady_clock::time_point at) {
     tell(at, [&](EngineObserver& o, std::int64_t cycles) { o.task_ended(task, cycles); });
   }
+  // An allocation is told at the start of the task that makes it, as the graph declares its
+  // buffers (docs/design.md, "Memory"): the executors account an output or a stash once the task
+  // has made it, but its memory is taken while the task runs (a layer's output before its kernel
+  // writes it, a copy's destination before the copy). A task not started here (another rank's,
+  // whose payload this rank keeps): when it is told.
   void allocated(const BufferName& buffer, std::int32_t where, std::int64_t bytes, std::int32_t task) {
-    tell(now(task), [&](EngineObserver& o, std::int64_t cycles) { o.allocated({buffer, where, bytes, task, cycles}); });
+    tell(start_of(task), [&](EngineObserver& o, std::int64_t cycles) { o.allocated({buffer, where, bytes, task, cycles}); });
   }
   void freed(const BufferName& buffer, std::int32_t where, std::int64_t bytes, std::int32_t task) {
     tell(now(task), [&](EngineObserver& o, std::int64_t cycles) { o.freed({buffer, where, bytes, task, cycles}); });
@@ -35,8 +51,17 @@ class ObserverHub {
   }
 
  private:
+  static constexpr std::chrono::steady_clock::time_point kNotStarted = std::chrono::steady_clock::time_point::min();
   std::chrono::steady_clock::time_point now(std::int32_t task) const {
     return task < 0 ? start_ : std::chrono::steady_clock::now();
+  }
+  std::chrono::steady_clock::time_point start_of(std::int32_t task) {
+    if (task >= 0) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const auto index = static_cast<std::size_t>(task);
+      if (index < started_at_.size() && started_at_[index] != kNotStarted) return started_at_[index];
+    }
+    return now(task);
   }
   template <typename Call>
   void tell(std::chrono::steady_clock::time_point at, Call call) {
@@ -50,6 +75,7 @@ class ObserverHub {
   std::vector<EngineObserver*> observers_;
   double clock_hz_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::vector<std::chrono::steady_clock::time_point> started_at_;  // per task, when told (kNotStarted: not yet)
   std::mutex mutex_;
 };
 
