@@ -22,6 +22,14 @@ void add_concurrent_timing_option(CLI::App& command, std::string& timing) {
       ->check(CLI::IsMember({"pipeline", "copies"}));
 }
 
+void add_unmarked_twins_option(CLI::App& command, ExecutorOptions& options) {
+  command.add_flag("--unmarked-twins", options.unmarked_twins,
+                   "profiling: make every timed run again without its layers' marks and fit what a task costs beyond "
+                   "its layers from that twin's task times (the layers' times stay the marked run's). On a GPU the "
+                   "marks are events recorded around each layer's parts, host calls that validation runs do not make "
+                   "(docs/cuda-executor.md). Profiling takes about twice as long");
+}
+
 void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with_training) {
   command.add_option("--device", options.device, "executor: cpu (threads as processors; oneDNN and Eigen kernels) or cuda (GPUs)")
       ->capture_default_str();

@@ -25,6 +25,7 @@ struct ExecutorOptions {
   std::string handoff_spin = "auto";  // --handoff-spin-us: microseconds, or auto (TrainingOptions::handoff_spin_s)
   std::string transfer_threads = "auto";  // TrainingOptions::transfer_threads: auto, links or senders
   bool pin_threads = false;    // TrainingOptions::pin_cpus: this process's CPUs, in turn
+  bool unmarked_twins = false;  // profiling: overheads from unmarked twin runs (with_unmarked_twins)
 };
 
 // --handoff-spin-us in seconds (TrainingOptions::handoff_spin_s): kAutomaticHandoffSpin for auto.
@@ -37,6 +38,8 @@ void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with
 // --concurrent-timing pipeline|copies: how a CPU table for 2 or more processors times its layers
 // (cpu::ConcurrentTiming), for profile and validate.
 void add_concurrent_timing_option(CLI::App& command, std::string& timing);
+// --unmarked-twins (ExecutorOptions::unmarked_twins), for profile and validate.
+void add_unmarked_twins_option(CLI::App& command, ExecutorOptions& options);
 
 // Throws unless the device can run here: "cpu", or "cuda" with a clear word on why not.
 void check_device(const std::string& device);

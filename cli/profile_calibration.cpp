@@ -20,11 +20,14 @@ Calibration profile_device_calibration(const GraphConfig& config, const Executor
   std::function<void(const std::string&)> report;
   if (progress) report = [](const std::string& line) { std::cerr << line << "\n"; };
   if (executor.device == "cuda") {
-    return cuda::load_cuda_plugin().entry_points->profile(config, *data, repeats, executor.seed, executor.cuda, report,
+    cuda::CudaOptions cuda = executor.cuda;
+    cuda.unmarked_twins = executor.unmarked_twins;
+    return cuda::load_cuda_plugin().entry_points->profile(config, *data, repeats, executor.seed, cuda, report,
                                                           concurrent, timing);
   }
   return cpu::profile_cpu(config, *data, repeats, executor.seed, report, concurrent, pinned_cpus(executor),
-                         handoff_spin_s(executor), timing, parse_transfer_threads(executor.transfer_threads));
+                         handoff_spin_s(executor), timing, parse_transfer_threads(executor.transfer_threads),
+                         executor.unmarked_twins);
 }
 
 Calibration profile_across_ranks(const GraphConfig& config, const ExecutorOptions& executor, int repeats, bool progress,

@@ -67,8 +67,9 @@ void run(const ProfileCommandOptions& options, mpi::MpiSession* session) {
   }
   std::cout << fmt::format("{} · {} samples per task · {}\n", request.network.name, calibration.samples, calibration.device_name);
   table.print(std::cout);
-  std::cout << fmt::format("overhead {:.1f} us per task + {:.1f} us per layer in it", calibration.task_overhead_s * us,
-                           calibration.layer_overhead_s * us);
+  std::cout << fmt::format("overhead {:.1f} us per task + {:.1f} us per layer in it{}", calibration.task_overhead_s * us,
+                           calibration.layer_overhead_s * us,
+                           calibration.overheads_from_unmarked_twins ? " (from unmarked twin runs)" : "");
   if (!calibration.kind_overhead_s.empty()) {
     std::cout << " (per task by kind:";
     for (const auto& [kind, seconds] : calibration.kind_overhead_s) std::cout << fmt::format(" {} {:.1f}", to_string(kind), seconds * us);
@@ -150,6 +151,7 @@ void add_profile_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
   add_concurrent_timing_option(*command, options->concurrent_timing);
+  add_unmarked_twins_option(*command, options->executor);
   command->add_option("--output,-o", options->output, "calibration file (default calibration-<model>-<device>.json)");
   command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");
   command->add_flag("--distributed", options->distributed,

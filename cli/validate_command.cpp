@@ -94,6 +94,9 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
   if (!options.tables_out.empty() && !profiled_here) {
     throw Error("--tables-out keeps the tables validate takes each round; with --calibration it takes none");
   }
+  if (options.executor.unmarked_twins && !profiled_here) {
+    throw Error("--unmarked-twins is how validate's profiles fit the tasks' overheads; with --calibration it makes none");
+  }
   // A table's handoff is that of runs with its spin: say where these runs spin otherwise.
   const Calibration* given = request.hardware.calibration.get();
   if (!options.quiet && given != nullptr && given->device == "cpu" && given->handoff_s >= 0) {
@@ -366,6 +369,7 @@ void add_validate_command(CLI::App& app) {
   add_executor_options(*command, options->executor, true);
   command->add_option("--repeats", options->repeats, "profiling: timings per task kind and layer")->capture_default_str();
   add_concurrent_timing_option(*command, options->concurrent_timing);
+  add_unmarked_twins_option(*command, options->executor);
   command->add_option("--target", options->target,
                       "the step-time and speedup error to judge (a fraction): when the errors' 95% confidence interval "
                       "is wider, the output says the errors cannot be trusted; --max-runs adds rounds until the intervals "

@@ -2169,6 +2169,55 @@ TEST_CASE("layer times reach the observers once every task has ended, each withi
   CHECK(cpu::run_cpu(graph, request.network, sampler, TrainingOptions{}).layer_reading_s.empty());
 }
 
+TEST_CASE("unmarked twins: a run with layer times is made again without, and its tasks' overheads are timed there") {
+  const Dataset data = data_for(kLenet);
+  const GraphConfig config = config_for(kLenet, "sequential", 1, 4, 2);
+  const ScheduleRequest request = make_request(config);
+  const TaskGraph graph = make_graph(config);
+  const BatchSampler sampler = graph_sampler(data, graph, request.network, 7);
+  RecordedRuns recorded;
+  const Runner twins = with_unmarked_twins(recording_into(recorded));
+  TrainingOptions marked;
+  marked.record_layer_times = true;
+  const TrainingRun run = twins(graph, request.network, sampler, marked);
+  REQUIRE(recorded.size() == 2);
+  const TrainingRun& first = recorded[0].second;
+  const TrainingRun& twin = recorded[1].second;
+  CHECK_FALSE(first.layer_times.empty());
+  CHECK(twin.layer_times.empty());  // the twin has no marks
+  CHECK(run.layer_times.size() == first.layer_times.size());
+  // The same training twice: the same weights, bit for bit.
+  CHECK(test::max_relative_difference(twin.final_weights, first.final_weights) == 0);
+  // Its task times are the twin's.
+  REQUIRE(run.unmarked_tasks.size() == graph.tasks.size());
+  for (std::size_t i = 0; i < graph.tasks.size(); ++i) {
+    CHECK(run.unmarked_tasks[i].start_cycles == twin.result.tasks[i].start_cycles);
+    CHECK(run.unmarked_tasks[i].end_cycles == twin.result.tasks[i].end_cycles);
+  }
+  // A task's overhead: its time in the twin less its layers' own times in the marked run.
+  std::map<std::int32_t, double> layers_s;
+  for (const auto& time : first.layer_times) {
+    if (time.kind == graph.tasks[static_cast<std::size_t>(time.task)].kind) layers_s[time.task] += time.seconds;
+  }
+  const std::vector<TaskOverhead> overheads = task_overheads(graph, {run}, 0);
+  REQUIRE(overheads.size() == layers_s.size());
+  for (const auto& o : overheads) {
+    const TaskTiming& t = twin.result.tasks[static_cast<std::size_t>(o.task)];
+    const double twin_s = static_cast<double>(t.end_cycles - t.start_cycles) / graph.clock_hz;
+    CHECK(o.seconds == doctest::Approx(twin_s - layers_s.at(o.task)).epsilon(1e-12));
+  }
+  // A run without layer times is made once, with no twin.
+  recorded.clear();
+  CHECK(twins(graph, request.network, sampler, TrainingOptions{}).unmarked_tasks.empty());
+  CHECK(recorded.size() == 1);
+  // A profile made so says it.
+  const Calibration table = cpu::profile_cpu(config_for(kLenet, "sequential", 1, 2, 1), data, 2, 7, {}, 1, {},
+                                             kAutomaticHandoffSpin, cpu::ConcurrentTiming::pipeline,
+                                             TransferThreads::automatic, /*unmarked_twins=*/true);
+  CHECK(table.overheads_from_unmarked_twins);
+  CHECK(table.task_overhead_s >= 0);
+}
+
 TEST_CASE("a one-processor profile measures what a larger footprint costs in a gpipe run, or goes without") {
   // lenet5, 4 microbatches of 4 samples: one-processor gpipe holds every microbatch's stash,
   // sequential one at a time.

@@ -119,6 +119,14 @@ TEST_CASE("calibration tables: unknown keys, repeated layers and impossible time
   CHECK(handoff.handoff_s == 3e-5);
   CHECK(handoff.pipeline_schedule.empty());
   CHECK(handoff.kind_overhead_s.empty());
+  CHECK_FALSE(handoff.overheads_from_unmarked_twins);
+  // A table whose overheads came from unmarked twins says so, through a round trip; not a yes/no: refused.
+  CHECK(calibration_from_json_text(
+            calibration_to_json_text(calibration_from_json_text(calibration(R"(, "overheads_from_unmarked_twins": true)", layer), "c.json")),
+            "c.json")
+            .overheads_from_unmarked_twins);
+  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "overheads_from_unmarked_twins": 1)", layer), "c.json"),
+                       doctest::Contains("overheads_from_unmarked_twins"), Error);
   // Overheads per task kind: kept through a round trip, and read by kind.
   const Calibration kinds = calibration_from_json_text(
       calibration_to_json_text(calibration_from_json_text(

@@ -148,7 +148,7 @@ void bind_executor(py::module_& m) {
         "replaced; a directory is an error.");
   m.def("profile", [](const std::string& model, int microbatches, const ParamsArg& params, const std::string& data,
                       const std::string& data_dir, int repeats, std::uint64_t seed, int concurrent, bool pin_threads,
-                      const std::string& concurrent_timing) {
+                      const std::string& concurrent_timing, bool unmarked_twins) {
     const GraphConfig config = graph_config(model, "sequential", "cpu-core", 1, microbatches, 1, params, "");
     const Network network = make_request(config).network;
     const Dataset dataset = load_dataset_for(data, data_dir, network, "train");
@@ -158,15 +158,17 @@ void bind_executor(py::module_& m) {
       keep_freed_host_memory();
       calibration = cpu::profile_cpu(config, dataset, repeats, seed, {}, concurrent,
                                      pin_threads ? cpus_to_pin() : std::vector<int>{}, kAutomaticHandoffSpin,
-                                     cpu::parse_concurrent_timing(concurrent_timing));
+                                     cpu::parse_concurrent_timing(concurrent_timing), TransferThreads::automatic,
+                                     unmarked_twins);
     }
     return calibration_to_json_text(calibration);
   }, py::arg("model"), py::arg("microbatches") = 4, py::arg("params") = py::none(), py::arg("data") = "auto",
      py::arg("data_dir") = kFashionMnistDir, py::arg("repeats") = kDefaultProfileRepeats, py::arg("seed") = 1, py::arg("concurrent") = 1,
-     py::arg("pin_threads") = false, py::arg("concurrent_timing") = "pipeline",
+     py::arg("pin_threads") = false, py::arg("concurrent_timing") = "pipeline", py::arg("unmarked_twins") = false,
      "Times every task kind of every layer on one CPU thread (with concurrent > 1: the table for as many processor "
      "threads, its layers timed in a pipeline of that many, or as that many copies at once, as concurrent_timing "
-     "says); returns the calibration table as JSON text.");
+     "says); returns the calibration table as JSON text. unmarked_twins: every timed run is made again without "
+     "its layers' marks, and what a task costs beyond its layers is fitted from that twin's task times.");
 
   m.def("validate", [](const std::string& model, const std::vector<std::string>& schedules,
                        const std::vector<int>& processors, int microbatches, int minibatches, const ParamsArg& params,

@@ -507,14 +507,29 @@ std::vector<TaskOverhead> task_overheads(const TaskGraph& graph, const std::vect
       if (time.kind == t.kind) layer_sum_s[time.task] += time.seconds;
     }
     // What a task costs beyond its layers: payload bookkeeping, stashes, the steps between layers.
+    // Timed in the unmarked twin where there is one: the marks' own cost is not the task's.
+    const std::vector<TaskTiming>& task_times = run.unmarked_tasks.empty() ? run.result.tasks : run.unmarked_tasks;
+    if (task_times.size() != graph.tasks.size()) throw Error("internal: a run's task times are not its graph's");
     for (const auto& [task, sum_s] : layer_sum_s) {
       const Task& t = graph.tasks[static_cast<std::size_t>(task)];
-      const TaskTiming& time = run.result.tasks[static_cast<std::size_t>(task)];
+      const TaskTiming& time = task_times[static_cast<std::size_t>(task)];
       overheads.push_back({t.last_layer - t.first_layer + 1,
                            static_cast<double>(time.end_cycles - time.start_cycles) / graph.clock_hz - sum_s, t.kind, task});
     }
   }
   return overheads;
+}
+
+Runner with_unmarked_twins(Runner run) {
+  return [run = std::move(run)](const TaskGraph& graph, const Network& network, const BatchSampler& sampler,
+                                const TrainingOptions& options) {
+    TrainingRun marked = run(graph, network, sampler, options);
+    if (!options.record_layer_times) return marked;
+    TrainingOptions unmarked = options;
+    unmarked.record_layer_times = false;
+    marked.unmarked_tasks = run(graph, network, sampler, unmarked).result.tasks;
+    return marked;
+  };
 }
 
 void fit_task_overheads(const std::vector<TaskOverhead>& overheads, Calibration& calibration) {

@@ -110,19 +110,20 @@ namespace {
 Calibration profile_cpu_layers(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
                                const std::function<void(const std::string&)>& progress, int concurrent,
                                const std::vector<int>& pin_cpus, double handoff_spin_s, ConcurrentTiming timing,
-                               TransferThreads transfer_threads) {
+                               TransferThreads transfer_threads, bool unmarked_twins) {
+  const Runner run = unmarked_twins ? with_unmarked_twins(run_cpu) : Runner(run_cpu);
   if (concurrent > 1 && timing == ConcurrentTiming::pipeline) {
     TrainingOptions options;
     options.pin_cpus = pin_cpus;
     options.handoff_spin_s = handoff_spin_s;
     options.transfer_threads = transfer_threads;
-    if (auto timed = profile_layers_in_pipeline(config, data, repeats, seed, run_cpu, progress, concurrent, options)) {
+    if (auto timed = profile_layers_in_pipeline(config, data, repeats, seed, run, progress, concurrent, options)) {
       return *timed;
     }
     if (progress) progress("timing " + std::to_string(concurrent) + " copies at once instead");
   }
   // One processor: also what a larger footprint costs the layers (Calibration::footprint_slowdown).
-  return profile_layers(config, data, repeats, seed, run_cpu, progress, concurrent, pin_cpus, /*time_footprint=*/true);
+  return profile_layers(config, data, repeats, seed, run, progress, concurrent, pin_cpus, /*time_footprint=*/true);
 }
 
 }  // namespace
@@ -130,9 +131,10 @@ Calibration profile_cpu_layers(const GraphConfig& config, const Dataset& data, i
 Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
                         const std::function<void(const std::string&)>& progress, int concurrent,
                         const std::vector<int>& pin_cpus, double handoff_spin_s, ConcurrentTiming timing,
-                        TransferThreads transfer_threads) {
+                        TransferThreads transfer_threads, bool unmarked_twins) {
   Calibration calibration = profile_cpu_layers(config, data, repeats, seed, progress, concurrent, pin_cpus, handoff_spin_s,
-                                               timing, transfer_threads);
+                                               timing, transfer_threads, unmarked_twins);
+  calibration.overheads_from_unmarked_twins = unmarked_twins;
   calibration.device = "cpu";
   calibration.device_name = (concurrent == 1 ? std::string("one CPU thread")
                              : calibration.pipeline_schedule.empty()

@@ -354,10 +354,11 @@ Calibration profile_cuda(const GraphConfig& config, const Dataset& data, int rep
                          const CudaOptions& options, const std::function<void(const std::string&)>& progress,
                          int concurrent, ConcurrentTiming timing) {
   std::string placement;
-  const Runner run = [&](const TaskGraph& graph, const Network& network, const BatchSampler& sampler,
-                              const TrainingOptions& training) {
+  const Runner run_marked = [&](const TaskGraph& graph, const Network& network, const BatchSampler& sampler,
+                                const TrainingOptions& training) {
     return run_cuda(graph, network, sampler, training, options, training.copy == 0 ? &placement : nullptr);
   };
+  const Runner run = options.unmarked_twins ? with_unmarked_twins(run_marked) : run_marked;
   std::optional<Calibration> in_pipeline;
   if (concurrent > 1 && timing == ConcurrentTiming::pipeline) {
     // run_cuda puts a link's copies on its own stream and parks waiting threads, whatever these say.
@@ -377,6 +378,7 @@ Calibration profile_cuda(const GraphConfig& config, const Dataset& data, int rep
   calibration.copy_latency_s += 2 * calibration.handoff_s;
   calibration.device = "cuda";
   calibration.device_name = placement.empty() ? "CUDA" : placement;
+  calibration.overheads_from_unmarked_twins = options.unmarked_twins;
   return calibration;
 }
 

@@ -26,7 +26,8 @@
 #                                     PROCS, STEPS, RUNS, WARMUP, REPEATS override; REPEATS 16, as before the CPU default
 #                                     became 64, to keep the device time); tables and JSON; TRACES=1
 #                                     adds each kept round's runs as Chrome traces (traces-MODEL.txz;
-#                                     TRACES=1f1b,layerpipe: those schedules' runs only)
+#                                     TRACES=1f1b,layerpipe: those schedules' runs only); TWINS=1
+#                                     profiles with --unmarked-twins (files named MODEL-twins)
 #   experiments/gpu/gpu.sh baseline   there: experiments/gpu/pytorch_baseline.py (needs torch there)
 #   experiments/gpu/gpu.sh constants  there: experiments/gpu/operator_constants.py: the operator cost
 #                                     model's assumed figures measured, its GEMM and GPT-block times
@@ -165,16 +166,21 @@ partitions() {
 # 132): resnet56 and vgg16 (CIFAR), six schedules, P = 1, 2, 4, 8. Tables and JSON in $OUT.
 validate() {
   unpack
-  local model failed=0
+  local model name failed=0
+  # TWINS=1: the tables' overheads from unmarked twins of the profile's runs (--unmarked-twins), the
+  # files named MODEL-twins.
+  local twins=()
+  [ "${TWINS:-0}" = 1 ] && twins=(--unmarked-twins)
   for model in ${MODELS:-resnet56 vgg16}; do
-    mkdir -p "$out/tables-$model"
+    name=$model${twins[@]+-twins}
+    mkdir -p "$out/tables-$name"
     local traces=()
-    [ -z "${TRACES:-}" ] || { mkdir -p "$out/traces-$model"; traces=(--traces-out "$out/traces-$model"); }
-    "$build"/bin/pipetwin validate --tables-out "$out/tables-$model" ${traces[@]+"${traces[@]}"} --warmup-rounds "${WARMUP:-1}" --device cuda --placement partitions --partition-sms "${SMS:-16}" -m "$model" \
+    [ -z "${TRACES:-}" ] || { mkdir -p "$out/traces-$name"; traces=(--traces-out "$out/traces-$name"); }
+    "$build"/bin/pipetwin validate --tables-out "$out/tables-$name" ${traces[@]+"${traces[@]}"} ${twins[@]+"${twins[@]}"} --warmup-rounds "${WARMUP:-1}" --device cuda --placement partitions --partition-sms "${SMS:-16}" -m "$model" \
         --schedules sequential,gpipe,1f1b,pipedream,layerpipe,stale-weights -p "${PROCS:-1,2,4,8}" \
         --microbatches 8 --steps "${STEPS:-12}" --runs "${RUNS:-3}" --repeats "${REPEATS:-16}" --data synthetic --json \
-        > "$out/validate-$model.json" 2> "$out/validate-$model.log" || { cat "$out/validate-$model.log"; failed=1; continue; }
-    python3 - "$out/validate-$model.json" <<'PY' | tee "$out/validate-$model.txt"
+        > "$out/validate-$name.json" 2> "$out/validate-$name.log" || { cat "$out/validate-$name.log"; failed=1; continue; }
+    python3 - "$out/validate-$name.json" <<'PY' | tee "$out/validate-$name.txt"
 import json, sys
 r = json.load(open(sys.argv[1]))
 print(f"{r['model']} · {r['placement']} · {r['microbatches']} microbatches x {r['samples_per_microbatch']} samples")
@@ -195,20 +201,20 @@ for line in r.get("too_noisy", []):
     print("too noisy:", line)
 PY
     # One file for the tables: a device call brings back 8 files at most.
-    tar czf "$out/tables-$model.tgz" -C "$out" "tables-$model" && rm -rf "${out:?}/tables-$model"
+    tar czf "$out/tables-$name.tgz" -C "$out" "tables-$name" && rm -rf "${out:?}/tables-$name"
     # TRACES=1: every row's traces; TRACES=1f1b,layerpipe: those schedules' only (a device call
     # brings back 16 MiB a file: resnet56's six schedules at P = 1 and 8, 4 rounds, were 18.4 MB
     # gzipped). xz packs JSON about a quarter smaller than gzip.
-    if [ -d "$out/traces-$model" ]; then
+    if [ -d "$out/traces-$name" ]; then
       if [ "$TRACES" != 1 ]; then
         local trace keep schedule
-        for trace in "$out/traces-$model"/*.json; do
+        for trace in "$out/traces-$name"/*.json; do
           keep=0
           for schedule in ${TRACES//,/ }; do [[ $(basename "$trace") == "$model-$schedule-p"* ]] && keep=1; done
           [ "$keep" = 1 ] || rm -f "$trace"
         done
       fi
-      tar cJf "$out/traces-$model.txz" -C "$out" "traces-$model" && rm -rf "${out:?}/traces-$model"
+      tar cJf "$out/traces-$name.txz" -C "$out" "traces-$name" && rm -rf "${out:?}/traces-$name"
     fi
   done
   return "$failed"

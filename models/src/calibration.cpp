@@ -19,7 +19,7 @@ namespace pipetwin {
 Calibration calibration_from_json_text(const std::string& text, const std::string& source) {
   const nlohmann::json document = JsonReader::parse(text, source);
   const JsonReader root(document, source);
-  root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "pipeline_schedule", "co_run_slope", "co_run_share", "timed_footprint_bytes", "footprint_slowdown", "footprint_small_bytes", "footprint_large_bytes", "cores", "task_overhead_s", "layer_overhead_s", "kind_overhead_s", "stage_kind_overhead_s", "input_load_s", "copy_bytes_per_s", "core_copy_bytes_per_s", "ranks", "message_send_core_s",
+  root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "pipeline_schedule", "co_run_slope", "co_run_share", "timed_footprint_bytes", "footprint_slowdown", "footprint_small_bytes", "footprint_large_bytes", "cores", "task_overhead_s", "overheads_from_unmarked_twins", "layer_overhead_s", "kind_overhead_s", "stage_kind_overhead_s", "input_load_s", "copy_bytes_per_s", "core_copy_bytes_per_s", "ranks", "message_send_core_s",
                    "message_send_core_bytes_per_s", "message_receive_core_s", "message_receive_core_bytes_per_s",
                    "copy_latency_s", "handoff_s", "handoff_spin_s", "copy_seconds", "task_gap_s", "pipeline_copy_seconds", "layers"});
   if (root.get_string("format", "") != "pipetwin-calibration-1") {
@@ -97,6 +97,7 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   if (ranks < 1 || ranks > 1048576) root.at("ranks").fail("a number of MPI ranks from 1 to 1048576");
   c.ranks = static_cast<std::int32_t>(ranks);
   c.task_overhead_s = seconds(root, "task_overhead_s", 0.0, false);
+  c.overheads_from_unmarked_twins = root.get_bool("overheads_from_unmarked_twins", false);
   c.layer_overhead_s = seconds(root, "layer_overhead_s", 0.0, false);
   c.input_load_s = seconds(root, "input_load_s", 0.0, false);
   c.kind_overhead_s = kind_seconds(root, "kind_overhead_s");
@@ -183,6 +184,7 @@ std::string calibration_to_json_text(const Calibration& c) {
   }
   j["cores"] = c.cores;
   j["task_overhead_s"] = c.task_overhead_s;
+  if (c.overheads_from_unmarked_twins) j["overheads_from_unmarked_twins"] = true;
   j["layer_overhead_s"] = c.layer_overhead_s;
   for (const auto& [key, kinds] : {std::pair{"kind_overhead_s", &c.kind_overhead_s},
                                    std::pair{"stage_kind_overhead_s", &c.stage_kind_overhead_s}}) {

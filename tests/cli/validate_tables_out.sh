@@ -30,4 +30,15 @@ if "$pipetwin" "${common[@]}" --runs 1 --calibration "$folder/mlp-round1-p1.json
   echo "--tables-out with --calibration did not fail"; exit 1
 fi
 grep -q "with --calibration it takes none" "$folder/err.txt" || { echo "unclear error:"; cat "$folder/err.txt"; exit 1; }
-echo "4 tables written and read back, 4 traces written; --calibration refused"
+# --unmarked-twins: the tables' overheads from unmarked twins of the timed runs, and said so.
+mkdir "$folder/twins"
+"$pipetwin" "${common[@]}" --runs 1 --unmarked-twins --tables-out "$folder/twins" > /dev/null 2>&1 \
+  || { echo "validate --unmarked-twins failed"; exit 1; }
+for table in "$folder"/twins/*.json; do
+  grep -q '"overheads_from_unmarked_twins": *true' "$table" || { echo "$table: no word of its twins"; exit 1; }
+done
+if "$pipetwin" "${common[@]}" --runs 1 --calibration "$folder/mlp-round1-p1.json" --unmarked-twins 2> "$folder/err.txt"; then
+  echo "--unmarked-twins with --calibration did not fail"; exit 1
+fi
+grep -q "with --calibration it makes none" "$folder/err.txt" || { echo "unclear error:"; cat "$folder/err.txt"; exit 1; }
+echo "4 tables written and read back, 4 traces written; --calibration refused; tables from unmarked twins"

@@ -46,6 +46,10 @@ def test_profile_of_copies_at_once(tmp_path):
     assert copies["concurrent"] == 2 and "pipeline_schedule" not in copies
     assert [layer["name"] for layer in two["layers"]] == [layer["name"] for layer in alone["layers"]]
     assert two["task_overhead_s"] >= 0 and two["layer_overhead_s"] >= 0
+    # Overheads fitted from unmarked twins of the timed runs, when asked, and said so.
+    twins = pipetwin.profile("mlp", params={"widths": "32,16,8", "batch": 8}, data="synthetic", repeats=4,
+                             unmarked_twins=True)
+    assert twins["overheads_from_unmarked_twins"] is True and "overheads_from_unmarked_twins" not in alone
     graph = pipetwin.build_graph("mlp", "1f1b", "cpu-core", 2, 4, 2, params={"widths": "32,16,8", "batch": 8},
                                  calibration=str(tmp_path / "two.json"))
     assert pipetwin.simulate(graph).iteration_s > 0

@@ -171,18 +171,20 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
 def profile(model: PathArg, *, device: str = "cpu", microbatches: int = 4, params: Params = None, data: str = "auto",
             data_dir: PathArg = _DATA_DIR, repeats: int = 64, seed: int = 1, concurrent: int = 1,
             output: Optional[PathArg] = None, pin_threads: bool = False,
-            concurrent_timing: str = "pipeline") -> Dict[str, Any]:
+            concurrent_timing: str = "pipeline", unmarked_twins: bool = False) -> Dict[str, Any]:
     """Times F, BA, BW and U of every layer on one processor; returns the calibration table (a dict)
     and writes it to `output` when given (use it as calibration=path). concurrent > 1 gives the
     table for a pipeline of that many CPU threads: concurrent_timing "pipeline" times each layer
     where a 1f1b run on that many processors puts it (a network with too few layers falls back to
     copies), "copies" times that many copies of the one-processor run at once, one per thread.
     pin_threads: processor (copy) k's thread on the k-th CPU this process may run on, as processor
-    k's in a pinned run."""
+    k's in a pinned run. unmarked_twins: every timed run is made again without its layers' marks,
+    and what a task costs beyond its layers is fitted from that twin's task times (the table says
+    so: "overheads_from_unmarked_twins"); profiling takes about twice as long."""
     _check_device(device)
     text = _core.profile(_path(model), microbatches=microbatches, params=_params(params), data=data, data_dir=_path(data_dir),
                          repeats=repeats, seed=seed, concurrent=concurrent, pin_threads=pin_threads,
-                         concurrent_timing=concurrent_timing)
+                         concurrent_timing=concurrent_timing, unmarked_twins=unmarked_twins)
     if output is not None:
         _core.write_output_file(_path(output), text)
     table: Dict[str, Any] = json.loads(text)

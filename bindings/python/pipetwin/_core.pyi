@@ -246,9 +246,9 @@ def networks() -> list[dict[str, typing.Any]]:
     """
     The built-in networks: name, description and parameters of each.
     """
-def profile(model: str, microbatches: typing.SupportsInt | typing.SupportsIndex = 4, params: dict[str, typing.Any] | collections.abc.Iterable[str] | None = None, data: str = 'auto', data_dir: str = '/usr/share/datasets/fashion-mnist', repeats: typing.SupportsInt | typing.SupportsIndex = 64, seed: typing.SupportsInt | typing.SupportsIndex = 1, concurrent: typing.SupportsInt | typing.SupportsIndex = 1, pin_threads: bool = False, concurrent_timing: str = 'pipeline') -> str:
+def profile(model: str, microbatches: typing.SupportsInt | typing.SupportsIndex = 4, params: dict[str, typing.Any] | collections.abc.Iterable[str] | None = None, data: str = 'auto', data_dir: str = '/usr/share/datasets/fashion-mnist', repeats: typing.SupportsInt | typing.SupportsIndex = 64, seed: typing.SupportsInt | typing.SupportsIndex = 1, concurrent: typing.SupportsInt | typing.SupportsIndex = 1, pin_threads: bool = False, concurrent_timing: str = 'pipeline', unmarked_twins: bool = False) -> str:
     """
-    Times every task kind of every layer on one CPU thread (with concurrent > 1: the table for as many processor threads, its layers timed in a pipeline of that many, or as that many copies at once, as concurrent_timing says); returns the calibration table as JSON text.
+    Times every task kind of every layer on one CPU thread (with concurrent > 1: the table for as many processor threads, its layers timed in a pipeline of that many, or as that many copies at once, as concurrent_timing says); returns the calibration table as JSON text. unmarked_twins: every timed run is made again without its layers' marks, and what a task costs beyond its layers is fitted from that twin's task times.
     """
 def rank_search(rows: collections.abc.Sequence[str]) -> str:
     """

@@ -21,7 +21,8 @@ std::int64_t median_of(std::vector<std::int64_t> values);  // of byte counts, ke
 std::int64_t max_peak(const std::vector<std::int64_t>& peaks);
 
 // What each task of `runs` (of `graph`, recorded with `record_layer_times`) took beyond its
-// layers' recorded times, with the number of layers it spans and its kind.
+// layers' recorded times, with the number of layers it spans and its kind. A run with an unmarked
+// twin (TrainingRun::unmarked_tasks) gives each task's time from the twin, its layers' from itself.
 struct TaskOverhead {
   std::int32_t layers = 1;
   double seconds = 0;
@@ -30,6 +31,16 @@ struct TaskOverhead {
 };
 std::vector<TaskOverhead> task_overheads(const TaskGraph& graph, const std::vector<TrainingRun>& runs,
                                          std::int32_t skip_minibatches);
+
+// `run`, making every run asked for layer times twice: as asked (its layers marked), then again
+// with the same options but no marks, whose task times it keeps in the first's
+// TrainingRun::unmarked_tasks. Tables made with it fit what a task costs beyond its layers from
+// runs that pay no marks, as validation runs do not: a GPU's marks are events recorded around
+// every layer's parts, each a host call (docs/cuda-executor.md). Runs without layer times are
+// made once. Profiling takes about twice as long.
+// The table made so says it (Calibration::overheads_from_unmarked_twins): profile_cpu and
+// profile_cuda set it.
+Runner with_unmarked_twins(Runner run);
 
 // The line through the mean overheads (the median of up to 8 blocks' means, as layer times) of
 // the tasks spanning the fewest and the most layers: calibration.task_overhead_s per task plus

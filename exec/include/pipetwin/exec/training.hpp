@@ -106,6 +106,9 @@ struct TrainingRun {
   std::vector<HostWeights> final_weights;    // per layer: the newest version
   std::vector<HostWeights> initial_weights;  // per layer: version 0
   std::vector<LayerTime> layer_times;     // when recorded
+  // Per task, its times in an unmarked twin of this run (with_unmarked_twins, profiling.hpp): the
+  // same graph run again without its layers' marks. Empty: no twin was made.
+  std::vector<TaskTiming> unmarked_tasks;
   // When layer times are recorded (in one process): per task, the seconds its thread spent after
   // the task's end reading them, before it could start its next task; a run that does not record
   // them does not spend these (the profile's gaps between tasks leave them out).

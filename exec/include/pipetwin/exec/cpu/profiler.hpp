@@ -32,12 +32,13 @@ using pipetwin::parse_concurrent_timing;
 // `handoff_spin_s` and `transfer_threads`: those of the runs the table is for
 // (TrainingOptions::handoff_spin_s, the automatic one being that of runs of `concurrent`
 // processors, and TrainingOptions::transfer_threads); the pipeline runs with them, and the
-// handoff is timed with that spin (Calibration::handoff_spin_s).
+// handoff is timed with that spin (Calibration::handoff_spin_s). `unmarked_twins`: the tasks'
+// overheads from unmarked twins of the timed runs (with_unmarked_twins, profiling.hpp).
 Calibration profile_cpu(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
                         const std::function<void(const std::string&)>& progress, int concurrent = 1,
                         const std::vector<int>& pin_cpus = {}, double handoff_spin_s = kAutomaticHandoffSpin,
                         ConcurrentTiming timing = ConcurrentTiming::pipeline,
-                        TransferThreads transfer_threads = TransferThreads::automatic);
+                        TransferThreads transfer_threads = TransferThreads::automatic, bool unmarked_twins = false);
 
 struct Accuracy {
   double loss = 0;      // mean over the samples

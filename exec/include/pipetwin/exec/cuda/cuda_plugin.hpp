@@ -24,7 +24,9 @@ struct PluginEntryPoints {
 
 // This header's version and the sizes of the types that cross between program and plug-in.
 constexpr std::uint64_t plugin_abi() {
-  constexpr std::uint64_t version = 4;  // 3: profile takes a ConcurrentTiming; 4: LayerTimes::assembly_s
+  // 3: profile takes a ConcurrentTiming; 4: LayerTimes::assembly_s; 5: TrainingRun::unmarked_tasks,
+  // CudaOptions::unmarked_twins
+  constexpr std::uint64_t version = 5;
   return version << 56 ^ sizeof(TaskGraph) << 40 ^ sizeof(TrainingRun) << 24 ^ sizeof(Calibration) << 8 ^
          sizeof(GraphConfig) ^ sizeof(CudaOptions) << 4 ^ sizeof(TrainingOptions) << 16;
 }
