@@ -35,11 +35,10 @@ std::vector<TaskOverhead> task_overheads(const TaskGraph& graph, const std::vect
 // `run`, making every run asked for layer times twice: as asked (its layers marked), then again
 // with the same options but no marks, whose task times it keeps in the first's
 // TrainingRun::unmarked_tasks. Tables made with it fit what a task costs beyond its layers from
-// runs that pay no marks, as validation runs do not: a GPU's marks are events recorded around
-// every layer's parts, each a host call (docs/cuda-executor.md). Runs without layer times are
-// made once. Profiling takes about twice as long.
-// The table made so says it (Calibration::overheads_from_unmarked_twins): profile_cpu and
-// profile_cuda set it.
+// runs that pay for no marks, as validation runs pay for none: a GPU's marks are events recorded
+// around every layer's parts, each a host call (docs/cuda-executor.md). Runs without layer times
+// are made once. Profiling takes about twice as long. profile_cpu and profile_cuda say so in the
+// table (Calibration::overheads_from_unmarked_twins).
 Runner with_unmarked_twins(Runner run);
 
 // The line through the mean overheads (the median of up to 8 blocks' means, as layer times) of

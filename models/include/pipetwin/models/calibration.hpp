@@ -118,11 +118,12 @@ struct Calibration {
   // The MPI ranks the table was profiled across (profile --distributed; 1: one process). The graph
   // builder then knows which transfers are messages between ranks (rank_layout.hpp).
   std::int32_t ranks = 1;
-  double task_overhead_s = 0;     // per task, beyond its layers' times (the engine's own cost)
-  // The overheads (task_overhead_s, layer_overhead_s, kind_overhead_s, stage_kind_overhead_s)
-  // were fitted from unmarked twins of the timed runs (exec's with_unmarked_twins): each task's
-  // time in a run without its layers' marks, less its layers' times in the marked run.
+  // The overheads below (task_overhead_s, layer_overhead_s, kind_overhead_s,
+  // stage_kind_overhead_s) were fitted from unmarked twins of the timed runs (exec's
+  // with_unmarked_twins): each task's time in a run without its layers' marks, less its layers'
+  // times in the marked run. False: from the marked runs alone.
   bool overheads_from_unmarked_twins = false;
+  double task_overhead_s = 0;     // per task, beyond its layers' times (the engine's own cost)
   double layer_overhead_s = 0;    // and per layer in a task other than an update (between layers)
   // Per task kind the profile timed apart (F, B, BA, BW; empty in older tables): what a task of
   // that kind costs beyond its layers and layer_overhead_s, in place of task_overhead_s. A
