@@ -199,9 +199,13 @@ Ran run_with_log(Engine& engine, const TaskGraph& graph) {
 void check_engine_run(const TaskGraph& g, const Ran& ran, const std::string& engine) {
   REQUIRE(ran.result.tasks.size() == g.tasks.size());
   std::map<std::int32_t, int> starts, ends;
+  std::map<std::int32_t, std::int64_t> started_at;  // each task's (last) start
   auto count = [&](const std::vector<EventLog::Event>& events) {
     for (const auto& e : events) {
-      if (e.kind == EventLog::Kind::start) ++starts[e.task];
+      if (e.kind == EventLog::Kind::start) {
+        ++starts[e.task];
+        started_at[e.task] = e.cycles;
+      }
       if (e.kind == EventLog::Kind::end) ++ends[e.task];
     }
   };
@@ -213,14 +217,6 @@ void check_engine_run(const TaskGraph& g, const Ran& ran, const std::string& eng
   // Every engine tells an allocation at the start of the task that makes it, as the graph
   // declares its buffers: the predictions from the declared buffers, the executors as their tasks
   // run (they account a task's output once it is made).
-  std::map<std::int32_t, std::int64_t> started_at;
-  const auto starts_of = [&](const std::vector<EventLog::Event>& events) {
-    for (const auto& e : events) {
-      if (e.kind == EventLog::Kind::start) started_at[e.task] = e.cycles;
-    }
-  };
-  for (std::int32_t p = 0; p < g.processor_count(); ++p) starts_of(ran.log->on_processor(p));
-  for (std::size_t k = 0; k < g.links.size(); ++k) starts_of(ran.log->on_link(static_cast<std::int32_t>(k)));
   int allocations = 0, at_start = 0;
   for (std::int32_t slot = 0; slot <= g.processor_count(); ++slot) {
     for (const auto& e : slot == g.processor_count() ? ran.log->in_host_memory() : ran.log->on_processor(slot)) {

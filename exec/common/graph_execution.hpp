@@ -135,7 +135,7 @@ class GraphExecution {
       : b_(backend), g_(graph), net_(network), options_(options), name_(std::move(name)),
         flow_(read_graph_flow(graph, static_cast<std::int32_t>(network.size()))),
         start_(Clock::now()), event_log_(make_event_log(graph, options)), summary_(graph),
-        observers_(hub_observers(options), graph.clock_hz),
+        observers_(hub_observers(options), graph.clock_hz, graph.tasks.size()),
         memory_(graph, observers_) {}
 
   TrainingRun run();

@@ -14,11 +14,12 @@ namespace pipetwin::exec {
 
 class ObserverHub {
  public:
-  ObserverHub(std::vector<EngineObserver*> observers, double clock_hz) : observers_(std::move(observers)), clock_hz_(clock_hz) {}
+  ObserverHub(std::vector<EngineObserver*> observers, double clock_hz, std::size_t tasks)
+      : observers_(std::move(observers)), clock_hz_(clock_hz), started_at_(tasks, kNotStarted) {}
   void restart(std::chrono::steady_clock::time_point start) {
     std::lock_guard<std::mutex> lock(mutex_);
     start_ = start;
-    started_at_.clear();
+    std::fill(started_at_.begin(), started_at_.end(), kNotStarted);
   }
   bool empty() const { return observers_.empty(); }
   // A task's start and end, measured by the caller at `at`.
@@ -26,9 +27,7 @@ class ObserverHub {
     if (observers_.empty()) return;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      const auto index = static_cast<std::size_t>(task);
-      if (index >= started_at_.size()) started_at_.resize(index + 1, kNotStarted);
-      started_at_[index] = at;
+      started_at_.at(static_cast<std::size_t>(task)) = at;
     }
     tell(at, [&](EngineObserver& o, std::int64_t cycles) { o.task_started(task, cycles); });
   }
@@ -75,7 +74,7 @@ class ObserverHub {
   std::vector<EngineObserver*> observers_;
   double clock_hz_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  std::vector<std::chrono::steady_clock::time_point> started_at_;  // per task, when told (kNotStarted: not yet)
+  std::vector<std::chrono::steady_clock::time_point> started_at_;  // per graph task, when told (kNotStarted: not yet)
   std::mutex mutex_;
 };
 
