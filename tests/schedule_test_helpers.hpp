@@ -3,10 +3,7 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <utility>
@@ -16,6 +13,7 @@
 #include "pipetwin/schedule/result.hpp"
 #include "pipetwin/schedule/task_graph.hpp"
 #include "pipetwin/schedule/torch_csv.hpp"
+#include "temporary_folder.hpp"
 
 namespace pipetwin::test {
 
@@ -57,12 +55,10 @@ inline GraphConfig with_schedule_file(GraphConfig config) {
   if (config.schedule != "torch-csv") return config;
   GraphConfig source = config;
   source.schedule = "1f1b";
-  // In the temp folder (never the checkout), one file name per process: ctest runs test cases as
-  // parallel processes.
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("pipetwin_conformance_" + std::to_string(::getpid()) + "_" +
-                             std::to_string(config.processors) + "_" + std::to_string(config.microbatches) + ".csv"))
-                               .string();
+  // In the test process's own temporary folder (never the checkout; removed at exit), one file
+  // per configuration.
+  const std::string path = process_temporary_folder().file(
+      "conformance_" + std::to_string(config.processors) + "_" + std::to_string(config.microbatches) + ".csv");
   std::ofstream(path) << graph_to_torch_csv(make_graph(source));
   config.params.push_back("file=" + path);
   return config;

@@ -15,6 +15,7 @@
 #include "pipetwin/sim/accelerator.hpp"
 #include "pipetwin/sim/simulator.hpp"
 #include "schedule_test_helpers.hpp"
+#include "temporary_folder.hpp"
 
 using namespace pipetwin;
 
@@ -197,8 +198,8 @@ TEST_CASE("every run starts at time zero: four runs of a graph near the clock's 
 }
 
 TEST_CASE("SystemC's VCD trace has each processor's busy signal at the clock period") {
-  const auto folder = std::filesystem::temp_directory_path() / ("pipetwin_vcd_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(folder);
+  const test::TemporaryFolder temporary("vcd");
+  const std::filesystem::path& folder = temporary.path();
   SimOptions options;
   options.vcd_path = (folder / "run.vcd").string();
   simulate_times(chain_graph(1e9, 7), options);
@@ -215,7 +216,6 @@ TEST_CASE("SystemC's VCD trace has each processor's busy signal at the clock per
   CHECK_THROWS_WITH_AS(simulate_times(chain_graph(1e9, 7), options), doctest::Contains("no folder"), Error);
   options.vcd_path = (folder / "run.txt").string();
   CHECK_THROWS_WITH_AS(simulate_times(chain_graph(1e9, 7), options), doctest::Contains("must end in .vcd"), Error);
-  std::filesystem::remove_all(folder);
 }
 
 TEST_CASE("hardware files choose the accelerator and check its settings") {

@@ -5,8 +5,6 @@
 // Also: measured results have the simulator's schema, and bad input gives clear errors.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -34,6 +32,7 @@
 #include "pipetwin/schedule/gradient_assembly.hpp"
 #include "pipetwin/schedule/registry.hpp"
 #include "synthetic_data.hpp"
+#include "temporary_folder.hpp"
 #include "training_reference.hpp"
 
 namespace pipetwin {
@@ -344,12 +343,11 @@ TEST_CASE("bad input: memory beyond capacity, divergence, missing dataset") {
   }
   SUBCASE("a missing or broken dataset file") {
     CHECK_THROWS_WITH_AS(load_fashion_mnist("/nonexistent", "train"), doctest::Contains("Fashion-MNIST not found"), Error);
-    const std::string dir = (std::filesystem::temp_directory_path() / ("pipetwin_idx_" + std::to_string(::getpid()))).string();
-    std::filesystem::create_directories(dir);
+    const test::TemporaryFolder folder("idx");
+    const std::string dir = folder.path().string();
     std::ofstream(dir + "/train-images-idx3-ubyte") << "not an idx file";
     std::ofstream(dir + "/train-labels-idx1-ubyte") << "nor this";
     CHECK_THROWS_WITH_AS(load_fashion_mnist(dir, "train"), doctest::Contains("is not an IDX image file"), Error);
-    std::filesystem::remove_all(dir);
   }
   SUBCASE("a network the executor cannot run") {
     GraphConfig config = config_for({"gpt", {"layers=2", "hidden=8", "heads=2", "seq=4", "vocab=16", "batch=2"}}, "sequential", 1, 1, 1);
@@ -381,8 +379,8 @@ TEST_CASE("a sampler fills the samples, the labels or both of a microbatch, the 
 }
 
 TEST_CASE("--data idx: any IDX folder, standardised with its training images' mean and std") {
-  const std::string dir = (std::filesystem::temp_directory_path() / ("pipetwin_idx_folder_" + std::to_string(::getpid()))).string();
-  std::filesystem::create_directories(dir);
+  const test::TemporaryFolder folder("idx-folder");
+  const std::string dir = folder.path().string();
   // 3 training images of 2x2 pixels (0, 51, 102, ..., 255 = 0.0, 0.2, ..., 1.0 after / 255) and 1 test image.
   auto write = [&](const std::string& name, std::uint32_t magic, std::vector<std::uint32_t> dims,
                    const std::vector<unsigned char>& bytes) {
@@ -419,7 +417,6 @@ TEST_CASE("--data idx: any IDX folder, standardised with its training images' me
   CHECK_THROWS_WITH_AS(load_dataset_for("idx", dir, make_request(config_for(kMlp, "sequential", 1, 1, 1)).network, "train"),
                        doctest::Contains("has images of"), Error);
   CHECK_THROWS_WITH_AS(load_idx_folder(dir + "/missing", "train"), doctest::Contains("--data-dir"), Error);
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("validation falls back to sequential only where a schedule cannot be built on one processor") {

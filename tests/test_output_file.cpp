@@ -13,20 +13,13 @@
 
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/output_file.hpp"
+#include "temporary_folder.hpp"
 
 namespace fs = std::filesystem;
 using namespace pipetwin;
+using pipetwin::test::TemporaryFolder;
 
 namespace {
-
-struct TemporaryFolder {
-  fs::path path;
-  TemporaryFolder() {
-    std::string pattern = (fs::temp_directory_path() / "pipetwin-output-XXXXXX").string();
-    path = ::mkdtemp(pattern.data());
-  }
-  ~TemporaryFolder() { fs::remove_all(path); }
-};
 
 std::string read(const fs::path& file) {
   std::ifstream in(file);
@@ -42,31 +35,31 @@ std::size_t entries(const fs::path& folder) {
 }  // namespace
 
 TEST_CASE("output files: new, replaced whole, through symbolic links, never over a FIFO or a directory") {
-  const TemporaryFolder folder;
-  const fs::path file = folder.path / "out.json";
+  const TemporaryFolder folder("output");
+  const fs::path file = folder.path() / "out.json";
   write_output_file(file.string(), "one");
   CHECK(read(file) == "one");
   write_output_file(file.string(), "two");
   CHECK(read(file) == "two");
-  CHECK(entries(folder.path) == 1);  // no temporary left behind
+  CHECK(entries(folder.path()) == 1);  // no temporary left behind
 
   // A symbolic link is written through: the target changes, the link stays a link.
-  const fs::path link = folder.path / "link.json";
+  const fs::path link = folder.path() / "link.json";
   fs::create_symlink(file, link);
   write_output_file(link.string(), "three");
   CHECK(fs::is_symlink(fs::symlink_status(link)));
   CHECK(read(file) == "three");
 
   // A directory is an error, and nothing is left beside it.
-  const fs::path sub = folder.path / "sub";
+  const fs::path sub = folder.path() / "sub";
   fs::create_directory(sub);
   CHECK_THROWS_WITH_AS(write_output_file(sub.string(), "x"), doctest::Contains("is a directory"), Error);
-  CHECK_THROWS_WITH_AS(write_output_file((folder.path / "missing" / "x.json").string(), "x"),
+  CHECK_THROWS_WITH_AS(write_output_file((folder.path() / "missing" / "x.json").string(), "x"),
                        doctest::Contains("does not exist"), Error);
-  CHECK(entries(folder.path) == 3);  // out.json, link.json, sub
+  CHECK(entries(folder.path()) == 3);  // out.json, link.json, sub
 
   // A FIFO (like a device) is written in place and stays a FIFO.
-  const fs::path fifo = folder.path / "fifo";
+  const fs::path fifo = folder.path() / "fifo";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   std::string received;
   std::thread reader([&] { received = read(fifo); });
@@ -74,5 +67,5 @@ TEST_CASE("output files: new, replaced whole, through symbolic links, never over
   reader.join();
   CHECK(received == "through the pipe");
   CHECK(fs::is_fifo(fs::status(fifo)));
-  CHECK(entries(folder.path) == 4);
+  CHECK(entries(folder.path()) == 4);
 }

@@ -1,8 +1,5 @@
 // PyTorch's compute-only schedule CSV: round trips, files as PyTorch writes them, errors.
 #include <doctest/doctest.h>
-#include <unistd.h>
-
-#include <filesystem>
 
 #include <fstream>
 
@@ -21,10 +18,9 @@ GraphConfig config_for(const std::string& schedule, int P, int M) {
   return config;
 }
 
-// In the temp folder, named per process (ctest runs test cases as parallel processes).
+// In the test process's own temporary folder (removed at exit).
 std::string write(const std::string& name, const std::string& text) {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("pipetwin_" + std::to_string(::getpid()) + "_" + name)).string();
+  const std::string path = test::process_temporary_folder().file(name);
   std::ofstream(path) << text;
   return path;
 }
