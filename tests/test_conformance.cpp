@@ -361,7 +361,10 @@ TEST_CASE("conformance: data-parallel replicas of the synchronous schedules on e
   int configurations = 0;
   for (const auto& model : {std::string("lenet5"), std::string("mlp")}) {
     for (const std::string schedule : {"sequential", "gpipe", "1f1b", "zb-h1", "zb-h2", "interleaved-1f1b"}) {
-      for (const auto& [P, d] : {std::pair<int, int>{1, 2}, {2, 2}, {2, 3}}) {
+      for (const auto& each_p_d : {std::pair<int, int>{1, 2}, {2, 2}, {2, 3}}) {
+        // Named, not structured bindings: a C++17 lambda (CAPTURE's) cannot capture those.
+        const auto& P = each_p_d.first;
+        const auto& d = each_p_d.second;
         GraphConfig config = matrix_config(schedule, model, P);
         if (config.processors != P) continue;
         config.processors = P * d;

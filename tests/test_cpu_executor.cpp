@@ -974,7 +974,10 @@ TEST_CASE("validation prices each link's transfers: measured durations over the 
   // The handoffs were timed apart: the round trip is less than the whole latency.
   CHECK(round_trip_cycles > 0);
   int links = 0;
-  for (const auto& [part, error] : row.task_time_error_by_part) {
+  for (const auto& each_part_error : row.task_time_error_by_part) {
+    // Named, not structured bindings: a C++17 lambda (CAPTURE's) cannot capture those.
+    const auto& part = each_part_error.first;
+    const auto& error = each_part_error.second;
     CAPTURE(part);
     if (part.front() == 'l') {
       ++links;
@@ -1345,7 +1348,10 @@ TEST_CASE("a table for P processors takes the copies of sizes its pipeline did n
   for (const auto& [bytes, seconds] : pipeline) expected[bytes] = median_of_block_means(seconds);
   REQUIRE(expected.size() > pipeline.size());  // LayerPipe made sizes the pipeline did not
   REQUIRE(timed.pipeline_copy_seconds.size() == expected.size());
-  for (const auto& [bytes, seconds] : timed.pipeline_copy_seconds) {
+  for (const auto& each_bytes_seconds : timed.pipeline_copy_seconds) {
+    // Named, not structured bindings: a C++17 lambda (CAPTURE's) cannot capture those.
+    const auto& bytes = each_bytes_seconds.first;
+    const auto& seconds = each_bytes_seconds.second;
     CAPTURE(bytes);
     REQUIRE(expected.count(bytes) == 1);
     CHECK(seconds == doctest::Approx(expected.at(bytes)).epsilon(1e-12));
@@ -1678,8 +1684,11 @@ TEST_CASE("transfers copied by their senders' threads run right after their sour
     }
   };
   const Dataset data = data_for(kLenet);
-  for (const auto& [schedule, processors] : std::vector<std::pair<std::string, int>>{
+  for (const auto& each_schedule_processors : std::vector<std::pair<std::string, int>>{
            {"1f1b", 2}, {"pipedream", 2}, {"zb-h1", 2}, {"layerpipe", 2}, {"1f1b", 3}}) {
+    // Named, not structured bindings: a C++17 lambda (CAPTURE's) cannot capture those.
+    const auto& schedule = each_schedule_processors.first;
+    const auto& processors = each_schedule_processors.second;
     CAPTURE(schedule);
     CAPTURE(processors);
     const GraphConfig config = config_for(kLenet, schedule, processors, 4, 3);
@@ -2066,7 +2075,10 @@ TEST_CASE("layer times: a fused B goes back to the linear output once, and recor
       if (!is_backward(time.kind)) CHECK(time.to_linear_s == 0);
     }
     int fused = 0;
-    for (const auto& [key, kinds] : by_task_layer) {
+    for (const auto& each_key_kinds : by_task_layer) {
+      // Named, not structured bindings: a C++17 lambda (CAPTURE's) cannot capture those.
+      const auto& key = each_key_kinds.first;
+      const auto& kinds = each_key_kinds.second;
       const Task& task = graph.tasks[static_cast<std::size_t>(key.first)];
       CAPTURE(key.second);
       if (task.kind == TaskKind::B) {
@@ -2149,7 +2161,10 @@ TEST_CASE("layer times reach the observers once every task has ended, each withi
     const Task& t = graph.tasks[static_cast<std::size_t>(told.task)];
     if (told.kind == t.kind) split_seconds_by_task[told.task] += told.seconds;
   }
-  for (const auto& [task, seconds] : split_seconds_by_task) {
+  for (const auto& each_task_seconds : split_seconds_by_task) {
+    // Named, not structured bindings: a C++17 lambda (CAPTURE's) cannot capture those.
+    const auto& task = each_task_seconds.first;
+    const auto& seconds = each_task_seconds.second;
     CAPTURE(task);
     const double task_s = static_cast<double>(events.end_cycles.at(task) - events.start_cycles.at(task)) / graph.clock_hz;
     CHECK(seconds <= task_s + 2 / graph.clock_hz);  // the cycles are whole: at most a cycle lost at each end

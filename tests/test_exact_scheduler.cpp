@@ -242,7 +242,10 @@ TEST_CASE("layerpipe with scheduler=exact: the closed-form least period, proven,
   // unit hardware: F, BA and BW one cycle per layer (3 L of work), the greedy scheduler already
   // reaches max(iteration bound, ceil(work / P)) here (test_layerpipe.cpp); the exact one must
   // prove it least, valid, and move no more bytes than greedy.
-  for (const auto& [model, layers] : {std::pair<std::string, int>{"mlp", 3}, {"lenet5", 5}}) {
+  for (const auto& each_model_layers : {std::pair<std::string, int>{"mlp", 3}, {"lenet5", 5}}) {
+    // Named, not structured bindings: a C++17 lambda (CAPTURE's) cannot capture those.
+    const auto& model = each_model_layers.first;
+    const auto& layers = each_model_layers.second;
     for (int P : {2, 5}) {
       GraphConfig config = test::graph_config(model, "layerpipe", "unit", P, 1, 4);
       config.params = {"scheduler=exact", "solve_nodes=50", "solve_seconds=60"};

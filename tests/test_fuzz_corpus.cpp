@@ -17,7 +17,10 @@ TEST_CASE("fuzz corpus replay: every kept input through its loader, with no cras
       {"network_json", pipetwin::fuzz::network_json}, {"hardware_json", pipetwin::fuzz::hardware_json},
       {"graph_json", pipetwin::fuzz::graph_json},     {"calibration_json", pipetwin::fuzz::calibration_json},
       {"torch_csv", pipetwin::fuzz::torch_csv}};
-  for (const auto& [name, target] : targets) {
+  for (const auto& each_name_target : targets) {
+    // Named, not structured bindings: a C++17 lambda (CAPTURE's) cannot capture those.
+    const auto& name = each_name_target.first;
+    const auto& target = each_name_target.second;
     const fs::path folder = fs::path(PIPETWIN_FUZZ_CORPUS_DIR) / name;
     REQUIRE(fs::is_directory(folder));
     int inputs = 0;

@@ -44,7 +44,10 @@ TEST_CASE("graph flow: one processor's readers of the same gradient slices share
   }
   REQUIRE(!expected.empty());
   std::set<std::int32_t> groups;
-  for (const auto& [key, tasks] : expected) {
+  for (const auto& each_key_tasks : expected) {
+    // Named, not structured bindings: a C++17 lambda (CAPTURE's) cannot capture those.
+    const auto& key = each_key_tasks.first;
+    const auto& tasks = each_key_tasks.second;
     CAPTURE(std::get<2>(key));
     CHECK(tasks.size() >= 2);
     const std::int32_t group = flow.assembly_group[static_cast<std::size_t>(tasks.front())];
@@ -111,7 +114,10 @@ TEST_CASE("gradient assemblies: one per layer and microbatch on one processor, o
       }
     }
     REQUIRE(!readers.empty());
-    for (const auto& [key, tasks] : readers) {
+    for (const auto& each_key_tasks : readers) {
+      // Named, not structured bindings: a C++17 lambda (CAPTURE's) cannot capture those.
+      const auto& key = each_key_tasks.first;
+      const auto& tasks = each_key_tasks.second;
       CAPTURE(std::get<2>(key));
       // The next layer's BA parts: on this layer's processor, the readers share one assembly
       // (the first in the processor's order makes it); on another, each reader makes its own.

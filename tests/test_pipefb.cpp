@@ -74,7 +74,10 @@ TEST_CASE("pipefb: a forward that waits for no weight transfer is caught") {
 }
 
 TEST_CASE("pipefb with fewer F-nodes: P - fnodes stages, consecutive stages' forwards share an F-node") {
-  for (const auto& [P, fnodes] : {std::pair<int, int>{3, 1}, {5, 2}, {7, 3}, {8, 3}, {8, 1}}) {
+  for (const auto& each_p_fnodes : {std::pair<int, int>{3, 1}, {5, 2}, {7, 3}, {8, 3}, {8, 1}}) {
+    // Named, not structured bindings: a C++17 lambda (CAPTURE's) cannot capture those.
+    const auto& P = each_p_fnodes.first;
+    const auto& fnodes = each_p_fnodes.second;
     const TaskGraph g = make_graph(pipefb_config(P, {"fnodes=" + std::to_string(fnodes)}));
     CAPTURE(P);
     CAPTURE(fnodes);

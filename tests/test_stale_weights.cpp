@@ -25,7 +25,10 @@ GraphConfig stale_config(int P, const std::vector<std::string>& params, int mini
 }  // namespace
 
 TEST_CASE("partition s of S reads weights 2(S-s)-1 updates stale, backwards read the newest") {
-  for (const auto& [P, ppv] : {std::pair<int, std::string>{2, "19"}, {3, "19,37"}, {4, "9,19,37"}}) {
+  for (const auto& each_p_ppv : {std::pair<int, std::string>{2, "19"}, {3, "19,37"}, {4, "9,19,37"}}) {
+    // Named, not structured bindings: a C++17 lambda (CAPTURE's) cannot capture those.
+    const auto& P = each_p_ppv.first;
+    const auto& ppv = each_p_ppv.second;
     const TaskGraph g = make_graph(stale_config(P, {"ppv=" + ppv}));
     REQUIRE(validate(g).empty());
     CHECK(g.stages[0].last_layer == std::stoi(ppv) - 1);  // after layer ppv[0], counted from 1

@@ -38,12 +38,16 @@ GradientAssemblies gradient_assemblies(const TaskGraph& graph, std::int32_t laye
     a.assembles[static_cast<std::size_t>(t.id)] = slices.size() > 1 || graph.tasks[static_cast<std::size_t>(slices.front())].parts > 1;
     readers[{t.resource, slices}].push_back(t.id);
   }
-  for (const auto& [where, tasks] : readers) {
+  for (const auto& entry : readers) {
+    // Named, not structured bindings: a C++17 lambda cannot capture those (clang refuses).
+    const std::int32_t processor = entry.first.first;
+    const std::vector<std::int32_t>& sources = entry.first.second;
+    const std::vector<std::int32_t>& tasks = entry.second;
     if (tasks.size() < 2) continue;  // one reader: taken over, or its own copy
-    const bool shared = std::all_of(where.second.begin(), where.second.end(), [&](std::int32_t source) {
+    const bool shared = std::all_of(sources.begin(), sources.end(), [&](std::int32_t source) {
       const Task& s = graph.tasks[static_cast<std::size_t>(source)];
       const auto count = slice_readers.find(source);
-      return s.placement == Placement::processor && s.resource == where.first && count != slice_readers.end() &&
+      return s.placement == Placement::processor && s.resource == processor && count != slice_readers.end() &&
              count->second == static_cast<std::int32_t>(tasks.size());
     });
     if (!shared) continue;

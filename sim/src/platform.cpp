@@ -108,7 +108,7 @@ void Platform::plan_packets(const TaskGraph& g, const PacketSettings& settings,
   board_->set_ready_early(std::move(early));
 }
 
-void Platform::trace(sc_core::sc_trace_file* file) {
+void Platform::add_traces(sc_core::sc_trace_file* file) {
   for (auto& processor : processors_) {
     processor->trace_busy();
     sc_core::sc_trace(file, processor->busy, processor->busy.name());

@@ -29,7 +29,7 @@ class Platform final : public sc_core::sc_module {
   const char* kind() const override { return "pipetwin::sim::Platform"; }
 
   // Adds each processor's busy signal and each medium's transfers in service to `file`.
-  void trace(sc_core::sc_trace_file* file);
+  void add_traces(sc_core::sc_trace_file* file);  // not trace(): sc_object::trace is virtual
   TaskBoard& board() { return *board_; }
   const std::vector<std::unique_ptr<ProcessorModule>>& processors() const { return processors_; }
 

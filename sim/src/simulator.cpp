@@ -113,7 +113,7 @@ std::vector<TaskTiming> simulate_times(const TaskGraph& g, const SimOptions& opt
     // VCD counts time in the run's resolution (a power of ten, as VCD requires): one clock
     // period is period_units() of it.
     vcd->set_time_unit(sc_core::sc_get_time_resolution().to_seconds(), sc_core::SC_SEC);
-    platform.trace(vcd);
+    platform.add_traces(vcd);
   }
   try {
     sc_core::sc_start();
