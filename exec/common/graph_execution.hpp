@@ -1923,7 +1923,9 @@ TrainingRun GraphExecution<B>::run() {
     memory_.allocate({BufferKind::weights, -1, stage}, g_.stages[s].processor, stage_weight_bytes(stage, 0), -1);
   }
 
-  if (distributed()) options_.distribution->transport->barrier();  // every rank's clock starts here
+  // Every rank's clock starts here. A rank that never comes (stopped, or hung before its run)
+  // fails the others after the message timeout rather than holding them for good.
+  if (distributed()) options_.distribution->transport->barrier_within(options_.distribution->message_timeout_s);
   start_ = Clock::now();
   if (distributed()) {
     const auto ranks = static_cast<std::size_t>(options_.distribution->transport->ranks());

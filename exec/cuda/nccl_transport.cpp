@@ -181,6 +181,7 @@ class NcclTransport final : public RankTransport {
   }
   std::vector<std::vector<unsigned char>> gather(const std::vector<unsigned char>& bytes) override { return bytes_.gather(bytes); }
   void barrier() override { bytes_.barrier(); }
+  void barrier_within(double wait_s) override { bytes_.barrier_within(wait_s); }
 
  private:
   // Until the stream's NCCL work has completed: polled, so that a peer that died (its half of the

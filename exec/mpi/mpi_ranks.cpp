@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <list>
 #include <mutex>
@@ -141,6 +142,27 @@ class MpiTransport final : public RankTransport {
   }
 
   void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+
+  // MPI_Ibarrier polled against a deadline (MPI_Barrier has none). It yields between polls rather
+  // than sleeping: the ranks' clocks start at its return, so it should return as soon as it can.
+  // On a timeout the request is left to MPI_Abort, which the caller's error ends the job with.
+  void barrier_within(double wait_s) override {
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(MPI_Ibarrier(MPI_COMM_WORLD, &request), "MPI_Ibarrier");
+    const auto until = deadline(wait_s);
+    for (;;) {
+      int done = 0;
+      check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (done != 0) return;
+      if (std::chrono::steady_clock::now() >= until) {
+        char waited[32];
+        std::snprintf(waited, sizeof(waited), "%g", wait_s);
+        throw Error("rank " + std::to_string(rank_) + " waited " + waited +
+                    " s at a barrier for the other ranks: a rank has stopped or hangs (--message-timeout sets the wait)");
+      }
+      std::this_thread::yield();
+    }
+  }
 
  private:
   struct Posted {

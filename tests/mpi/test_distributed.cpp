@@ -12,11 +12,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../schedule_test_helpers.hpp"
@@ -72,6 +74,7 @@ class SpanTransport final : public RankTransport {
   }
   std::vector<std::vector<unsigned char>> gather(const std::vector<unsigned char>& bytes) override { return bytes_.gather(bytes); }
   void barrier() override { bytes_.barrier(); }
+  void barrier_within(double wait_s) override { bytes_.barrier_within(wait_s); }
   std::int64_t spans_sent() const { return spans_sent_; }
 
  private:
@@ -150,6 +153,29 @@ int main() {
   mpi::MpiSession session;
   const std::int32_t ranks = session.ranks();
   int passed = 0, failed = 0;
+  // A barrier with a deadline: on time, every rank passes it. With rank 1 two seconds late, rank 0
+  // gives up after half a second with an error that says so, and the others pass it once rank 1
+  // comes (MPI matches collectives in order: rank 0's next barrier moves its abandoned one on).
+  if (ranks >= 2) {
+    session.transport().barrier_within(30);
+    std::string outcome = "no error after 0.5 s with rank 1 late";
+    if (session.rank() == 1) std::this_thread::sleep_for(std::chrono::seconds(2));
+    try {
+      session.transport().barrier_within(session.rank() == 0 ? 0.5 : 30);
+      if (session.rank() != 0) outcome.clear();
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      outcome = session.rank() == 0 && what.find("rank 0 waited 0.5 s at a barrier") != std::string::npos ? "" : what;
+    }
+    session.transport().barrier();
+    if (!outcome.empty()) std::printf("barrier with a deadline, rank %d: %s\n", session.rank(), outcome.c_str());
+    int wrong = outcome.empty() ? 0 : 1, ranks_wrong = 0;
+    MPI_Allreduce(&wrong, &ranks_wrong, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (session.rank() == 0) {
+      if (ranks_wrong == 0) std::printf("barrier with a deadline: rank 0 gave up on a late rank, the others passed\n");
+      (ranks_wrong == 0 ? passed : failed) += 1;
+    }
+  }
   for (const std::string model : {"lenet5", "resnet8"}) {
     for (const auto& schedule : schedule_names()) {
       const auto& specs = find_schedule(schedule).params;

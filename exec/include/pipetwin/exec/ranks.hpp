@@ -62,6 +62,14 @@ class RankTransport {
   // Returns once every rank has called it. Each rank's clock starts at its return, which aligns
   // the ranks' task times to within the barrier's skew.
   virtual void barrier() = 0;
+  // The same, but throws when some rank has not called it within `wait_s` seconds (it stopped or
+  // hangs), instead of waiting for good. Every rank must make the same call at that point (a
+  // transport may match it only with barrier_within on the other ranks). This default waits as
+  // barrier() does.
+  virtual void barrier_within(double wait_s) {
+    (void)wait_s;
+    barrier();
+  }
 };
 
 // What TrainingOptions::distribution points at.
