@@ -23,11 +23,17 @@ void add_concurrent_timing_option(CLI::App& command, std::string& timing) {
 }
 
 void add_unmarked_twins_option(CLI::App& command, ExecutorOptions& options) {
-  command.add_flag("--unmarked-twins", options.unmarked_twins,
-                   "profiling: make every timed run again without its layers' marks and fit what a task costs beyond "
-                   "its layers from that twin's task times (the layers' times stay the marked run's). On a GPU the "
-                   "marks are events recorded around each layer's parts, host calls that validation runs do not make "
-                   "(docs/cuda-executor.md). Profiling takes about twice as long");
+  command
+      .add_option("--unmarked-twins", options.unmarked_twins,
+                  "profiling: which tables make every timed run again without its layers' marks and fit what a task "
+                  "costs beyond its layers from that twin's task times (the layers' times stay the marked run's): "
+                  "auto (a GPU's one-processor table: there the marks, events around each layer's parts, are host "
+                  "calls that validation runs do not make, docs/cuda-executor.md), all, or none. Those tables take "
+                  "about twice as long to time")
+      ->expected(0, 1)
+      ->default_str("all")  // the option alone
+      ->option_text("{auto,all,none}=auto (alone: all)")
+      ->check(CLI::IsMember({"auto", "all", "none"}));
 }
 
 void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with_training) {

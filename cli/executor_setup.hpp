@@ -25,7 +25,7 @@ struct ExecutorOptions {
   std::string handoff_spin = "auto";  // --handoff-spin-us: microseconds, or auto (TrainingOptions::handoff_spin_s)
   std::string transfer_threads = "auto";  // TrainingOptions::transfer_threads: auto, links or senders
   bool pin_threads = false;    // TrainingOptions::pin_cpus: this process's CPUs, in turn
-  bool unmarked_twins = false;  // profiling: overheads from unmarked twin runs (with_unmarked_twins)
+  std::string unmarked_twins = "auto";  // profiling: which tables' overheads from unmarked twin runs (takes_unmarked_twins)
 };
 
 // --handoff-spin-us in seconds (TrainingOptions::handoff_spin_s): kAutomaticHandoffSpin for auto.

@@ -8,6 +8,7 @@
 
 #include "pipetwin/exec/cpu/profiler.hpp"
 #include "pipetwin/exec/cuda/cuda_plugin.hpp"
+#include "pipetwin/exec/profiling.hpp"
 #include "pipetwin/exec/rank_link.hpp"
 #include "pipetwin/models/error.hpp"
 
@@ -21,13 +22,13 @@ Calibration profile_device_calibration(const GraphConfig& config, const Executor
   if (progress) report = [](const std::string& line) { std::cerr << line << "\n"; };
   if (executor.device == "cuda") {
     cuda::CudaOptions cuda = executor.cuda;
-    cuda.unmarked_twins = executor.unmarked_twins;
+    cuda.unmarked_twins = executor.unmarked_twins;  // profile_cuda decides by its concurrency
     return cuda::load_cuda_plugin().entry_points->profile(config, *data, repeats, executor.seed, cuda, report,
                                                           concurrent, timing);
   }
   return cpu::profile_cpu(config, *data, repeats, executor.seed, report, concurrent, pinned_cpus(executor),
                          handoff_spin_s(executor), timing, parse_transfer_threads(executor.transfer_threads),
-                         executor.unmarked_twins);
+                         takes_unmarked_twins(executor.unmarked_twins, /*on_gpu=*/false, concurrent));
 }
 
 Calibration profile_across_ranks(const GraphConfig& config, const ExecutorOptions& executor, int repeats, bool progress,

@@ -94,7 +94,7 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
   if (!options.tables_out.empty() && !profiled_here) {
     throw Error("--tables-out keeps the tables validate takes each round; with --calibration it takes none");
   }
-  if (options.executor.unmarked_twins && !profiled_here) {
+  if (options.executor.unmarked_twins != "auto" && !profiled_here) {
     throw Error("--unmarked-twins is how validate's profiles fit the tasks' overheads; with --calibration it makes none");
   }
   // A table's handoff is that of runs with its spin: say where these runs spin otherwise.

@@ -62,10 +62,21 @@ CoRunFit fit_co_run(const TaskGraph& graph, const TrainingRun& run, std::int32_t
     if (t.minibatch < skip_minibatches || time.kind != t.kind || t.kind == TaskKind::U || time.layer < 0) continue;
     samples[{t.resource, time.layer, t.kind}].emplace_back(time.seconds, shares[static_cast<std::size_t>(t.id)]);
   }
-  // Per key the least-squares line of its seconds against the share, and its slope over its
-  // intercept; the keys' figures averaged, each weighted by how much its shares vary (n times
-  // their variance: a key whose tasks all overlap alike says nothing).
-  double weighted_slope = 0, weights = 0, weighted_share = 0, total_s = 0;
+  // Per key the least-squares line of its seconds against the share, its slope over its mean
+  // (the relative slope r_k = b_k / mean_k) and its mean share x_k. A key whose times are exactly
+  // a_k (1 + s x) has r_k = s / (1 + s x_k), so the slope s is the one whose relative slopes,
+  // averaged as the keys' are (each weighted by how much its shares vary, n times their variance:
+  // a key whose tasks all overlap alike says nothing), give the keys' averaged r. Averaged before
+  // the division, not after: a key's own slope over its intercept (b_k / (mean_k - b_k x_k), the
+  // way until 2026-11-28) explodes where noise brings its line near 0 at share 0. With that way
+  // an H100's 8-processor tables had slopes of 0.31, 0.74, 1.11, 1.57, 4.96 and 0.73 in six
+  // rounds of one validation, and its sequential row's prediction 237 to 90 ms (the runs
+  // themselves were unsteady that day: docs/cuda-executor.md, "a fourth time").
+  struct Key {
+    double weight, mean_share;
+  };
+  std::vector<Key> keys;
+  double weighted_share = 0, total_s = 0, weights = 0, mean_relative_slope = 0;
   for (const auto& [key, points] : samples) {
     const auto n = static_cast<double>(points.size());
     double mean_x = 0, mean_y = 0;
@@ -80,14 +91,41 @@ CoRunFit fit_co_run(const TaskGraph& graph, const TrainingRun& run, std::int32_t
       sxx += (share - mean_x) * (share - mean_x);
       sxy += (share - mean_x) * (seconds - mean_y);
     }
-    if (!(sxx > 1e-12 * n)) continue;
-    const double slope = sxy / sxx;
-    const double intercept = mean_y - slope * mean_x;
-    if (!(intercept > 0)) continue;
-    weighted_slope += sxx * slope / intercept;
+    if (!(sxx > 1e-12 * n) || !(mean_y > 0)) continue;
+    keys.push_back({sxx, mean_x});
     weights += sxx;
+    mean_relative_slope += sxy / mean_y;
   }
-  return {weights > 0 ? weighted_slope / weights : nan, total_s > 0 ? weighted_share / total_s : nan};
+  const double share = total_s > 0 ? weighted_share / total_s : nan;
+  if (!(weights > 0)) return {nan, share};
+  mean_relative_slope /= weights;
+  // The keys' averaged relative slope at slope s; it rises with s, from -infinity just above
+  // -1 / (the largest mean share) to the average of 1 / x_k as s grows without bound.
+  const auto relative_slope_at = [&](double s) {
+    double sum = 0;
+    for (const auto& k : keys) sum += k.weight * s / (1 + s * k.mean_share);
+    return sum / weights;
+  };
+  double largest_share = 0;  // > 0: a key's shares vary, so their mean is above 0
+  for (const auto& k : keys) largest_share = std::max(largest_share, k.mean_share);
+  double lo = 0, hi = 0;
+  if (mean_relative_slope < 0) {
+    lo = -1 / largest_share;  // the averaged relative slope falls without bound towards it
+  } else {
+    hi = 1;
+    // Doubled up to a slope of 1e6 (a layer a million times slower beside the others): beyond it
+    // the data says the layers would take no time alone, and nothing is measured.
+    while (relative_slope_at(hi) < mean_relative_slope) {
+      if (hi > 1e6) return {nan, share};
+      lo = hi;
+      hi *= 2;
+    }
+  }
+  for (int i = 0; i < 200 && hi - lo > 1e-12 * std::max(1.0, std::abs(hi)); ++i) {
+    const double mid = lo / 2 + hi / 2;
+    (relative_slope_at(mid) < mean_relative_slope ? lo : hi) = mid;
+  }
+  return {lo / 2 + hi / 2, share};
 }
 
 }  // namespace pipetwin

@@ -532,6 +532,13 @@ Runner with_unmarked_twins(Runner run) {
   };
 }
 
+bool takes_unmarked_twins(const std::string& mode, bool on_gpu, int concurrent) {
+  if (mode == "all") return true;
+  if (mode == "none") return false;
+  if (mode == "auto") return on_gpu && concurrent == 1;
+  throw Error("--unmarked-twins must be auto, all or none, got '" + mode + "'");
+}
+
 void fit_task_overheads(const std::vector<TaskOverhead>& overheads, Calibration& calibration) {
   std::map<std::int32_t, std::vector<double>> by_layers;  // the line: tasks other than updates
   for (const auto& o : overheads) {

@@ -358,7 +358,8 @@ Calibration profile_cuda(const GraphConfig& config, const Dataset& data, int rep
                                 const TrainingOptions& training) {
     return run_cuda(graph, network, sampler, training, options, training.copy == 0 ? &placement : nullptr);
   };
-  const Runner run = options.unmarked_twins ? with_unmarked_twins(run_marked) : run_marked;
+  const bool twins = takes_unmarked_twins(options.unmarked_twins, /*on_gpu=*/true, concurrent);
+  const Runner run = twins ? with_unmarked_twins(run_marked) : run_marked;
   std::optional<Calibration> in_pipeline;
   if (concurrent > 1 && timing == ConcurrentTiming::pipeline) {
     // run_cuda puts a link's copies on its own stream and parks waiting threads, whatever these say.
@@ -378,7 +379,7 @@ Calibration profile_cuda(const GraphConfig& config, const Dataset& data, int rep
   calibration.copy_latency_s += 2 * calibration.handoff_s;
   calibration.device = "cuda";
   calibration.device_name = placement.empty() ? "CUDA" : placement;
-  calibration.overheads_from_unmarked_twins = options.unmarked_twins;
+  calibration.overheads_from_unmarked_twins = twins;
   return calibration;
 }
 

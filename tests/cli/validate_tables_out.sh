@@ -16,6 +16,8 @@ grep -q "warm-up round 1/1: calibrating" "$folder/err.txt" || { echo "no warm-up
 expected="mlp-round1-p1.json mlp-round1-p2.json mlp-round2-p1.json mlp-round2-p2.json"
 found=$(cd "$folder" && ls mlp-*.json | tr '\n' ' ' | sed 's/ $//')
 [ "$found" = "$expected" ] || { echo "tables: '$found', expected '$expected'"; exit 1; }
+# By default (auto) only a GPU's one-processor table takes twins: none of a CPU's.
+if grep -l '"overheads_from_unmarked_twins"' "$folder"/mlp-*.json; then echo "a CPU table from twins by default"; exit 1; fi
 expected="mlp-gpipe-p1-round1.json mlp-gpipe-p1-round2.json mlp-gpipe-p2-round1.json mlp-gpipe-p2-round2.json"
 found=$(cd "$folder/traces" && ls | tr '\n' ' ' | sed 's/ $//')
 [ "$found" = "$expected" ] || { echo "traces: '$found', expected '$expected'"; exit 1; }
@@ -30,7 +32,7 @@ if "$pipetwin" "${common[@]}" --runs 1 --calibration "$folder/mlp-round1-p1.json
   echo "--tables-out with --calibration did not fail"; exit 1
 fi
 grep -q "with --calibration it takes none" "$folder/err.txt" || { echo "unclear error:"; cat "$folder/err.txt"; exit 1; }
-# --unmarked-twins: the tables' overheads from unmarked twins of the timed runs, and said so.
+# --unmarked-twins alone (all): the tables' overheads from unmarked twins of the timed runs, and said so.
 mkdir "$folder/twins"
 "$pipetwin" "${common[@]}" --runs 1 --unmarked-twins --tables-out "$folder/twins" > /dev/null 2>&1 \
   || { echo "validate --unmarked-twins failed"; exit 1; }
@@ -41,4 +43,8 @@ if "$pipetwin" "${common[@]}" --runs 1 --calibration "$folder/mlp-round1-p1.json
   echo "--unmarked-twins with --calibration did not fail"; exit 1
 fi
 grep -q "with --calibration it makes none" "$folder/err.txt" || { echo "unclear error:"; cat "$folder/err.txt"; exit 1; }
+if "$pipetwin" "${common[@]}" --runs 1 --unmarked-twins sometimes 2> "$folder/err.txt"; then
+  echo "--unmarked-twins sometimes did not fail"; exit 1
+fi
+grep -q "sometimes not in {auto,all,none}" "$folder/err.txt" || { echo "unclear error:"; cat "$folder/err.txt"; exit 1; }
 echo "4 tables written and read back, 4 traces written; --calibration refused; tables from unmarked twins"

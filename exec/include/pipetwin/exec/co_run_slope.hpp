@@ -23,10 +23,12 @@ std::vector<double> other_busy_shares(const TaskGraph& graph, const Result& resu
 // fused B's split shares) and no updates (one per minibatch, after a flush).
 struct CoRunFit {
   // What a layer's time grows by per unit of its task's share, as a fraction of its time alone:
-  // per layer, kind and processor, the least-squares line of its times against its tasks' shares,
-  // slope over intercept; their mean, each weighted by how much its shares vary (n times their
-  // variance). Negative where the data says so (the caller decides); NaN where no layer's shares
-  // vary or nothing was recorded.
+  // per layer, kind and processor, the least-squares line of its times against its tasks' shares
+  // and its slope over its mean time; those averaged, each weighted by how much its shares vary
+  // (n times their variance); the slope s whose relative slopes s / (1 + s x_k), x_k each key's
+  // mean share, average the same (exact where every key's times are a_k (1 + s x)). Negative
+  // where the data says so (the caller decides); NaN where no layer's shares vary, nothing was
+  // recorded, or the data would have the layers take no time alone.
   double slope = 0;
   // The mean share of those layer times, each weighted by its seconds: the overlap a table timed
   // in that run holds. NaN where nothing was recorded.

@@ -41,6 +41,17 @@ std::vector<TaskOverhead> task_overheads(const TaskGraph& graph, const std::vect
 // table (Calibration::overheads_from_unmarked_twins).
 Runner with_unmarked_twins(Runner run);
 
+// Whether a table takes its overheads from unmarked twins (with_unmarked_twins), as `mode` says:
+// "all" (every table), "none" (none), or "auto": a GPU's one-processor table (`on_gpu`,
+// `concurrent` 1) only. Why auto: on an H100 the one-processor rows were predicted 1.5-6.5% slow
+// in every session while their tables took the marked runs' overheads, and within -1.7..+1.6%
+// (mean 1.2%, against 3.7% beside it) with twins (resnet56, 2026-11-28, docs/cuda-executor.md);
+// there a step's runs spread 0.1-0.5%. A CPU's marks are clock reads whose cost the runs' own
+// differences outweigh, and the GPU's 8-processor twins fitted next to no overhead, so
+// neither takes twins unless asked (docs/executor.md, "Tables from unmarked twins"). Throws for
+// another mode.
+bool takes_unmarked_twins(const std::string& mode, bool on_gpu, int concurrent);
+
 // The line through the mean overheads (the median of up to 8 blocks' means, as layer times) of
 // the tasks spanning the fewest and the most layers: calibration.task_overhead_s per task plus
 // calibration.layer_overhead_s per layer in it (both >= 0). With one size of task, that is all

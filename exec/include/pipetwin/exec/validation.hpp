@@ -59,9 +59,10 @@ struct ValidationRow {
   // and a machine's change of speed moves both sides alike. NaN when the runner gave no task times.
   double replayed_step_s = 0;
   double replay_error = 0;
-  // The processors' measured busy time (their tasks' durations, summed) over what the graph's
-  // calibrated costs add up to, minus 1; the median over runs. Where the step-time error is not
-  // the replay's, it is here: tasks ran slower or faster than calibrated. NaN as the replay.
+  // The processors' measured busy time (their tasks' durations after the first step, summed:
+  // the step time leaves the first out too) over what the graph's calibrated costs add up to,
+  // minus 1; the median over runs. Where the step-time error is not the replay's, it is here:
+  // tasks ran slower or faster than calibrated. NaN as the replay.
   double task_time_error = 0;
   // The same per processor and task kind, keyed "p0 F", "p1 B", "p0 U" (a processor's index in
   // the row's graph, the kind's letters): which tasks ran off their calibrated time. And per link

@@ -32,10 +32,10 @@ struct CudaOptions {
   // Across ranks (--distributed): how tensors travel between them. nccl: GPU to GPU (a GPU per
   // rank); mpi: through host memory (ranks may share a GPU); auto: nccl where it can run.
   std::string rank_link = "auto";
-  // Profiling only: fit the tasks' overheads from unmarked twins of the timed runs
-  // (with_unmarked_twins, profiling.hpp): the layers' events cost host time that runs without
-  // them do not pay.
-  bool unmarked_twins = false;
+  // Profiling only: which tables fit the tasks' overheads from unmarked twins of the timed runs
+  // (with_unmarked_twins, profiling.hpp; the layers' events cost host time that runs without them
+  // do not pay): auto (the one-processor table), all or none (takes_unmarked_twins).
+  std::string unmarked_twins = "auto";
 };
 
 // Runs `graph` on the GPU(s); `placement` (when not null) gets a line saying what ran where.

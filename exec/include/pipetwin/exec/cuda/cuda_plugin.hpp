@@ -25,8 +25,8 @@ struct PluginEntryPoints {
 // This header's version and the sizes of the types that cross between program and plug-in.
 constexpr std::uint64_t plugin_abi() {
   // 3: profile takes a ConcurrentTiming; 4: LayerTimes::assembly_s; 5: TrainingRun::unmarked_tasks,
-  // CudaOptions::unmarked_twins
-  constexpr std::uint64_t version = 5;
+  // CudaOptions::unmarked_twins; 6: CudaOptions::unmarked_twins auto, all or none
+  constexpr std::uint64_t version = 6;
   return version << 56 ^ sizeof(TaskGraph) << 40 ^ sizeof(TrainingRun) << 24 ^ sizeof(Calibration) << 8 ^
          sizeof(GraphConfig) ^ sizeof(CudaOptions) << 4 ^ sizeof(TrainingOptions) << 16;
 }
