@@ -26,8 +26,16 @@
 #                                     PROCS, STEPS, RUNS, WARMUP, REPEATS override; REPEATS 16, as before the CPU default
 #                                     became 64, to keep the device time); tables and JSON; TRACES=1
 #                                     adds each kept round's runs as Chrome traces (traces-MODEL.txz;
-#                                     TRACES=1f1b,layerpipe: those schedules' runs only); TWINS=1
-#                                     profiles with --unmarked-twins (files named MODEL-twins)
+#                                     TRACES=1f1b,layerpipe: those schedules' runs only); TWINS=all
+#                                     (or 1) profiles with --unmarked-twins all (files named
+#                                     MODEL-twins), TWINS=none with --unmarked-twins none (files named
+#                                     MODEL-marked); the default is auto (the one-processor tables'
+#                                     overheads from twins)
+#   experiments/gpu/gpu.sh probe      there: resnet56's 1f1b, layerpipe and sequential on 8 partitions
+#                                     run alone (`pipetwin run`, 3 each), with the host's load and CPU
+#                                     steal before and after (probe.txt, appended): run before and after
+#                                     `validate` in one call, it tells the machine's unsteadiness from
+#                                     the validation process's (docs/cuda-executor.md, 2026-11-28)
 #   experiments/gpu/gpu.sh baseline   there: experiments/gpu/pytorch_baseline.py (needs torch there)
 #   experiments/gpu/gpu.sh constants  there: experiments/gpu/operator_constants.py: the operator cost
 #                                     model's assumed figures measured, its GEMM and GPT-block times
@@ -167,12 +175,17 @@ partitions() {
 validate() {
   unpack
   local model name failed=0
-  # TWINS=1: the tables' overheads from unmarked twins of the profile's runs (--unmarked-twins), the
-  # files named MODEL-twins.
-  local twins=()
-  [ "${TWINS:-0}" = 1 ] && twins=(--unmarked-twins)
+  # TWINS=all (or 1): every table's overheads from unmarked twins of the profile's runs, the files
+  # named MODEL-twins; TWINS=none: none (the way before 2026-11-28), MODEL-marked.
+  local twins=() suffix=
+  case "${TWINS:-auto}" in
+    1|all) twins=(--unmarked-twins all); suffix=-twins ;;
+    none) twins=(--unmarked-twins none); suffix=-marked ;;
+    auto) ;;
+    *) echo "TWINS must be auto, all (or 1) or none, got '$TWINS'" >&2; return 2 ;;
+  esac
   for model in ${MODELS:-resnet56 vgg16}; do
-    name=$model${twins[@]+-twins}
+    name=$model$suffix
     mkdir -p "$out/tables-$name"
     local traces=()
     [ -z "${TRACES:-}" ] || { mkdir -p "$out/traces-$name"; traces=(--traces-out "$out/traces-$name"); }
@@ -218,6 +231,26 @@ PY
     fi
   done
   return "$failed"
+}
+
+# The machine's steadiness apart from a validation's: resnet56 on 8 partitions of 16 SMs, three
+# schedules run alone, 3 times each, with the host's load and its CPUs' steal time around them.
+probe() {
+  unpack
+  local schedule i ran
+  steal() { awk '/^cpu /{print "steal " $9 " of " $2+$3+$4+$5+$6+$7+$8+$9 " jiffies"}' /proc/stat; }
+  {
+    echo "== probe $(date +%T): $(cut -d' ' -f1-3 /proc/loadavg) load, $(steal); $(nvidia-smi -L 2>&1 | head -1)"
+    for i in 1 2 3; do
+      for schedule in 1f1b layerpipe sequential; do
+        ran=$("$build"/bin/pipetwin run --device cuda --placement partitions --partition-sms 16 -m resnet56 \
+              -s "$schedule" -p 8 --microbatches 8 --steps 8 --data synthetic 2>&1) || true
+        # the result's row (P, total_s, step_s, ...), or what went wrong
+        echo "$schedule run $i: $( (grep -A1 '^P ' <<< "$ran" || echo "$ran") | tail -1)"
+      done
+    done
+    echo "== probe end $(date +%T): $(cut -d' ' -f1-3 /proc/loadavg) load, $(steal)"
+  } 2>&1 | tee -a "$out/probe.txt"
 }
 
 baseline() {
@@ -285,9 +318,10 @@ case "${1:-}" in
   test) run_tests ;;
   validate) validate ;;
   baseline) baseline ;;
+  probe) probe ;;
   constants) constants ;;
   ranks) ranks ;;
   partitions) partitions ;;
   device) build; run_tests; partitions; constants; validate; baseline; ranks ;;
-  *) echo "usage: experiments/gpu/gpu.sh prepare|prebuild|build|test|partitions|tasks|validate|tf32|baseline|constants|ranks|device|session" >&2; exit 2 ;;
+  *) echo "usage: experiments/gpu/gpu.sh prepare|prebuild|build|test|partitions|tasks|validate|tf32|probe|baseline|constants|ranks|device|session" >&2; exit 2 ;;
 esac
