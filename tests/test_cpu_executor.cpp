@@ -994,6 +994,43 @@ TEST_CASE("validation prices each link's transfers: measured durations over the 
   CHECK(row.task_time_error == doctest::Approx(0.0));  // the processors' tasks alone
 }
 
+TEST_CASE("validation's median task error is the typical task's, which a few stalled tasks leave alone") {
+  const Dataset data = data_for(kMlp);
+  const GraphConfig config = config_for(kMlp, "gpipe", 1, 4, 3);
+  const Network network = make_request(config).network;
+  ValidationOptions options = gpipe_at_one_and_two(1);
+  options.calibrate = [&](int) { return scaled_calibration(network, config, 1.0); };
+  // Processor tasks run their cost but every fifth after the first step, stalled 20 times as long
+  // (a host thread that lost its CPU); the first step's all 3 times as long.
+  double expected_sum_error = -1;  // at P = 2: the stalled tasks' excess over all costs, found here
+  const Runner runner = [&](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
+    TrainingRun run;
+    run.result = evaluate(g);
+    double costs = 0, excess = 0;
+    for (const auto& t : g.tasks) {
+      if (t.placement != Placement::processor) continue;
+      TaskTiming& time = run.result.tasks[static_cast<std::size_t>(t.id)];
+      std::int64_t factor = 1;
+      if (t.minibatch == 0) factor = 3;
+      if (t.minibatch > 0 && t.id % 5 == 0) factor = 20;
+      time.end_cycles = time.start_cycles + factor * t.cost_cycles;
+      if (t.minibatch > 0) {
+        costs += static_cast<double>(t.cost_cycles);
+        excess += static_cast<double>((factor - 1) * t.cost_cycles);
+      }
+    }
+    if (g.processor_count() == 2) expected_sum_error = excess / costs;
+    return run;
+  };
+  const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, runner);
+  for (const auto& row : report.rows) {
+    CAPTURE(row.processors);
+    CHECK(row.median_task_time_error == doctest::Approx(0.0));
+  }
+  REQUIRE(expected_sum_error > 0.5);
+  CHECK(report.rows.at(1).task_time_error == doctest::Approx(expected_sum_error));
+}
+
 TEST_CASE("validation takes a table timed in a P-processor pipeline by the row's overlap over that pipeline's") {
   const Dataset data = data_for(kMlp);
   const GraphConfig config = config_for(kMlp, "gpipe", 1, 4, 2);

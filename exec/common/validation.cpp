@@ -45,6 +45,7 @@ struct Configuration {
   std::vector<double> replay_errors;  // per run: replayed / measured - 1
   std::vector<double> replayed_s;
   std::vector<double> task_time_errors;  // per run: measured processor time / calibrated - 1
+  std::vector<double> median_task_time_errors;  // per run: the median task's measured / calibrated - 1
   std::map<std::string, std::vector<double>> part_time_errors;  // the same per processor and kind ("p0 F")
   std::vector<std::int64_t> measured_peaks, measured_step_peaks;  // per run
   std::vector<std::int64_t> pool_peaks;      // per run, where the runner has a memory pool
@@ -60,6 +61,7 @@ struct Configuration {
     replay_errors.clear();
     replayed_s.clear();
     task_time_errors.clear();
+    median_task_time_errors.clear();
     part_time_errors.clear();
     measured_peaks.clear();
     measured_step_peaks.clear();
@@ -123,6 +125,19 @@ double processor_busy_cycles(const TaskGraph& g) {
 // A task's part of the row: its resource and kind, "p0 F" on a processor, "l0 X" on a link.
 std::string part_of(const Task& t) {
   return (t.placement == Placement::link ? "l" : "p") + std::to_string(t.resource) + " " + to_string(t.kind);
+}
+
+// The median over the processors' tasks after the first step of `measured`'s cost over
+// `calibrated`'s (the same graph, each task's cost replaced by its measured duration), minus 1;
+// NaN without such tasks.
+double median_task_time_error(const TaskGraph& calibrated, const TaskGraph& measured) {
+  std::vector<double> ratios;
+  for (const auto& t : calibrated.tasks) {
+    if (t.placement != Placement::processor || !after_first_step(calibrated, t) || t.cost_cycles <= 0) continue;
+    ratios.push_back(static_cast<double>(measured.tasks[static_cast<std::size_t>(t.id)].cost_cycles) /
+                     static_cast<double>(t.cost_cycles));
+  }
+  return ratios.empty() ? std::numeric_limits<double>::quiet_NaN() : median_of(ratios) - 1;
 }
 
 // The processors' tasks' costs after the first step, summed per processor and task kind ("p0 F",
@@ -321,6 +336,7 @@ nlohmann::ordered_json validation_rows_json(const ValidationReport& report) {
                     {"measured_spread", row.measured_spread},
                     {"replayed_step_s", row.replayed_step_s}, {"replay_error", row.replay_error},
                     {"task_time_error", row.task_time_error},
+                    {"median_task_time_error", row.median_task_time_error},
                     {"task_time_error_by_part", row.task_time_error_by_part},
                     {"co_run_weight", row.co_run_weight},
                     {"footprint_factor", row.footprint_factor},
@@ -633,6 +649,8 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
         c.replayed_s.push_back(replayed_s);
         c.replay_errors.push_back(replayed_s / measured.result.iteration_s - 1);
         c.task_time_errors.push_back(processor_busy_cycles(replay) / processor_busy_cycles(c.graph) - 1);
+        const double median_error = median_task_time_error(c.graph, replay);
+        if (std::isfinite(median_error)) c.median_task_time_errors.push_back(median_error);
         auto calibrated_parts = processor_busy_cycles_by_part(c.graph);
         auto measured_parts = processor_busy_cycles_by_part(replay);
         if (!measured.copies_on_senders) {  // a sender's copy is priced in its task, not on the link
@@ -695,6 +713,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     row.replayed_step_s = m.replayed_s.empty() ? nan : median_of(m.replayed_s);
     row.replay_error = m.replay_errors.empty() ? nan : median_of(m.replay_errors);
     row.task_time_error = m.task_time_errors.empty() ? nan : median_of(m.task_time_errors);
+    row.median_task_time_error = m.median_task_time_errors.empty() ? nan : median_of(m.median_task_time_errors);
     for (const auto& [part, errors] : m.part_time_errors) row.task_time_error_by_part[part] = median_of(errors);
     row.co_run_weight = m.co_run_weight;
     row.footprint_factor = m.footprint_factor;

@@ -208,7 +208,8 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     towards the P-processor table (the other processors' busy share while one works; where that
     table was timed in a pipeline, concurrent_timing="pipeline" as in profile(), that share over
     the pipeline's, at most 1), task_time_error_by_part its task time error per processor and task kind
-    ("p0 F", ...), its speedup_error and speedup_error_ci paired by round as step_error, and
+    ("p0 F", ...), median_task_time_error the typical task's (the median task's measured over
+    calibrated time; far under task_time_error: a tail of stalled tasks), its speedup_error and speedup_error_ci paired by round as step_error, and
     predicted_rounds_s and measured_rounds_s every round's figures), the summary a dict with
     mean_abs_step_error, max_abs_step_error, mean_abs_speedup_error, max_abs_speedup_error,
     speedup_error_ci (the median over rows beyond one processor of their speedup_error_ci),

@@ -64,6 +64,12 @@ struct ValidationRow {
   // minus 1; the median over runs. Where the step-time error is not the replay's, it is here:
   // tasks ran slower or faster than calibrated. NaN as the replay.
   double task_time_error = 0;
+  // The typical task's: the median over the processors' tasks after the first step of each one's
+  // measured duration over its calibrated cost, minus 1; the median over runs. Far under
+  // task_time_error, it says a tail of stalled tasks rather than slower ones (an H100's unsteady
+  // 8-partition LayerPipe round, 2026-11-28: -8% here, its tasks' sum +17%; docs/cuda-executor.md).
+  // NaN as the replay.
+  double median_task_time_error = 0;
   // The same per processor and task kind, keyed "p0 F", "p1 B", "p0 U" (a processor's index in
   // the row's graph, the kind's letters): which tasks ran off their calibrated time. And per link
   // ("l0 X", a link's index in the graph) where the links' threads copy (not a CPU run whose
