@@ -1204,7 +1204,7 @@ TEST_CASE("a pipeline table's co-run slope: what each layer's time grows by with
       const Task& t = graph.tasks[static_cast<std::size_t>(run.layer_times[i].task)];
       if (t.minibatch >= 1) records[{t.resource, run.layer_times[i].layer, t.kind}].push_back(i);
     }
-    // Per key: (n var(share), slope, intercept) of its least-squares line.
+    // Per key: n var(share), the slope and the intercept of its least-squares line, and its mean share.
     const auto line = [&](const TrainingRun& r, const std::vector<std::size_t>& of) {
       double mean_x = 0, mean_y = 0;
       for (const auto i : of) {

@@ -142,7 +142,6 @@ double median_task_time_error(const TaskGraph& calibrated, const TaskGraph& meas
 
 // The processors' tasks' costs after the first step, summed per processor and task kind ("p0 F",
 // "p1 B", ...).
-
 std::map<std::string, double> processor_busy_cycles_by_part(const TaskGraph& g) {
   std::map<std::string, double> total;
   for (const auto& t : g.tasks) {
