@@ -2,6 +2,7 @@
 #include "profile_calibration.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -32,11 +33,16 @@ Calibration profile_device_calibration(const GraphConfig& config, const Executor
 }
 
 Calibration profile_across_ranks(const GraphConfig& config, const ExecutorOptions& executor, int repeats, bool progress,
-                                 int concurrent, RankTransport& transport) {
+                                 int concurrent, RankTransport& transport, double wait_s) {
   if (executor.device != "cpu") throw Error("--distributed profiles --device cpu only");
-  transport.barrier();  // the ranks' profiles run at once
+  transport.barrier_within(wait_s);  // the ranks' profiles run at once
+  const auto began = std::chrono::steady_clock::now();
   Calibration calibration = profile_device_calibration(config, executor, repeats, progress, concurrent);
-  const RankLinkTimes link = time_rank_link(transport, repeats);
+  // The others' profiles take about as long as this one's, more where ranks share cores: a rank
+  // not done within that and the timeout more has stopped.
+  const double profile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  transport.barrier_within(wait_s + profile_s);
+  const RankLinkTimes link = time_rank_link(transport, repeats, wait_s);
   if (transport.rank() != 0) return calibration;
   calibration.concurrent = concurrent * transport.ranks();
   calibration.ranks = transport.ranks();

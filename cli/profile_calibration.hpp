@@ -18,7 +18,9 @@ Calibration profile_device_calibration(const GraphConfig& config, const Executor
 // copies, as the ranks of a run with `concurrent` processors each work at once; then ranks 0 and
 // 1 time messages between them, and a transfer's latency becomes the message's plus the handoff
 // the profile timed, its bandwidth the message's. Rank 0's table is returned (the others' own).
+// Throws when a rank waits `wait_s` seconds (--message-timeout) for another at the profile's
+// start, or for the other's messages: that rank stopped or hangs.
 Calibration profile_across_ranks(const GraphConfig& config, const ExecutorOptions& executor, int repeats, bool progress,
-                                 int concurrent, RankTransport& transport);
+                                 int concurrent, RankTransport& transport, double wait_s);
 
 }  // namespace pipetwin::cli

@@ -29,12 +29,14 @@ struct ProfileCommandOptions {
   std::string output;
   bool quiet = false;
   bool distributed = false;
+  double message_timeout_s = 60;
 };
 
 void run(const ProfileCommandOptions& options, mpi::MpiSession* session) {
   check_device(options.executor.device);
   if (session != nullptr && options.executor.device != "cpu") throw Error("--distributed profiles --device cpu only");
   if (session != nullptr && session->ranks() < 2) throw Error("--distributed: start at least 2 ranks (mpirun -np 2)");
+  if (session != nullptr) checked_message_timeout_s(options.message_timeout_s);
   if (session != nullptr && options.concurrent != 1) {
     throw Error("--distributed: the ranks profile at once already (one copy each); leave out --concurrent");
   }
@@ -46,7 +48,8 @@ void run(const ProfileCommandOptions& options, mpi::MpiSession* session) {
   const std::string output = options.output.empty() ? "calibration-" + request.network.name + "-" + options.executor.device + ".json" : options.output;
   const Calibration calibration =
       session != nullptr
-          ? profile_across_ranks(config, options.executor, options.repeats, !options.quiet && rank0, 1, session->transport())
+          ? profile_across_ranks(config, options.executor, options.repeats, !options.quiet && rank0, 1, session->transport(),
+                                 options.message_timeout_s)
           : profile_device_calibration(config, options.executor, options.repeats, !options.quiet, options.concurrent,
                                        cpu::parse_concurrent_timing(options.concurrent_timing));
   if (!rank0) return;
@@ -119,9 +122,11 @@ void run(const ProfileCommandOptions& options, mpi::MpiSession* session) {
     std::cout << fmt::format(" (a copy of another size: the one above plus {:.2f} us)\n", calibration.pipeline_copy_extra_s() * us);
   }
   if (calibration.cores > 0) {
-    std::cout << fmt::format("{} CPUs: in graphs of {} or more processors (a compute thread on every core) the sending "
-                             "processor's thread makes its transfers' copies and pays for them\n",
-                             calibration.cores, calibration.cores);
+    const std::string graphs = calibration.cores == 1 ? "1 CPU: in every graph"
+                                                      : fmt::format("{} CPUs: in graphs of {} or more processors",
+                                                                    calibration.cores, calibration.cores);
+    std::cout << graphs << " (a compute thread on every core) the sending processor's thread makes its transfers' "
+                           "copies and pays for them\n";
   }
   write_output_file(output, calibration_to_json_text(calibration));
   std::cout << "wrote " << output << " (use it with --calibration)\n";
@@ -157,7 +162,11 @@ void add_profile_command(CLI::App& app) {
   command->add_flag("--distributed", options->distributed,
                     "the table for `run --distributed` (start under mpirun -np N, N >= 2): every rank profiles at "
                     "once, and transfers are timed as messages between ranks 0 and 1; rank 0 writes the table");
-  command->callback([options] { with_ranks(options->distributed, [&](mpi::MpiSession* session) { run(*options, session); }); });
+  command->add_option("--message-timeout", options->message_timeout_s,
+                      "--distributed: seconds a rank waits for another (at the profile's start, for its messages) "
+                      "before the job ends naming the wait")
+      ->capture_default_str();
+  command->callback([options] { with_ranks(options->distributed, options->message_timeout_s, [&](mpi::MpiSession* session) { run(*options, session); }); });
 }
 
 }  // namespace pipetwin::cli

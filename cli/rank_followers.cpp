@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <iostream>
 #include <thread>
 
@@ -23,7 +24,14 @@ int copies_per_rank(int processors, std::int32_t ranks) { return (processors + r
 
 }  // namespace
 
-void with_ranks(bool distributed, const std::function<void(mpi::MpiSession*)>& body) {
+double checked_message_timeout_s(double seconds) {
+  if (!(seconds > 0) || !std::isfinite(seconds)) {
+    throw Error("--message-timeout must be a positive number of seconds, got " + short_number(seconds));
+  }
+  return seconds;
+}
+
+void with_ranks(bool distributed, double wait_s, const std::function<void(mpi::MpiSession*)>& body) {
   if (!distributed) {
     body(nullptr);
     return;
@@ -34,9 +42,14 @@ void with_ranks(bool distributed, const std::function<void(mpi::MpiSession*)>& b
   } catch (const Error& error) {
     // Rank 0 says it (as main says any command's error) before the barrier, and no rank exits
     // before it: the launcher ends the whole job as soon as one rank exits with an error, which
-    // could otherwise cut rank 0 short before its line was written.
+    // could otherwise cut rank 0 short before its line was written. A rank that does not come
+    // to the barrier (it stopped, or it works on where this one failed alone) ends the job.
     if (session.rank() == 0) std::cerr << "pipetwin: error: " << error.what() << std::endl;
-    session.transport().barrier();
+    try {  // a bad --message-timeout is the error being said: the barrier waits the default then
+      session.transport().barrier_within(wait_s > 0 && std::isfinite(wait_s) ? wait_s : Distribution{}.message_timeout_s);
+    } catch (const std::exception& stuck) {
+      end_job(session, stuck);
+    }
     throw QuietExit{2};
   }
 }
@@ -48,7 +61,7 @@ void end_job(mpi::MpiSession& session, const std::exception& error) {
 
 RankLeader::RankLeader(RankTransport& transport, const GraphConfig& config, const ExecutorOptions& executor, int repeats,
                        double message_timeout_s)
-    : transport_(transport), config_(config), executor_(executor), repeats_(repeats) {
+    : transport_(transport), config_(config), executor_(executor), repeats_(repeats), wait_s_(message_timeout_s) {
   distribution_.transport = &transport_;
   distribution_.message_timeout_s = message_timeout_s;
 }
@@ -64,13 +77,17 @@ void RankLeader::tell(char command, const std::string& text) {
   std::vector<unsigned char> bytes(text.size() + 1);
   bytes[0] = static_cast<unsigned char>(command);
   std::copy(text.begin(), text.end(), bytes.begin() + 1);
-  for (std::int32_t r = 1; r < transport_.ranks(); ++r) transport_.send(r, kRequestTag, bytes);
+  // Posted, then flushed against the deadline: a graph's JSON is large enough that MPI hands it
+  // over only when its receiver takes it, and a follower that stopped would hold this rank.
+  for (std::int32_t r = 1; r < transport_.ranks(); ++r) transport_.post(r, kRequestTag, bytes);
+  transport_.flush(wait_s_);
 }
 
 Calibration RankLeader::calibrate(int processors, bool progress) {
   if (processors < transport_.ranks()) return profile_device_calibration(config_, executor_, repeats_, progress, processors);
   tell('p', std::to_string(processors));
-  return profile_across_ranks(config_, executor_, repeats_, progress, copies_per_rank(processors, transport_.ranks()), transport_);
+  return profile_across_ranks(config_, executor_, repeats_, progress, copies_per_rank(processors, transport_.ranks()), transport_,
+                              wait_s_);
 }
 
 Runner RankLeader::runner() {
@@ -105,7 +122,8 @@ void follow_rank_leader(RankTransport& transport, const GraphConfig& config, con
     const std::string text(request_message.bytes.begin() + 1, request_message.bytes.end());
     if (command == 'd') return;
     if (command == 'p') {
-      profile_across_ranks(config, executor, repeats, false, copies_per_rank(std::stoi(text), transport.ranks()), transport);
+      profile_across_ranks(config, executor, repeats, false, copies_per_rank(std::stoi(text), transport.ranks()), transport,
+                           message_timeout_s);
     } else if (command == 'r') {
       const TaskGraph graph = graph_from_json(text, "rank 0");
       cpu::run_cpu(graph, request.network, graph_sampler(*data, graph, request.network, executor.seed), training);  // validate's

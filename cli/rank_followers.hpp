@@ -35,13 +35,18 @@ class RankLeader {
   GraphConfig config_;
   ExecutorOptions executor_;
   int repeats_;
+  double wait_s_;  // --message-timeout: how long a request or a shared step waits for the followers
   Distribution distribution_;
 };
 
 // A command's body, in one process (null session) or, with `distributed`, in an MPI session.
 // Errors the body throws before its ranks part ways are every rank's alike: rank 0 reports them
-// (as any command's error), then every rank exits with status 2 after a barrier.
-void with_ranks(bool distributed, const std::function<void(mpi::MpiSession*)>& body);
+// (as any command's error), then every rank exits with status 2 after a barrier. A rank that has
+// not come to that barrier within `wait_s` seconds (--message-timeout) ends the job (end_job).
+void with_ranks(bool distributed, double wait_s, const std::function<void(mpi::MpiSession*)>& body);
+
+// --message-timeout as given, when it is a positive, finite number of seconds; throws otherwise.
+double checked_message_timeout_s(double seconds);
 
 // One rank's own error once the ranks work apart: one line naming the rank, then the whole job
 // ends (MPI_Abort).

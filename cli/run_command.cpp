@@ -110,11 +110,8 @@ void run(RunOptions& options, mpi::MpiSession* session) {
   training.record_memory_timeline = !options.trace_file.empty();
   Distribution distribution;
   if (session != nullptr) {
-    if (!(options.message_timeout_s > 0) || !std::isfinite(options.message_timeout_s)) {
-      throw Error("--message-timeout must be a positive number of seconds, got " + short_number(options.message_timeout_s));
-    }
     distribution.transport = &session->transport();
-    distribution.message_timeout_s = options.message_timeout_s;
+    distribution.message_timeout_s = checked_message_timeout_s(options.message_timeout_s);
     training.distribution = &distribution;
   }
   const int report_every = std::max(1, config.minibatches / 10);
@@ -248,7 +245,7 @@ void add_run_command(CLI::App& app) {
                       "rank, before the job ends naming both")
       ->capture_default_str();
   options->procs_given = command->get_option("--procs");
-  command->callback([options] { with_ranks(options->distributed, [&](mpi::MpiSession* session) { run(*options, session); }); });
+  command->callback([options] { with_ranks(options->distributed, options->message_timeout_s, [&](mpi::MpiSession* session) { run(*options, session); }); });
 }
 
 }  // namespace pipetwin::cli

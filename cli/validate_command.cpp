@@ -76,7 +76,7 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
   const auto counts = parse_procs(options.procs);
   if (session != nullptr) {
     if (options.executor.device != "cpu") throw Error("--distributed validates --device cpu only: the link between ranks is timed with messages through host memory, not the CUDA executor's NCCL or staged copies (run --distributed --device cuda trains)");
-    if (!(options.message_timeout_s > 0)) throw Error("--message-timeout must be a positive number of seconds");
+    checked_message_timeout_s(options.message_timeout_s);
     for (const int p : counts) {
       if (p != 1 && p < session->ranks()) {
         throw Error(fmt::format("--distributed: P={} is fewer processors than the {} ranks (each rank runs at least one; "
@@ -412,7 +412,7 @@ void add_validate_command(CLI::App& app) {
   command->add_option("--message-timeout", options->message_timeout_s,
                       "--distributed: seconds a task may wait for a silent rank before the job ends")
       ->capture_default_str();
-  command->callback([options] { with_ranks(options->distributed, [&](mpi::MpiSession* session) { run(*options, session); }); });
+  command->callback([options] { with_ranks(options->distributed, options->message_timeout_s, [&](mpi::MpiSession* session) { run(*options, session); }); });
 }
 
 }  // namespace pipetwin::cli

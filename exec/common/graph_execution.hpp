@@ -1829,7 +1829,8 @@ void GraphExecution<B>::gather_run(TrainingRun& run) {
     const HostWeights w = b_.download(*weights(l, flow_.newest_version[static_cast<std::size_t>(l)], g_.tasks.front()));
     mine.values(w.data(), w.size());
   }
-  const auto all = transport.gather(mine.bytes());
+  // A rank that stopped after its last task is found at the gather's barrier, within the timeout.
+  const auto all = transport.gather_within(mine.bytes(), options_.distribution->message_timeout_s);
   run.layer_times = layer_log_.take();
   if (rank_ != 0) return;
   std::vector<std::unique_ptr<ByteReader>> readers;

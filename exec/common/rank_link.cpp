@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <string>
 #include <thread>
 
 #include "byte_codec.hpp"
@@ -18,11 +19,14 @@
 namespace pipetwin {
 namespace {
 
-constexpr double kWaitS = 60;  // a peer that answers no message for this long has stopped
 constexpr std::int64_t kFloatsPerMessage[] = {0, 256, 4096, 65536, 262144, 1048576};  // 0 bytes to 4 MiB
 
-void receive_or_throw(RankTransport& transport, RankMessage& message, std::vector<float>& into) {
-  if (!transport.receive(message, kWaitS)) throw Error("timing the link between ranks 0 and 1: no answer for 60 s");
+void receive_or_throw(RankTransport& transport, RankMessage& message, std::vector<float>& into, double wait_s) {
+  if (!transport.receive(message, wait_s)) {
+    throw Error("timing the link between ranks 0 and 1: rank " + std::to_string(transport.rank()) + " had no answer from rank " +
+                std::to_string(1 - transport.rank()) + " for " + short_number(wait_s) +
+                " s: it has stopped or hangs (--message-timeout sets the wait)");
+  }
   exec::ByteReader r(message.bytes);
   into.resize(static_cast<std::size_t>(r.count<float>()));
   r.values(into.data(), static_cast<std::int64_t>(into.size()));
@@ -50,11 +54,12 @@ void fit_line(const std::vector<std::pair<std::int64_t, double>>& points, double
 
 }  // namespace
 
-RankLinkTimes time_rank_link(RankTransport& transport, int repeats) {
+RankLinkTimes time_rank_link(RankTransport& transport, int repeats, double wait_s) {
   if (transport.ranks() < 2) throw Error("timing the link between ranks needs at least 2 ranks (mpirun -np 2 or more)");
   if (repeats < 1) throw Error("timing the link between ranks needs at least one round trip per size");
+  if (!(wait_s > 0)) throw Error("timing the link between ranks needs a positive wait for the other rank");
   RankLinkTimes times;
-  transport.barrier();
+  transport.barrier_within(wait_s);
   const std::int32_t rank = transport.rank();
   if (rank <= 1) {
     const std::int32_t peer = 1 - rank;
@@ -67,16 +72,16 @@ RankLinkTimes time_rank_link(RankTransport& transport, int repeats) {
         const auto begin = std::chrono::steady_clock::now();
         if (rank == 0) {
           transport.post(peer, 0, packed(payload));  // as the executor sends
-          receive_or_throw(transport, message, received);
+          receive_or_throw(transport, message, received, wait_s);
         } else {
-          receive_or_throw(transport, message, received);
+          receive_or_throw(transport, message, received, wait_s);
           transport.post(peer, 0, packed(received));
         }
         if (i > 0) round_trips.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
       }
       times.one_way_s.emplace_back(floats * static_cast<std::int64_t>(sizeof(float)), median_of(std::move(round_trips)) / 2);
     }
-    transport.flush(kWaitS);
+    transport.flush(wait_s);
     for (std::size_t size = 0; size < times.one_way_s.size(); ++size) {
       const std::int64_t floats = kFloatsPerMessage[size];
       const std::vector<float> payload(static_cast<std::size_t>(floats), 1.0f);
@@ -88,7 +93,7 @@ RankLinkTimes time_rank_link(RankTransport& transport, int repeats) {
           const double begin = thread_cpu_s();
           transport.post(peer, 0, packed(payload));
           const double sent = thread_cpu_s() - begin;
-          receive_or_throw(transport, message, received);  // the receiver's time
+          receive_or_throw(transport, message, received, wait_s);  // the receiver's time
           if (i > 0) {
             send_s.push_back(sent);
             receive_s.push_back(received.empty() ? 0.0 : static_cast<double>(received.front()));
@@ -96,7 +101,7 @@ RankLinkTimes time_rank_link(RankTransport& transport, int repeats) {
         } else {
           std::this_thread::sleep_for(arrived);
           const double begin = thread_cpu_s();
-          receive_or_throw(transport, message, received);
+          receive_or_throw(transport, message, received, wait_s);
           const float took = static_cast<float>(thread_cpu_s() - begin);
           transport.post(peer, 0, packed({took}));
         }
@@ -106,7 +111,7 @@ RankLinkTimes time_rank_link(RankTransport& transport, int repeats) {
         times.receive_core_each_s.emplace_back(floats * static_cast<std::int64_t>(sizeof(float)), median_of(std::move(receive_s)));
       }
     }
-    transport.flush(kWaitS);
+    transport.flush(wait_s);
     if (rank == 0) {
       fit_line(times.send_core_each_s, &times.send_core_s, &times.send_core_bytes_per_s);
       fit_line(times.receive_core_each_s, &times.receive_core_s, &times.receive_core_bytes_per_s);
@@ -114,7 +119,8 @@ RankLinkTimes time_rank_link(RankTransport& transport, int repeats) {
     // The empty message's time is the latency; the largest message's extra time, the bandwidth.
     fit_line(times.one_way_s, &times.latency_s, &times.bytes_per_s);
   }
-  transport.barrier();
+  // No barrier here: the other ranks went on at once (a barrier's deadline could not tell their
+  // wait from ranks 0 and 1 timing), and ranks 0 and 1 each end the job when the other stops.
   return times;
 }
 

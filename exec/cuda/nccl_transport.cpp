@@ -80,7 +80,8 @@ std::unique_ptr<NcclLibrary> load_or_throw() {
 // Rank 0 sends `bytes` to every other rank; they receive them. Every rank calls it, before the run.
 std::vector<unsigned char> broadcast_from_rank_0(RankTransport& transport, std::vector<unsigned char> bytes, const char* what) {
   if (transport.rank() == 0) {
-    for (std::int32_t r = 1; r < transport.ranks(); ++r) transport.send(r, 0, bytes);
+    for (std::int32_t r = 1; r < transport.ranks(); ++r) transport.post(r, 0, bytes);
+    transport.flush(kAgreeWaitS);  // a rank that stopped does not hold this one for good
     return bytes;
   }
   RankMessage message;
@@ -122,7 +123,7 @@ class NcclTransport final : public RankTransport {
       nccl_->check(nccl_->init_rank(&comms_[k], ranks, ids[k], bytes_.rank()),
                    "ncclCommInitRank (communicator " + std::to_string(k) + " of " + std::to_string(ranks) + ")");
     }
-    bytes_.barrier();
+    bytes_.barrier_within(wait_s_);
   }
   ~NcclTransport() override {
     cudaSetDevice(device_);
@@ -240,7 +241,7 @@ RankLinkChoice choose_rank_link(RankTransport& transport, int device, const std:
   mine.values(props.uuid.bytes, static_cast<std::int64_t>(sizeof(props.uuid.bytes)));
   mine.value(static_cast<std::uint8_t>(loads ? 1 : 0));
   mine.values(why_not.data(), static_cast<std::int64_t>(why_not.size()));
-  const auto all = transport.gather(mine.bytes());
+  const auto all = transport.gather_within(mine.bytes(), kAgreeWaitS);
   exec::ByteWriter verdict;
   if (transport.rank() == 0) {
     std::set<std::string> gpus;  // host and GPU UUID

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <list>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "pipetwin/models/error.hpp"
@@ -92,7 +93,7 @@ class MpiTransport final : public RankTransport {
     for (int polls = 0; posting(); ++polls) {
       if (std::chrono::steady_clock::now() >= until) {
         throw Error("messages from rank " + std::to_string(rank_) + " were not taken by their receivers within " +
-                    std::to_string(static_cast<int>(wait_s)) + " s");
+                    short_number(wait_s) + " s: a rank has stopped or hangs (--message-timeout sets the wait)");
       }
       if (polls >= kSpinPolls) std::this_thread::sleep_for(kPollSleep);
     }
@@ -155,9 +156,7 @@ class MpiTransport final : public RankTransport {
       check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
       if (done != 0) return;
       if (std::chrono::steady_clock::now() >= until) {
-        char waited[32];
-        std::snprintf(waited, sizeof(waited), "%g", wait_s);
-        throw Error("rank " + std::to_string(rank_) + " waited " + waited +
+        throw Error("rank " + std::to_string(rank_) + " waited " + short_number(wait_s) +
                     " s at a barrier for the other ranks: a rank has stopped or hangs (--message-timeout sets the wait)");
       }
       std::this_thread::yield();

@@ -6,7 +6,9 @@
 #  3. a rank killed mid-run ends the job within 10 s, with one line on stderr;
 #  4. a rank that stops answering (SIGSTOP) ends the job after --message-timeout, with an error
 #     naming the waiting rank and task and the rank it waited for;
-#  5. validate --distributed (with its tables across ranks) predicts and measures every row.
+#  5. validate --distributed (with its tables across ranks) predicts and measures every row;
+#  6. a rank that stops while rank 0 works alone (validate's one-processor table) ends the job
+#     after --message-timeout, at the next step that needs it, with an error saying the wait.
 # Usage: mpi_run.sh PIPETWIN MPIEXEC
 set -euo pipefail
 pipetwin=$1
@@ -110,4 +112,20 @@ for r in rows:
 assert "2 MPI ranks" in report["placement"], report["placement"]
 PY
 echo "   4 rows predicted and measured, P=2 across the ranks"
-echo "5 passed, 0 failed"
+echo "6. validate --distributed: rank 1 stops (SIGSTOP) while rank 0 calibrates alone, --message-timeout 3"
+mkdir "$folder/marker-tables"
+"${mpirun[@]}" -np 2 "$pipetwin" validate --distributed -m lenet5 --schedules 1f1b -p 1,2 --runs 2 --steps 8 \
+  --message-timeout 3 --data synthetic --tables-out "$folder/marker-tables" --json > /dev/null 2> "$folder/stderr.txt" &
+job=$!
+for _ in $(seq 400); do  # until rank 0 calibrates for one processor (at most 40 s)
+  grep -q "round 1/2: calibrating" "$folder/stderr.txt" && victim=$(rank_pid 1) && [ -n "$victim" ] && break
+  sleep 0.1
+done
+[ -n "${victim:-}" ] || { kill -9 "$job"; fail "validate did not start: $(cat "$folder/stderr.txt")"; }
+kill -STOP "$victim"
+took=$(await_end 30)
+kill -9 "$victim" 2> /dev/null || true
+grep -Eq "pipetwin: rank 0: error: .*(waited 3 s|within 3 s|for 3 s).*(--message-timeout sets the wait)" "$folder/stderr.txt" ||
+  fail "no error saying the wait: $(cat "$folder/stderr.txt")"
+echo "   ended within ${took} s: $(grep "pipetwin: rank 0: error" "$folder/stderr.txt" | head -1)"
+echo "6 passed, 0 failed"

@@ -24,8 +24,10 @@ struct RankLinkTimes {
   std::vector<std::pair<std::int64_t, double>> send_core_each_s, receive_core_each_s;  // (bytes, median)
 };
 
-// Every rank calls it; ranks 0 and 1 time `repeats` round trips per size (at least 2 ranks).
-// Valid on ranks 0 and 1; the other ranks get zeros.
-RankLinkTimes time_rank_link(RankTransport& transport, int repeats);
+// Every rank calls it, about together (it starts with a barrier); ranks 0 and 1 time `repeats`
+// round trips per size (at least 2 ranks), the others return at once. Valid on ranks 0 and 1;
+// the other ranks get zeros. Throws when a rank waits `wait_s` seconds (--message-timeout) at
+// that barrier or for an answer: the rank waited for stopped or hangs.
+RankLinkTimes time_rank_link(RankTransport& transport, int repeats, double wait_s);
 
 }  // namespace pipetwin

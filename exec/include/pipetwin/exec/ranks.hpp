@@ -70,6 +70,12 @@ class RankTransport {
     (void)wait_s;
     barrier();
   }
+  // gather(), but throws when some rank has not come to it within `wait_s` seconds: a barrier
+  // with that deadline first, after which no rank's gather waits on a rank that stopped.
+  std::vector<std::vector<unsigned char>> gather_within(const std::vector<unsigned char>& bytes, double wait_s) {
+    barrier_within(wait_s);
+    return gather(bytes);
+  }
 };
 
 // What TrainingOptions::distribution points at.
