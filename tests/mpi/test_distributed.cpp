@@ -176,6 +176,38 @@ int main() {
       (ranks_wrong == 0 ? passed : failed) += 1;
     }
   }
+  // A gather with a deadline: on time, rank 0 gets every rank's bytes in rank order. With rank 1
+  // two seconds late, rank 0 gives up after half a second with an error that says so; it then
+  // takes part in the gather the others go on to, so that the collectives stay matched.
+  if (ranks >= 2) {
+    const std::vector<unsigned char> mine{static_cast<unsigned char>(session.rank()), 7};
+    std::string outcome;
+    const auto all = session.transport().gather_within(mine, 30);
+    if (session.rank() == 0) {
+      for (std::int32_t r = 0; r < ranks && outcome.empty(); ++r) {
+        if (all.at(static_cast<std::size_t>(r)) != std::vector<unsigned char>{static_cast<unsigned char>(r), 7}) {
+          outcome = "on time: rank " + std::to_string(r) + "'s bytes are not its own";
+        }
+      }
+    }
+    if (session.rank() == 1) std::this_thread::sleep_for(std::chrono::seconds(2));
+    try {
+      session.transport().gather_within(mine, session.rank() == 0 ? 0.5 : 30);
+      if (session.rank() == 0) outcome = "no error after 0.5 s with rank 1 late";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      if (session.rank() != 0 || what.find("rank 0 waited 0.5 s at a barrier") == std::string::npos) outcome = what;
+      session.transport().gather(mine);  // the gather the other ranks went on to
+    }
+    session.transport().barrier();
+    if (!outcome.empty()) std::printf("gather with a deadline, rank %d: %s\n", session.rank(), outcome.c_str());
+    int wrong = outcome.empty() ? 0 : 1, ranks_wrong = 0;
+    MPI_Allreduce(&wrong, &ranks_wrong, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (session.rank() == 0) {
+      if (ranks_wrong == 0) std::printf("gather with a deadline: every rank's bytes on time; rank 0 gave up on a late rank\n");
+      (ranks_wrong == 0 ? passed : failed) += 1;
+    }
+  }
   for (const std::string model : {"lenet5", "resnet8"}) {
     for (const auto& schedule : schedule_names()) {
       const auto& specs = find_schedule(schedule).params;
