@@ -147,6 +147,19 @@ void run_case(GraphConfig config, const std::string& label, mpi::MpiSession& ses
   std::fflush(stdout);
 }
 
+// A case every rank checks for itself: each prints what went wrong on it (`outcome`, empty when
+// nothing did), after a barrier; rank 0 counts the case passed when it held on every rank.
+void tally_ranks(mpi::MpiSession& session, const char* label, const std::string& outcome, const char* held, int& passed,
+                 int& failed) {
+  session.transport().barrier();
+  if (!outcome.empty()) std::printf("%s, rank %d: %s\n", label, session.rank(), outcome.c_str());
+  int wrong = outcome.empty() ? 0 : 1, ranks_wrong = 0;
+  MPI_Allreduce(&wrong, &ranks_wrong, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (session.rank() != 0) return;
+  if (ranks_wrong == 0) std::printf("%s: %s\n", label, held);
+  (ranks_wrong == 0 ? passed : failed) += 1;
+}
+
 }  // namespace
 
 int main() {
@@ -167,14 +180,7 @@ int main() {
       const std::string what = e.what();
       outcome = session.rank() == 0 && what.find("rank 0 waited 0.5 s at a barrier") != std::string::npos ? "" : what;
     }
-    session.transport().barrier();
-    if (!outcome.empty()) std::printf("barrier with a deadline, rank %d: %s\n", session.rank(), outcome.c_str());
-    int wrong = outcome.empty() ? 0 : 1, ranks_wrong = 0;
-    MPI_Allreduce(&wrong, &ranks_wrong, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (session.rank() == 0) {
-      if (ranks_wrong == 0) std::printf("barrier with a deadline: rank 0 gave up on a late rank, the others passed\n");
-      (ranks_wrong == 0 ? passed : failed) += 1;
-    }
+    tally_ranks(session, "barrier with a deadline", outcome, "rank 0 gave up on a late rank, the others passed", passed, failed);
   }
   // A gather with a deadline: on time, rank 0 gets every rank's bytes in rank order. With rank 1
   // two seconds late, rank 0 gives up after half a second with an error that says so; it then
@@ -199,14 +205,8 @@ int main() {
       if (session.rank() != 0 || what.find("rank 0 waited 0.5 s at a barrier") == std::string::npos) outcome = what;
       session.transport().gather(mine);  // the gather the other ranks went on to
     }
-    session.transport().barrier();
-    if (!outcome.empty()) std::printf("gather with a deadline, rank %d: %s\n", session.rank(), outcome.c_str());
-    int wrong = outcome.empty() ? 0 : 1, ranks_wrong = 0;
-    MPI_Allreduce(&wrong, &ranks_wrong, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (session.rank() == 0) {
-      if (ranks_wrong == 0) std::printf("gather with a deadline: every rank's bytes on time; rank 0 gave up on a late rank\n");
-      (ranks_wrong == 0 ? passed : failed) += 1;
-    }
+    tally_ranks(session, "gather with a deadline", outcome, "every rank's bytes on time; rank 0 gave up on a late rank", passed,
+                failed);
   }
   for (const std::string model : {"lenet5", "resnet8"}) {
     for (const auto& schedule : schedule_names()) {
