@@ -1,13 +1,16 @@
-// fork() workers that write "index<TAB>line" records to a pipe each; the parent polls them.
+// fork() workers that take jobs as they free up: the parent hands each worker one job index at a
+// time over a socket pair and the worker answers "index<TAB>line"; the parent polls them all.
 #include "process_pool.hpp"
 
 #include <poll.h>
-#include <sys/wait.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
+#include <algorithm>
 #include <cstring>
 
 #include "pipetwin/models/error.hpp"
@@ -15,14 +18,47 @@
 namespace pipetwin::cli {
 namespace {
 
+// In a worker: all of `text` or the worker ends (the parent is gone or closed its end).
 void write_all(int fd, const std::string& text) {
   std::size_t written = 0;
   while (written < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
+    const ssize_t n = ::send(fd, text.data() + written, text.size() - written, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) _exit(3);
     written += static_cast<std::size_t>(n);
   }
+}
+
+// In a worker: job indices, one a line, until the parent shuts its side; each answered in turn.
+void serve_jobs(int fd, std::size_t jobs, const std::function<std::string(std::size_t)>& job) {
+  std::string pending;
+  char chunk[256];
+  for (;;) {
+    std::size_t line_end;
+    while ((line_end = pending.find('\n')) != std::string::npos) {
+      const std::size_t index = std::stoul(pending.substr(0, line_end));
+      pending.erase(0, line_end + 1);
+      if (index >= jobs) _exit(4);
+      write_all(fd, std::to_string(index) + "\t" + job(index) + "\n");
+    }
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // no more jobs
+    pending.append(chunk, static_cast<std::size_t>(n));
+  }
+}
+
+// In the parent: hands job `index` to the worker on `fd`; false when that worker is gone.
+bool hand_out(int fd, std::size_t index) {
+  const std::string line = std::to_string(index) + "\n";
+  std::size_t written = 0;
+  while (written < line.size()) {
+    const ssize_t n = ::send(fd, line.data() + written, line.size() - written, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    written += static_cast<std::size_t>(n);
+  }
+  return true;
 }
 
 }  // namespace
@@ -41,13 +77,15 @@ std::vector<std::string> run_in_processes(std::size_t jobs, int workers,
   workers = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(workers), jobs));
   struct Child {
     pid_t pid;
-    int fd;
-    std::string buffer;
+    int fd;              // the parent's end of the socket pair: job indices out, answers in
+    std::string buffer;  // an answer's first part, until its newline arrives
   };
   std::vector<Child> children;
   for (int w = 0; w < workers; ++w) {
     int fds[2];
-    if (::pipe(fds) != 0) throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+      throw Error(std::string("cannot create a socket pair: ") + std::strerror(errno));
+    }
     const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
     if (pid < 0) throw Error(std::string("cannot start a worker process: ") + std::strerror(errno));
@@ -56,17 +94,25 @@ std::vector<std::string> run_in_processes(std::size_t jobs, int workers,
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) _exit(1);  // it went before the line above took effect
       ::close(fds[0]);
+      // The earlier workers' ends: held here, they would keep those workers from seeing the end of their jobs.
       for (const auto& other : children) ::close(other.fd);
-      for (std::size_t i = static_cast<std::size_t>(w); i < jobs; i += static_cast<std::size_t>(workers)) {
-        write_all(fds[1], std::to_string(i) + "\t" + job(i) + "\n");
-      }
+      serve_jobs(fds[1], jobs, job);
       ::close(fds[1]);
       _exit(0);
     }
     ::close(fds[1]);
     children.push_back({pid, fds[0], {}});
   }
-  std::size_t done = 0, open = children.size();
+  // One job in hand per worker: a second would wait behind a long first one while others idle.
+  std::size_t next = 0, done = 0, open = children.size();
+  auto give_next = [&](Child& child) {
+    if (next < jobs && hand_out(child.fd, next)) {
+      ++next;
+    } else if (next >= jobs) {
+      ::shutdown(child.fd, SHUT_WR);  // no more: the worker ends after its last answer
+    }
+  };
+  for (auto& child : children) give_next(child);
   std::vector<pollfd> polls;
   std::vector<Child*> polled;
   while (open > 0) {
@@ -102,6 +148,7 @@ std::vector<std::string> run_in_processes(std::size_t jobs, int workers,
         const std::size_t index = std::stoul(line.substr(0, tab));
         if (index < jobs) results[index] = line.substr(tab + 1);
         progress(++done);
+        give_next(child);
       }
     }
   }
@@ -116,6 +163,12 @@ std::vector<std::string> run_in_processes(std::size_t jobs, int workers,
                 std::to_string(done) + " of " + std::to_string(jobs) + " came back)");
   }
   return results;
+}
+
+std::string describe_workers(std::size_t jobs, int workers) {
+  if (workers <= 1 || jobs <= 1) return "in this process";
+  const std::size_t used = std::min<std::size_t>(static_cast<std::size_t>(workers), jobs);
+  return std::to_string(used) + " worker processes";
 }
 
 }  // namespace pipetwin::cli

@@ -8,11 +8,16 @@
 
 namespace pipetwin::cli {
 
-// Job i goes to worker i % workers, so order jobs to balance the load. `job` must not throw
-// (return an error line instead). `progress(done)` is called in this process as results arrive.
-// With workers <= 1 everything runs here.
+// Jobs go out in index order, each to the first worker free (one in hand each), so put the
+// longest first: the last ones handed out then leave the workers' ends close. `job` must not
+// throw (return an error line instead) and its answer must hold no newline. `progress(done)` is
+// called in this process as results arrive. With workers <= 1 everything runs here.
 std::vector<std::string> run_in_processes(std::size_t jobs, int workers,
                                           const std::function<std::string(std::size_t)>& job,
                                           const std::function<void(std::size_t)>& progress);
+
+// How run_in_processes runs `jobs` jobs on `workers`, for a table's header: "3 worker processes"
+// (never more than the jobs), or "in this process" when it forks none.
+std::string describe_workers(std::size_t jobs, int workers);
 
 }  // namespace pipetwin::cli

@@ -68,11 +68,11 @@ void run(SearchOptions options) {
     }
   }
   std::cout << fmt::format("search · {} · {} · {} GPUs · batch {} · {} candidates: {} fit, {} beyond memory, {} cannot "
-                           "be built · {} · {} worker processes\n",
+                           "be built · {} · {}\n",
                            options.model, options.hardware, request.gpus,
                            request.global_batch > 0 ? std::to_string(request.global_batch) : "(the model's)",
                            rows.size(), fits, oom, failed,
-                           options.engine == "analytic" ? "analytic evaluator" : "SystemC simulator", jobs);
+                           options.engine == "analytic" ? "analytic evaluator" : "SystemC simulator", describe_workers(configs.size(), jobs));
   Table table({"rank", "schedule", "tp", "pp", "dp", "microbatch", "microbatches", "iteration_s", "bubble",
                "max_peak_memory"});
   int shown = 0;

@@ -48,7 +48,7 @@ void run(const SweepOptions& options) {
   const auto configs = sweep_configs(request);
   const int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
-  // Largest first, so the round-robin split over workers balances.
+  // Largest first: the workers take jobs as they free up, and short ones last even out their ends.
   std::vector<std::size_t> order(configs.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
@@ -69,9 +69,9 @@ void run(const SweepOptions& options) {
     return;
   }
   const auto& config = options.graph.config;
-  std::cout << fmt::format("sweep · {} · {} · {} microbatches · {} minibatches · {} · {} worker processes\n",
+  std::cout << fmt::format("sweep · {} · {} · {} microbatches · {} minibatches · {} · {}\n",
                            config.model, config.hardware, config.microbatches, config.minibatches,
-                           options.engine == "analytic" ? "analytic evaluator" : "SystemC simulator", jobs);
+                           options.engine == "analytic" ? "analytic evaluator" : "SystemC simulator", describe_workers(configs.size(), jobs));
   Table table({"schedule", "P", "cycles", "seconds", "iteration_cycles", "speedup", "mean_util",
                "bubble", "max_peak_memory", "link_bytes", "note"},
               true);
