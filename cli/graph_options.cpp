@@ -1,6 +1,8 @@
 // Shared graph options and the --procs list syntax.
 #include "graph_options.hpp"
 
+#include <algorithm>
+#include <set>
 #include <sstream>
 
 #include "pipetwin/models/error.hpp"
@@ -44,29 +46,45 @@ std::vector<std::string> parse_schedule_list(const std::string& text) {
   for (std::string name; std::getline(in, name, ',');) {
     if (name.empty()) throw Error("--schedules: empty name in '" + text + "'");
     find_schedule(name);  // throws with a suggestion
+    if (std::find(names.begin(), names.end(), name) != names.end()) {
+      throw Error("--schedules: " + name + " is given twice in '" + text + "'");
+    }
     names.push_back(name);
   }
   if (names.empty()) throw Error("--schedules: give at least one schedule");
   return names;
 }
 
-std::vector<int> parse_procs(const std::string& text) {
+std::vector<int> parse_count_list(const std::string& text, const std::string& option, const std::string& what,
+                                  int most) {
   std::vector<int> counts;
+  std::set<int> seen;
   std::size_t begin = 0;
   while (begin <= text.size()) {
     const std::size_t comma = text.find(',', begin);
     const std::string item = text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
     const std::size_t dash = item.find('-', 1);
-    const std::int64_t low = parse_int(item.substr(0, dash), "--procs");
-    const std::int64_t high = dash == std::string::npos ? low : parse_int(item.substr(dash + 1), "--procs");
-    if (low < 1) throw Error("--procs: processor counts must be at least 1, got " + std::to_string(low));
-    if (high < low) throw Error("--procs: range " + item + " is empty");
-    if (high > 4096) throw Error("--procs: at most 4096 processors, got " + std::to_string(high));
-    for (std::int64_t p = low; p <= high; ++p) counts.push_back(static_cast<int>(p));
+    const std::int64_t low = parse_int(item.substr(0, dash), option);
+    const std::int64_t high = dash == std::string::npos ? low : parse_int(item.substr(dash + 1), option);
+    if (low < 1) throw Error(option + ": " + what + " must be at least 1, got " + std::to_string(low));
+    if (high < low) throw Error(option + ": range " + item + " is empty");
+    if (high > most) {
+      throw Error(option + ": " + what + " must be at most " + std::to_string(most) + ", got " + std::to_string(high));
+    }
+    for (std::int64_t count = low; count <= high; ++count) {
+      if (!seen.insert(static_cast<int>(count)).second) {
+        throw Error(option + ": " + std::to_string(count) + " is given twice in '" + text + "'");
+      }
+      counts.push_back(static_cast<int>(count));
+    }
     if (comma == std::string::npos) break;
     begin = comma + 1;
   }
   return counts;
+}
+
+std::vector<int> parse_procs(const std::string& text) {
+  return parse_count_list(text, "--procs", "processor counts", 4096);
 }
 
 }  // namespace pipetwin::cli

@@ -18,7 +18,12 @@ struct GraphOptions {
 // Adds the options to `command`, with `default_procs` as the --procs default.
 void add_graph_options(CLI::App& command, GraphOptions& options, const std::string& default_procs);
 
-// "1-9" -> 1..9, "1,2,4-8" -> 1,2,4,5,6,7,8; throws on anything else or on counts < 1.
+// "1-9" -> 1..9, "1,2,4-8" -> 1,2,4,5,6,7,8; throws, naming `option` and `what` the counts are,
+// on anything else, on a count under 1 or over `most`, and on a count given twice.
+std::vector<int> parse_count_list(const std::string& text, const std::string& option, const std::string& what,
+                                  int most);
+
+// parse_count_list for --procs: processor counts, at most 4096.
 std::vector<int> parse_procs(const std::string& text);
 
 // "gpipe,1f1b" -> the names, each checked (with a suggestion when unknown); "all" -> every

@@ -20,6 +20,19 @@ const std::vector<std::string>& sweep_columns() {
 std::vector<GraphConfig> sweep_configs(const SweepRequest& request) {
   for (const auto& name : request.schedules) find_schedule(name);
   if (!request.baseline.empty()) find_schedule(request.baseline);
+  // A name or count twice would give the same rows twice: a slip, said rather than repeated.
+  for (std::size_t i = 0; i < request.schedules.size(); ++i) {
+    if (std::find(request.schedules.begin(), request.schedules.begin() + i, request.schedules[i]) !=
+        request.schedules.begin() + i) {
+      throw Error("sweep: schedule " + request.schedules[i] + " is given twice");
+    }
+  }
+  for (std::size_t i = 0; i < request.processors.size(); ++i) {
+    if (std::find(request.processors.begin(), request.processors.begin() + i, request.processors[i]) !=
+        request.processors.begin() + i) {
+      throw Error("sweep: processor count " + std::to_string(request.processors[i]) + " is given twice");
+    }
+  }
   std::vector<GraphConfig> configs;
   auto add = [&](const std::string& schedule, int processors) {
     GraphConfig config = request.base;

@@ -23,6 +23,13 @@ def test_sweep_routes_schedule_parameters_only_to_their_schedules():
     assert list(frame["error"]) == ["", ""]
 
 
+def test_sweep_rejects_a_schedule_or_processor_count_given_twice():
+    with pytest.raises(pipetwin.PipetwinError, match="processor count 2 is given twice"):
+        pipetwin.sweep("resnet20", ["gpipe"], [1, 2, 2], jobs=1)
+    with pytest.raises(pipetwin.PipetwinError, match="schedule gpipe is given twice"):
+        pipetwin.sweep("resnet20", ["gpipe", "1f1b", "gpipe"], [1], jobs=1)
+
+
 def test_training_from_python_reduces_the_loss_and_reports_the_schedule_it_ran():
     t = pipetwin.run(model="mlp", schedule="1f1b", processors=2, microbatches=2, minibatches=40,
                      params={"widths": "32,16,8", "batch": 16}, data="synthetic", learning_rate=0.1)
