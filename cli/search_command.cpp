@@ -31,6 +31,7 @@ struct SearchOptions {
   std::string csv_file;
   bool json = false;
   int jobs = 0;
+  bool quiet = false;
   int top = 10;
 };
 
@@ -45,7 +46,7 @@ void run(SearchOptions options) {
   for (const int b : parse_count_list(options.microbatch_sizes, "--microbatch-sizes", "microbatch sizes", 1 << 20)) request.microbatch_sizes.push_back(b);
   const auto configs = search_configs(request);
   const int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  ProgressBar bar("search", configs.size());
+  ProgressBar bar("search", configs.size(), options.quiet);
   const auto lines = run_in_processes(
       configs.size(), jobs, [&](std::size_t k) { return search_row(options.engine, configs[k]).dump(); },
       [&](std::size_t done) { bar.update(done); });
@@ -124,6 +125,7 @@ void add_search_command(CLI::App& app) {
   command->add_option("--csv", options->csv_file, "also write every candidate as CSV to this file");
   command->add_flag("--json", options->json, "print every candidate as JSON instead of the table");
   command->add_option("--jobs,-j", options->jobs, "worker processes (default: all cores)");
+  command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");
   command->callback([options] { run(*options); });
 }
 

@@ -33,6 +33,7 @@ struct SweepOptions {
   std::string csv_file;
   bool json = false;
   int jobs = 0;
+  bool quiet = false;
 };
 
 // One configuration, in a worker: the core's row as a JSON line.
@@ -53,7 +54,7 @@ void run(const SweepOptions& options) {
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return configs[a].processors > configs[b].processors; });
-  ProgressBar bar("sweep", configs.size());
+  ProgressBar bar("sweep", configs.size(), options.quiet);
   const auto lines = run_in_processes(
       configs.size(), jobs, [&](std::size_t k) { return run_one(options.engine, configs[order[k]]); },
       [&](std::size_t done) { bar.update(done); });
@@ -116,6 +117,7 @@ void add_sweep_command(CLI::App& app) {
   command->add_option("--csv", options->csv_file, "also write the table as CSV to this file");
   command->add_flag("--json", options->json, "print the rows as JSON (the CSV's columns) instead of the table");
   command->add_option("--jobs,-j", options->jobs, "worker processes (default: all cores)");
+  command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");
   command->callback([options] { run(*options); });
 }
 

@@ -72,8 +72,10 @@ std::string rows_to_csv(const std::vector<std::string>& columns, const std::vect
   return csv.str();
 }
 
-ProgressBar::ProgressBar(std::string label, std::size_t total)
-    : label_(std::move(label)), total_(total), shown_(::isatty(STDERR_FILENO) && std::getenv("CI") == nullptr) {}
+ProgressBar::ProgressBar(std::string label, std::size_t total, bool quiet)
+    : label_(std::move(label)),
+      total_(total),
+      shown_(!quiet && ::isatty(STDERR_FILENO) && std::getenv("CI") == nullptr) {}
 
 void ProgressBar::update(std::size_t done) {
   if (!shown_) return;

@@ -31,7 +31,8 @@ std::string rows_to_csv(const std::vector<std::string>& columns, const std::vect
 // "label [#####.....] done/total configurations" on standard error, on a terminal outside CI.
 class ProgressBar {
  public:
-  ProgressBar(std::string label, std::size_t total);
+  // Shown only on a terminal, outside CI, and unless `quiet` (-q).
+  ProgressBar(std::string label, std::size_t total, bool quiet);
   void update(std::size_t done);
 
  private:
