@@ -12,6 +12,7 @@
 #include "pipetwin/models/json_read.hpp"
 #include "pipetwin/schedule/graph_io.hpp"
 #include "pipetwin/schedule/torch_csv.hpp"
+#include "output_option.hpp"
 
 namespace pipetwin::cli {
 namespace {
@@ -62,7 +63,8 @@ void add_import_command(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--param", options->config.params, "key=value for the model or hardware (repeatable)")
       ->take_all();
-  command->add_option("-o,--output", options->output, "write the task graph JSON here (- for standard output)");
+  command->add_option("-o,--output", options->output, "write the task graph JSON here (- for standard output)")
+      ->check(writable_output_file());
   options->engine = default_engine();
   command->add_option("--engine", options->engine, "systemc or analytic")->capture_default_str();
   command->callback([options] { run(*options); });

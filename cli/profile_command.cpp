@@ -16,6 +16,7 @@
 #include "rank_followers.hpp"
 #include "pipetwin/models/error.hpp"
 #include "table.hpp"
+#include "output_option.hpp"
 
 namespace pipetwin::cli {
 namespace {
@@ -157,7 +158,8 @@ void add_profile_command(CLI::App& app) {
       ->check(CLI::Range(1, 4096));
   add_concurrent_timing_option(*command, options->concurrent_timing);
   add_unmarked_twins_option(*command, options->executor);
-  command->add_option("--output,-o", options->output, "calibration file (default calibration-<model>-<device>.json)");
+  command->add_option("--output,-o", options->output, "calibration file (default calibration-<model>-<device>.json)")
+      ->check(writable_output_file());
   command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");
   command->add_flag("--distributed", options->distributed,
                     "the table for `run --distributed` (start under mpirun -np N, N >= 2): every rank profiles at "

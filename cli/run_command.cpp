@@ -23,6 +23,7 @@
 #include "pipetwin/sim/engines.hpp"
 #include "rank_followers.hpp"
 #include "table.hpp"
+#include "output_option.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -232,10 +233,12 @@ void add_run_command(CLI::App& app) {
   command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");
   command->add_option("--trace", options->trace_file,
                       "write a Chrome trace (Perfetto) of the measured run, with the prediction of the same graph as "
-                      "processes of their own, to compare them on one timeline");
+                      "processes of their own, to compare them on one timeline")
+      ->check(writable_output_file());
   command->add_option("--weights-out", options->weights_file,
                       "write the trained weights as JSON: per layer its name and its parameters (float32 values, "
-                      "exactly as trained)");
+                      "exactly as trained)")
+      ->check(writable_output_file());
   command->add_flag("--distributed", options->distributed,
                     "run across processes: start under `mpirun -np N` (or srun); each MPI rank runs the tasks of its "
                     "processors (contiguous blocks; --procs defaults to N), transfers between ranks are MPI messages, "

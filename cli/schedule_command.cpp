@@ -9,6 +9,7 @@
 #include "pipetwin/schedule/graph_io.hpp"
 #include "pipetwin/schedule/torch_csv.hpp"
 #include "pipetwin/schedule/validator.hpp"
+#include "output_option.hpp"
 
 namespace pipetwin::cli {
 namespace {
@@ -53,10 +54,12 @@ void add_schedule_command(CLI::App& app) {
   auto options = std::make_shared<ScheduleOptions>();
   auto* command = app.add_subcommand("schedule", "build a schedule's task graph and write it as JSON or DOT");
   add_graph_options(*command, options->graph, "4");
-  command->add_option("-o,--output", options->output, "output file (- for standard output)");
+  command->add_option("-o,--output", options->output, "output file (- for standard output)")
+      ->check(writable_output_file());
   command->add_option("--torch-csv", options->torch_csv,
                       "also write the schedule as torch.distributed.pipelining's compute-only CSV "
-                      "(one step; synchronous schedules)");
+                      "(one step; synchronous schedules)")
+      ->check(writable_output_file());
   command->add_option("--format", options->format, "json, dot, or auto (from the file name)")
       ->check(CLI::IsMember({"auto", "json", "dot"}))
       ->capture_default_str();

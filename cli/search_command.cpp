@@ -16,6 +16,7 @@
 #include "pipetwin/sim/search.hpp"
 #include "process_pool.hpp"
 #include "table.hpp"
+#include "output_option.hpp"
 
 namespace pipetwin::cli {
 namespace {
@@ -122,7 +123,8 @@ void add_search_command(CLI::App& app) {
   options->engine = "analytic";
   command->add_option("--engine", options->engine, "analytic (fast) or systemc (link contention)")->capture_default_str();
   command->add_option("--top", options->top, "rows of the table (the CSV and JSON have them all)")->capture_default_str();
-  command->add_option("--csv", options->csv_file, "also write every candidate as CSV to this file");
+  command->add_option("--csv", options->csv_file, "also write every candidate as CSV to this file")
+      ->check(writable_output_file());
   command->add_flag("--json", options->json, "print every candidate as JSON instead of the table");
   command->add_option("--jobs,-j", options->jobs, "worker processes (default: all cores)");
   command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");

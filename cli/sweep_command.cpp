@@ -21,6 +21,7 @@
 #include "pipetwin/sim/sweep.hpp"
 #include "process_pool.hpp"
 #include "table.hpp"
+#include "output_option.hpp"
 
 namespace pipetwin::cli {
 namespace {
@@ -114,7 +115,8 @@ void add_sweep_command(CLI::App& app) {
       ->capture_default_str();
   options->engine = default_engine();
   command->add_option("--engine", options->engine, "systemc or analytic")->capture_default_str();
-  command->add_option("--csv", options->csv_file, "also write the table as CSV to this file");
+  command->add_option("--csv", options->csv_file, "also write the table as CSV to this file")
+      ->check(writable_output_file());
   command->add_flag("--json", options->json, "print the rows as JSON (the CSV's columns) instead of the table");
   command->add_option("--jobs,-j", options->jobs, "worker processes (default: all cores)");
   command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");

@@ -20,6 +20,7 @@
 #include "pipetwin/sim/simulator.hpp"
 #endif
 #include "table.hpp"
+#include "output_option.hpp"
 
 namespace pipetwin::cli {
 namespace {
@@ -238,7 +239,8 @@ void add_timing_command(CLI::App& app, const std::string& name, const std::strin
                     "fail when a processor's memory exceeds its capacity (default: warn)");
   command->add_option("--trace", options->trace_file,
                       "write a Chrome trace (Perfetto) of the run: a track per processor and link, "
-                      "bubbles labelled, memory counters");
+                      "bubbles labelled, memory counters")
+      ->check(writable_output_file());
   if (engine == "systemc") {
     command->add_option("--vcd", options->vcd_file,
                         "also write SystemC's own VCD trace (FILE.vcd): each processor's busy signal and each link medium's "

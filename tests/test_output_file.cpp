@@ -69,3 +69,28 @@ TEST_CASE("output files: new, replaced whole, through symbolic links, never over
   CHECK(fs::is_fifo(fs::status(fifo)));
   CHECK(entries(folder.path()) == 4);
 }
+
+TEST_CASE("output files: checked before the work, the same errors as the write, nothing written") {
+  const TemporaryFolder folder("output-check");
+  auto message = [](const std::string& path) {
+    try {
+      check_output_file(path);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string missing = (folder.path() / "none" / "out.csv").string();
+  CHECK(message(missing) == missing + ": folder " + (folder.path() / "none").string() + " does not exist");
+  CHECK(message(folder.path().string()) == folder.path().string() + ": is a directory, not a file");
+  CHECK(message("") == "an output path is empty");
+  CHECK(message("-") == "no error");
+  CHECK(message((folder.path() / "new.csv").string()) == "no error");
+  const fs::path loop = folder.path() / "loop";
+  fs::create_symlink(loop, loop);  // a link to itself: cannot be followed
+  CHECK(message(loop.string()).find("cannot follow the symbolic link") != std::string::npos);
+  CHECK(entries(folder.path()) == 1);  // the link alone: checking wrote nothing
+  // The write gives what the check gave.
+  CHECK_THROWS_WITH_AS(write_output_file(missing, "x"), (missing + ": folder " + (folder.path() / "none").string() +
+                                                        " does not exist").c_str(), Error);
+}

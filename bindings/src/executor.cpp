@@ -146,6 +146,9 @@ void bind_executor(py::module_& m) {
   m.def("write_output_file", &write_output_file, py::arg("path"), py::arg("text"),
         "Writes text to path whole or not at all: through symbolic links; a device or FIFO is written, never "
         "replaced; a directory is an error.");
+  m.def("check_output_file", &check_output_file, py::arg("path"),
+        "Raises the error write_output_file would raise for path itself (a directory, a missing folder), writing "
+        "nothing.");
   m.def("profile", [](const std::string& model, int microbatches, const ParamsArg& params, const std::string& data,
                       const std::string& data_dir, int repeats, std::uint64_t seed, int concurrent, bool pin_threads,
                       const std::string& concurrent_timing, bool unmarked_twins) {

@@ -23,20 +23,21 @@ void write_in_place(const std::string& path, const std::string& shown, const std
   if (!out.flush()) throw Error(shown + ": write failed");
 }
 
-}  // namespace
+// Where `path`'s text goes: standard output ("-"), in place (what exists and is neither a regular
+// file nor a folder), or over a regular file, new or not, at its real path (through links).
+struct Destination {
+  enum Kind { kStandardOutput, kInPlace, kReplaced } kind;
+  fs::path target;
+};
 
-void write_output_file(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    std::cout << text;
-    return;
-  }
+Destination destination(const std::string& path) {
+  if (path == "-") return {Destination::kStandardOutput, {}};
   if (path.empty()) throw Error("an output path is empty");
   std::error_code error;
   const fs::file_status status = fs::status(path, error);  // follows symbolic links
   if (fs::is_directory(status)) throw Error(path + ": is a directory, not a file");
   if (fs::exists(status) && !fs::is_regular_file(status)) {  // a device, a FIFO, a socket: never replaced
-    write_in_place(path, path, text);
-    return;
+    return {Destination::kInPlace, path};
   }
   // A regular file or a new one: the real target (through symbolic links), replaced whole.
   fs::path target = path;
@@ -46,6 +47,24 @@ void write_output_file(const std::string& path, const std::string& text) {
   }
   const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
   if (!fs::is_directory(folder, error)) throw Error(path + ": folder " + folder.string() + " does not exist");
+  return {Destination::kReplaced, target};
+}
+
+}  // namespace
+
+void check_output_file(const std::string& path) { destination(path); }
+
+void write_output_file(const std::string& path, const std::string& text) {
+  const Destination where = destination(path);
+  if (where.kind == Destination::kStandardOutput) {
+    std::cout << text;
+    return;
+  }
+  if (where.kind == Destination::kInPlace) {
+    write_in_place(path, path, text);
+    return;
+  }
+  const fs::path& target = where.target;
   const std::string temporary = target.string() + ".partial-" + std::to_string(::getpid());
   try {
     write_in_place(temporary, path, text);

@@ -30,6 +30,12 @@ def test_sweep_rejects_a_schedule_or_processor_count_given_twice():
         pipetwin.sweep("resnet20", ["gpipe", "1f1b", "gpipe"], [1], jobs=1)
 
 
+def test_profile_refuses_an_output_it_cannot_write_before_it_profiles(tmp_path):
+    # The data folder is empty, so profiling would fail on the data: the output is checked first.
+    with pytest.raises(pipetwin.PipetwinError, match="is a directory, not a file"):
+        pipetwin.profile("lenet5", data="fashion-mnist", data_dir=tmp_path / "empty", output=tmp_path)
+
+
 def test_training_from_python_reduces_the_loss_and_reports_the_schedule_it_ran():
     t = pipetwin.run(model="mlp", schedule="1f1b", processors=2, microbatches=2, minibatches=40,
                      params={"widths": "32,16,8", "batch": 16}, data="synthetic", learning_rate=0.1)

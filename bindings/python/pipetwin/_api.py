@@ -182,6 +182,8 @@ def profile(model: PathArg, *, device: str = "cpu", microbatches: int = 4, param
     and what a task costs beyond its layers is fitted from that twin's task times (the table says
     so: "overheads_from_unmarked_twins"); profiling takes about twice as long."""
     _check_device(device)
+    if output is not None:
+        _core.check_output_file(_path(output))  # before the minutes of timing, not after
     text = _core.profile(_path(model), microbatches=microbatches, params=_params(params), data=data, data_dir=_path(data_dir),
                          repeats=repeats, seed=seed, concurrent=concurrent, pin_threads=pin_threads,
                          concurrent_timing=concurrent_timing, unmarked_twins=unmarked_twins)

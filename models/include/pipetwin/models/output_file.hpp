@@ -13,4 +13,9 @@ namespace pipetwin {
 //  - a directory, or a path whose folder does not exist, is an error naming the path.
 void write_output_file(const std::string& path, const std::string& text);
 
+// Throws the error write_output_file would give for `path` itself (empty, a directory, a folder
+// that does not exist, a symbolic link that cannot be followed), writing nothing: for front ends
+// to check an output option before the work whose result it is to hold.
+void check_output_file(const std::string& path);
+
 }  // namespace pipetwin
