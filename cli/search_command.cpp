@@ -126,7 +126,8 @@ void add_search_command(CLI::App& app) {
   command->add_option("--csv", options->csv_file, "also write every candidate as CSV to this file")
       ->check(writable_output_file());
   command->add_flag("--json", options->json, "print every candidate as JSON instead of the table");
-  command->add_option("--jobs,-j", options->jobs, "worker processes (default: all cores)");
+  command->add_option("--jobs,-j", options->jobs, "worker processes (default, or 0: all cores)")
+      ->check(CLI::Range(0, 4096));
   command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");
   command->callback([options] { run(*options); });
 }

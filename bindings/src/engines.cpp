@@ -45,11 +45,11 @@ void bind_engines(py::module_& m) {
      py::arg("packet_bytes") = 4096, py::arg("credits") = 0, py::arg("vcd") = "",
      "Predicts a Result for `graph` with the SystemC simulator or the analytic evaluator; the simulator's links "
      "packet by packet (packets, packet_bytes, credits) and its VCD trace (vcd: a file name ending in .vcd) on request.");
-  m.def("sweep_points", [](const std::vector<std::string>& schedules, const std::vector<int>& processors,
+  m.def("sweep_points", [](const std::vector<std::string>& schedules, const std::vector<std::int64_t>& processors,
                            const std::string& baseline) {
     SweepRequest request;
     request.schedules = schedules;
-    request.processors = processors;
+    for (const std::int64_t p : processors) request.processors.push_back(checked_sweep_processors(p));
     request.baseline = baseline;
     std::vector<std::pair<std::string, int>> points;
     for (const auto& config : sweep_configs(request)) points.emplace_back(config.schedule, config.processors);

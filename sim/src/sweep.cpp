@@ -17,9 +17,19 @@ const std::vector<std::string>& sweep_columns() {
   return columns;
 }
 
+int checked_sweep_processors(std::int64_t processors) {
+  if (processors < 1 || processors > 4096) {
+    throw Error("sweep: processor counts must be 1 to 4096, got " + std::to_string(processors));
+  }
+  return static_cast<int>(processors);
+}
+
 std::vector<GraphConfig> sweep_configs(const SweepRequest& request) {
   for (const auto& name : request.schedules) find_schedule(name);
   if (!request.baseline.empty()) find_schedule(request.baseline);
+  if (request.schedules.empty()) throw Error("sweep: no schedules given");
+  if (request.processors.empty()) throw Error("sweep: no processor counts given");
+  for (const int p : request.processors) checked_sweep_processors(p);
   // A name or count twice would give the same rows twice: a slip, said rather than repeated.
   for (std::size_t i = 0; i < request.schedules.size(); ++i) {
     if (std::find(request.schedules.begin(), request.schedules.begin() + i, request.schedules[i]) !=

@@ -30,10 +30,26 @@ def test_sweep_rejects_a_schedule_or_processor_count_given_twice():
         pipetwin.sweep("resnet20", ["gpipe", "1f1b", "gpipe"], [1], jobs=1)
 
 
+@pytest.mark.parametrize("schedules, processors, message", [
+    (["gpipe"], [], "no processor counts given"),
+    ([], [1], "no schedules given"),
+    (["gpipe"], [0], "processor counts must be 1 to 4096, got 0"),
+    (["gpipe"], [10**12], "processor counts must be 1 to 4096, got 1000000000000"),
+])
+def test_sweep_refuses_what_gives_no_rows_or_a_count_no_graph_can_have(schedules, processors, message):
+    with pytest.raises(pipetwin.PipetwinError, match=message):
+        pipetwin.sweep("lenet5", schedules, processors, jobs=1)
+
+
 def test_profile_refuses_an_output_it_cannot_write_before_it_profiles(tmp_path):
     # The data folder is empty, so profiling would fail on the data: the output is checked first.
     with pytest.raises(pipetwin.PipetwinError, match="is a directory, not a file"):
         pipetwin.profile("lenet5", data="fashion-mnist", data_dir=tmp_path / "empty", output=tmp_path)
+
+
+def test_sweep_refuses_a_negative_number_of_workers():
+    with pytest.raises(pipetwin.PipetwinError, match="jobs must be at least 1, or 0 or None for every core; got -1"):
+        pipetwin.sweep("lenet5", ["gpipe"], [1, 2], jobs=-1)
 
 
 def test_training_from_python_reduces_the_loss_and_reports_the_schedule_it_ran():

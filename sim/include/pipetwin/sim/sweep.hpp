@@ -28,8 +28,12 @@ struct SweepRequest {
 const std::vector<std::string>& sweep_columns();
 
 // The configurations to run: every schedule at every count (parameters only other schedules take
-// dropped), then the baseline schedule at P = 1 when there is one. Throws on an unknown schedule.
+// dropped), then the baseline schedule at P = 1 when there is one. Throws on an unknown schedule,
+// on no schedules or no counts, on a schedule or count given twice, and on a count outside 1..4096.
 std::vector<GraphConfig> sweep_configs(const SweepRequest& request);
+
+// A sweep's processor count as given (Python's ints are any size): itself when 1..4096, else throws.
+int checked_sweep_processors(std::int64_t processors);
 
 // Runs one configuration: a row with every column (speedup null), or, when it cannot be built or
 // run, the configuration's columns and "error".
