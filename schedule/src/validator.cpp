@@ -353,27 +353,41 @@ void check_versions(const TaskGraph& g, std::vector<std::string>& problems) {
 
 std::vector<std::int32_t> execution_order(const TaskGraph& g, LinkOrders link_orders) {
   const auto n = g.tasks.size();
-  std::vector<std::vector<std::int32_t>> successors(n);
-  std::vector<std::int32_t> indegree(n, 0);
-  for (const auto& t : g.tasks) {
-    for (const auto& dep : t.deps) {
-      successors[dep.task].push_back(t.id);
-      ++indegree[t.id];
+  // Each task's successors as one compressed list (CSR: task i's are successor[first[i] ..
+  // first[i + 1])), counted then filled in one order: dependencies, processor orders, in-order
+  // links. A vector per task cost a heap block each, most of the time on graphs of millions.
+  const auto processor_lists = tasks_by_processor(g);
+  std::vector<std::vector<std::int32_t>> link_lists;
+  if (link_orders == LinkOrders::follow) {
+    auto by_link = tasks_by_link(g);
+    for (std::size_t k = 0; k < by_link.size(); ++k) {
+      if (g.links[k].policy == LinkPolicy::in_order) link_lists.push_back(std::move(by_link[k]));
     }
   }
-  auto chain = [&](const std::vector<std::int32_t>& list) {
-    for (std::size_t i = 1; i < list.size(); ++i) {
-      successors[list[i - 1]].push_back(list[i]);
-      ++indegree[list[i]];
+  std::vector<std::int64_t> first(n + 1, 0);  // [n + 1]: counts, then starts
+  std::vector<std::int32_t> indegree(n, 0);
+  auto each_edge = [&](auto&& edge) {
+    for (const auto& t : g.tasks) {
+      for (const auto& dep : t.deps) edge(dep.task, t.id);
+    }
+    for (const auto& list : processor_lists) {
+      for (std::size_t i = 1; i < list.size(); ++i) edge(list[i - 1], list[i]);
+    }
+    for (const auto& list : link_lists) {
+      for (std::size_t i = 1; i < list.size(); ++i) edge(list[i - 1], list[i]);
     }
   };
-  for (const auto& list : tasks_by_processor(g)) chain(list);
-  if (link_orders == LinkOrders::follow) {
-    const auto by_link = tasks_by_link(g);
-    for (std::size_t k = 0; k < by_link.size(); ++k) {
-      if (g.links[k].policy == LinkPolicy::in_order) chain(by_link[k]);
-    }
-  }
+  each_edge([&](std::int32_t from, std::int32_t to) {
+    ++first[static_cast<std::size_t>(from) + 1];
+    ++indegree[to];
+  });
+  for (std::size_t i = 0; i < n; ++i) first[i + 1] += first[i];
+  std::vector<std::int32_t> successor(static_cast<std::size_t>(first[n]));  // [edges]
+  std::vector<std::int64_t> filled(first.begin(), first.end() - 1);          // [n]: next free slot
+  each_edge([&](std::int32_t from, std::int32_t to) { successor[static_cast<std::size_t>(filled[from]++)] = to; });
+  auto successors = [&](std::size_t i) {
+    return std::make_pair(successor.begin() + first[i], successor.begin() + first[i + 1]);
+  };
   std::vector<std::int32_t> order;
   order.reserve(n);
   std::vector<std::int32_t> ready;
@@ -384,15 +398,15 @@ std::vector<std::int32_t> execution_order(const TaskGraph& g, LinkOrders link_or
     const auto id = ready.back();
     ready.pop_back();
     order.push_back(id);
-    for (const auto next : successors[id]) {
-      if (--indegree[next] == 0) ready.push_back(next);
+    for (auto [at, end] = successors(static_cast<std::size_t>(id)); at != end; ++at) {
+      if (--indegree[*at] == 0) ready.push_back(*at);
     }
   }
   if (order.size() == n) return order;
   // Walk predecessors among the blocked tasks until one repeats: that is a cycle.
   std::vector<std::vector<std::int32_t>> predecessors(n);
   for (std::size_t i = 0; i < n; ++i) {
-    for (const auto next : successors[i]) predecessors[next].push_back(static_cast<std::int32_t>(i));
+    for (auto [at, end] = successors(i); at != end; ++at) predecessors[*at].push_back(static_cast<std::int32_t>(i));
   }
   std::int32_t at = -1;
   for (std::size_t i = 0; i < n && at < 0; ++i) {
