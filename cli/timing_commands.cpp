@@ -1,6 +1,7 @@
 // `pipetwin evaluate` (the analytic evaluator) and `pipetwin simulate` (the SystemC simulator):
 // one or more processor counts as a table or JSON, or a graph file from `pipetwin schedule`.
 // `simulate` also writes a Chrome trace.
+#include <cctype>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -87,8 +88,33 @@ void print_per_processor(const Evaluated& e) {
   table.print(std::cout);
 }
 
+// "skipped P = 6-9: <why P = 6 could not be built>", one line for each run of counts in a row
+// that failed alike (the reason names the first count; the rest fail the same way).
+void print_skipped(const std::vector<std::pair<int, std::string>>& skipped, std::ostream& out) {
+  auto same_kind = [](const std::string& a, const std::string& b) {  // alike but for the count in it
+    auto letters = [](const std::string& text) {
+      std::string kept;
+      for (const char c : text) kept += std::isdigit(static_cast<unsigned char>(c)) ? '#' : c;
+      return kept;
+    };
+    return letters(a) == letters(b);
+  };
+  for (std::size_t i = 0; i < skipped.size();) {
+    std::size_t j = i + 1;
+    while (j < skipped.size() && skipped[j].first == skipped[j - 1].first + 1 &&
+           same_kind(skipped[j].second, skipped[i].second)) {
+      ++j;
+    }
+    const int low = skipped[i].first, high = skipped[j - 1].first;
+    out << "skipped P = " << (low == high ? std::to_string(low) : std::to_string(low) + "-" + std::to_string(high))
+        << ": " << skipped[i].second << "\n";
+    i = j;
+  }
+}
+
 void run(const TimingOptions& options) {
   std::vector<Evaluated> runs;
+  std::vector<std::pair<int, std::string>> skipped;  // counts of --procs that could not be built, and why
   double baseline_iteration = 0;
   std::string baseline_schedule = "same schedule";
   const bool tracing = !options.trace_file.empty();
@@ -116,9 +142,18 @@ void run(const TimingOptions& options) {
     GraphConfig config = options.graph.config;
     for (const int p : counts) {
       config.processors = p;
-      runs.push_back(build_and_run(*engine, config, true, tracing));
+      try {
+        runs.push_back(build_and_run(*engine, config, true, tracing));
+      } catch (const Error& e) {
+        // One count of several that cannot be built (lenet5 has at most 5 stages; the default
+        // --procs is 1-9): the others still run, and the table says which were skipped and why.
+        if (counts.size() == 1) throw;
+        skipped.push_back({p, e.what()});
+        continue;
+      }
       if (p == 1) baseline_iteration = runs.back().result.iteration_cycles;
     }
+    if (runs.empty()) throw Error(skipped.front().second);  // every count failed: the first one's reason
     if (graph_replicas(runs.front().graph) > 1) baseline_iteration = 0;  // P = 1 was not one replica
     if (baseline_iteration == 0 && !options.json) {
       config = single_replica(config);
@@ -147,7 +182,8 @@ void run(const TimingOptions& options) {
   }
 
   if (options.json) {
-    if (runs.size() == 1) {
+    print_skipped(skipped, std::cerr);
+    if (runs.size() == 1 && skipped.empty()) {
       std::cout << result_to_json(runs[0].graph, runs[0].result, options.task_times).dump(2) << "\n";
     } else {
       nlohmann::ordered_json list = nlohmann::ordered_json::array();
@@ -176,6 +212,7 @@ void run(const TimingOptions& options) {
                    human_bytes(max_of(r.peak_memory_bytes)), human_bytes(sum_of(r.link_bytes))});
   }
   table.print(std::cout);
+  print_skipped(skipped, std::cout);
   if (runs.size() == 1 || options.per_processor) {
     for (const auto& e : runs) {
       std::cout << "\nP=" << e.graph.processor_count() << " per processor (idle cycles by reason):\n";
