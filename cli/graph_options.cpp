@@ -10,7 +10,8 @@
 
 namespace pipetwin::cli {
 
-void add_graph_options(CLI::App& command, GraphOptions& options, const std::string& default_procs) {
+void add_graph_options(CLI::App& command, GraphOptions& options, const std::string& default_procs,
+                       ProcessorCounts counts) {
   options.procs = default_procs;
   command.add_option("--model,-m", options.config.model,
                      "network: a name from `pipetwin models`, or a network file ending in .json")
@@ -21,7 +22,8 @@ void add_graph_options(CLI::App& command, GraphOptions& options, const std::stri
                      "hardware profile from `pipetwin hardware`, or a profile file ending in .json")
       ->capture_default_str();
   command.add_option("--procs,-p", options.procs,
-                     "processor count, or a list such as 1-9 or 1,2,4,8")
+                     counts == ProcessorCounts::list ? "processor count, or a list such as 1-9 or 1,2,4,8"
+                                                     : "processor count")
       ->capture_default_str();
   command.add_option("--microbatches", options.config.microbatches,
                      "microbatches per minibatch (the minibatch of `batch` samples is split evenly)")

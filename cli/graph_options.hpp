@@ -15,8 +15,12 @@ struct GraphOptions {
   std::string procs = "1";
 };
 
+// How many processor counts a command's --procs takes: one (run, schedule, show) or a list.
+enum class ProcessorCounts { one, list };
+
 // Adds the options to `command`, with `default_procs` as the --procs default.
-void add_graph_options(CLI::App& command, GraphOptions& options, const std::string& default_procs);
+void add_graph_options(CLI::App& command, GraphOptions& options, const std::string& default_procs,
+                       ProcessorCounts counts);
 
 // "1-9" -> 1..9, "1,2,4-8" -> 1,2,4,5,6,7,8; throws, naming `option` and `what` the counts are,
 // on anything else, on a count under 1 or over `most`, and on a count given twice.

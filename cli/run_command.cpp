@@ -223,7 +223,7 @@ void add_run_command(CLI::App& app) {
   options->graph.config.minibatches = 8;
   auto* command = app.add_subcommand(
       "run", "train a network under a schedule on an executor (CPU threads, or GPUs / SM partitions as processors) and report the measured result");
-  add_graph_options(*command, options->graph, "2");
+  add_graph_options(*command, options->graph, "2", ProcessorCounts::one);
   add_executor_options(*command, options->executor, true);
   command->add_option("--steps", options->graph.config.minibatches, "minibatches to train (same as --minibatches)");
   options->epochs_given =

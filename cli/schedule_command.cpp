@@ -53,7 +53,7 @@ void run(const ScheduleOptions& options) {
 void add_schedule_command(CLI::App& app) {
   auto options = std::make_shared<ScheduleOptions>();
   auto* command = app.add_subcommand("schedule", "build a schedule's task graph and write it as JSON or DOT");
-  add_graph_options(*command, options->graph, "4");
+  add_graph_options(*command, options->graph, "4", ProcessorCounts::one);
   command->add_option("-o,--output", options->output, "output file (- for standard output)")
       ->check(writable_output_file());
   command->add_option("--torch-csv", options->torch_csv,

@@ -44,7 +44,7 @@ void add_show_command(CLI::App& app) {
   options->graph.config.microbatches = 4;
   options->graph.config.minibatches = 1;
   options->graph.config.params = {};
-  add_graph_options(*command, options->graph, "4");
+  add_graph_options(*command, options->graph, "4", ProcessorCounts::one);
   options->engine = default_engine();
   command->add_option("--engine", options->engine, "systemc or analytic")->capture_default_str();
   command->add_option("--width", options->width, "columns of time at most")->capture_default_str();

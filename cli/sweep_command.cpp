@@ -107,7 +107,7 @@ void add_sweep_command(CLI::App& app) {
   auto* command = app.add_subcommand(
       "sweep", "run every schedule at every processor count (in parallel worker processes) and "
                "compare: cycles, seconds, period, speedup over a baseline, utilization, memory");
-  add_graph_options(*command, options->graph, "1-9");
+  add_graph_options(*command, options->graph, "1-9", ProcessorCounts::list);
   command->remove_option(command->get_option("--schedule"));
   command->add_option("--schedules", options->schedules, "comma-separated schedules, or all (every schedule that needs no file)")->capture_default_str();
   command->add_option("--baseline", options->baseline,

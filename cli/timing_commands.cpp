@@ -264,7 +264,7 @@ void add_timing_command(CLI::App& app, const std::string& name, const std::strin
   auto options = std::make_shared<TimingOptions>();
   options->engine = engine;
   auto* command = app.add_subcommand(name, help);
-  add_graph_options(*command, options->graph, "1-9");
+  add_graph_options(*command, options->graph, "1-9", ProcessorCounts::list);
   command->add_option("--graph", options->graph_file,
                       "run a task graph file (from `pipetwin schedule`) instead of building one");
   command->add_flag("--json", options->json,
