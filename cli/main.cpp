@@ -11,6 +11,7 @@
 #include "pipetwin/exec/host_allocator.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/names.hpp"
+#include "terminal_text.hpp"
 
 namespace {
 
@@ -61,7 +62,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> names;
     for (const auto* command : app.get_subcommands({})) names.push_back(command->get_name());
     if (std::find(names.begin(), names.end(), first) == names.end()) {
-      if (!quiet) std::cerr << "pipetwin: error: " << pipetwin::unknown_name_message("command", first, names) << "\n";
+      if (!quiet) std::cerr << "pipetwin: error: " << pipetwin::cli::printable(pipetwin::unknown_name_message("command", first, names)) << "\n";
       return 2;
     }
   }
@@ -74,15 +75,15 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return quiet ? 0 : app.exit(e);
   } catch (const CLI::ParseError& e) {
-    if (!quiet) std::cerr << "pipetwin: error: " << e.what() << " (see pipetwin --help)\n";
+    if (!quiet) std::cerr << "pipetwin: error: " << pipetwin::cli::printable(e.what()) << " (see pipetwin --help)\n";
     return 2;
   } catch (const pipetwin::cli::QuietExit& e) {
     return e.code;
   } catch (const pipetwin::Error& e) {
-    std::cerr << "pipetwin: error: " << e.what() << "\n";
+    std::cerr << "pipetwin: error: " << pipetwin::cli::printable(e.what()) << "\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "pipetwin: internal error: " << e.what() << "\n";
+    std::cerr << "pipetwin: internal error: " << pipetwin::cli::printable(e.what()) << "\n";
     return 1;
   }
   return 0;

@@ -14,6 +14,7 @@
 #include "pipetwin/schedule/graph_io.hpp"
 #include "commands.hpp"
 #include "profile_calibration.hpp"
+#include "terminal_text.hpp"
 
 namespace pipetwin::cli {
 namespace {
@@ -44,7 +45,7 @@ void with_ranks(bool distributed, double wait_s, const std::function<void(mpi::M
     // before it: the launcher ends the whole job as soon as one rank exits with an error, which
     // could otherwise cut rank 0 short before its line was written. A rank that does not come
     // to the barrier (it stopped, or it works on where this one failed alone) ends the job.
-    if (session.rank() == 0) std::cerr << "pipetwin: error: " << error.what() << std::endl;
+    if (session.rank() == 0) std::cerr << "pipetwin: error: " << printable(error.what()) << std::endl;
     try {  // a bad --message-timeout is the error being said: the barrier waits the default then
       session.transport().barrier_within(wait_s > 0 && std::isfinite(wait_s) ? wait_s : Distribution{}.message_timeout_s);
     } catch (const std::exception& stuck) {
@@ -55,7 +56,7 @@ void with_ranks(bool distributed, double wait_s, const std::function<void(mpi::M
 }
 
 void end_job(mpi::MpiSession& session, const std::exception& error) {
-  std::cerr << "pipetwin: rank " << session.rank() << ": error: " << error.what() << std::endl;
+  std::cerr << "pipetwin: rank " << session.rank() << ": error: " << printable(error.what()) << std::endl;
   session.abort_job(1);
 }
 

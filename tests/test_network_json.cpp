@@ -67,6 +67,12 @@ TEST_CASE("network file errors name the file, the JSON path and what was expecte
             .find("net.json: /layers/0/out_feature: unknown key 'out_feature'; did you mean "
                   "'out_features'?") == 0);
   CHECK(error_of(R"({"layers": []})") == "net.json: /: missing required key 'input'");
+  // A name with an escape sequence or a newline would act on the terminal it is printed to.
+  // (The JSON escapes in the text, \u001b and \n, are the escape character and a newline once parsed.)
+  CHECK(error_of(R"({"input": [4], "layers": [{"type": "dense", "out_features": 3, "name": "fc\u001b[2J"}]})")
+            .find("net.json: /layers/0/name: expected a string without control characters") == 0);
+  CHECK(error_of(R"({"name": "two\nlines", "input": [4], "layers": [{"type": "dense", "out_features": 3}]})")
+            .find("net.json: /name: expected a string without control characters") == 0);
   CHECK(error_of(R"({"input": [1, 4, 4], "layers": [{"type": "conv2d", "out_channels": 2, "kernel": 7}]})")
             .find("net.json: /layers/0: layer 'conv2d1': kernel larger than the padded input") == 0);
 }

@@ -166,7 +166,14 @@ void JsonReader::check_keys(const std::vector<std::string>& allowed) const {
 
 std::string JsonReader::as_string() const {
   if (!value_.is_string()) fail("a string");
-  return value_.get<std::string>();
+  std::string text = value_.get<std::string>();
+  // Names and descriptions are printed to terminals: a control character (an escape sequence, a
+  // carriage return, a newline) could rewrite what the user sees, so none is taken.
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) fail("a string without control characters (it is printed to terminals)");
+  }
+  return text;
 }
 
 std::int64_t JsonReader::as_int() const {
