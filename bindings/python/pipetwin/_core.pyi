@@ -222,6 +222,10 @@ def build_graph(model: str = 'resnet56', schedule: str = '1f1b', hardware: str =
     """
     Builds and validates a schedule's task graph. `params`: {key: value} for the model, hardware or schedule (as --param on the CLI); `calibration`: a table from profile(); `drop_other_schedules_params`: ignore parameters only other schedules take (as sweeps do).
     """
+def check_output_file(path: str) -> None:
+    """
+    Raises the error write_output_file would raise for path itself (a directory, a missing folder), writing nothing.
+    """
 def chrome_trace(results: collections.abc.Sequence[Result]) -> str:
     """
     One Chrome trace of several results of one graph (a prediction and a measurement), each in processes of its own, to overlay in Perfetto.
