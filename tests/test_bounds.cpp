@@ -77,5 +77,9 @@ TEST_CASE("runs are bounded in microbatches, processors and layers, with errors 
   CHECK_THROWS_WITH_AS(make_graph(many), doctest::Contains("more than the 1048576 microbatches a run may stream"), Error);
   GraphConfig wide = test::graph_config("mlp", "gpipe", "unit", 5000, 1, 1);
   CHECK_THROWS_WITH_AS(make_graph(wide), doctest::Contains("at most 4096 processors"), Error);
-  CHECK_THROWS_WITH_AS(make_network("gpt", Params::parse({"layers=20000"})), doctest::Contains("at most 10000"), Error);
+  CHECK_THROWS_WITH_AS(make_network("gpt", Params::parse({"layers=20000"})), doctest::Contains("more than 10000 layers"),
+                       Error);
+  // Refused at the 10001st layer, not after building them all (minutes and gigabytes for this one).
+  CHECK_THROWS_WITH_AS(make_network("gpt", Params::parse({"layers=100000000"})),
+                       doctest::Contains("more than 10000 layers"), Error);
 }

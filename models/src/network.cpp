@@ -63,6 +63,11 @@ Network tensor_parallel_network(const Network& network, std::int64_t ranks, bool
 }
 
 NetworkBuilder& NetworkBuilder::add(Layer layer) {
+  // Checked as layers come, not once they are all there: gpt's layers=100000000 took minutes
+  // (and gigabytes) to build before the count was looked at.
+  if (network_.layers.size() >= kMaxLayers) {
+    throw Error("network " + network_.name + " has more than " + std::to_string(kMaxLayers) + " layers");
+  }
   if (network_.layers.empty()) layer.activation_grad_flops = 0;  // no gradient for the input
   shape_ = layer.output_shape;
   network_.layers.push_back(std::move(layer));
@@ -96,10 +101,6 @@ void NetworkBuilder::forbid_cut_after_last() {
 
 Network NetworkBuilder::build() {
   if (network_.layers.empty()) throw Error("network " + network_.name + " has no layers");
-  // Partitioning is quadratic in the layers; real networks have at most a few thousand.
-  if (network_.layers.size() > 10000) {
-    throw Error("network " + network_.name + " has " + std::to_string(network_.layers.size()) + " layers; at most 10000");
-  }
   // Inside a residual block, the block's input travels beside each output to the layer that adds it.
   auto& layers = network_.layers;
   for (std::size_t l = 0; l < layers.size(); ++l) {

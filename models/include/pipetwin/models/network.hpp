@@ -88,6 +88,9 @@ Network tensor_parallel_network(const Network& network, std::int64_t ranks, bool
 // activation-gradient work (nothing needs the gradient of the network's input).
 class NetworkBuilder {
  public:
+  // Partitioning is quadratic in the layers; real networks have at most a few thousand.
+  static constexpr std::size_t kMaxLayers = 10000;
+
   NetworkBuilder(std::string name, std::vector<std::int64_t> input_shape, std::int64_t batch,
                  std::int64_t bytes_per_element);
 
