@@ -41,6 +41,17 @@ void add_graph_options(CLI::App& command, GraphOptions& options, const std::stri
       ->check(CLI::ExistingFile);
 }
 
+std::string describe_config(const GraphConfig& config) {
+  std::string text = config.schedule + " at P = " + std::to_string(config.processors) + ", " +
+                     std::to_string(config.microbatches) + " microbatches";
+  if (!config.params.empty()) {
+    text += " (";
+    for (std::size_t i = 0; i < config.params.size(); ++i) text += (i ? " " : "") + config.params[i];
+    text += ")";
+  }
+  return text;
+}
+
 std::vector<std::string> parse_schedule_list(const std::string& text) {
   if (text == "all") return standalone_schedule_names();
   std::vector<std::string> names;

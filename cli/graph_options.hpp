@@ -30,6 +30,9 @@ std::vector<int> parse_count_list(const std::string& text, const std::string& op
 // parse_count_list for --procs: processor counts, at most 4096.
 std::vector<int> parse_procs(const std::string& text);
 
+// One configuration of a sweep or search in words: "gpipe at P = 4, 8 microbatches (tp=2 dp=2)".
+std::string describe_config(const GraphConfig& config);
+
 // "gpipe,1f1b" -> the names, each checked (with a suggestion when unknown); "all" -> every
 // standalone schedule.
 std::vector<std::string> parse_schedule_list(const std::string& text);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <csignal>
 #include <algorithm>
 #include <cstring>
@@ -65,7 +66,8 @@ bool hand_out(int fd, std::size_t index) {
 
 std::vector<std::string> run_in_processes(std::size_t jobs, int workers,
                                           const std::function<std::string(std::size_t)>& job,
-                                          const std::function<void(std::size_t)>& progress) {
+                                          const std::function<void(std::size_t)>& progress,
+                                          const std::function<std::string(std::size_t)>& name_job) {
   std::vector<std::string> results(jobs);
   if (workers <= 1 || jobs <= 1) {
     for (std::size_t i = 0; i < jobs; ++i) {
@@ -79,6 +81,7 @@ std::vector<std::string> run_in_processes(std::size_t jobs, int workers,
     pid_t pid;
     int fd;              // the parent's end of the socket pair: job indices out, answers in
     std::string buffer;  // an answer's first part, until its newline arrives
+    std::size_t in_hand = SIZE_MAX;  // the job it was given and has not answered, or SIZE_MAX
   };
   std::vector<Child> children;
   for (int w = 0; w < workers; ++w) {
@@ -101,13 +104,13 @@ std::vector<std::string> run_in_processes(std::size_t jobs, int workers,
       _exit(0);
     }
     ::close(fds[1]);
-    children.push_back({pid, fds[0], {}});
+    children.push_back({pid, fds[0], {}, SIZE_MAX});
   }
   // One job in hand per worker: a second would wait behind a long first one while others idle.
   std::size_t next = 0, done = 0, open = children.size();
   auto give_next = [&](Child& child) {
     if (next < jobs && hand_out(child.fd, next)) {
-      ++next;
+      child.in_hand = next++;
     } else if (next >= jobs) {
       ::shutdown(child.fd, SHUT_WR);  // no more: the worker ends after its last answer
     }
@@ -147,20 +150,26 @@ std::vector<std::string> run_in_processes(std::size_t jobs, int workers,
         const std::size_t tab = line.find('\t');
         const std::size_t index = std::stoul(line.substr(0, tab));
         if (index < jobs) results[index] = line.substr(tab + 1);
+        child.in_hand = SIZE_MAX;
         progress(++done);
         give_next(child);
       }
     }
   }
-  bool crashed = false;
+  std::string died;  // how the first worker that died ended, and on which job
   for (const auto& child : children) {
     int status = 0;
     ::waitpid(child.pid, &status, 0);
-    crashed = crashed || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    if (died.empty() && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
+      died = WIFSIGNALED(status) ? std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
+                                       strsignal(WTERMSIG(status)) + ")"
+                                 : "exit status " + std::to_string(WEXITSTATUS(status));
+      if (child.in_hand != SIZE_MAX) died += " while running " + name_job(child.in_hand);
+    }
   }
-  if (crashed || done != jobs) {
-    throw Error("a worker process died before finishing its configurations (" +
-                std::to_string(done) + " of " + std::to_string(jobs) + " came back)");
+  if (!died.empty() || done != jobs) {
+    throw Error("a worker process died before finishing its configurations (" + std::to_string(done) + " of " +
+                std::to_string(jobs) + " came back)" + (died.empty() ? "" : ": " + died));
   }
   return results;
 }

@@ -50,7 +50,7 @@ void run(SearchOptions options) {
   ProgressBar bar("search", configs.size(), options.quiet);
   const auto lines = run_in_processes(
       configs.size(), jobs, [&](std::size_t k) { return search_row(options.engine, configs[k]).dump(); },
-      [&](std::size_t done) { bar.update(done); });
+      [&](std::size_t done) { bar.update(done); }, [&](std::size_t k) { return describe_config(configs[k]); });
   std::vector<nlohmann::ordered_json> rows;
   for (const auto& line : lines) rows.push_back(nlohmann::ordered_json::parse(line));
   rows = rank_search(std::move(rows));

@@ -58,7 +58,7 @@ void run(const SweepOptions& options) {
   ProgressBar bar("sweep", configs.size(), options.quiet);
   const auto lines = run_in_processes(
       configs.size(), jobs, [&](std::size_t k) { return run_one(options.engine, configs[order[k]]); },
-      [&](std::size_t done) { bar.update(done); });
+      [&](std::size_t done) { bar.update(done); }, [&](std::size_t k) { return describe_config(configs[order[k]]); });
   std::vector<nlohmann::ordered_json> rows(configs.size());
   for (std::size_t k = 0; k < lines.size(); ++k) rows[order[k]] = nlohmann::ordered_json::parse(lines[k]);
   rows = finish_sweep(request, std::move(rows));

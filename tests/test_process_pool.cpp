@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
+#include <cstring>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -31,12 +34,14 @@ TEST_CASE("process pool: each answer lands at its job's index, with progress for
     std::vector<std::size_t> progress;
     const auto answers = run_in_processes(
         7, workers, [](std::size_t i) { return "job " + std::to_string(i * i); },
-        [&](std::size_t done) { progress.push_back(done); });
+        [&](std::size_t done) { progress.push_back(done); }, [](std::size_t i) { return std::to_string(i); });
     REQUIRE(answers.size() == 7);
     for (std::size_t i = 0; i < 7; ++i) CHECK(answers[i] == "job " + std::to_string(i * i));
     CHECK(progress == std::vector<std::size_t>{1, 2, 3, 4, 5, 6, 7});
   }
-  CHECK(run_in_processes(0, 4, [](std::size_t) { return std::string("x"); }, [](std::size_t) {}).empty());
+  CHECK(run_in_processes(0, 4, [](std::size_t) { return std::string("x"); }, [](std::size_t) {}, [](std::size_t) {
+          return std::string();
+        }).empty());
   CHECK(describe_workers(7, 16) == "7 worker processes");
   CHECK(describe_workers(7, 2) == "2 worker processes");
   CHECK(describe_workers(1, 16) == "in this process");
@@ -62,24 +67,29 @@ TEST_CASE("process pool: a worker busy with a long job leaves every other job to
         }
         return "saw " + std::to_string(files_in(folder.path())) + " others done";
       },
-      [](std::size_t) {});
+      [](std::size_t) {}, [](std::size_t i) { return std::to_string(i); });
   CHECK(answers[0] == "saw 7 others done");
 }
 
-TEST_CASE("process pool: a worker that dies is an error naming how many answers came back") {
-  try {
-    run_in_processes(
-        4, 2,
-        [](std::size_t i) -> std::string {
-          if (i == 3) _exit(7);  // in a worker process: as if it crashed
+TEST_CASE("process pool: a worker that dies is an error naming how it ended and the job it was on") {
+  auto error_of = [](const std::function<std::string(std::size_t)>& job) {
+    try {
+      run_in_processes(4, 2, job, [](std::size_t) {}, [](std::size_t i) { return "job " + std::to_string(i); });
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(error_of([](std::size_t i) -> std::string {
+          if (i == 3) _exit(7);  // in a worker process: as if it failed
           return "ok";
-        },
-        [](std::size_t) {});
-    FAIL("no error for a worker that died");
-  } catch (const Error& e) {
-    CHECK(std::string(e.what()).find("a worker process died before finishing its configurations (3 of 4 came back)") !=
-          std::string::npos);
-  }
+        }) == "a worker process died before finishing its configurations (3 of 4 came back): exit status 7 while "
+              "running job 3");
+  CHECK(error_of([](std::size_t i) -> std::string {
+          if (i == 2) ::kill(::getpid(), SIGKILL);  // as if killed (a handler of doctest's would report a SIGSEGV)
+          return "ok";
+        }) == "a worker process died before finishing its configurations (3 of 4 came back): killed by signal " +
+                  std::to_string(SIGKILL) + " (" + strsignal(SIGKILL) + ") while running job 2");
 }
 
 }  // namespace pipetwin::cli
