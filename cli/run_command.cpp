@@ -117,8 +117,9 @@ void run(RunOptions& options, mpi::MpiSession* session) {
   }
   const int report_every = std::max(1, config.minibatches / 10);
   if (!quiet) {
-    std::cerr << fmt::format("training {} on {} ({} samples) under {} on {} processor(s) ({}{}): {} minibatches\n",
+    std::cerr << fmt::format("training {} on {} ({} samples) under {} on {} processor{} ({}{}): {} minibatches\n",
                              graph.model, data->name, data->size(), graph.schedule, graph.processor_count(),
+                             graph.processor_count() == 1 ? "" : "s",
                              options.executor.device,
                              session != nullptr ? fmt::format(", {} MPI ranks", session->ranks()) : "",
                              config.minibatches);

@@ -275,7 +275,10 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
                            100 * report.mean_abs_replay_error, 100 * report.max_abs_replay_error);
   if (schedules.size() > 1) {
     std::string line = "ranking of schedules (Kendall tau, 1 = same order):";
-    for (const auto& [p, t] : report.kendall_tau) line += fmt::format(" P={} {:.2f}", p, t);
+    for (const auto& [p, t] : report.kendall_tau) {
+      // tau-b is 0/0 when every schedule at P is predicted (or measured) alike: no order to compare.
+      line += std::isfinite(t) ? fmt::format(" P={} {:.2f}", p, t) : fmt::format(" P={} undefined (no order to compare)", p);
+    }
     line += "; over the pairs whose measured order is known (their rounds' ratios clear of 1, at 95% for all pairs at once):";
     for (const auto& [p, t] : report.separable_kendall_tau) {
       const auto& [count, pairs] = report.separable_pairs.at(p);

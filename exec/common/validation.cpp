@@ -629,7 +629,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       if (options.progress) {
         options.progress((kept >= 0 ? "run " + std::to_string(kept + 1) + "/" + std::to_string(most_runs)
                                     : "warm-up run " + std::to_string(r + 1) + "/" + std::to_string(warmup)) +
-                         ": " + c.schedule + " on " + std::to_string(c.processors) + " processor(s)");
+                         ": " + c.schedule + " on " + std::to_string(c.processors) + (c.processors == 1 ? " processor" : " processors"));
       }
       const BatchSampler sampler = graph_sampler(data, c.graph, request.network, options.training.seed);  // its replicas' batches
       const TrainingRun measured = run(c.graph, request.network, sampler, options.training);
