@@ -8,10 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstdint>
-#include <csignal>
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdint>
 #include <cstring>
 
 #include "pipetwin/models/error.hpp"
