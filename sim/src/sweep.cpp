@@ -31,17 +31,17 @@ std::vector<GraphConfig> sweep_configs(const SweepRequest& request) {
   if (request.processors.empty()) throw Error("sweep: no processor counts given");
   for (const int p : request.processors) checked_sweep_processors(p);
   // A name or count twice would give the same rows twice: a slip, said rather than repeated.
-  for (std::size_t i = 0; i < request.schedules.size(); ++i) {
-    if (std::find(request.schedules.begin(), request.schedules.begin() + i, request.schedules[i]) !=
-        request.schedules.begin() + i) {
-      throw Error("sweep: schedule " + request.schedules[i] + " is given twice");
+  const auto repeated = [](const auto& values) {  // the first value seen before, or end
+    for (auto at = values.begin(); at != values.end(); ++at) {
+      if (std::find(values.begin(), at, *at) != at) return at;
     }
+    return values.end();
+  };
+  if (const auto twice = repeated(request.schedules); twice != request.schedules.end()) {
+    throw Error("sweep: schedule " + *twice + " is given twice");
   }
-  for (std::size_t i = 0; i < request.processors.size(); ++i) {
-    if (std::find(request.processors.begin(), request.processors.begin() + i, request.processors[i]) !=
-        request.processors.begin() + i) {
-      throw Error("sweep: processor count " + std::to_string(request.processors[i]) + " is given twice");
-    }
+  if (const auto twice = repeated(request.processors); twice != request.processors.end()) {
+    throw Error("sweep: processor count " + std::to_string(*twice) + " is given twice");
   }
   std::vector<GraphConfig> configs;
   auto add = [&](const std::string& schedule, int processors) {
