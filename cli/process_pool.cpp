@@ -19,15 +19,16 @@
 namespace pipetwin::cli {
 namespace {
 
-// In a worker: all of `text` or the worker ends (the parent is gone or closed its end).
-void write_all(int fd, const std::string& text) {
+// All of `text` on the socket `fd`; false when the other side is gone (no SIGPIPE).
+bool send_all(int fd, const std::string& text) {
   std::size_t written = 0;
   while (written < text.size()) {
     const ssize_t n = ::send(fd, text.data() + written, text.size() - written, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) _exit(3);
+    if (n <= 0) return false;
     written += static_cast<std::size_t>(n);
   }
+  return true;
 }
 
 // In a worker: job indices, one a line, until the parent shuts its side; each answered in turn.
@@ -40,26 +41,13 @@ void serve_jobs(int fd, std::size_t jobs, const std::function<std::string(std::s
       const std::size_t index = std::stoul(pending.substr(0, line_end));
       pending.erase(0, line_end + 1);
       if (index >= jobs) _exit(4);
-      write_all(fd, std::to_string(index) + "\t" + job(index) + "\n");
+      if (!send_all(fd, std::to_string(index) + "\t" + job(index) + "\n")) _exit(3);  // the parent is gone
     }
     const ssize_t n = ::read(fd, chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;  // no more jobs
     pending.append(chunk, static_cast<std::size_t>(n));
   }
-}
-
-// In the parent: hands job `index` to the worker on `fd`; false when that worker is gone.
-bool hand_out(int fd, std::size_t index) {
-  const std::string line = std::to_string(index) + "\n";
-  std::size_t written = 0;
-  while (written < line.size()) {
-    const ssize_t n = ::send(fd, line.data() + written, line.size() - written, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    written += static_cast<std::size_t>(n);
-  }
-  return true;
 }
 
 }  // namespace
@@ -109,7 +97,7 @@ std::vector<std::string> run_in_processes(std::size_t jobs, int workers,
   // One job in hand per worker: a second would wait behind a long first one while others idle.
   std::size_t next = 0, done = 0, open = children.size();
   auto give_next = [&](Child& child) {
-    if (next < jobs && hand_out(child.fd, next)) {
+    if (next < jobs && send_all(child.fd, std::to_string(next) + "\n")) {  // false: that worker is gone
       child.in_hand = next++;
     } else if (next >= jobs) {
       ::shutdown(child.fd, SHUT_WR);  // no more: the worker ends after its last answer

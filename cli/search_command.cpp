@@ -44,7 +44,9 @@ void run(SearchOptions options) {
   request.base.params = options.params;
   request.schedules = parse_schedule_list(options.schedules);
   request.microbatch_sizes.clear();
-  for (const int b : parse_count_list(options.microbatch_sizes, "--microbatch-sizes", "microbatch sizes", 1 << 20)) request.microbatch_sizes.push_back(b);
+  for (const int b : parse_count_list(options.microbatch_sizes, "--microbatch-sizes", "microbatch sizes", 1 << 20)) {
+    request.microbatch_sizes.push_back(b);
+  }
   const auto configs = search_configs(request);
   const int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ProgressBar bar("search", configs.size(), options.quiet);
