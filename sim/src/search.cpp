@@ -5,6 +5,7 @@
 
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/network_registry.hpp"
+#include "pipetwin/models/repeated.hpp"
 #include "pipetwin/sim/sweep.hpp"
 
 namespace pipetwin {
@@ -24,6 +25,14 @@ std::vector<GraphConfig> search_configs(const SearchRequest& request) {
   if (request.gpus < 1 || request.gpus > 4096) throw Error("the GPUs must be 1 to 4096, got " + std::to_string(request.gpus));
   if (request.schedules.empty()) throw Error("search: no schedules to try");
   for (const auto& name : request.schedules) find_schedule(name);
+  if (const auto* twice = first_repeated(request.schedules)) throw Error("search: schedule " + *twice + " is given twice");
+  if (request.microbatch_sizes.empty()) throw Error("search: no microbatch sizes to try");
+  for (const auto b : request.microbatch_sizes) {
+    if (b < 1) throw Error("search: microbatch sizes must be at least 1, got " + std::to_string(b));
+  }
+  if (const auto* twice = first_repeated(request.microbatch_sizes)) {
+    throw Error("search: microbatch size " + std::to_string(*twice) + " is given twice");
+  }
   // The model and hardware as configured (batch, layers, nodes), for the bounds of t and p.
   const ScheduleRequest probe = make_request(single_replica(request.base));
   const std::int64_t batch = request.global_batch > 0 ? request.global_batch : probe.network.batch;
@@ -44,7 +53,7 @@ std::vector<GraphConfig> search_configs(const SearchRequest& request) {
       if (batch % d != 0) continue;
       const std::int64_t replica_batch = batch / d;
       for (const auto b : request.microbatch_sizes) {
-        if (b < 1 || replica_batch % b != 0) continue;
+        if (replica_batch % b != 0) continue;
         const std::int64_t microbatches = replica_batch / b;
         if (microbatches > 1 << 20) continue;
         for (const auto& schedule : request.schedules) {

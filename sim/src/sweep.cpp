@@ -1,9 +1,8 @@
 // The one sweep definition (see sweep.hpp).
 #include "pipetwin/sim/sweep.hpp"
 
-#include <algorithm>
-
 #include "pipetwin/models/error.hpp"
+#include "pipetwin/models/repeated.hpp"
 #include "pipetwin/schedule/summary.hpp"
 #include "pipetwin/sim/engines.hpp"
 
@@ -31,16 +30,8 @@ std::vector<GraphConfig> sweep_configs(const SweepRequest& request) {
   if (request.processors.empty()) throw Error("sweep: no processor counts given");
   for (const int p : request.processors) checked_sweep_processors(p);
   // A name or count twice would give the same rows twice: a slip, said rather than repeated.
-  const auto repeated = [](const auto& values) {  // the first value seen before, or end
-    for (auto at = values.begin(); at != values.end(); ++at) {
-      if (std::find(values.begin(), at, *at) != at) return at;
-    }
-    return values.end();
-  };
-  if (const auto twice = repeated(request.schedules); twice != request.schedules.end()) {
-    throw Error("sweep: schedule " + *twice + " is given twice");
-  }
-  if (const auto twice = repeated(request.processors); twice != request.processors.end()) {
+  if (const auto* twice = first_repeated(request.schedules)) throw Error("sweep: schedule " + *twice + " is given twice");
+  if (const auto* twice = first_repeated(request.processors)) {
     throw Error("sweep: processor count " + std::to_string(*twice) + " is given twice");
   }
   std::vector<GraphConfig> configs;

@@ -38,3 +38,15 @@ def test_search_checks_memory():
     assert small.fits.any() and not small.fits.all()
     assert small[~small.fits]["rank"].isna().all()
     assert small[~small.fits].out_of_memory.str.contains("out of memory").all()
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"schedules": ["1f1b", "gpipe", "1f1b"]}, "schedule 1f1b is given twice"),
+    ({"microbatch_sizes": [1, 2, 1]}, "microbatch size 1 is given twice"),
+    ({"microbatch_sizes": []}, "no microbatch sizes to try"),
+    ({"microbatch_sizes": [2, 0]}, "microbatch sizes must be at least 1, got 0"),
+])
+def test_search_refuses_a_value_given_twice_and_sizes_no_split_can_have(changes, message):
+    # Twice would rank the same candidates twice; none or 0 would end in "no split" without saying why.
+    with pytest.raises(pipetwin.PipetwinError, match=message):
+        pipetwin.search(**{**ARGS, **changes}, jobs=1)

@@ -26,7 +26,8 @@ struct SearchRequest {
 
 // Every candidate configuration, as the GraphConfig that builds it (processors = the GPUs;
 // tp, dp and the replica's batch in its parameters). Schedules that take no dp (the asynchronous
-// ones) are tried only as one pipeline over all the GPUs. Throws on a request with none.
+// ones) are tried only as one pipeline over all the GPUs. Throws on a request with none, on a
+// schedule or microbatch size given twice, and on no microbatch sizes or one under 1.
 std::vector<GraphConfig> search_configs(const SearchRequest& request);
 
 // A search row: the sweep's columns plus tp, pp, dp, microbatch_size and fits (no error, no
