@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/models/params.hpp"
@@ -98,6 +99,14 @@ std::vector<int> parse_count_list(const std::string& text, const std::string& op
 
 std::vector<int> parse_procs(const std::string& text) {
   return parse_count_list(text, "--procs", "processor counts", 4096);
+}
+
+void add_jobs_option(CLI::App& command, int& jobs) {
+  command.add_option("--jobs,-j", jobs, "worker processes (default, or 0: all cores)")->check(CLI::Range(0, 4096));
+}
+
+int worker_count(int jobs) {
+  return jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 }  // namespace pipetwin::cli

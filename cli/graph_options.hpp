@@ -37,4 +37,10 @@ std::string describe_config(const GraphConfig& config);
 // standalone schedule.
 std::vector<std::string> parse_schedule_list(const std::string& text);
 
+// The --jobs,-j option of the commands that run worker processes (sweep, search): 0 to 4096.
+void add_jobs_option(CLI::App& command, int& jobs);
+
+// The workers --jobs asks for: itself, or with 0 one per core.
+int worker_count(int jobs);
+
 }  // namespace pipetwin::cli

@@ -3,7 +3,6 @@
 // processes, ranked by predicted iteration time among those that fit in memory.
 #include <iostream>
 #include <memory>
-#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -48,7 +47,7 @@ void run(SearchOptions options) {
     request.microbatch_sizes.push_back(b);
   }
   const auto configs = search_configs(request);
-  const int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int jobs = worker_count(options.jobs);
   ProgressBar bar("search", configs.size(), options.quiet);
   const auto lines = run_in_processes(
       configs.size(), jobs, [&](std::size_t k) { return search_row(options.engine, configs[k]).dump(); },
@@ -128,8 +127,7 @@ void add_search_command(CLI::App& app) {
   command->add_option("--csv", options->csv_file, "also write every candidate as CSV to this file")
       ->check(writable_output_file());
   command->add_flag("--json", options->json, "print every candidate as JSON instead of the table");
-  command->add_option("--jobs,-j", options->jobs, "worker processes (default, or 0: all cores)")
-      ->check(CLI::Range(0, 4096));
+  add_jobs_option(*command, options->jobs);
   command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");
   command->callback([options] { run(*options); });
 }

@@ -2,12 +2,12 @@
 // a pool of worker processes, one table (or CSV / JSON) with speedups over a baseline at P = 1.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
-#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -48,7 +48,7 @@ void run(const SweepOptions& options) {
   request.processors = parse_procs(options.graph.procs);
   request.baseline = options.baseline;
   const auto configs = sweep_configs(request);
-  const int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int jobs = worker_count(options.jobs);
 
   // Largest first: the workers take jobs as they free up, and short ones last even out their ends.
   std::vector<std::size_t> order(configs.size());
@@ -118,8 +118,7 @@ void add_sweep_command(CLI::App& app) {
   command->add_option("--csv", options->csv_file, "also write the table as CSV to this file")
       ->check(writable_output_file());
   command->add_flag("--json", options->json, "print the rows as JSON (the CSV's columns) instead of the table");
-  command->add_option("--jobs,-j", options->jobs, "worker processes (default, or 0: all cores)")
-      ->check(CLI::Range(0, 4096));
+  add_jobs_option(*command, options->jobs);
   command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");
   command->callback([options] { run(*options); });
 }
