@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <string>
 
+#include "pipetwin/models/names.hpp"
+
 namespace pipetwin::cli {
 
 // `text` with every control character written out: "\n", "\r", "\t", or "\x1b" and the like.
@@ -12,8 +14,7 @@ inline std::string printable(const std::string& text) {
   std::string shown;
   shown.reserve(text.size());
   for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte >= 0x20 && byte != 0x7f) {
+    if (!is_control_character(c)) {
       shown += c;
     } else if (c == '\n') {
       shown += "\\n";
@@ -23,7 +24,7 @@ inline std::string printable(const std::string& text) {
       shown += "\\t";
     } else {
       char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", static_cast<unsigned char>(c));
       shown += escaped;
     }
   }

@@ -170,8 +170,7 @@ std::string JsonReader::as_string() const {
   // Names and descriptions are printed to terminals: a control character (an escape sequence, a
   // carriage return, a newline) could rewrite what the user sees, so none is taken.
   for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte == 0x7f) fail("a string without control characters (it is printed to terminals)");
+    if (is_control_character(c)) fail("a string without control characters (it is printed to terminals)");
   }
   return text;
 }

@@ -1,4 +1,5 @@
-// Name lookup helpers: edit distance and "did you mean" messages for unknown names.
+// Name helpers: edit distance and "did you mean" messages for unknown names, and which characters
+// a name printed to a terminal must not hold.
 #pragma once
 #include <string>
 #include <vector>
@@ -14,5 +15,12 @@ std::string closest_name(const std::string& query, const std::vector<std::string
 // "unknown <what> 'x'; did you mean 'y'? (known: a, b, c)".
 std::string unknown_name_message(const std::string& what, const std::string& query,
                                  const std::vector<std::string>& candidates);
+
+// A control character (an escape sequence's start, a carriage return, a newline, DEL): one would act
+// on a terminal instead of showing, so names from files refuse them and error lines escape them.
+constexpr bool is_control_character(char c) {
+  const auto byte = static_cast<unsigned char>(c);
+  return byte < 0x20 || byte == 0x7f;
+}
 
 }  // namespace pipetwin
