@@ -1,5 +1,6 @@
-// The CPU executor from Python: train a graph for real, profile a network into a calibration
-// table, validate predictions against measurements. Long runs release the GIL.
+// The executors from Python: train a graph for real (CPU threads, or GPUs through the CUDA
+// executor's plug-in), profile a network into a calibration table and validate predictions
+// against measurements on the CPU. Long runs release the GIL.
 #include <optional>
 
 #include <pybind11/numpy.h>
@@ -9,6 +10,7 @@
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
 #include "pipetwin/exec/cpu/profiler.hpp"
 #include "pipetwin/exec/cpu/validation.hpp"
+#include "pipetwin/exec/cuda/cuda_plugin.hpp"
 #include "pipetwin/exec/host_allocator.hpp"
 #include "pipetwin/exec/thread_pinning.hpp"
 #include "pipetwin/exec/mpi/mpi_ranks.hpp"
@@ -46,6 +48,40 @@ class PyMpiSession {
   std::unique_ptr<mpi::MpiSession> session_;
 };
 
+// The CUDA executor's options as given (the CLI's --placement, --partition-sms, --gpu, --tf32,
+// --gpu-wait), checked; a CPU run takes only their defaults.
+cuda::CudaOptions checked_cuda_options(const std::string& device, const std::string& placement, int partition_sms,
+                                       int gpu, bool tf32, const std::string& gpu_wait) {
+  if (device != "cpu" && device != "cuda") throw Error("device must be 'cpu' or 'cuda', got '" + device + "'");
+  cuda::CudaOptions options;
+  if (device == "cpu") {
+    if (placement != options.placement || partition_sms != 0 || gpu != 0 || tf32 || gpu_wait != options.wait) {
+      throw Error("placement, partition_sms, gpu, tf32 and gpu_wait place a run on GPUs: give device='cuda'");
+    }
+    return options;
+  }
+  if (placement != "partitions" && placement != "gpus" && placement != "streams") {
+    throw Error("placement must be 'partitions', 'gpus' or 'streams', got '" + placement + "'");
+  }
+  if (partition_sms < 0) throw Error("partition_sms must be 0 (the largest equal share) or more, got " + std::to_string(partition_sms));
+  if (gpu < 0) throw Error("gpu must be 0 or more, got " + std::to_string(gpu));
+  if (gpu_wait != "spin" && gpu_wait != "block") throw Error("gpu_wait must be 'spin' or 'block', got '" + gpu_wait + "'");
+  options.placement = placement;
+  options.partition_sms = partition_sms;
+  options.device = gpu;
+  options.tf32 = tf32;
+  options.wait = gpu_wait;
+  return options;
+}
+
+const cuda::PluginEntryPoints* loaded_cuda_plugin() {
+  try {
+    return cuda::load_cuda_plugin().entry_points;
+  } catch (const Error& e) {
+    throw Error(std::string("device='cuda': ") + e.what());
+  }
+}
+
 }  // namespace
 
 void bind_executor(py::module_& m) {
@@ -82,8 +118,13 @@ void bind_executor(py::module_& m) {
                     double momentum, std::uint64_t seed, bool test, bool memory_timeline, std::optional<double> handoff_spin_us,
                     bool pin_threads, const std::string& transfer_threads,
                     const py::typing::Optional<PyMpiSession>& session_arg,
-                    double message_timeout_s) -> std::optional<TrainingResult> {
+                    double message_timeout_s, const std::string& device, const std::string& placement,
+                    int partition_sms, int gpu, bool tf32, const std::string& gpu_wait) -> std::optional<TrainingResult> {
     PyMpiSession* session = session_arg.is_none() ? nullptr : session_arg.cast<PyMpiSession*>();
+    // The CUDA executor is the CLI's plug-in, loaded here only when asked (cuBLAS stays out of
+    // every other call); its own run says when this machine has no CUDA device.
+    const cuda::CudaOptions cuda_options = checked_cuda_options(device, placement, partition_sms, gpu, tf32, gpu_wait);
+    const cuda::PluginEntryPoints* cuda_plugin = device == "cuda" ? loaded_cuda_plugin() : nullptr;
     TrainingOptions checked;
     checked.learning_rate = learning_rate;
     checked.momentum = momentum;
@@ -120,7 +161,8 @@ void bind_executor(py::module_& m) {
     {
       py::gil_scoped_release release;
       keep_freed_host_memory();
-      run = cpu::run_cpu(g, network, sampler, options);
+      run = cuda_plugin != nullptr ? cuda_plugin->run(g, network, sampler, options, cuda_options, nullptr)
+                                   : cpu::run_cpu(g, network, sampler, options);
     }
     if (session != nullptr && session->open().rank() != 0) return std::nullopt;  // rank 0 reports
     TrainingResult out{PyResult{graph.graph, std::move(run.result)}, run.minibatch_loss, std::nullopt, std::nullopt,
@@ -136,9 +178,13 @@ void bind_executor(py::module_& m) {
      py::arg("learning_rate") = 0.05, py::arg("momentum") = 0.0, py::arg("seed") = 1, py::arg("test") = false,
      py::arg("memory_timeline") = false, py::arg("handoff_spin_us") = py::none(), py::arg("pin_threads") = false,
      py::arg("transfer_threads") = "auto", py::arg("session") = py::none(),
-     py::arg("message_timeout_s") = 60.0,
+     py::arg("message_timeout_s") = 60.0, py::arg("device") = "cpu", py::arg("placement") = "partitions",
+     py::arg("partition_sms") = 0, py::arg("gpu") = 0, py::arg("tf32") = false, py::arg("gpu_wait") = "spin",
      "Trains the graph's network under its schedule on CPU threads (one per processor, and per link unless "
-     "the senders copy their transfers: transfer_threads): real "
+     "the senders copy their transfers: transfer_threads), or with device='cuda' on GPUs: processors as SM partitions "
+     "of GPU `gpu` (placement='partitions', partition_sms each, 0: the largest equal share), one GPU each ('gpus') "
+     "or streams on one GPU ('streams'); the CUDA executor is loaded from beside this module, or from "
+     "$PIPETWIN_CUDA_PLUGIN. Real "
      "layers, real data (Fashion-MNIST for 28x28 networks, else synthetic), SGD. Returns a TrainingResult. "
      "With an MpiSession, across the job's ranks (each runs its processors' tasks): rank 0 returns the "
      "TrainingResult, the other ranks None.");

@@ -1,8 +1,10 @@
-// Finds and loads libpipetwin_cuda.so (dlopen), checks that it was built with this program, and
+// Finds and loads libpipetwin_cuda.so (dlopen): beside the program (the CLI) or beside the module
+// that holds this code (Python's extension), checks that it was built with this program, and
 // returns its entry points. The library stays loaded (RTLD_NODELETE): errors thrown inside it and
 // objects it made may outlive any handle.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -16,15 +18,34 @@ namespace {
 
 constexpr const char* kPluginFile = "libpipetwin_cuda.so";
 
+// The shared object (or program) this code was linked into: Python's extension module, whose
+// package folder holds the plug-in in a wheel built with CUDA. Empty when it cannot be told.
+std::filesystem::path this_module_dir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<const void*>(&this_module_dir), &info) == 0 || info.dli_fname == nullptr) return {};
+  std::error_code error;
+  const std::filesystem::path module = std::filesystem::canonical(info.dli_fname, error);
+  return error ? std::filesystem::path{} : module.parent_path();
+}
+
 std::vector<std::string> candidate_paths() {
   if (const char* explicit_path = std::getenv("PIPETWIN_CUDA_PLUGIN"); explicit_path != nullptr && *explicit_path) {
     return {explicit_path};
   }
+  std::vector<std::string> paths;
+  const auto add = [&paths](const std::filesystem::path& path) {
+    if (std::find(paths.begin(), paths.end(), path.string()) == paths.end()) paths.push_back(path.string());
+  };
   std::error_code error;
   const std::filesystem::path program = std::filesystem::read_symlink("/proc/self/exe", error);
-  if (error) return {kPluginFile};  // the loader's own search path
-  const std::filesystem::path dir = program.parent_path();
-  return {(dir.parent_path() / "lib" / kPluginFile).string(), (dir / kPluginFile).string()};
+  if (!error) {
+    const std::filesystem::path dir = program.parent_path();
+    add(dir.parent_path() / "lib" / kPluginFile);
+    add(dir / kPluginFile);
+  }
+  if (const auto module_dir = this_module_dir(); !module_dir.empty()) add(module_dir / kPluginFile);
+  if (paths.empty()) paths.push_back(kPluginFile);  // the loader's own search path
+  return paths;
 }
 
 }  // namespace

@@ -102,11 +102,13 @@ def evaluate(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, 
     return _core.run_engine(g, "analytic", memory_timeline)
 
 
-def _check_device(device: str) -> None:
+def _check_device(device: str, what: str) -> None:
+    """profile() and validate() time the CPU executor; the GPU's are the CLI's (--device cuda)."""
     if device == "cpu":
         return
     if device == "cuda":
-        raise PipetwinError("device='cuda': the CUDA executor is not part of this build yet; use device='cpu'")
+        raise PipetwinError(f"device='cuda': from Python only run() trains on GPUs; {what} on a GPU is "
+                            f"`pipetwin {what} --device cuda`")
     raise PipetwinError(f"device must be 'cpu' or 'cuda', got {device!r}")
 
 
@@ -116,7 +118,9 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
         minibatches: Optional[int] = None, params: Params = None, calibration: Optional[PathArg] = None,
         device: str = "cpu", data: str = "auto", data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
         momentum: float = 0.0, seed: int = 1, test: bool = False, memory_timeline: bool = False,
-        handoff_spin_us: Optional[float] = None, pin_threads: bool = False, transfer_threads: str = "auto", session: None = None,
+        handoff_spin_us: Optional[float] = None, pin_threads: bool = False, transfer_threads: str = "auto",
+        placement: str = "partitions", partition_sms: int = 0, gpu: int = 0, tf32: bool = False,
+        gpu_wait: str = "spin", session: None = None,
         message_timeout_s: float = 60.0) -> TrainingResult: ...
 
 
@@ -126,7 +130,9 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
         minibatches: Optional[int] = None, params: Params = None, calibration: Optional[PathArg] = None,
         device: str = "cpu", data: str = "auto", data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
         momentum: float = 0.0, seed: int = 1, test: bool = False, memory_timeline: bool = False,
-        handoff_spin_us: Optional[float] = None, pin_threads: bool = False, transfer_threads: str = "auto", session: MpiSession,
+        handoff_spin_us: Optional[float] = None, pin_threads: bool = False, transfer_threads: str = "auto",
+        placement: str = "partitions", partition_sms: int = 0, gpu: int = 0, tf32: bool = False,
+        gpu_wait: str = "spin", session: MpiSession,
         message_timeout_s: float = 60.0) -> Optional[TrainingResult]: ...
 
 
@@ -136,12 +142,15 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
         minibatches: Optional[int] = None, params: Params = None, calibration: Optional[PathArg] = None,
         device: str = "cpu", data: str = "auto", data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
         momentum: float = 0.0, seed: int = 1, test: bool = False, memory_timeline: bool = False,
-        handoff_spin_us: Optional[float] = None, pin_threads: bool = False, transfer_threads: str = "auto", session: Optional[MpiSession] = None,
+        handoff_spin_us: Optional[float] = None, pin_threads: bool = False, transfer_threads: str = "auto",
+        placement: str = "partitions", partition_sms: int = 0, gpu: int = 0, tf32: bool = False,
+        gpu_wait: str = "spin", session: Optional[MpiSession] = None,
         message_timeout_s: float = 60.0) -> Optional[TrainingResult]:
-    """Trains for real under the schedule (CPU threads as processors) and returns a TrainingResult:
-    .result (measured, the simulator's schema), .minibatch_loss, .test_accuracy (test=True).
-    Configuration keywords as simulate(), but model defaults to lenet5, hardware to cpu-core and
-    microbatches to 4. handoff_spin_us: how long a thread spins for its next task's inputs before
+    """Trains for real under the schedule (CPU threads as processors, or GPUs with device="cuda")
+    and returns a TrainingResult: .result (measured, the simulator's schema), .minibatch_loss,
+    .test_accuracy (test=True). Configuration keywords as simulate(), but model defaults to lenet5,
+    hardware to cpu-core (h100 with device="cuda": the GPU whose memory the schedule is checked
+    against) and microbatches to 4. handoff_spin_us: how long a thread spins for its next task's inputs before
     it sleeps (0: at once; None: 100000 where the run has a processor for every CPU, two or more, and
     no link has a thread of its own, else 0;
     spinning pays only where no other thread needs the core; docs/executor.md, "Handoffs").
@@ -155,16 +164,27 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
     mpirun -np N): each rank runs its processors' tasks (contiguous blocks; processors defaults to
     the number of ranks), every rank must make the same call, and rank 0 returns the
     TrainingResult while the others return None.
-    message_timeout_s: how long a task waits for another rank while no message comes from it."""
-    _check_device(device)
-    defaults: Dict[str, Any] = {"hardware": "cpu-core", "model": "lenet5", "microbatches": 4}
+    message_timeout_s: how long a task waits for another rank while no message comes from it.
+
+    device="cuda" runs the CUDA executor, as `pipetwin run --device cuda` does (docs/cuda-executor.md),
+    loaded from the package folder (a wheel built where nvcc was found holds it) or from the file
+    $PIPETWIN_CUDA_PLUGIN names (build/lib/libpipetwin_cuda.so of a CMake build of the same
+    source). placement: processors as SM "partitions" of GPU `gpu` (CUDA green contexts,
+    partition_sms each; 0: the largest equal share), one GPU each ("gpus"), or plain "streams" on
+    GPU `gpu`; tf32: TF32 tensor-core GEMMs (default fp32); gpu_wait: how a host thread waits for
+    its stream, "spin" or "block". These five are for device="cuda" only."""
+    if device not in ("cpu", "cuda"):
+        raise PipetwinError(f"device must be 'cpu' or 'cuda', got {device!r}")
+    defaults: Dict[str, Any] = {"hardware": "h100" if device == "cuda" else "cpu-core", "model": "lenet5",
+                                "microbatches": 4}
     if session is not None:
         defaults["processors"] = session.ranks  # one processor per rank unless processors= says otherwise
     g = _graph(graph, locals(), defaults)
     return _core.train(g, data=data, data_dir=_path(data_dir), learning_rate=learning_rate, momentum=momentum,
                        seed=seed, test=test, memory_timeline=memory_timeline, handoff_spin_us=handoff_spin_us,
                        pin_threads=pin_threads, transfer_threads=transfer_threads, session=session,
-                       message_timeout_s=message_timeout_s)
+                       message_timeout_s=message_timeout_s, device=device, placement=placement,
+                       partition_sms=partition_sms, gpu=gpu, tf32=tf32, gpu_wait=gpu_wait)
 
 
 @checked
@@ -181,7 +201,7 @@ def profile(model: PathArg, *, device: str = "cpu", microbatches: int = 4, param
     k's in a pinned run. unmarked_twins: every timed run is made again without its layers' marks,
     and what a task costs beyond its layers is fitted from that twin's task times (the table says
     so: "overheads_from_unmarked_twins"); profiling takes about twice as long."""
-    _check_device(device)
+    _check_device(device, "profile")
     if output is not None:
         _core.check_output_file(_path(output))  # before the minutes of timing, not after
     text = _core.profile(_path(model), microbatches=microbatches, params=_params(params), data=data, data_dir=_path(data_dir),
@@ -230,7 +250,7 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     of a steady-state minibatch's peak (Result.step_peak_memory_bytes), which leaves out the first
     minibatch and steps a stalled thread reorders, and step_peak_memory_error their error, paired
     by round as step_error."""
-    _check_device(device)
+    _check_device(device, "validate")
     names = [schedules] if isinstance(schedules, str) else list(schedules)
     report = _core.validate(_path(model), names, [int(p) for p in processors], microbatches=microbatches,
                             minibatches=minibatches, params=_params(params), calibration=_path(calibration),
