@@ -8,4 +8,4 @@ scripts/install-deps.sh
 scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 python=$(scripts/install-python.sh)
-"$python" -m pytest -q tests/python
+"$python" -m pytest -q -rs tests/python  # -rs: each skipped test with its reason (no GPU here)
