@@ -1,5 +1,5 @@
-// The executors from Python: train a graph for real (CPU threads, or GPUs through the CUDA
-// executor's plug-in), profile a network into a calibration table and validate predictions
+// The executors from Python: train a graph for real and profile a network into a calibration
+// table (CPU threads, or GPUs through the CUDA executor's plug-in), and validate predictions
 // against measurements on the CPU. Long runs release the GIL.
 #include <optional>
 
@@ -12,6 +12,7 @@
 #include "pipetwin/exec/cpu/validation.hpp"
 #include "pipetwin/exec/cuda/cuda_plugin.hpp"
 #include "pipetwin/exec/host_allocator.hpp"
+#include "pipetwin/exec/profiling.hpp"
 #include "pipetwin/exec/thread_pinning.hpp"
 #include "pipetwin/exec/mpi/mpi_ranks.hpp"
 #include "pipetwin/models/error.hpp"
@@ -197,27 +198,41 @@ void bind_executor(py::module_& m) {
         "nothing.");
   m.def("profile", [](const std::string& model, int microbatches, const ParamsArg& params, const std::string& data,
                       const std::string& data_dir, int repeats, std::uint64_t seed, int concurrent, bool pin_threads,
-                      const std::string& concurrent_timing, bool unmarked_twins) {
-    const GraphConfig config = graph_config(model, "sequential", "cpu-core", 1, microbatches, 1, params, "");
+                      const std::string& concurrent_timing, const std::string& unmarked_twins, const std::string& device,
+                      const std::string& placement, int partition_sms, int gpu, bool tf32, const std::string& gpu_wait) {
+    cuda::CudaOptions cuda_options = checked_cuda_options(device, placement, partition_sms, gpu, tf32, gpu_wait);
+    const bool on_gpu = device == "cuda";
+    const bool twins = takes_unmarked_twins(unmarked_twins, on_gpu, concurrent);  // checks the mode
+    const cuda::PluginEntryPoints* cuda_plugin = on_gpu ? loaded_cuda_plugin() : nullptr;
+    const GraphConfig config = graph_config(model, "sequential", on_gpu ? "h100" : "cpu-core", 1, microbatches, 1, params, "");
     const Network network = make_request(config).network;
     const Dataset dataset = load_dataset_for(data, data_dir, network, "train");
+    const cpu::ConcurrentTiming timing = cpu::parse_concurrent_timing(concurrent_timing);
     Calibration calibration;
     {
       py::gil_scoped_release release;
       keep_freed_host_memory();
-      calibration = cpu::profile_cpu(config, dataset, repeats, seed, {}, concurrent,
-                                     pin_threads ? cpus_to_pin() : std::vector<int>{}, kAutomaticHandoffSpin,
-                                     cpu::parse_concurrent_timing(concurrent_timing), TransferThreads::automatic,
-                                     unmarked_twins);
+      if (cuda_plugin != nullptr) {
+        cuda_options.unmarked_twins = unmarked_twins;  // profile_cuda decides by its concurrency, as the CLI's
+        calibration = cuda_plugin->profile(config, dataset, repeats, seed, cuda_options, {}, concurrent, timing);
+      } else {
+        calibration = cpu::profile_cpu(config, dataset, repeats, seed, {}, concurrent,
+                                       pin_threads ? cpus_to_pin() : std::vector<int>{}, kAutomaticHandoffSpin, timing,
+                                       TransferThreads::automatic, twins);
+      }
     }
     return calibration_to_json_text(calibration);
   }, py::arg("model"), py::arg("microbatches") = 4, py::arg("params") = py::none(), py::arg("data") = "auto",
      py::arg("data_dir") = kFashionMnistDir, py::arg("repeats") = kDefaultProfileRepeats, py::arg("seed") = 1, py::arg("concurrent") = 1,
-     py::arg("pin_threads") = false, py::arg("concurrent_timing") = "pipeline", py::arg("unmarked_twins") = false,
-     "Times every task kind of every layer on one CPU thread (with concurrent > 1: the table for as many processor "
-     "threads, its layers timed in a pipeline of that many, or as that many copies at once, as concurrent_timing "
-     "says); returns the calibration table as JSON text. unmarked_twins: every timed run is made again without "
-     "its layers' marks, and what a task costs beyond its layers is fitted from that twin's task times.");
+     py::arg("pin_threads") = false, py::arg("concurrent_timing") = "pipeline", py::arg("unmarked_twins") = "auto",
+     py::arg("device") = "cpu", py::arg("placement") = "partitions", py::arg("partition_sms") = 0, py::arg("gpu") = 0,
+     py::arg("tf32") = false, py::arg("gpu_wait") = "spin",
+     "Times every task kind of every layer on one processor, a CPU thread or with device='cuda' a GPU placement "
+     "(as train's) (with concurrent > 1: the table for as many processors, its layers timed in a pipeline of that "
+     "many, or as that many copies at once, as concurrent_timing says); returns the calibration table as JSON "
+     "text. unmarked_twins: which tables make every timed run again without its layers' marks and fit what a "
+     "task costs beyond its layers from that twin's task times: 'all', 'none', or 'auto' (a GPU's "
+     "one-processor table).");
 
   m.def("validate", [](const std::string& model, const std::vector<std::string>& schedules,
                        const std::vector<int>& processors, int microbatches, int minibatches, const ParamsArg& params,

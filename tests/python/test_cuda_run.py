@@ -1,6 +1,7 @@
-"""run(device="cuda"): the CUDA executor's plug-in, loaded from beside the extension module (or from
-$PIPETWIN_CUDA_PLUGIN), trains the weights the CPU executor trains; without a GPU or without the
-plug-in it says which; the GPU-only options are checked."""
+"""run(device="cuda") and profile(device="cuda"): the CUDA executor's plug-in, loaded from beside the
+extension module (or from $PIPETWIN_CUDA_PLUGIN), trains the weights the CPU executor trains and
+times a table; without a GPU or without the plug-in it says which; the GPU-only options are
+checked."""
 import os
 
 import numpy as np
@@ -28,6 +29,20 @@ def test_run_on_cuda_trains_the_cpu_executors_weights_or_says_there_is_no_gpu():
         np.testing.assert_allclose(on_gpu, on_cpu, rtol=1e-4, atol=1e-6)
 
 
+def test_profile_on_cuda_gives_a_gpu_table_or_says_there_is_no_gpu():
+    if not os.path.exists(PLUGIN) and not os.environ.get("PIPETWIN_CUDA_PLUGIN"):
+        pytest.skip(f"this build of pipetwin has no CUDA executor ({PLUGIN}: built only where nvcc is found)")
+    try:
+        table = pipetwin.profile("mlp", device="cuda", placement="streams", params=MLP["params"], data="synthetic",
+                                 repeats=2)
+    except pipetwin.PipetwinError as e:
+        assert "no CUDA device" in str(e), str(e)
+        pytest.skip(f"no GPU here, the plug-in said so: {e}")
+    assert table["device"] != "cpu"
+    assert {layer["name"] for layer in table["layers"]} == {layer["name"] for layer in pipetwin.network_layers("mlp", MLP["params"])}
+    assert table.get("overheads_from_unmarked_twins") is True  # a GPU's one-processor table takes them (unmarked_twins=None)
+
+
 def test_run_on_cuda_names_the_missing_executor(monkeypatch, tmp_path):
     missing = tmp_path / "no_such_plugin.so"
     monkeypatch.setenv("PIPETWIN_CUDA_PLUGIN", str(missing))
@@ -43,8 +58,10 @@ def test_run_on_cuda_names_the_missing_executor(monkeypatch, tmp_path):
     (lambda: pipetwin.run(**MLP, device="cuda", partition_sms=-8), "partition_sms must be 0"),
     (lambda: pipetwin.run(**MLP, device="cuda", gpu=-1), "gpu must be 0 or more"),
     (lambda: pipetwin.run(**MLP, device="cuda", gpu_wait="poll"), "gpu_wait must be 'spin' or 'block'"),
-    (lambda: pipetwin.profile("lenet5", device="cuda"), "only run[(][)] trains on GPUs; profile on a GPU is"),
-    (lambda: pipetwin.validate("lenet5", "gpipe", device="cuda"), "validate on a GPU is `pipetwin validate --device cuda`"),
+    (lambda: pipetwin.profile("lenet5", device="cuda", pin_threads=True), "a GPU profile .device='cuda'. has none to pin"),
+    (lambda: pipetwin.profile("lenet5", gpu=1), "place a run on GPUs: give device='cuda'"),
+    (lambda: pipetwin.profile("lenet5", device="gpu"), "device must be 'cpu' or 'cuda', got 'gpu'"),
+    (lambda: pipetwin.validate("lenet5", "gpipe", device="cuda"), "on a GPU validation is `pipetwin validate --device cuda`"),
 ])
 def test_gpu_options_are_checked_before_anything_runs(call, message):
     with pytest.raises(pipetwin.PipetwinError, match=message):

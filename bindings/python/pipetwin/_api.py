@@ -102,14 +102,9 @@ def evaluate(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, 
     return _core.run_engine(g, "analytic", memory_timeline)
 
 
-def _check_device(device: str, what: str) -> None:
-    """profile() and validate() time the CPU executor; the GPU's are the CLI's (--device cuda)."""
-    if device == "cpu":
-        return
-    if device == "cuda":
-        raise PipetwinError(f"device='cuda': from Python only run() trains on GPUs; {what} on a GPU is "
-                            f"`pipetwin {what} --device cuda`")
-    raise PipetwinError(f"device must be 'cpu' or 'cuda', got {device!r}")
+def _check_device(device: str) -> None:
+    if device not in ("cpu", "cuda"):
+        raise PipetwinError(f"device must be 'cpu' or 'cuda', got {device!r}")
 
 
 @overload
@@ -173,8 +168,7 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
     partition_sms each; 0: the largest equal share), one GPU each ("gpus"), or plain "streams" on
     GPU `gpu`; tf32: TF32 tensor-core GEMMs (default fp32); gpu_wait: how a host thread waits for
     its stream, "spin" or "block". These five are for device="cuda" only."""
-    if device not in ("cpu", "cuda"):
-        raise PipetwinError(f"device must be 'cpu' or 'cuda', got {device!r}")
+    _check_device(device)
     defaults: Dict[str, Any] = {"hardware": "h100" if device == "cuda" else "cpu-core", "model": "lenet5",
                                 "microbatches": 4}
     if session is not None:
@@ -191,22 +185,33 @@ def run(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, sched
 def profile(model: PathArg, *, device: str = "cpu", microbatches: int = 4, params: Params = None, data: str = "auto",
             data_dir: PathArg = _DATA_DIR, repeats: int = 64, seed: int = 1, concurrent: int = 1,
             output: Optional[PathArg] = None, pin_threads: bool = False,
-            concurrent_timing: str = "pipeline", unmarked_twins: bool = False) -> Dict[str, Any]:
+            concurrent_timing: str = "pipeline", unmarked_twins: Optional[bool] = None,
+            placement: str = "partitions", partition_sms: int = 0, gpu: int = 0, tf32: bool = False,
+            gpu_wait: str = "spin") -> Dict[str, Any]:
     """Times F, BA, BW and U of every layer on one processor; returns the calibration table (a dict)
     and writes it to `output` when given (use it as calibration=path). concurrent > 1 gives the
-    table for a pipeline of that many CPU threads: concurrent_timing "pipeline" times each layer
+    table for a pipeline of that many processors: concurrent_timing "pipeline" times each layer
     where a 1f1b run on that many processors puts it (a network with too few layers falls back to
     copies), "copies" times that many copies of the one-processor run at once, one per thread.
     pin_threads: processor (copy) k's thread on the k-th CPU this process may run on, as processor
     k's in a pinned run. unmarked_twins: every timed run is made again without its layers' marks,
     and what a task costs beyond its layers is fitted from that twin's task times (the table says
-    so: "overheads_from_unmarked_twins"); profiling takes about twice as long."""
-    _check_device(device, "profile")
+    so: "overheads_from_unmarked_twins"); profiling takes about twice as long. None: only a GPU's
+    one-processor table does (as the CLI's --unmarked-twins auto).
+
+    device="cuda" times the CUDA executor, as `pipetwin profile --device cuda` does, with run()'s
+    placement, partition_sms, gpu, tf32 and gpu_wait (processors as SM partitions of one GPU by
+    default); the table is for the hardware profile h100 unless used with another."""
+    _check_device(device)
+    if device == "cuda" and pin_threads:
+        raise PipetwinError("pin_threads pins a CPU profile's threads; a GPU profile (device='cuda') has none to pin")
     if output is not None:
         _core.check_output_file(_path(output))  # before the minutes of timing, not after
+    twins = "auto" if unmarked_twins is None else ("all" if unmarked_twins else "none")
     text = _core.profile(_path(model), microbatches=microbatches, params=_params(params), data=data, data_dir=_path(data_dir),
                          repeats=repeats, seed=seed, concurrent=concurrent, pin_threads=pin_threads,
-                         concurrent_timing=concurrent_timing, unmarked_twins=unmarked_twins)
+                         concurrent_timing=concurrent_timing, unmarked_twins=twins, device=device,
+                         placement=placement, partition_sms=partition_sms, gpu=gpu, tf32=tf32, gpu_wait=gpu_wait)
     if output is not None:
         _core.write_output_file(_path(output), text)
     table: Dict[str, Any] = json.loads(text)
@@ -250,7 +255,10 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     of a steady-state minibatch's peak (Result.step_peak_memory_bytes), which leaves out the first
     minibatch and steps a stalled thread reorders, and step_peak_memory_error their error, paired
     by round as step_error."""
-    _check_device(device, "validate")
+    _check_device(device)
+    if device == "cuda":
+        raise PipetwinError("device='cuda': validate() times the CPU executor; on a GPU validation is "
+                            "`pipetwin validate --device cuda` (from Python: profile() and run() take device='cuda')")
     names = [schedules] if isinstance(schedules, str) else list(schedules)
     report = _core.validate(_path(model), names, [int(p) for p in processors], microbatches=microbatches,
                             minibatches=minibatches, params=_params(params), calibration=_path(calibration),
