@@ -14,15 +14,20 @@ MLP = dict(model="mlp", schedule="1f1b", processors=2, microbatches=2, minibatch
            params={"widths": "24,16,10", "batch": 8}, data="synthetic")
 
 
-def test_run_on_cuda_trains_the_cpu_executors_weights_or_says_there_is_no_gpu():
+def on_gpu_or_skip(call):
+    """call()'s result on a GPU; without one, checks that the plug-in loaded and said so, and skips."""
     if not os.path.exists(PLUGIN) and not os.environ.get("PIPETWIN_CUDA_PLUGIN"):
         pytest.skip(f"this build of pipetwin has no CUDA executor ({PLUGIN}: built only where nvcc is found)")
     try:
-        gpu = pipetwin.run(**MLP, device="cuda", placement="streams")
+        return call()
     except pipetwin.PipetwinError as e:
-        # The plug-in loaded (else the error would say it is missing) and its run found no device.
+        # The plug-in loaded (else the error would say it is missing) and found no device.
         assert "no CUDA device" in str(e), str(e)
         pytest.skip(f"no GPU here, the plug-in said so: {e}")
+
+
+def test_run_on_cuda_trains_the_cpu_executors_weights_or_says_there_is_no_gpu():
+    gpu = on_gpu_or_skip(lambda: pipetwin.run(**MLP, device="cuda", placement="streams"))
     cpu = pipetwin.run(**MLP)
     assert len(gpu.minibatch_loss) == len(cpu.minibatch_loss) == 3
     for on_gpu, on_cpu in zip(gpu.weights(), cpu.weights()):
@@ -30,14 +35,8 @@ def test_run_on_cuda_trains_the_cpu_executors_weights_or_says_there_is_no_gpu():
 
 
 def test_profile_on_cuda_gives_a_gpu_table_or_says_there_is_no_gpu():
-    if not os.path.exists(PLUGIN) and not os.environ.get("PIPETWIN_CUDA_PLUGIN"):
-        pytest.skip(f"this build of pipetwin has no CUDA executor ({PLUGIN}: built only where nvcc is found)")
-    try:
-        table = pipetwin.profile("mlp", device="cuda", placement="streams", params=MLP["params"], data="synthetic",
-                                 repeats=2)
-    except pipetwin.PipetwinError as e:
-        assert "no CUDA device" in str(e), str(e)
-        pytest.skip(f"no GPU here, the plug-in said so: {e}")
+    table = on_gpu_or_skip(lambda: pipetwin.profile("mlp", device="cuda", placement="streams", params=MLP["params"],
+                                                    data="synthetic", repeats=2))
     assert table["device"] != "cpu"
     assert {layer["name"] for layer in table["layers"]} == {layer["name"] for layer in pipetwin.network_layers("mlp", MLP["params"])}
     assert table.get("overheads_from_unmarked_twins") is True  # a GPU's one-processor table takes them (unmarked_twins=None)
