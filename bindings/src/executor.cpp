@@ -1,6 +1,6 @@
-// The executors from Python: train a graph for real and profile a network into a calibration
-// table (CPU threads, or GPUs through the CUDA executor's plug-in), and validate predictions
-// against measurements on the CPU. Long runs release the GIL.
+// The executors from Python: train a graph for real, profile a network into a calibration table,
+// validate predictions against measurements (CPU threads, or GPUs through the CUDA executor's
+// plug-in). Long runs release the GIL.
 #include <optional>
 
 #include <pybind11/numpy.h>
@@ -239,9 +239,18 @@ void bind_executor(py::module_& m) {
                        const std::string& calibration, const std::string& engine, int runs, const std::string& data,
                        const std::string& data_dir, double learning_rate, std::uint64_t seed, int max_runs,
                        double target, bool pin_threads, const std::string& transfer_threads,
-                       const std::string& concurrent_timing, int warmup_rounds) {
-    GraphConfig config = graph_config(model, schedules.empty() ? "sequential" : schedules.front(), "cpu-core", 1,
-                                      microbatches, minibatches, params, calibration);
+                       const std::string& concurrent_timing, int warmup_rounds, const std::string& device,
+                       const std::string& placement, int partition_sms, int gpu, bool tf32, const std::string& gpu_wait) {
+    const cuda::CudaOptions cuda_options = checked_cuda_options(device, placement, partition_sms, gpu, tf32, gpu_wait);
+    const bool on_gpu = device == "cuda";
+    if (on_gpu && cuda_options.placement == "partitions" && cuda_options.partition_sms == 0) {
+      // The CLI sizes them from the GPU's SM count; this module does not link the CUDA runtime.
+      throw Error("validate(device='cuda') on SM partitions needs partition_sms: every processor count must run on "
+                  "partitions of one size (e.g. 16 on a 132-SM H100 for P up to 8)");
+    }
+    const cuda::PluginEntryPoints* cuda_plugin = on_gpu ? loaded_cuda_plugin() : nullptr;
+    GraphConfig config = graph_config(model, schedules.empty() ? "sequential" : schedules.front(),
+                                      on_gpu ? "h100" : "cpu-core", 1, microbatches, minibatches, params, calibration);
     const Network network = make_request(config).network;
     const Dataset dataset = load_dataset_for(data, data_dir, network, "train");
     if (engine != "systemc" && engine != "analytic") throw Error("engine must be systemc or analytic, got '" + engine + "'");
@@ -269,16 +278,28 @@ void bind_executor(py::module_& m) {
         // A calibration at the start of every round of runs (A/B/A/B).
         const cpu::ConcurrentTiming timing = cpu::parse_concurrent_timing(concurrent_timing);
         options.calibrate = [&, timing](int processors) {
+          if (cuda_plugin != nullptr) {  // the tables' overheads from unmarked twins as the CLI's auto
+            return cuda_plugin->profile(config, dataset, kDefaultProfileRepeats, seed, cuda_options, {}, processors, timing);
+          }
           return cpu::profile_cpu(config, dataset, kDefaultProfileRepeats, seed, {}, processors, pinned, kAutomaticHandoffSpin, timing,
                                   options.training.transfer_threads);
         };
       }
-      report = cpu::validate_cpu(config, dataset, options, [&](const TaskGraph& g) {
+      const Predictor predict = [&](const TaskGraph& g) {
 #ifdef PIPETWIN_HAVE_SYSTEMC
         if (engine == "systemc") return simulate(g);
 #endif
         return evaluate(g);
-      });
+      };
+      if (cuda_plugin != nullptr) {
+        report = validate(config, dataset, options, predict,
+                          [&](const TaskGraph& g, const Network& network, const BatchSampler& sampler,
+                              const TrainingOptions& training) {
+                            return cuda_plugin->run(g, network, sampler, training, cuda_options, nullptr);
+                          });
+      } else {
+        report = cpu::validate_cpu(config, dataset, options, predict);
+      }
     }
     JsonDict out;
     out["rows"] = to_python(validation_rows_json(report));
@@ -294,7 +315,10 @@ void bind_executor(py::module_& m) {
      py::arg("data_dir") = kFashionMnistDir, py::arg("learning_rate") = 0.05, py::arg("seed") = 1,
      py::arg("max_runs") = 0, py::arg("target") = 0.05, py::arg("pin_threads") = false,
      py::arg("transfer_threads") = "auto", py::arg("concurrent_timing") = "pipeline", py::arg("warmup_rounds") = 0,
-     "Predicted (from a calibration; profiled first when none is given) against measured (CPU executor) step "
+     py::arg("device") = "cpu", py::arg("placement") = "partitions", py::arg("partition_sms") = 0, py::arg("gpu") = 0,
+     py::arg("tf32") = false, py::arg("gpu_wait") = "spin",
+     "Predicted (from a calibration; profiled first when none is given) against measured (the CPU executor, or "
+     "with device='cuda' the CUDA executor placed as train's; SM partitions need partition_sms) step "
      "time, speedup and peak memory per schedule and processor count, and the replay error (the engine fed each "
      "run's own task times). Returns {'rows': [...], 'mean_abs_step_error', 'max_abs_step_error', "
      "'mean_abs_speedup_error', 'max_abs_speedup_error', 'speedup_error_ci', 'mean_abs_replay_error', "

@@ -1,7 +1,7 @@
-"""run(device="cuda") and profile(device="cuda"): the CUDA executor's plug-in, loaded from beside the
-extension module (or from $PIPETWIN_CUDA_PLUGIN), trains the weights the CPU executor trains and
-times a table; without a GPU or without the plug-in it says which; the GPU-only options are
-checked."""
+"""run(), profile() and validate() with device="cuda": the CUDA executor's plug-in, loaded from
+beside the extension module (or from $PIPETWIN_CUDA_PLUGIN), trains the weights the CPU executor
+trains, times a table and validates; without a GPU or without the plug-in it says which; the
+GPU-only options are checked."""
 import os
 
 import numpy as np
@@ -42,6 +42,14 @@ def test_profile_on_cuda_gives_a_gpu_table_or_says_there_is_no_gpu():
     assert table.get("overheads_from_unmarked_twins") is True  # a GPU's one-processor table takes them (unmarked_twins=None)
 
 
+def test_validate_on_cuda_gives_rows_or_says_there_is_no_gpu():
+    table, summary = on_gpu_or_skip(lambda: pipetwin.validate("mlp", ["sequential", "gpipe"], [1, 2], device="cuda",
+                                                              placement="streams", params=MLP["params"],
+                                                              data="synthetic", minibatches=4, runs=1))
+    assert summary["rounds"] == 1
+    assert len(table) == 4
+
+
 def test_run_on_cuda_names_the_missing_executor(monkeypatch, tmp_path):
     missing = tmp_path / "no_such_plugin.so"
     monkeypatch.setenv("PIPETWIN_CUDA_PLUGIN", str(missing))
@@ -60,7 +68,8 @@ def test_run_on_cuda_names_the_missing_executor(monkeypatch, tmp_path):
     (lambda: pipetwin.profile("lenet5", device="cuda", pin_threads=True), "a GPU profile .device='cuda'. has none to pin"),
     (lambda: pipetwin.profile("lenet5", gpu=1), "place a run on GPUs: give device='cuda'"),
     (lambda: pipetwin.profile("lenet5", device="gpu"), "device must be 'cpu' or 'cuda', got 'gpu'"),
-    (lambda: pipetwin.validate("lenet5", "gpipe", device="cuda"), "on a GPU validation is `pipetwin validate --device cuda`"),
+    (lambda: pipetwin.validate("lenet5", "gpipe", device="cuda"), "on SM partitions needs partition_sms"),
+    (lambda: pipetwin.validate("lenet5", "gpipe", placement="gpus"), "place a run on GPUs: give device='cuda'"),
 ])
 def test_gpu_options_are_checked_before_anything_runs(call, message):
     with pytest.raises(pipetwin.PipetwinError, match=message):

@@ -1,5 +1,5 @@
 """The notebook-facing API around the C++ core: simulate / evaluate / run a graph or a configuration
-given by keywords, profile and validate on the CPU executor, tables as pandas DataFrames when
+given by keywords, profile and validate on the CPU or CUDA executor, tables as pandas DataFrames when
 pandas is installed. Every public function checks its arguments' types (_checks.py)."""
 import json
 import os
@@ -225,7 +225,9 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
              data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
              seed: int = 1, max_runs: int = 0, target: float = 0.05,
              pin_threads: bool = False, transfer_threads: str = "auto",
-             concurrent_timing: str = "pipeline", warmup_rounds: int = 0) -> Tuple[Table, Dict[str, Any]]:
+             concurrent_timing: str = "pipeline", warmup_rounds: int = 0, placement: str = "partitions",
+             partition_sms: int = 0, gpu: int = 0, tf32: bool = False,
+             gpu_wait: str = "spin") -> Tuple[Table, Dict[str, Any]]:
     """Predicted (from a calibration table; profiled first without one) against measured step time,
     speedup and peak memory per schedule and processor count. Returns (table, summary): the table a
     DataFrame when pandas is installed (else a list of dicts; each row's step_error is the median
@@ -254,18 +256,21 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     highest run's; measured_step_peak_memory_bytes and predicted_step_peak_memory_bytes the same
     of a steady-state minibatch's peak (Result.step_peak_memory_bytes), which leaves out the first
     minibatch and steps a stalled thread reorders, and step_peak_memory_error their error, paired
-    by round as step_error."""
+    by round as step_error.
+
+    device="cuda" validates the CUDA executor, as `pipetwin validate --device cuda` does, placed by
+    run()'s placement, partition_sms, gpu, tf32 and gpu_wait; on SM partitions partition_sms must be
+    given (one size for every processor count: the CLI takes the largest share for the largest P,
+    in multiples of 8 SMs), and the predictions are for hardware h100."""
     _check_device(device)
-    if device == "cuda":
-        raise PipetwinError("device='cuda': validate() times the CPU executor; on a GPU validation is "
-                            "`pipetwin validate --device cuda` (from Python: profile() and run() take device='cuda')")
     names = [schedules] if isinstance(schedules, str) else list(schedules)
     report = _core.validate(_path(model), names, [int(p) for p in processors], microbatches=microbatches,
                             minibatches=minibatches, params=_params(params), calibration=_path(calibration),
                             engine=engine or default_engine(), runs=runs, data=data, data_dir=_path(data_dir),
                             learning_rate=learning_rate, seed=seed, max_runs=max_runs, target=target,
                             pin_threads=pin_threads, transfer_threads=transfer_threads,
-                            concurrent_timing=concurrent_timing, warmup_rounds=warmup_rounds)
+                            concurrent_timing=concurrent_timing, warmup_rounds=warmup_rounds, device=device,
+                            placement=placement, partition_sms=partition_sms, gpu=gpu, tf32=tf32, gpu_wait=gpu_wait)
     summary = {k: v for k, v in report.items() if k != "rows"}
     return frame(report["rows"]), summary
 
