@@ -202,6 +202,7 @@ void bind_executor(py::module_& m) {
                       const std::string& placement, int partition_sms, int gpu, bool tf32, const std::string& gpu_wait) {
     cuda::CudaOptions cuda_options = checked_cuda_options(device, placement, partition_sms, gpu, tf32, gpu_wait);
     const bool on_gpu = device == "cuda";
+    if (on_gpu && pin_threads) throw Error("pin_threads pins a CPU profile's threads; a GPU profile (device='cuda') has none to pin");
     const bool twins = takes_unmarked_twins(unmarked_twins, on_gpu, concurrent);  // checks the mode
     const cuda::PluginEntryPoints* cuda_plugin = on_gpu ? loaded_cuda_plugin() : nullptr;
     const GraphConfig config = graph_config(model, "sequential", on_gpu ? "h100" : "cpu-core", 1, microbatches, 1, params, "");

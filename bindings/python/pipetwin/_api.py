@@ -203,8 +203,6 @@ def profile(model: PathArg, *, device: str = "cpu", microbatches: int = 4, param
     placement, partition_sms, gpu, tf32 and gpu_wait (processors as SM partitions of one GPU by
     default); the table is for the hardware profile h100 unless used with another."""
     _check_device(device)
-    if device == "cuda" and pin_threads:
-        raise PipetwinError("pin_threads pins a CPU profile's threads; a GPU profile (device='cuda') has none to pin")
     if output is not None:
         _core.check_output_file(_path(output))  # before the minutes of timing, not after
     twins = "auto" if unmarked_twins is None else ("all" if unmarked_twins else "none")
