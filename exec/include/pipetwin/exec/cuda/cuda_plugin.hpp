@@ -40,8 +40,8 @@ struct LoadedPlugin {
 
 // Loads the plug-in from $PIPETWIN_CUDA_PLUGIN, else from <program dir>/../lib/libpipetwin_cuda.so,
 // else beside the program, else beside the shared object this loader is linked into (Python's
-// pipetwin/_core*.so: the package folder). Throws pipetwin::Error saying where it looked and why it failed (a
-// build without CUDA has no plug-in). Loading twice returns the same library.
+// pipetwin/_core*.so: the package folder). Throws pipetwin::Error saying where it looked and why
+// it failed (a build without CUDA has no plug-in). Loading twice returns the same library.
 LoadedPlugin load_cuda_plugin();
 
 }  // namespace pipetwin::cuda
