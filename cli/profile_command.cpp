@@ -108,6 +108,17 @@ void run(const ProfileCommandOptions& options, mpi::MpiSession* session) {
                              100 * calibration.footprint_slowdown, human_bytes(calibration.footprint_large_bytes),
                              human_bytes(calibration.footprint_small_bytes));
   }
+  if (!calibration.reuse_extra_s_per_byte.empty()) {
+    // The curve at about six working sets, its last one included.
+    std::cout << "reuse: a re-read costs beyond a cached one, by the data touched since:";
+    const auto& curve = calibration.reuse_extra_s_per_byte;
+    const std::size_t step = std::max<std::size_t>(1, curve.size() / 5);
+    for (std::size_t i = 0; i < curve.size(); i += step) {
+      if (i + step >= curve.size()) i = curve.size() - 1;
+      std::cout << fmt::format(" {} {:.1f} ps/B", human_bytes(curve[i].first), curve[i].second * 1e12);
+    }
+    std::cout << "; each task's weights are priced by that against the table's order (docs/executor.md, Calibration 8)\n";
+  }
   if (!calibration.copy_seconds.empty()) {
     std::cout << "copies:";
     for (const auto& [bytes, seconds] : calibration.copy_seconds) {

@@ -33,6 +33,7 @@
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/gradient_assembly.hpp"
 #include "pipetwin/schedule/registry.hpp"
+#include "pipetwin/schedule/weight_reuse.hpp"
 #include "synthetic_data.hpp"
 #include "temporary_folder.hpp"
 #include "training_reference.hpp"
@@ -2400,6 +2401,43 @@ TEST_CASE("a one-processor profile measures what a larger footprint costs in a g
   CHECK(without.footprint_slowdown == -1);
   CHECK(without.timed_footprint_bytes == sequential_bytes);
   CHECK(std::any_of(said.begin(), said.end(), [](const std::string& m) { return m.rfind("no footprint figure", 0) == 0; }));
+}
+
+TEST_CASE("a profile given a reuse curve keeps it and what the model charged its timed run's layers") {
+  // lenet5, 4 microbatches of 4 samples, a curve rising to 1 ns a byte at 1 MiB: each layer's
+  // figures are the mean prices of its touches in the sequential run after the warm-up.
+  const Case lenet{"lenet5", {"batch=16"}};
+  const Dataset data = data_for(lenet);
+  const GraphConfig config = config_for(lenet, "sequential", 1, 4, 3);
+  const Network network = make_request(config).network;
+  const std::vector<std::pair<std::int64_t, double>> curve = {{1000, 0.0}, {std::int64_t{1} << 20, 1e-9}};
+  RecordedRuns recorded;
+  const Runner recording = recording_into(recorded);
+  const Calibration table = profile_layers(config, data, 4, 7, recording, {}, 1, {}, /*time_footprint=*/true, curve);
+  REQUIRE(recorded.size() >= 3);
+  REQUIRE(recorded[0].first.schedule == "sequential");
+  CHECK(table.reuse_extra_s_per_byte == curve);
+  const std::vector<LayerReuseSeconds> means =
+      mean_reuse_seconds(recorded[0].first, network, table, recorded[0].first.minibatches / 2);  // its first half warms up
+  int priced = 0;
+  for (std::size_t l = 0; l < network.size(); ++l) {
+    CAPTURE(network.layers[l].name);
+    const LayerTimes& times = table.layers.at(network.layers[l].name);
+    CHECK(times.forward_weights_reuse_s == doctest::Approx(means[l].forward_weights_s));
+    CHECK(times.backward_gradient_reuse_s == doctest::Approx(means[l].backward_gradient_s));
+    if (network.layers[l].param_bytes > 0) {
+      CHECK(times.forward_weights_reuse_s > 0);
+      ++priced;
+    } else {
+      CHECK(times.forward_weights_reuse_s == -1);  // no parameters, nothing touched
+    }
+  }
+  CHECK(priced >= 4);
+  // Without a curve, none.
+  recorded.clear();
+  const Calibration without = profile_layers(config, data, 4, 7, recording, {}, 1);
+  CHECK(without.reuse_extra_s_per_byte.empty());
+  for (const auto& [name, times] : without.layers) CHECK(times.forward_weights_reuse_s == -1);
 }
 
 TEST_CASE("a profile takes the way back to the linear output taken again from its one-layer run") {

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <unistd.h>  // sysconf: the machine's memory
@@ -22,6 +23,7 @@
 #include "pipetwin/schedule/copies_on_cores.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/warm_to_linear.hpp"
+#include "pipetwin/schedule/weight_reuse.hpp"
 
 namespace pipetwin {
 
@@ -354,6 +356,22 @@ double forward_and_backward_cycles(const TaskGraph& graph, const std::vector<Tra
   return per_minibatch.empty() ? 0.0 : median_of_means(per_minibatch);
 }
 
+// What charge_weight_reuse would add to `graph`'s forwards and backwards (by `calibration`'s reuse
+// curve and its layers' figures), per minibatch from `skip_minibatches` on, in the graph's cycles;
+// 0 without a curve.
+double reuse_charge_cycles_per_minibatch(const TaskGraph& graph, const Network& network, const Calibration& calibration,
+                                         std::int32_t skip_minibatches) {
+  const std::vector<double> charge_s = weight_reuse_charge_s(graph, network, calibration);
+  double total_s = 0;
+  std::set<std::int32_t> minibatches;
+  for (const Task& t : graph.tasks) {
+    if (t.minibatch < skip_minibatches || (t.kind != TaskKind::F && t.kind != TaskKind::B)) continue;
+    total_s += charge_s[static_cast<std::size_t>(t.id)];
+    minibatches.insert(t.minibatch);
+  }
+  return minibatches.empty() ? 0.0 : total_s * graph.clock_hz / static_cast<double>(minibatches.size());
+}
+
 // Calibration::footprint_slowdown: `config`'s network also run on one processor under gpipe, as
 // long as the sequential run (`sequential_runs` of `sequential_graph`, whose footprint
 // `calibration` records as timed_footprint_bytes; after as many warm-up minibatches), which holds every microbatch's stash at once where sequential holds one; how much
@@ -398,7 +416,10 @@ void time_footprint_slowdown(const GraphConfig& config, const Network& network, 
   const std::int64_t small_bytes = calibration.timed_footprint_bytes, large_bytes = footprint_bytes(measured);
   if (small_bytes <= 0 || large_bytes <= small_bytes) return;
   const double sequential_cycles = forward_and_backward_cycles(sequential_graph, sequential_runs, warm_up);
-  const double gpipe_cycles = forward_and_backward_cycles(graph, measured, warm_up);
+  // What the weight-reuse model says gpipe's order gains or loses in the caches against the
+  // table's (its forwards follow forwards): the figure is what holding more costs beyond that.
+  const double reuse_cycles = reuse_charge_cycles_per_minibatch(graph, network, calibration, warm_up);
+  const double gpipe_cycles = forward_and_backward_cycles(graph, measured, warm_up) - reuse_cycles;
   if (!(sequential_cycles > 0)) return;
   calibration.footprint_slowdown = std::max(0.0, gpipe_cycles / sequential_cycles - 1);
   calibration.footprint_small_bytes = small_bytes;
@@ -627,7 +648,8 @@ double typical_task_s(const Calibration& calibration) {
 
 Calibration profile_layers(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
                            const Runner& run, const std::function<void(const std::string&)>& progress,
-                           int concurrent, const std::vector<int>& pin_cpus, bool time_footprint) {
+                           int concurrent, const std::vector<int>& pin_cpus, bool time_footprint,
+                           const std::vector<std::pair<std::int64_t, double>>& reuse_curve) {
   if (repeats < 1) throw Error("profile: repeats must be at least 1");
   if (concurrent < 1) throw Error("profile: concurrent copies must be at least 1");
   const ScheduleRequest request = make_request(config);
@@ -683,6 +705,8 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
   Calibration calibration = calibration_from_runs(graph, request.network, measured, warm_up);
   calibration.source = "profile of " + request.network.name;
   calibration.timed_footprint_bytes = footprint_bytes(measured);
+  calibration.reuse_extra_s_per_byte = reuse_curve;
+  record_weight_reuse(calibration, graph, request.network, warm_up);
   if (time_footprint && concurrent == 1 && sequential.microbatches > 1) {
     time_footprint_slowdown(config, request.network, data, repeats, seed, graph, measured, run_copies, progress, calibration);
   }
@@ -697,7 +721,8 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
 std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config, const Dataset& data, int repeats,
                                                       std::uint64_t seed, const Runner& run,
                                                       const std::function<void(const std::string&)>& progress,
-                                                      int processors, const TrainingOptions& options, double span_s) {
+                                                      int processors, const TrainingOptions& options, double span_s,
+                                                      const std::vector<std::pair<std::int64_t, double>>& reuse_curve) {
   if (repeats < 1) throw Error("profile: repeats must be at least 1");
   if (processors < 2) throw Error("profile: a pipeline needs at least 2 processors");
   if (!(span_s >= 0)) throw Error("profile: a pipeline's warm-up span must be at least 0 seconds");
@@ -748,6 +773,8 @@ std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config,
   calibration.concurrent = processors;
   calibration.pipeline_schedule = pipeline.schedule;
   calibration.timed_footprint_bytes = footprint_bytes({measured});
+  calibration.reuse_extra_s_per_byte = reuse_curve;
+  record_weight_reuse(calibration, graph, request.network, warm_up);
   // What the other processors' work adds to a layer's time, from how its times vary with its
   // tasks' overlap in this run. A negative slope is the samples' noise (co-running does not speed
   // a core up): none.

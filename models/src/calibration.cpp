@@ -21,7 +21,7 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   const JsonReader root(document, source);
   root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "pipeline_schedule", "co_run_slope", "co_run_share", "timed_footprint_bytes", "footprint_slowdown", "footprint_small_bytes", "footprint_large_bytes", "cores", "task_overhead_s", "overheads_from_unmarked_twins", "layer_overhead_s", "kind_overhead_s", "stage_kind_overhead_s", "input_load_s", "copy_bytes_per_s", "core_copy_bytes_per_s", "ranks", "message_send_core_s",
                    "message_send_core_bytes_per_s", "message_receive_core_s", "message_receive_core_bytes_per_s",
-                   "copy_latency_s", "handoff_s", "handoff_spin_s", "copy_seconds", "task_gap_s", "pipeline_copy_seconds", "layers"});
+                   "copy_latency_s", "handoff_s", "handoff_spin_s", "copy_seconds", "task_gap_s", "pipeline_copy_seconds", "reuse_extra_s_per_byte", "layers"});
   if (root.get_string("format", "") != "pipetwin-calibration-1") {
     throw Error("calibration " + source + ": not a pipetwin calibration table (format pipetwin-calibration-1)");
   }
@@ -125,6 +125,20 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   };
   copy_points("copy_seconds", c.copy_seconds);
   copy_points("pipeline_copy_seconds", c.pipeline_copy_seconds);
+  // The reuse curve: [[working-set bytes, extra seconds per byte], ...], sizes ascending.
+  if (root.has("reuse_extra_s_per_byte")) {
+    const JsonReader points = root.at("reuse_extra_s_per_byte");
+    for (std::size_t i = 0; i < points.array_size(); ++i) {
+      const JsonReader point = points.at(i);
+      if (point.array_size() != 2) point.fail("[working-set bytes, extra seconds per byte]");
+      const std::int64_t bytes = point.at(0).as_int();
+      const auto& curve = c.reuse_extra_s_per_byte;
+      if (bytes < 1 || (!curve.empty() && bytes <= curve.back().first)) point.at(0).fail("a positive size above the previous point's");
+      const double s = point.at(1).as_double();
+      if (!(std::isfinite(s) && s >= 0 && s < 1e-6)) point.at(1).fail("seconds per byte in [0, 1e-6)");
+      c.reuse_extra_s_per_byte.emplace_back(bytes, s);
+    }
+  }
   c.task_gap_s = seconds(root, "task_gap_s", -1.0, true);  // tables from before it: not measured
   c.handoff_s = seconds(root, "handoff_s", -1.0, true);
   c.handoff_spin_s = seconds(root, "handoff_spin_s", 0.0, false);
@@ -139,7 +153,7 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   for (std::size_t i = 0; i < layers.array_size(); ++i) {
     const JsonReader layer = layers.at(i);
     layer.check_keys({"name", "F_s", "BA_s", "BW_s", "B_s", "U_s", "BA_to_linear_again_s", "BW_to_linear_again_s", "assembly_s",
-                      "BA_fixed_s"});
+                      "BA_fixed_s", "F_weights_reuse_s", "B_weights_reuse_s", "B_gradient_reuse_s"});
     LayerTimes t;
     t.forward_s = seconds(layer, "F_s", std::nullopt, false);
     t.activation_grad_s = seconds(layer, "BA_s", std::nullopt, false);
@@ -151,6 +165,9 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
     t.weight_grad_to_linear_again_s = seconds(layer, "BW_to_linear_again_s", -1.0, true);
     t.activation_grad_fixed_s = seconds(layer, "BA_fixed_s", -1.0, true);
     t.assembly_s = seconds(layer, "assembly_s", -1.0, true);
+    t.forward_weights_reuse_s = seconds(layer, "F_weights_reuse_s", -1.0, true);
+    t.backward_weights_reuse_s = seconds(layer, "B_weights_reuse_s", -1.0, true);
+    t.backward_gradient_reuse_s = seconds(layer, "B_gradient_reuse_s", -1.0, true);
     const std::string name = layer.get_string("name");
     if (!c.layers.emplace(name, t).second) layer.at("name").fail("a layer not named before");
   }
@@ -211,6 +228,10 @@ std::string calibration_to_json_text(const Calibration& c) {
     j["pipeline_copy_seconds"] = nlohmann::ordered_json::array();
     for (const auto& [bytes, s] : c.pipeline_copy_seconds) j["pipeline_copy_seconds"].push_back({bytes, s});
   }
+  if (!c.reuse_extra_s_per_byte.empty()) {
+    j["reuse_extra_s_per_byte"] = nlohmann::ordered_json::array();
+    for (const auto& [bytes, s] : c.reuse_extra_s_per_byte) j["reuse_extra_s_per_byte"].push_back({bytes, s});
+  }
   if (c.task_gap_s >= 0) j["task_gap_s"] = c.task_gap_s;
   if (c.handoff_s >= 0) j["handoff_s"] = c.handoff_s;
   if (c.handoff_spin_s > 0) j["handoff_spin_s"] = c.handoff_spin_s;
@@ -222,6 +243,9 @@ std::string calibration_to_json_text(const Calibration& c) {
     if (t.weight_grad_to_linear_again_s >= 0) layer["BW_to_linear_again_s"] = t.weight_grad_to_linear_again_s;
     if (t.activation_grad_fixed_s >= 0) layer["BA_fixed_s"] = t.activation_grad_fixed_s;
     if (t.assembly_s >= 0) layer["assembly_s"] = t.assembly_s;
+    if (t.forward_weights_reuse_s >= 0) layer["F_weights_reuse_s"] = t.forward_weights_reuse_s;
+    if (t.backward_weights_reuse_s >= 0) layer["B_weights_reuse_s"] = t.backward_weights_reuse_s;
+    if (t.backward_gradient_reuse_s >= 0) layer["B_gradient_reuse_s"] = t.backward_gradient_reuse_s;
     j["layers"].push_back(std::move(layer));
   }
   return j.dump(2) + "\n";
@@ -237,6 +261,21 @@ double Calibration::copy_s(std::int64_t bytes) const {
   const auto& [b0, s0] = copy_seconds[i - 1];
   const auto& [b1, s1] = copy_seconds[i];
   return s0 + (s1 - s0) * static_cast<double>(bytes - b0) / static_cast<double>(b1 - b0);
+}
+
+double Calibration::reuse_extra_s(std::int64_t working_set_bytes, std::int64_t bytes) const {
+  const auto& curve = reuse_extra_s_per_byte;
+  if (curve.empty() || bytes <= 0) return 0;
+  const auto per_byte = [&]() -> double {
+    if (working_set_bytes < 0 || working_set_bytes >= curve.back().first) return curve.back().second;
+    if (working_set_bytes <= curve.front().first) return curve.front().second;
+    std::size_t i = 1;
+    while (curve[i].first < working_set_bytes) ++i;
+    const auto& [b0, s0] = curve[i - 1];
+    const auto& [b1, s1] = curve[i];
+    return s0 + (s1 - s0) * static_cast<double>(working_set_bytes - b0) / static_cast<double>(b1 - b0);
+  };
+  return per_byte() * static_cast<double>(bytes);
 }
 
 double Calibration::pipeline_copy_extra_s() const {

@@ -13,6 +13,7 @@
 #include "pipetwin/schedule/torch_csv.hpp"
 #include "pipetwin/schedule/gradient_assembly.hpp"
 #include "pipetwin/schedule/warm_to_linear.hpp"
+#include "pipetwin/schedule/weight_reuse.hpp"
 
 namespace pipetwin {
 namespace {
@@ -337,10 +338,12 @@ TaskGraph make_graph(const GraphConfig& config) {
   const ScheduleEntry& entry = find_schedule(config.schedule);
   const Parallelism parallel = parallelism(request.params);
   const int t = parallel.tensor, d = parallel.replicas;
-  // Every generated graph: the backwards that go back to a linear output again priced warm, those
+  // Every generated graph: each task's weights priced as warm as its processor's order leaves them
+  // against the table's timed order, the backwards that go back to a linear output again priced warm, those
   // that assemble their output's gradient from a split BA's slices charged for it, the copies a
   // calibration puts on the cores, and the parameters.
   const auto finished = [&request](TaskGraph graph) {
+    charge_weight_reuse(graph, request.hardware, request.network);
     charge_warm_to_linear(graph, request.hardware, request.network);
     charge_gradient_assemblies(graph, request.hardware, request.network);
     if (copies_take_cores(graph, request.hardware)) charge_copies_to_cores(graph, *request.hardware.calibration);

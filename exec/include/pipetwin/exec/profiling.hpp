@@ -92,10 +92,14 @@ double typical_task_s(const Calibration& calibration);
 // pin_cpus[k mod size], as processor k's would in a pinned run (TrainingOptions::pin_cpus).
 // The table records the sequential run's footprint (Calibration::timed_footprint_bytes); with
 // `time_footprint`, one processor and more than one microbatch, a one-processor gpipe run as long
-// times what a larger footprint costs (Calibration::footprint_slowdown).
+// times what a larger footprint costs (Calibration::footprint_slowdown). A `reuse_curve` (the
+// CPU's, exec/cpu/reuse_curve.hpp; empty: none) goes into the table with what the weight-reuse
+// model charges the timed run's layers (record_weight_reuse), and the footprint figure is taken
+// net of what that model says gpipe's order gains or loses in the caches.
 Calibration profile_layers(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
                            const Runner& run, const std::function<void(const std::string&)>& progress,
-                           int concurrent = 1, const std::vector<int>& pin_cpus = {}, bool time_footprint = false);
+                           int concurrent = 1, const std::vector<int>& pin_cpus = {}, bool time_footprint = false,
+                           const std::vector<std::pair<std::int64_t, double>>& reuse_curve = {});
 
 // Microbatches a profile times per layer and task kind unless told otherwise (`--repeats`); with
 // 4 microbatches a minibatch, 16 minibatches after the warm-up one, so 16 samples of each update.
@@ -132,11 +136,13 @@ inline constexpr std::int32_t kMostSpanMinibatches = 1024;
 // its tasks and to those of a short `layerpipe` run on as many processors (a task per layer); a
 // short zb-h1 run on as many times split tasks over a stage (Calibration::stage_kind_overhead_s).
 // Device, copies and handoffs are left for the caller. Empty where the network cannot be cut into
-// that many stages (the reason goes to `progress`); a run's errors are thrown.
+// that many stages (the reason goes to `progress`); a run's errors are thrown. A `reuse_curve` goes
+// into the table as profile_layers puts it.
 std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config, const Dataset& data, int repeats,
                                                       std::uint64_t seed, const Runner& run,
                                                       const std::function<void(const std::string&)>& progress,
                                                       int processors, const TrainingOptions& options,
-                                                      double span_s = kPipelineTimingSpan_s);
+                                                      double span_s = kPipelineTimingSpan_s,
+                                                      const std::vector<std::pair<std::int64_t, double>>& reuse_curve = {});
 
 }  // namespace pipetwin

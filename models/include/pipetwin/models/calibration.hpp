@@ -40,6 +40,16 @@ struct LayerTimes {
   // gradient_assembly.hpp): a buffer of the whole microbatch's gradient filled from the parts,
   // timed apart in the profile's one-layer run, at the table's samples. -1: not measured.
   double assembly_s = -1;
+  // What the reuse model (schedule/weight_reuse.hpp) priced this layer's weight accesses at in the
+  // run the table was timed in: the mean over that run's steady-state tasks of the seconds its
+  // weights W (read by a forward, and by a backward for its input gradient) and their gradient
+  // sum dW (a backward's) cost beyond a read from the core's cache, by Calibration::
+  // reuse_extra_s. A graph's task is charged its own accesses' figure less these, so that the
+  // table's times stand for an order whose weights stay in the caches as long as the timed one's.
+  // -1: not computed (older tables, GPUs, a layer without parameters).
+  double forward_weights_reuse_s = -1;
+  double backward_weights_reuse_s = -1;
+  double backward_gradient_reuse_s = -1;
   // Of a BA or BW; -1 for other kinds.
   double to_linear_again_s(TaskKind kind) const {
     return kind == TaskKind::BA ? activation_grad_to_linear_again_s
@@ -206,6 +216,16 @@ struct Calibration {
   // pipeline_copy_extra_s; -1 where copy_s is not known. resnet8's 2 MiB activations took 62 us
   // there where copies in a row of that size take 210 us, mlp's 16 KiB 0.81 us where they take 0.2.
   double sender_copy_s(std::int64_t bytes) const;
+  // What reading data costs beyond a read from the core's own cache, by how much other data the
+  // core touched since it last touched it (its working set: the distinct bytes touched since, its
+  // own included): working-set bytes ascending, extra seconds per byte read, measured by re-reading
+  // a block after a sweep over others (exec's measure_reuse_curve). On the 2-vCPU AVX-512 machine
+  // (2 MiB of L2 a core) 0 up to about 1 MiB, 23 ps a byte from about 4 MiB. Empty: not measured.
+  std::vector<std::pair<std::int64_t, double>> reuse_extra_s_per_byte;
+  // Extra seconds to read `bytes` whose working set was `working_set_bytes` (< 0: never touched
+  // before, the curve's last point), linear between the curve's points and held beyond its ends;
+  // 0 without a curve.
+  double reuse_extra_s(std::int64_t working_set_bytes, std::int64_t bytes) const;
   std::map<std::string, LayerTimes> layers;  // by layer name
   std::string source;             // the file it came from
 };
