@@ -4,9 +4,11 @@ hidden width swept so that its weights W and their gradients dW go from fitting 
 together, through W fitting alone, to neither. For each width, `pipetwin validate` of the given
 schedules at P = 1 (ROUNDS rounds, 128 steps, each round paired against sequential) prints each
 schedule against sequential, measured and predicted, and how far its forwards and backwards ran
-from the table (timed in sequential's order). docs/executor.md, "Another machine, and an order the
-table cannot see", has the figures of 2026-11-29 (2 MiB L2: gpipe 4-6% faster where W + dW is
-1.5-2.3 MB, level elsewhere; the model level everywhere).
+from their predicted times (the table's, timed in sequential's order, with the weight-reuse
+model's charge for the schedule's own order, docs/executor.md, Calibration 8). docs/executor.md,
+"Another machine, and an order the table cannot see", has the figures of 2026-11-29 before that
+model (2 MiB L2: gpipe 4-6% faster where W + dW is 1.5-2.3 MB, level elsewhere; the model level
+everywhere), and "Weights that stay in the cache" those after it.
 
     python3 experiments/cpu_order_and_l2.py [--pipetwin build/bin/pipetwin] [--rounds 24]
         [--widths 128,192,256,384,1024] [--schedules gpipe,pipedream,layerpipe]"""
@@ -43,7 +45,7 @@ def main():
     print(f"mlp 784,w,w,10 at P = 1, {args.rounds} rounds of 128 steps; L2 per core "
           f"{l2_bytes() / (1 << 20):.2f} MiB (0: unknown)")
     print(f"{'width':>6} {'W MB':>6} {'W+dW MB':>8} {'schedule':>10} {'measured':>9} {'predicted':>10} "
-          f"{'F vs table':>11} {'B vs table':>11}")
+          f"{'F vs pred.':>11} {'B vs pred.':>11}")
     for width in widths:
         command = [args.pipetwin, "validate", "-m", "mlp", "--param", f"widths=784,{width},{width},10",
                    "--schedules", ",".join(["sequential", *schedules]), "-p", "1", "--steps", "128",

@@ -72,7 +72,7 @@ TEST_CASE("weight reuse: working sets of gpipe's and sequential's forwards, by h
   }
 }
 
-TEST_CASE("weight reuse: an update writes the new weights over the sum, and the next sum takes the old weights' memory") {
+TEST_CASE("weight reuse: an update reads its sum and old version at once, writes the new version over the sum, and the next sum takes the old version's memory") {
   // pipedream on one processor: F, B, U per microbatch. The second microbatch's forward reads the
   // version the first update wrote over layer 0's sum: since that sum's touch, the update touched
   // the old weights of layer 0 and the sums and weights of layers 1 and 2.
@@ -83,9 +83,33 @@ TEST_CASE("weight reuse: an update writes the new weights over the sum, and the 
   const std::vector<WeightTouch> touches = weight_touches(graph, net);
   const WeightTouch& second_forward = touch_of(graph, touches, TaskKind::F, 0, 1, 0, WeightBlock::forward_weights);
   CHECK(second_forward.working_set_bytes == 2 * w(0) + 2 * w(1) + 2 * w(2));
-  // Its backward adds into a sum that took the old weights' memory (touched in that update).
+  // Its backward adds into a sum that took the old version's memory, read in that update beside
+  // the sum: since then every layer's new version and next sum (all six blocks), and the second
+  // microbatch's activations as its forward and backward passed them (layer 0's after its touch).
+  const std::int64_t n = graph.samples_per_microbatch;
+  const auto passed = [&](int l, std::int64_t Layer::*bytes) { return net.layers[static_cast<std::size_t>(l)].*bytes * n; };
   const WeightTouch& second_sum = touch_of(graph, touches, TaskKind::B, 0, 1, 0, WeightBlock::backward_gradient);
-  CHECK(second_sum.working_set_bytes > 0);
+  CHECK(second_sum.working_set_bytes == 2 * w(0) + 2 * w(1) + 2 * w(2) + passed(0, &Layer::output_bytes) +
+                                            passed(1, &Layer::output_bytes) + passed(2, &Layer::output_bytes) +
+                                            passed(2, &Layer::input_bytes) + passed(2, &Layer::stash_bytes) +
+                                            passed(1, &Layer::input_bytes) + passed(1, &Layer::stash_bytes));
+  // The update reads the old version beside the sum: its working set counts the sum.
+  const Task* first_update = nullptr;
+  for (const auto& t : graph.tasks) {
+    if (t.kind == TaskKind::U && t.minibatch == 0 && t.microbatch == 0) first_update = &t;
+  }
+  REQUIRE(first_update != nullptr);
+  std::vector<std::int64_t> update_sets;
+  for (const auto& touch : touches) {
+    if (touch.task == first_update->id && touch.layer == 2) update_sets.push_back(touch.working_set_bytes);
+  }
+  REQUIRE(update_sets.size() == 2);  // the sum, then the version read, of layer 2
+  // The version read was last touched by the backward's input gradient; since then: its own
+  // bytes, the sum read beside it, the update's layers 0 and 1 (sum and version each), and the
+  // backward's activations from layer 2's on.
+  CHECK(update_sets[1] == w(2) + w(2) + w(1) + w(1) + w(0) + w(0) + passed(2, &Layer::input_bytes) +
+                              passed(2, &Layer::stash_bytes) + passed(1, &Layer::input_bytes) +
+                              passed(1, &Layer::stash_bytes) + passed(0, &Layer::stash_bytes));
 }
 
 TEST_CASE("weight reuse: the table's own order is charged nothing on the whole, gpipe's forwards less") {

@@ -153,7 +153,7 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   for (std::size_t i = 0; i < layers.array_size(); ++i) {
     const JsonReader layer = layers.at(i);
     layer.check_keys({"name", "F_s", "BA_s", "BW_s", "B_s", "U_s", "BA_to_linear_again_s", "BW_to_linear_again_s", "assembly_s",
-                      "BA_fixed_s", "F_weights_reuse_s", "B_weights_reuse_s", "B_gradient_reuse_s"});
+                      "BA_fixed_s", "F_weights_reuse_s", "B_weights_reuse_s", "B_gradient_reuse_s", "U_reuse_s"});
     LayerTimes t;
     t.forward_s = seconds(layer, "F_s", std::nullopt, false);
     t.activation_grad_s = seconds(layer, "BA_s", std::nullopt, false);
@@ -168,6 +168,7 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
     t.forward_weights_reuse_s = seconds(layer, "F_weights_reuse_s", -1.0, true);
     t.backward_weights_reuse_s = seconds(layer, "B_weights_reuse_s", -1.0, true);
     t.backward_gradient_reuse_s = seconds(layer, "B_gradient_reuse_s", -1.0, true);
+    t.update_reuse_s = seconds(layer, "U_reuse_s", -1.0, true);
     const std::string name = layer.get_string("name");
     if (!c.layers.emplace(name, t).second) layer.at("name").fail("a layer not named before");
   }
@@ -246,6 +247,7 @@ std::string calibration_to_json_text(const Calibration& c) {
     if (t.forward_weights_reuse_s >= 0) layer["F_weights_reuse_s"] = t.forward_weights_reuse_s;
     if (t.backward_weights_reuse_s >= 0) layer["B_weights_reuse_s"] = t.backward_weights_reuse_s;
     if (t.backward_gradient_reuse_s >= 0) layer["B_gradient_reuse_s"] = t.backward_gradient_reuse_s;
+    if (t.update_reuse_s >= 0) layer["U_reuse_s"] = t.update_reuse_s;
     j["layers"].push_back(std::move(layer));
   }
   return j.dump(2) + "\n";

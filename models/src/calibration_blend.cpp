@@ -75,7 +75,7 @@ Calibration blend_calibrations(const Calibration& alone, const Calibration& toge
     // The weights' reuse as the two timed runs had it, mixed as their times are (not scaled by
     // with_compute_scaled: the reuse model's seconds are not the table's compute).
     for (const auto reuse_s : {&LayerTimes::forward_weights_reuse_s, &LayerTimes::backward_weights_reuse_s,
-                               &LayerTimes::backward_gradient_reuse_s}) {
+                               &LayerTimes::backward_gradient_reuse_s, &LayerTimes::update_reuse_s}) {
       times.*reuse_s = a.*reuse_s >= 0 && times.*reuse_s >= 0 ? mix(a.*reuse_s, times.*reuse_s) : -1;
     }
   }

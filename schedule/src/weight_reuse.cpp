@@ -30,28 +30,34 @@ struct BlockKey {
 };
 
 // One processor's LRU stack over blocks and the activations between them: each block's latest
-// touch is an event holding its bytes (a Fenwick tree over the events sums those after any
-// other), so that a touch's working set is the bytes of the distinct blocks touched since the
-// block's previous touch, the activations passed since, and its own.
+// touch is an event holding its bytes (a Fenwick tree over the events sums them from any event
+// on), so that a touch's working set is the bytes of the distinct blocks touched at or after the
+// block's previous touch (its own and those touched in the same event included: an update reads
+// its two blocks at once), and the activations passed since.
 class ReuseStack {
  public:
   explicit ReuseStack(std::size_t most_events) : marked_(most_events + 1, 0) {}
 
-  // Touches `key` of `bytes`; returns its working set (-1 on its first touch).
-  std::int64_t touch(const BlockKey& key, std::int64_t bytes) {
-    if (events_ + 1 >= marked_.size()) throw Error("internal: weight reuse ran past its events");
-    const std::size_t now = ++events_;
+  // Touches `key` of `bytes`, in a new event or in the latest one (`same_event`: read alongside
+  // the block touched last); returns its working set (-1 on its first touch).
+  std::int64_t touch(const BlockKey& key, std::int64_t bytes, bool same_event = false) {
+    if (!same_event || events_ == 0) {
+      if (events_ + 1 >= marked_.size()) throw Error("internal: weight reuse ran past its events");
+      ++events_;
+      activation_bytes_at_.resize(events_ + 1, activation_bytes_);
+      activation_bytes_at_[events_] = activation_bytes_;
+    }
+    const std::size_t now = events_;
     std::int64_t working_set = -1;
     const auto it = latest_.find(key);
     if (it != latest_.end()) {
       const auto [since, since_bytes] = it->second;
-      working_set = bytes + (marked_total_ - prefix(since)) + (activation_bytes_ - activation_bytes_at_[since]);
+      working_set = (marked_total_ - prefix(since - 1)) - since_bytes + bytes +
+                    (activation_bytes_ - activation_bytes_at_[since]);
       add(since, -since_bytes);
     }
     add(now, bytes);
     latest_[key] = {now, bytes};
-    activation_bytes_at_.resize(now + 1, activation_bytes_);
-    activation_bytes_at_[now] = activation_bytes_;
     return working_set;
   }
   // `from`'s memory is now `to`'s (the executor wrote `to` over it, or allocated `to` where `from`
@@ -76,7 +82,7 @@ class ReuseStack {
     for (std::size_t i = event; i > 0; i -= i & (~i + 1)) sum += marked_[i];
     return sum;
   }
-  std::vector<std::int64_t> marked_;  // Fenwick tree over events 1..: the bytes of blocks whose latest touch it is
+  std::vector<std::int64_t> marked_;  // Fenwick tree over events 1..: the bytes of blocks whose latest touch is there
   std::int64_t marked_total_ = 0;
   std::size_t events_ = 0;
   std::map<BlockKey, std::pair<std::size_t, std::int64_t>> latest_;  // per block: its latest event, its bytes
@@ -90,7 +96,7 @@ double table_reuse_s(const LayerTimes& times, WeightBlock block) {
     case WeightBlock::forward_weights: return times.forward_weights_reuse_s;
     case WeightBlock::backward_weights: return times.backward_weights_reuse_s;
     case WeightBlock::backward_gradient: return times.backward_gradient_reuse_s;
-    case WeightBlock::update: return -1;
+    case WeightBlock::update: return times.update_reuse_s;
   }
   return -1;
 }
@@ -147,13 +153,14 @@ std::vector<WeightTouch> weight_touches(const TaskGraph& graph, const Network& n
         } else if (update) {
           const std::int64_t bytes = layer.param_bytes;
           if (bytes <= 0) continue;
-          // Neither touch is priced: an update is timed whole in its own order. The executor
-          // writes the new version over the gradient sum it reads (so the new version is that
-          // sum's memory), and the next sum takes the memory of the version read where nothing
-          // here reads that version again (freed), else memory not touched before.
+          // The executor reads the gradient sum and the version it updates side by side and writes
+          // the new version over the sum (exec/cpu/cpu_executor.cpp, sgd): the two are touched in
+          // one event, the new version takes the sum's place, and the next sum the old version's
+          // where nothing here reads that version again (the memory it frees), else none (memory
+          // not touched before).
           const BlockKey sum = sum_key(l), old_weights = weights_key(l, version);
           touches.push_back({t->id, l, WeightBlock::update, bytes, stack.touch(sum, bytes)});
-          touches.push_back({t->id, l, WeightBlock::update, bytes, stack.touch(old_weights, bytes)});
+          touches.push_back({t->id, l, WeightBlock::update, bytes, stack.touch(old_weights, bytes, /*same_event=*/true)});
           stack.rename(sum, weights_key(l, t->version_written));
           ++sum_of_layer[static_cast<std::size_t>(l)];
           const auto reader = last_reader.find({l, version});
@@ -161,8 +168,9 @@ std::vector<WeightTouch> weight_touches(const TaskGraph& graph, const Network& n
         } else {
           const bool input_gradient = t->kind != TaskKind::BW && l > 0;  // nothing needs the network input's
           const bool weight_gradient = t->kind != TaskKind::BA;
-          if (input_gradient) touch(l, WeightBlock::backward_weights);
+          // The executor takes the weight gradient first, then the input gradient.
           if (weight_gradient) touch(l, WeightBlock::backward_gradient);
+          if (input_gradient) touch(l, WeightBlock::backward_weights);
           stack.pass((input_gradient ? layer.input_bytes * samples : 0) + (weight_gradient ? layer.stash_bytes * samples : 0));
         }
       }
@@ -179,7 +187,6 @@ std::vector<LayerReuseSeconds> mean_reuse_seconds(const TaskGraph& graph, const 
   };
   std::vector<std::map<WeightBlock, Sum>> sums(network.size());
   for (const WeightTouch& touch : weight_touches(graph, network)) {
-    if (touch.block == WeightBlock::update) continue;
     if (graph.tasks[static_cast<std::size_t>(touch.task)].minibatch < skip_minibatches) continue;
     Sum& sum = sums[static_cast<std::size_t>(touch.layer)][touch.block];
     sum.seconds += calibration.reuse_extra_s(touch.working_set_bytes, touch.bytes);
@@ -192,7 +199,7 @@ std::vector<LayerReuseSeconds> mean_reuse_seconds(const TaskGraph& graph, const 
       return it == sums[l].end() || it->second.count == 0 ? -1.0 : it->second.seconds / it->second.count;
     };
     means[l] = {mean(WeightBlock::forward_weights), mean(WeightBlock::backward_weights),
-                mean(WeightBlock::backward_gradient)};
+                mean(WeightBlock::backward_gradient), mean(WeightBlock::update)};
   }
   return means;
 }
@@ -207,6 +214,7 @@ void record_weight_reuse(Calibration& calibration, const TaskGraph& timed_graph,
     it->second.forward_weights_reuse_s = means[l].forward_weights_s;
     it->second.backward_weights_reuse_s = means[l].backward_weights_s;
     it->second.backward_gradient_reuse_s = means[l].backward_gradient_s;
+    it->second.update_reuse_s = means[l].update_s;
   }
 }
 

@@ -42,14 +42,15 @@ struct LayerTimes {
   double assembly_s = -1;
   // What the reuse model (schedule/weight_reuse.hpp) priced this layer's weight accesses at in the
   // run the table was timed in: the mean over that run's steady-state tasks of the seconds its
-  // weights W (read by a forward, and by a backward for its input gradient) and their gradient
-  // sum dW (a backward's) cost beyond a read from the core's cache, by Calibration::
-  // reuse_extra_s. A graph's task is charged its own accesses' figure less these, so that the
-  // table's times stand for an order whose weights stay in the caches as long as the timed one's.
-  // -1: not computed (older tables, GPUs, a layer without parameters).
+  // weights W (read by a forward, and by a backward for its input gradient), their gradient sum
+  // dW (a backward's) and an update's two blocks (each) cost beyond a read from the core's cache,
+  // by Calibration::reuse_extra_s. A graph's task is charged its own accesses' figure less these,
+  // so that the table's times stand for an order whose weights stay in the caches as long as the
+  // timed one's. -1: not computed (older tables, GPUs, a layer without parameters).
   double forward_weights_reuse_s = -1;
   double backward_weights_reuse_s = -1;
   double backward_gradient_reuse_s = -1;
+  double update_reuse_s = -1;
   // Of a BA or BW; -1 for other kinds.
   double to_linear_again_s(TaskKind kind) const {
     return kind == TaskKind::BA ? activation_grad_to_linear_again_s

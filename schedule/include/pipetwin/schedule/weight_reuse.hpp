@@ -8,12 +8,14 @@
 // backward that wrote every dW (docs/executor.md, "Weights that stay in the cache").
 //
 // The model: each processor's tasks, in order, layer by layer (a forward first to last, a backward
-// last to first), touch their layers' blocks: a forward reads W; a backward (B, BA) reads W for its
-// input gradient (not at the network's first layer, whose input gradient nothing needs); a B or BW
-// adds into dW; an update reads dW and writes W. Their activations, gradients and stashes count as
-// data touched once. A block's working set at a touch is the bytes of the distinct blocks and
-// activations touched since its previous touch on that processor, its own included (an LRU stack
-// distance), and the block's extra seconds are Calibration::reuse_extra_s of that working set.
+// last to first), touch their layers' blocks, each weight version a block of its own: a forward
+// reads the version it reads; a B or BW adds into the layer's gradient sum, then a B or BA reads
+// the version for its input gradient (not at the network's first layer, whose input gradient
+// nothing needs); an update reads the sum and the old version at once and writes the new version
+// over the sum. Their activations, gradients and stashes count as data touched once. A block's
+// working set at a touch is the bytes of the distinct blocks and activations touched since its
+// previous touch on that processor, its own included (an LRU stack distance), and the block's
+// extra seconds are Calibration::reuse_extra_s of that working set times its bytes.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -25,7 +27,7 @@
 
 namespace pipetwin {
 
-// Which block a touch is of, and in which phase.
+// Which block a touch is of, and in which phase (an update's: its sum or the version it reads).
 enum class WeightBlock { forward_weights, backward_weights, backward_gradient, update };
 
 // One touch of a layer's weights or gradient sum by a processor task.
@@ -50,6 +52,7 @@ struct LayerReuseSeconds {
   double forward_weights_s = -1;
   double backward_weights_s = -1;
   double backward_gradient_s = -1;
+  double update_s = -1;  // per touch: an update makes two, its sum and its old version
 };
 std::vector<LayerReuseSeconds> mean_reuse_seconds(const TaskGraph& graph, const Network& network,
                                                   const Calibration& calibration, std::int32_t skip_minibatches);
@@ -60,8 +63,8 @@ void record_weight_reuse(Calibration& calibration, const TaskGraph& timed_graph,
                          std::int32_t skip_minibatches);
 
 // Per task of `graph`: the seconds its weight touches cost beyond what the table's timed run
-// charged the same layers' touches (LayerTimes::*_reuse_s); 0 for tasks without touches, updates
-// (timed whole in their own order) and layers the table has no figure for.
+// charged the same layers' touches (LayerTimes::*_reuse_s); 0 for tasks without touches and
+// layers the table has no figure for.
 std::vector<double> weight_reuse_charge_s(const TaskGraph& graph, const Network& network, const Calibration& calibration);
 
 // Adds weight_reuse_charge_s to each task's cost (never below 0). Nothing without a calibration
