@@ -22,10 +22,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Re-reads timed per working set of the reuse curve: the median of 51, about 0.3 s in all on the
-// 2-vCPU AVX-512 machine. There five profiles' far ends (32 MiB) took 23.9-29.0 ps a byte and
-// their middles (1.25 MiB) 5.5-10.0: the machine's, which each validate round measures again.
-constexpr int kReuseCurveRepeats = 51;
+// Re-reads timed per working set of the reuse curve: the median of 25, about 0.2 s in all on the
+// 2-vCPU AVX-512 machine (51 took 0.45 s). There eight profiles' curves (five with 51, three with
+// 25) put the far end (32 MiB) at 23.9-29.5 ps a byte and the middle (1.25 MiB) at 5.5-12.3: the
+// machine's noise more than the medians', and each validate round measures the curve again.
+constexpr int kReuseCurveRepeats = 25;
 
 }  // namespace
 
