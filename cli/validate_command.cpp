@@ -270,6 +270,16 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
                              fewest->footprint_factor, fewest->schedule, fewest->processors, most->footprint_factor,
                              most->schedule, most->processors);
   }
+  const auto [warmest, coldest] = std::minmax_element(rows.begin(), rows.end(), [](const ValidationRow& a, const ValidationRow& b) {
+    return a.weight_reuse_s < b.weight_reuse_s;
+  });
+  if (warmest != rows.end() && (warmest->weight_reuse_s != 0 || coldest->weight_reuse_s != 0)) {
+    std::cout << fmt::format("weights: each row's tasks charged for how warm its order leaves their weights against the "
+                             "table's order, per step, processors together: {:+.1f} us ({} P={}) to {:+.1f} us ({} P={}) "
+                             "(weight_reuse_s in --json)\n",
+                             warmest->weight_reuse_s * 1e6, warmest->schedule, warmest->processors,
+                             coldest->weight_reuse_s * 1e6, coldest->schedule, coldest->processors);
+  }
   std::cout << fmt::format("replay error (the engine fed each run's own task times, against that run: the schedule's "
                            "model without the calibration or the machine's speed): mean {:.1f}%, largest {:.1f}%\n",
                            100 * report.mean_abs_replay_error, 100 * report.max_abs_replay_error);

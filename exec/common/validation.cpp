@@ -13,6 +13,7 @@
 #include "pipetwin/schedule/copies_on_cores.hpp"
 #include "pipetwin/schedule/same_program.hpp"
 #include "pipetwin/schedule/validator.hpp"
+#include "pipetwin/schedule/weight_reuse.hpp"
 
 namespace pipetwin {
 namespace {
@@ -51,6 +52,7 @@ struct Configuration {
   std::vector<std::int64_t> pool_peaks;      // per run, where the runner has a memory pool
   double co_run_weight = 0;  // the latest calibration's (ValidationRow::co_run_weight)
   double footprint_factor = 1;  // the latest calibration's (ValidationRow::footprint_factor)
+  double weight_reuse_s = 0;    // the latest calibration's (ValidationRow::weight_reuse_s)
   double task_gap_s = 0;  // the latest calibration's gap between tasks (Calibration::task_gap_s), for replays
   // Forgets every round's figures (ValidationOptions::warmup_rounds: those rounds are not kept).
   void forget_rounds() {
@@ -339,6 +341,7 @@ nlohmann::ordered_json validation_rows_json(const ValidationReport& report) {
                     {"task_time_error_by_part", row.task_time_error_by_part},
                     {"co_run_weight", row.co_run_weight},
                     {"footprint_factor", row.footprint_factor},
+                    {"weight_reuse_s", row.weight_reuse_s},
                     {"predicted_speedup", row.predicted_speedup},
                     {"measured_speedup", row.measured_speedup},
                     {"speedup_error", row.speedup_error},
@@ -528,12 +531,24 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   // 1%. The largest processor's peak, not the processors' peaks together: with the sum, mlp's
   // gpipe at P = 2 was predicted 6.6% slow (each core has an L2 of its own), with the largest
   // 1.4% (docs/executor.md, "What a footprint costs").
+  // What the weight-reuse model charged a graph's tasks (charge_weight_reuse, in make_graph) per
+  // step after the first, all processors together.
+  const auto weight_reuse_per_step_s = [&](const TaskGraph& graph, const Calibration* calibration) {
+    if (calibration == nullptr || graph.minibatches < 2) return 0.0;
+    const std::vector<double> charge_s = weight_reuse_charge_s(graph, request.network, *calibration);
+    double total_s = 0;
+    for (const Task& t : graph.tasks) {
+      if (t.minibatch >= 1) total_s += charge_s[static_cast<std::size_t>(t.id)];
+    }
+    return total_s / static_cast<double>(graph.minibatches - 1);
+  };
   auto build = [&](const std::string& schedule, int processors, double* co_run_weight = nullptr,
-                   double* footprint_factor = nullptr, double* task_gap_s = nullptr) {
+                   double* footprint_factor = nullptr, double* task_gap_s = nullptr, double* weight_reuse_s = nullptr) {
     GraphConfig chosen = choose_table(schedule, processors, co_run_weight);
     TaskGraph graph = graph_of(chosen, schedule, processors);
     if (footprint_factor != nullptr) *footprint_factor = 1;
     if (task_gap_s != nullptr) *task_gap_s = chosen.calibration ? chosen.calibration->charged_task_gap_s() : 0.0;
+    if (weight_reuse_s != nullptr) *weight_reuse_s = weight_reuse_per_step_s(graph, chosen.calibration.get());
     const auto& alone = calibrated.at(1).calibration;
     if (!alone || !chosen.calibration || !(alone->footprint_slowdown > 0) ||
         chosen.calibration->timed_footprint_bytes <= 0) {
@@ -560,27 +575,29 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   for (const auto& schedule : options.schedules) {
     std::string baseline = schedule;
     TaskGraph one_graph;
-    double one_footprint_factor = 1, one_gap_s = 0;
+    double one_footprint_factor = 1, one_gap_s = 0, one_reuse_s = 0;
     try {
-      one_graph = build(schedule, 1, nullptr, &one_footprint_factor, &one_gap_s);
+      one_graph = build(schedule, 1, nullptr, &one_footprint_factor, &one_gap_s, &one_reuse_s);
     } catch (const Error&) {
       baseline = "sequential";
-      one_graph = build("sequential", 1, nullptr, &one_footprint_factor, &one_gap_s);
+      one_graph = build("sequential", 1, nullptr, &one_footprint_factor, &one_gap_s, &one_reuse_s);
     }
     const std::size_t one = configurations.size();
     configurations.emplace_back(baseline, 1, std::move(one_graph));
     configurations.back().footprint_factor = one_footprint_factor;
     configurations.back().task_gap_s = one_gap_s;
+    configurations.back().weight_reuse_s = one_reuse_s;
     for (const int p : options.processors) {
       std::size_t at = one;
       if (p != 1 || baseline != schedule) {
         at = configurations.size();
-        double weight = 0, footprint_factor = 1, gap_s = 0;
-        TaskGraph graph = build(schedule, p, &weight, &footprint_factor, &gap_s);
+        double weight = 0, footprint_factor = 1, gap_s = 0, reuse_s = 0;
+        TaskGraph graph = build(schedule, p, &weight, &footprint_factor, &gap_s, &reuse_s);
         configurations.emplace_back(schedule, p, std::move(graph));
         configurations.back().co_run_weight = weight;
         configurations.back().footprint_factor = footprint_factor;
         configurations.back().task_gap_s = gap_s;
+        configurations.back().weight_reuse_s = reuse_s;
       }
       plans.push_back({schedule, baseline, p, one, at});
     }
@@ -620,7 +637,9 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     if (r == 0 || options.calibrate || kept == 0) {  // the first kept round predicts again
       if (r > 0 && options.calibrate) {
         recalibrate(r);
-        for (auto& c : configurations) c.graph = build(c.schedule, c.processors, &c.co_run_weight, &c.footprint_factor, &c.task_gap_s);
+        for (auto& c : configurations) {
+          c.graph = build(c.schedule, c.processors, &c.co_run_weight, &c.footprint_factor, &c.task_gap_s, &c.weight_reuse_s);
+        }
       }
       predict_all();
     }
@@ -716,6 +735,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     for (const auto& [part, errors] : m.part_time_errors) row.task_time_error_by_part[part] = median_of(errors);
     row.co_run_weight = m.co_run_weight;
     row.footprint_factor = m.footprint_factor;
+    row.weight_reuse_s = m.weight_reuse_s;
     row.error_ci = m.error_ci();
     row.predicted_rounds_s = m.predicted_s;
     row.measured_rounds_s = m.steps_s;

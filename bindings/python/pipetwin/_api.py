@@ -234,7 +234,9 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     times against that run, its co_run_weight how far its table lies from the one taken alone
     towards the P-processor table (the other processors' busy share while one works; where that
     table was timed in a pipeline, concurrent_timing="pipeline" as in profile(), that share over
-    the pipeline's, at most 1), task_time_error_by_part its task time error per processor and task kind
+    the pipeline's, at most 1), its weight_reuse_s what the CPU cost model charged its tasks per
+    step for how warm its order leaves their weights against the table's order (negative: warmer;
+    docs/executor.md, Calibration 8), task_time_error_by_part its task time error per processor and task kind
     ("p0 F", ...), median_task_time_error the typical task's (the median task's measured over
     calibrated time; far under task_time_error: a tail of stalled tasks), its speedup_error and speedup_error_ci paired by round as step_error, and
     predicted_rounds_s and measured_rounds_s every round's figures), the summary a dict with

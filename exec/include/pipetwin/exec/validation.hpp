@@ -88,6 +88,10 @@ struct ValidationRow {
   // its table was timed at (Calibration::footprint_factor; the latest round's). 1 where the
   // one-processor table did not measure what a footprint costs.
   double footprint_factor = 1;
+  // What the weight-reuse model charged the row's tasks per step (after the first), all processors
+  // together, for how warm its order leaves its weights against the table's timed order
+  // (schedule/weight_reuse.hpp; the latest round's): negative where warmer. 0 without a reuse curve.
+  double weight_reuse_s = 0;
   // The step error's 95% confidence half-width (a fraction), distribution-free from the order
   // statistics: of the rounds' ratios with a calibration per round, else of the runs' steps.
   // Infinite with one run.
