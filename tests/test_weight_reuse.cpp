@@ -201,4 +201,10 @@ TEST_CASE("the measured reuse curve starts at 0 and never falls") {
   }
   CHECK_THROWS_AS(cpu::measure_reuse_curve(1024, 3), Error);
   CHECK_THROWS_AS(cpu::measure_reuse_curve(64 << 10, 0), Error);
+  CHECK_THROWS_AS(cpu::measure_reuse_curve(cpu::kMostReuseCurveCacheBytes * 2, 3), Error);
+  // A block larger than 2.5 caches: the block's own working set, then the far end.
+  const auto big_block = cpu::measure_reuse_curve(8 << 10, 2, 64 << 10);
+  REQUIRE(big_block.size() == 2);
+  CHECK(big_block.front().first == (64 << 10));
+  CHECK(big_block.back().first > (64 << 10));
 }

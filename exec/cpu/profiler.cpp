@@ -122,11 +122,13 @@ Calibration profile_cpu_layers(const GraphConfig& config, const Dataset& data, i
   // What re-reading data costs by what was touched since, for the weight-reuse model
   // (schedule/weight_reuse.hpp); none where sysfs does not give the L2's size.
   std::vector<std::pair<std::int64_t, double>> reuse_curve;
-  if (const std::int64_t l2_bytes = core_l2_bytes(); l2_bytes >= 4096) {
+  const std::int64_t l2_bytes = core_l2_bytes();
+  if (l2_bytes >= 4096 && l2_bytes <= kMostReuseCurveCacheBytes) {
     if (progress) progress("measuring what re-reading data costs after sweeps up to 16 x the " + std::to_string(l2_bytes >> 10) + " KiB L2");
     reuse_curve = measure_reuse_curve(l2_bytes, kReuseCurveRepeats);
   } else if (progress) {
-    progress("no reuse curve: this machine's L2 size is not in /sys/devices/system/cpu/cpu0/cache");
+    progress(l2_bytes > 0 ? "no reuse curve: an L2 of " + std::to_string(l2_bytes >> 20) + " MiB is more than the curve measures"
+                          : std::string("no reuse curve: this machine's L2 size is not in /sys/devices/system/cpu/cpu0/cache"));
   }
   if (concurrent > 1 && timing == ConcurrentTiming::pipeline) {
     TrainingOptions options;

@@ -63,10 +63,14 @@ std::int64_t core_l2_bytes() {
 std::vector<std::pair<std::int64_t, double>> measure_reuse_curve(std::int64_t cache_bytes, int repeats,
                                                                  std::int64_t block_bytes) {
   if (cache_bytes < 4096 || block_bytes < 4096) throw Error("reuse curve: a cache and a block of at least 4 KiB");
+  if (cache_bytes > kMostReuseCurveCacheBytes) {
+    throw Error("reuse curve: a cache of at most " + std::to_string(kMostReuseCurveCacheBytes >> 20) + " MiB, got " +
+                std::to_string(cache_bytes >> 20) + " MiB");
+  }
   if (repeats < 1) throw Error("reuse curve: repeats must be at least 1");
   const std::int64_t step = std::max<std::int64_t>(block_bytes / 4, cache_bytes / 8);
-  std::vector<std::int64_t> working_sets;
-  for (std::int64_t w = block_bytes; w <= cache_bytes * 5 / 2; w += step) working_sets.push_back(w);
+  std::vector<std::int64_t> working_sets{block_bytes};
+  for (std::int64_t w = block_bytes + step; w <= cache_bytes * 5 / 2; w += step) working_sets.push_back(w);
   working_sets.push_back(std::max(working_sets.back() + step, cache_bytes * 16));
   constexpr auto kWord = static_cast<std::int64_t>(sizeof(std::uint64_t));
   std::vector<std::uint64_t> block(static_cast<std::size_t>(block_bytes / kWord), 1);  // [block_bytes / 8]
