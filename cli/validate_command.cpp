@@ -5,8 +5,10 @@
 // ranks, and their tables are taken by every rank at once, with transfers timed as messages.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -260,25 +262,26 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
                                                                      : "copies at once",
                              p);
   }
-  const auto [fewest, most] = std::minmax_element(rows.begin(), rows.end(), [](const ValidationRow& a, const ValidationRow& b) {
-    return a.footprint_factor < b.footprint_factor;
-  });
-  if (fewest != rows.end() && (fewest->footprint_factor != 1 || most->footprint_factor != 1)) {
-    std::cout << fmt::format("footprint: each row's table scaled by the bytes its graph holds against those the table "
-                             "was timed at (the one-processor profile's gpipe run against its sequential run), "
-                             "{:.3f}x ({} P={}) to {:.3f}x ({} P={}) (footprint_factor in --json)\n",
-                             fewest->footprint_factor, fewest->schedule, fewest->processors, most->footprint_factor,
-                             most->schedule, most->processors);
+  // A per-row figure's lowest and highest rows, "<figure> (<schedule> P=<p>)" each, where any row's
+  // differs from `neutral` (else nothing to say).
+  const auto row_range = [&rows](double ValidationRow::*figure, double neutral,
+                                 const std::function<std::string(double)>& shown) -> std::optional<std::string> {
+    const auto [lowest, highest] = std::minmax_element(rows.begin(), rows.end(), [figure](const ValidationRow& a, const ValidationRow& b) {
+      return a.*figure < b.*figure;
+    });
+    if (lowest == rows.end() || ((*lowest).*figure == neutral && (*highest).*figure == neutral)) return std::nullopt;
+    return fmt::format("{} ({} P={}) to {} ({} P={})", shown((*lowest).*figure), lowest->schedule, lowest->processors,
+                       shown((*highest).*figure), highest->schedule, highest->processors);
+  };
+  if (const auto range = row_range(&ValidationRow::footprint_factor, 1, [](double f) { return fmt::format("{:.3f}x", f); })) {
+    std::cout << "footprint: each row's table scaled by the bytes its graph holds against those the table was timed at "
+                 "(the one-processor profile's gpipe run against its sequential run), "
+              << *range << " (footprint_factor in --json)\n";
   }
-  const auto [warmest, coldest] = std::minmax_element(rows.begin(), rows.end(), [](const ValidationRow& a, const ValidationRow& b) {
-    return a.weight_reuse_s < b.weight_reuse_s;
-  });
-  if (warmest != rows.end() && (warmest->weight_reuse_s != 0 || coldest->weight_reuse_s != 0)) {
-    std::cout << fmt::format("weights: each row's tasks charged for how warm its order leaves their weights against the "
-                             "table's order, per step, processors together: {:+.1f} us ({} P={}) to {:+.1f} us ({} P={}) "
-                             "(weight_reuse_s in --json)\n",
-                             warmest->weight_reuse_s * 1e6, warmest->schedule, warmest->processors,
-                             coldest->weight_reuse_s * 1e6, coldest->schedule, coldest->processors);
+  if (const auto range = row_range(&ValidationRow::weight_reuse_s, 0, [](double s) { return fmt::format("{:+.1f} us", s * 1e6); })) {
+    std::cout << "weights: each row's tasks charged for how warm its order leaves their weights against the table's "
+                 "order, per step, processors together: "
+              << *range << " (weight_reuse_s in --json)\n";
   }
   std::cout << fmt::format("replay error (the engine fed each run's own task times, against that run: the schedule's "
                            "model without the calibration or the machine's speed): mean {:.1f}%, largest {:.1f}%\n",
