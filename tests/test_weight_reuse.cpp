@@ -3,9 +3,9 @@
 // calibration's reuse curve read, written and interpolated, and the measured curve's shape.
 #include <doctest/doctest.h>
 
-#include <map>
+#include <algorithm>
+#include <cmath>
 #include <memory>
-#include <numeric>
 
 #include "pipetwin/exec/cpu/reuse_curve.hpp"
 #include "pipetwin/models/calibration.hpp"
@@ -23,7 +23,7 @@ GraphConfig mlp_config(const std::string& schedule, int microbatches, int miniba
   return config;
 }
 
-// The touch of `block` of `layer` by the first task matching `pick`.
+// The touch of `block` of `layer` by the first task of `kind` in that minibatch and microbatch.
 const WeightTouch& touch_of(const TaskGraph& graph, const std::vector<WeightTouch>& touches, TaskKind kind,
                             std::int32_t minibatch, std::int32_t microbatch, std::int32_t layer, WeightBlock block) {
   for (const auto& touch : touches) {
