@@ -152,6 +152,40 @@ TEST_CASE("the iteration bound equals the largest loop ratio found by enumeratio
   }
 }
 
+TEST_CASE("a sender's copy takes its processor: the modulo scheduler places a consumer away only where the copy fits") {
+  // Two tasks of 10 cycles, A -> B. Without a copy B runs beside A at period 10 (20 cycles of work
+  // on 2 processors). With the sender copying 100 cycles, a split needs 110 on A's processor, so
+  // B stays with A at 20. With a copy of 4, the split fits at 10 + 4 = 14 (A, then its copy, on
+  // one processor; B on the other), under the 20 of running both on one.
+  const std::vector<ModuloTask> tasks(2, ModuloTask{10, -1, {}});
+  const auto schedule_with_copy = [&](std::int64_t sender_cycles) {
+    ModuloEdge edge{0, 1, 0, 0, 0};
+    edge.sender_cycles = sender_cycles;
+    return modulo_schedule(tasks, {edge}, 2);
+  };
+  const ModuloSchedule free_copy = schedule_with_copy(0);
+  CHECK(free_copy.period_cycles == 10);
+  CHECK(free_copy.processor[0] != free_copy.processor[1]);
+  const ModuloSchedule dear_copy = schedule_with_copy(100);
+  CHECK(dear_copy.period_cycles == 20);
+  CHECK(dear_copy.processor[0] == dear_copy.processor[1]);
+  const ModuloSchedule cheap_copy = schedule_with_copy(4);
+  CHECK(cheap_copy.period_cycles == 14);
+  CHECK(cheap_copy.processor[0] != cheap_copy.processor[1]);
+  CHECK(cheap_copy.start_cycles[1] >= cheap_copy.start_cycles[0] + 10 + 4);  // after A and its copy
+
+  // An edge back from a later task (B of iteration n to A of n + 1): B's processor copies after B.
+  // Independent otherwise, the two split at period 10 without the copy; with a copy of 4 the
+  // sender needs 10 + 4 in each period, and A of the next iteration starts after it.
+  ModuloEdge back{1, 0, 1, 0, 0};
+  CHECK(modulo_schedule(tasks, {back}, 2).period_cycles == 10);
+  back.sender_cycles = 4;
+  const ModuloSchedule copied_back = modulo_schedule(tasks, {back}, 2);
+  CHECK(copied_back.period_cycles == 14);
+  CHECK(copied_back.processor[0] != copied_back.processor[1]);
+  CHECK(copied_back.start_cycles[0] + copied_back.period_cycles >= copied_back.start_cycles[1] + 10 + 4);
+}
+
 TEST_CASE("layerpipe parameters: clear errors") {
   CHECK_THROWS_WITH_AS(make_graph(layerpipe_config("resnet20", 4, 2, {"stages=40"})),
                        doctest::Contains("can be cut into 1 to"), Error);

@@ -207,7 +207,8 @@ std::optional<TaskGraph> short_run_graph(const GraphConfig& run_config, const st
 void record_stage_split_overheads(const GraphConfig& config, const Network& network, std::int32_t processors,
                                   const Dataset& data, std::uint64_t seed, const ProfileRuns& run_all,
                                   const std::function<void(const std::string&)>& progress, Calibration& calibration) {
-  const GraphConfig split = profile_run_config(config, "zb-h1", processors, 2 * kShortRunWarmUp);
+  GraphConfig split = profile_run_config(config, "zb-h1", processors, 2 * kShortRunWarmUp);
+  split.calibration = std::make_shared<const Calibration>(calibration);  // cut as the table's graphs are
   const std::optional<TaskGraph> made =
       short_run_graph(split, "split tasks over a stage take LayerPipe's per-task parts", "split tasks over a stage", progress);
   if (!made) return;
@@ -306,7 +307,11 @@ void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network
                                         const std::function<void(const std::string&)>& progress,
                                         Calibration& calibration) {
   constexpr std::int32_t kWarmUp = kShortRunWarmUp;
-  const GraphConfig per_layer = profile_run_config(config, "layerpipe", processors, 2 * kWarmUp);
+  // Laid out by the table timed so far, as the graphs it will price are: a run laid out by the
+  // roofline split layers over processors where the table's graphs do not, and its one-layer
+  // tasks then ran 2-3 times as long (docs/executor.md, "LayerPipe's BA parts at P = 2").
+  GraphConfig per_layer = profile_run_config(config, "layerpipe", processors, 2 * kWarmUp);
+  per_layer.calibration = std::make_shared<const Calibration>(calibration);
   const std::optional<TaskGraph> made =
       short_run_graph(per_layer, "the overhead line is the timed run's alone", "one-layer tasks", progress);
   if (!made) {

@@ -58,19 +58,33 @@ class ReservationTable {
   std::vector<std::pair<std::int64_t, std::int64_t>> busy_;
 };
 
+// A copy a sender's processor makes for a crossing edge: on `processor` from `start`.
+struct SenderCopy {
+  int processor = 0;
+  std::int64_t start = 0;
+  std::int64_t cycles = 0;
+};
+
 // Placement at period T; false if an edge cannot be met. A task may start up to `locality_slack`
-// later than it could elsewhere to run where its inputs are.
+// later than it could elsewhere to run where its inputs are. Copies its senders make (edges with
+// sender_cycles) are reserved on their processors: those into the task after their source, and
+// those out of it to tasks placed before it (edges back from a later iteration) after the task.
 bool place(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& edges, int processors,
            std::int64_t period, std::int64_t locality_slack, bool preferred_only, ModuloSchedule& out) {
   const int n = static_cast<int>(tasks.size());
-  std::vector<std::vector<const ModuloEdge*>> incoming(n);
-  for (const auto& e : edges) incoming[e.to].push_back(&e);
+  std::vector<std::vector<const ModuloEdge*>> incoming(n), outgoing(n);
+  for (const auto& e : edges) {
+    incoming[e.to].push_back(&e);
+    outgoing[e.from].push_back(&e);
+  }
   std::vector<ReservationTable> tables(processors, ReservationTable(period));
   out.processor.assign(n, -1);
   out.start_cycles.assign(n, 0);
   for (int v = 0; v < n; ++v) {
-    // Per processor: the earliest start there and the bytes that would have to come to it.
+    // Per processor: the earliest start there, the bytes that would have to come to it, and the
+    // copies senders would make.
     std::vector<std::int64_t> starts(processors, -1), bytes_in(processors, 0);
+    std::vector<std::vector<SenderCopy>> copies(processors);
     std::int64_t earliest_anywhere = std::numeric_limits<std::int64_t>::max();
     for (int p = 0; p < processors; ++p) {
       if (tasks[v].same_processor_as >= 0 && out.processor[tasks[v].same_processor_as] != p) continue;
@@ -78,16 +92,54 @@ bool place(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& 
       if (preferred_only && !preferred.empty() && std::find(preferred.begin(), preferred.end(), p) == preferred.end()) {
         continue;
       }
+      std::vector<ReservationTable> trial;  // the tables as the copies into v would leave them
+      bool fits = true;
       std::int64_t earliest = 0;
       for (const auto* e : incoming[v]) {
         if (e->from >= v) continue;  // a loop back from a later task: checked below
-        const bool cross = out.processor[e->from] != p;
-        earliest = std::max(earliest, out.start_cycles[e->from] + tasks[e->from].cost_cycles +
-                                          (cross ? e->cross_cycles : 0) - e->distance * period);
+        const int q = out.processor[e->from];
+        const bool cross = q != p;
+        std::int64_t ready = out.start_cycles[e->from] + tasks[e->from].cost_cycles;
+        if (cross && e->sender_cycles > 0) {
+          if (trial.empty()) trial = tables;
+          const std::int64_t copy_start = trial[static_cast<std::size_t>(q)].earliest_fit(ready, e->sender_cycles);
+          if (copy_start < 0) {
+            fits = false;
+            break;
+          }
+          trial[static_cast<std::size_t>(q)].reserve(copy_start, e->sender_cycles);
+          copies[p].push_back({q, copy_start, e->sender_cycles});
+          ready = copy_start + e->sender_cycles;
+        }
+        earliest = std::max(earliest, ready + (cross ? e->cross_cycles : 0) - e->distance * period);
         if (cross) bytes_in[p] += e->cross_bytes;
       }
-      starts[p] = tables[p].earliest_fit(earliest, tasks[v].cost_cycles);
-      if (starts[p] >= 0) earliest_anywhere = std::min(earliest_anywhere, starts[p]);
+      if (!fits) continue;
+      const ReservationTable& mine = trial.empty() ? tables[p] : trial[static_cast<std::size_t>(p)];
+      starts[p] = mine.earliest_fit(earliest, tasks[v].cost_cycles);
+      if (starts[p] < 0) continue;
+      // Copies out of v to tasks placed before it, on p after v.
+      bool out_fits = true;
+      std::vector<ReservationTable> after;
+      for (const auto* e : outgoing[v]) {
+        if (e->to >= v || e->sender_cycles <= 0 || out.processor[e->to] == p) continue;
+        if (after.empty()) {
+          after.push_back(mine);
+          after.back().reserve(starts[p], tasks[v].cost_cycles);
+        }
+        const std::int64_t copy_start = after.back().earliest_fit(starts[p] + tasks[v].cost_cycles, e->sender_cycles);
+        if (copy_start < 0) {
+          out_fits = false;
+          break;
+        }
+        after.back().reserve(copy_start, e->sender_cycles);
+        copies[p].push_back({p, copy_start, e->sender_cycles});
+      }
+      if (!out_fits) {
+        starts[p] = -1;
+        continue;
+      }
+      earliest_anywhere = std::min(earliest_anywhere, starts[p]);
     }
     // Of the processors within `locality_slack` of the earliest start: fewest bytes moved, then
     // earliest, then lowest index.
@@ -98,13 +150,22 @@ bool place(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& 
         best = p;
       }
     }
-    const std::int64_t best_start = best >= 0 ? starts[best] : 0;
     if (best < 0) return false;
     out.processor[v] = best;
-    out.start_cycles[v] = best_start;
-    tables[best].reserve(best_start, tasks[v].cost_cycles);
+    out.start_cycles[v] = starts[best];
+    tables[best].reserve(starts[best], tasks[v].cost_cycles);
+    for (const SenderCopy& copy : copies[best]) tables[static_cast<std::size_t>(copy.processor)].reserve(copy.start, copy.cycles);
   }
   out.period_cycles = period;
+  // Every edge met, a crossing one after its sender's copy too.
+  for (const auto& e : edges) {
+    const bool cross = out.processor[e.from] != out.processor[e.to];
+    if (cross && e.sender_cycles > 0 &&
+        out.start_cycles[e.to] + e.distance * period <
+            out.start_cycles[e.from] + tasks[e.from].cost_cycles + e.sender_cycles + e.cross_cycles) {
+      return false;
+    }
+  }
   return first_unmet_modulo_edge(out, tasks, edges) < 0;
 }
 

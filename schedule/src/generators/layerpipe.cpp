@@ -14,8 +14,10 @@
 // gradient slices, a layer's weight gradient to the processor of its update, the weights to BA
 // parts away from home (a part is a slice of the samples, so it needs all of them).
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 
+#include "pipetwin/models/calibration.hpp"
 #include "pipetwin/models/cost_model.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/buffers.hpp"
@@ -143,11 +145,25 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
   }
 
   // Dependencies, with the bytes that cross when the two ends run on different processors (the
-  // scheduler prices them as one hop of the profile's link).
+  // scheduler prices them as one hop of the profile's link). On a CPU whose every core runs a
+  // processor, the sender's thread copies them (copies_on_cores.hpp): the copy, as the
+  // calibration timed a sender's copy of that size, takes the sender's processor too, so that a
+  // placement splitting a layer's tasks pays for the weights and gradients it moves (mlp at
+  // P = 2: 41 us a microbatch for fc1's 785 KiB gradient; docs/executor.md, "LayerPipe's BA parts
+  // at P = 2").
+  const Calibration* calibration = hw.calibration.get();
+  const bool senders_copy = calibration != nullptr && calibration->device == "cpu" && calibration->cores > 0 &&
+                            calibration->ranks <= 1 && P >= calibration->cores;
+  const auto sender_cycles = [&](std::int64_t bytes) -> std::int64_t {
+    if (!senders_copy || bytes <= 0) return 0;
+    const double copy_s = calibration->sender_copy_s(bytes);
+    if (copy_s < 0) return transfer_cycles(hw, hw.link, bytes);
+    return static_cast<std::int64_t>(std::ceil((copy_s + calibration->charged_task_gap_s()) * hw.clock_hz() - 1e-9));
+  };
   std::vector<ModuloEdge> edges;
   std::vector<Carries> carries;  // per edge: what flows along it
   auto edge = [&](int from, int to, int distance, std::int64_t bytes, Carries what) {
-    edges.push_back({from, to, distance, bytes > 0 ? transfer_cycles(hw, hw.link, bytes) : 0, bytes});
+    edges.push_back({from, to, distance, bytes > 0 ? transfer_cycles(hw, hw.link, bytes) : 0, bytes, 0, sender_cycles(bytes)});
     carries.push_back(what);
   };
   const auto& layers = net.layers;
@@ -183,6 +199,7 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
   if (scheduler == "exact") {
     // The stash of x_l is held from F_l to U_l: the exact scheduler's memory objective.
     std::vector<ModuloEdge> solver_edges = edges;
+    for (auto& e : solver_edges) e.sender_cycles = 0;  // the integer program does not model a sender's copies
     for (int l = 0; l < L; ++l) {
       ModuloEdge held{layer[l].forward, layer[l].update, 0, 0, 0};
       held.held_bytes = layers[l].input_bytes * samples;

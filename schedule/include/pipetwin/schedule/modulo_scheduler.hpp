@@ -22,6 +22,11 @@ struct ModuloEdge {
   std::int64_t cross_cycles = 0;    // extra wait when they run on different processors
   std::int64_t cross_bytes = 0;     // bytes moved when they do (placement tie-breaker)
   std::int64_t held_bytes = 0;      // memory kept from the source's start to the target's end
+  // The source's processor's time to copy the data when they run on different processors (a CPU
+  // whose every core runs a processor: the sender's thread makes the copy, copies_on_cores.hpp),
+  // taken on that processor after the source ends and before the transfer; 0: the copy takes no
+  // processor. Only the greedy placement sees it (modulo_schedule, modulo_place_at).
+  std::int64_t sender_cycles = 0;
 };
 
 struct ModuloSchedule {
@@ -41,7 +46,9 @@ double iteration_bound_cycles(const std::vector<ModuloTask>& tasks, const std::v
 // up (step 1, growing by 0.2% once the steps are long) and returns the first one at which greedy
 // placement meets every edge. Placement tries, in turn: preferred processors only, the one that
 // moves the fewest bytes if that costs at most half a period of delay; preferred processors,
-// earliest start; any processor, earliest start.
+// earliest start; any processor, earliest start. A crossing edge with sender_cycles reserves that
+// time on its source's processor (the first free slot after the source) and delays its target
+// by it; a placement whose copies do not fit in the period is not taken.
 ModuloSchedule modulo_schedule(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& edges,
                                int processors);
 
