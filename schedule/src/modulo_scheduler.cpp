@@ -92,7 +92,15 @@ bool place(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& 
       if (preferred_only && !preferred.empty() && std::find(preferred.begin(), preferred.end(), p) == preferred.end()) {
         continue;
       }
-      std::vector<ReservationTable> trial;  // the tables as the copies into v would leave them
+      // The senders' tables as the copies into v would leave them (only those that copy).
+      std::vector<std::pair<int, ReservationTable>> trial;
+      const auto trial_table = [&](int q) -> ReservationTable& {
+        for (auto& [processor, table] : trial) {
+          if (processor == q) return table;
+        }
+        trial.emplace_back(q, tables[static_cast<std::size_t>(q)]);
+        return trial.back().second;
+      };
       bool fits = true;
       std::int64_t earliest = 0;
       for (const auto* e : incoming[v]) {
@@ -101,13 +109,13 @@ bool place(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& 
         const bool cross = q != p;
         std::int64_t ready = out.start_cycles[e->from] + tasks[e->from].cost_cycles;
         if (cross && e->sender_cycles > 0) {
-          if (trial.empty()) trial = tables;
-          const std::int64_t copy_start = trial[static_cast<std::size_t>(q)].earliest_fit(ready, e->sender_cycles);
+          ReservationTable& sender = trial_table(q);
+          const std::int64_t copy_start = sender.earliest_fit(ready, e->sender_cycles);
           if (copy_start < 0) {
             fits = false;
             break;
           }
-          trial[static_cast<std::size_t>(q)].reserve(copy_start, e->sender_cycles);
+          sender.reserve(copy_start, e->sender_cycles);
           copies[p].push_back({q, copy_start, e->sender_cycles});
           ready = copy_start + e->sender_cycles;
         }
@@ -115,7 +123,7 @@ bool place(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& 
         if (cross) bytes_in[p] += e->cross_bytes;
       }
       if (!fits) continue;
-      const ReservationTable& mine = trial.empty() ? tables[p] : trial[static_cast<std::size_t>(p)];
+      const ReservationTable& mine = tables[p];  // the copies into v are on other processors
       starts[p] = mine.earliest_fit(earliest, tasks[v].cost_cycles);
       if (starts[p] < 0) continue;
       // Copies out of v to tasks placed before it, on p after v.
