@@ -83,6 +83,15 @@ const cuda::PluginEntryPoints* loaded_cuda_plugin() {
   }
 }
 
+// Defines `name` with the keyword arguments that place a run on GPUs after `extra` (the others
+// and the docstring): train, profile and validate take them last, in checked_cuda_options' order.
+template <typename F, typename... Extra>
+void def_with_gpu_arguments(py::module_& m, const char* name, F&& f, Extra&&... extra) {
+  m.def(name, std::forward<F>(f), std::forward<Extra>(extra)..., py::arg("device") = "cpu",
+        py::arg("placement") = "partitions", py::arg("partition_sms") = 0, py::arg("gpu") = 0,
+        py::arg("tf32") = false, py::arg("gpu_wait") = "spin");
+}
+
 }  // namespace
 
 void bind_executor(py::module_& m) {
@@ -115,7 +124,7 @@ void bind_executor(py::module_& m) {
                std::to_string(t.minibatch_loss.empty() ? 0.0 : t.minibatch_loss.back()) + ">";
       });
 
-  m.def("train", [](const Graph& graph, const std::string& data, const std::string& data_dir, double learning_rate,
+  def_with_gpu_arguments(m, "train", [](const Graph& graph, const std::string& data, const std::string& data_dir, double learning_rate,
                     double momentum, std::uint64_t seed, bool test, bool memory_timeline, std::optional<double> handoff_spin_us,
                     bool pin_threads, const std::string& transfer_threads,
                     const py::typing::Optional<PyMpiSession>& session_arg,
@@ -179,8 +188,7 @@ void bind_executor(py::module_& m) {
      py::arg("learning_rate") = 0.05, py::arg("momentum") = 0.0, py::arg("seed") = 1, py::arg("test") = false,
      py::arg("memory_timeline") = false, py::arg("handoff_spin_us") = py::none(), py::arg("pin_threads") = false,
      py::arg("transfer_threads") = "auto", py::arg("session") = py::none(),
-     py::arg("message_timeout_s") = 60.0, py::arg("device") = "cpu", py::arg("placement") = "partitions",
-     py::arg("partition_sms") = 0, py::arg("gpu") = 0, py::arg("tf32") = false, py::arg("gpu_wait") = "spin",
+     py::arg("message_timeout_s") = 60.0,
      "Trains the graph's network under its schedule on CPU threads (one per processor, and per link unless "
      "the senders copy their transfers: transfer_threads), or with device='cuda' on GPUs: processors as SM partitions "
      "of GPU `gpu` (placement='partitions', partition_sms each, 0: the largest equal share), one GPU each ('gpus') "
@@ -196,7 +204,7 @@ void bind_executor(py::module_& m) {
   m.def("check_output_file", &check_output_file, py::arg("path"),
         "Raises the error write_output_file would raise for path itself (a directory, a missing folder), writing "
         "nothing.");
-  m.def("profile", [](const std::string& model, int microbatches, const ParamsArg& params, const std::string& data,
+  def_with_gpu_arguments(m, "profile", [](const std::string& model, int microbatches, const ParamsArg& params, const std::string& data,
                       const std::string& data_dir, int repeats, std::uint64_t seed, int concurrent, bool pin_threads,
                       const std::string& concurrent_timing, const std::string& unmarked_twins, const std::string& device,
                       const std::string& placement, int partition_sms, int gpu, bool tf32, const std::string& gpu_wait) {
@@ -226,8 +234,6 @@ void bind_executor(py::module_& m) {
   }, py::arg("model"), py::arg("microbatches") = 4, py::arg("params") = py::none(), py::arg("data") = "auto",
      py::arg("data_dir") = kFashionMnistDir, py::arg("repeats") = kDefaultProfileRepeats, py::arg("seed") = 1, py::arg("concurrent") = 1,
      py::arg("pin_threads") = false, py::arg("concurrent_timing") = "pipeline", py::arg("unmarked_twins") = "auto",
-     py::arg("device") = "cpu", py::arg("placement") = "partitions", py::arg("partition_sms") = 0, py::arg("gpu") = 0,
-     py::arg("tf32") = false, py::arg("gpu_wait") = "spin",
      "Times every task kind of every layer on one processor, a CPU thread or with device='cuda' a GPU placement "
      "(as train's) (with concurrent > 1: the table for as many processors, its layers timed in a pipeline of that "
      "many, or as that many copies at once, as concurrent_timing says); returns the calibration table as JSON "
@@ -235,7 +241,7 @@ void bind_executor(py::module_& m) {
      "task costs beyond its layers from that twin's task times: 'all', 'none', or 'auto' (a GPU's "
      "one-processor table).");
 
-  m.def("validate", [](const std::string& model, const std::vector<std::string>& schedules,
+  def_with_gpu_arguments(m, "validate", [](const std::string& model, const std::vector<std::string>& schedules,
                        const std::vector<int>& processors, int microbatches, int minibatches, const ParamsArg& params,
                        const std::string& calibration, const std::string& engine, int runs, const std::string& data,
                        const std::string& data_dir, double learning_rate, std::uint64_t seed, int max_runs,
@@ -316,8 +322,6 @@ void bind_executor(py::module_& m) {
      py::arg("data_dir") = kFashionMnistDir, py::arg("learning_rate") = 0.05, py::arg("seed") = 1,
      py::arg("max_runs") = 0, py::arg("target") = 0.05, py::arg("pin_threads") = false,
      py::arg("transfer_threads") = "auto", py::arg("concurrent_timing") = "pipeline", py::arg("warmup_rounds") = 0,
-     py::arg("device") = "cpu", py::arg("placement") = "partitions", py::arg("partition_sms") = 0, py::arg("gpu") = 0,
-     py::arg("tf32") = false, py::arg("gpu_wait") = "spin",
      "Predicted (from a calibration; profiled first when none is given) against measured (the CPU executor, or "
      "with device='cuda' the CUDA executor placed as train's; SM partitions need partition_sms) step "
      "time, speedup and peak memory per schedule and processor count, and the replay error (the engine fed each "
