@@ -285,6 +285,22 @@ TEST_CASE("batch norm backward matches finite differences") {
   CHECK(relative_error(dbeta, numerical_gradient([&](const Matrix& v) { return f(z, gamma, Vector(v)); }, beta)) < kTolerance);
 }
 
+TEST_CASE("batch norm over its input's buffer gives the values a new buffer gets, bit for bit") {
+  const std::int64_t channels = 3;
+  const Matrix z = random_matrix(channels * 16, 7, 21);
+  const Vector gamma = random_matrix(channels, 1, 22), beta = random_matrix(channels, 1, 23);
+  BatchNormStash apart, over;
+  const Matrix y = batch_norm_forward(channels, gamma, beta, z, apart);
+  Matrix in_place = z;
+  const float* buffer = in_place.data();
+  batch_norm_forward_in_place(channels, gamma, beta, in_place, over);
+  CHECK(in_place.data() == buffer);  // no new buffer
+  CHECK(in_place == y);
+  CHECK(over.normalized == apart.normalized);
+  CHECK(over.inv_std == apart.inv_std);
+  CHECK(!(y == z));  // it did normalize
+}
+
 TEST_CASE("relu, pooling and the residual shortcut backward match finite differences") {
   // Inputs kept away from the kinks (|x| >= 0.1, distinct values in each window).
   Matrix x = random_matrix(2 * 6 * 6, 2, 15);

@@ -20,16 +20,15 @@ struct Runs {
   }
 };
 
-}  // namespace
-
-Matrix batch_norm_forward(std::int64_t channels, const Eigen::Ref<const Vector>& gamma,
-                          const Eigen::Ref<const Vector>& beta, const Matrix& z, BatchNormStash& stash) {
+// Normalizes z into the stash and writes gamma * xhat + beta into y, which may be z itself: each
+// run's xhat is taken from z before y's run is written.
+void normalize(std::int64_t channels, const Eigen::Ref<const Vector>& gamma, const Eigen::Ref<const Vector>& beta,
+               const Matrix& z, Matrix& y, BatchNormStash& stash) {
   const std::int64_t n = z.cols();
   const Runs run{z.rows(), z.rows() / channels};
   const double count = static_cast<double>(run.positions * n);
   stash.normalized.resize(z.rows(), n);
   stash.inv_std.resize(channels);
-  Matrix y(z.rows(), n);
   for (std::int64_t c = 0; c < channels; ++c) {
     double sum = 0;
     for (std::int64_t s = 0; s < n; ++s) sum += run.of(z, c, s).sum();
@@ -44,7 +43,20 @@ Matrix batch_norm_forward(std::int64_t channels, const Eigen::Ref<const Vector>&
       run.of(y, c, s) = xhat * gamma[c] + beta[c];
     }
   }
+}
+
+}  // namespace
+
+Matrix batch_norm_forward(std::int64_t channels, const Eigen::Ref<const Vector>& gamma,
+                          const Eigen::Ref<const Vector>& beta, const Matrix& z, BatchNormStash& stash) {
+  Matrix y(z.rows(), z.cols());
+  normalize(channels, gamma, beta, z, y, stash);
   return y;
+}
+
+void batch_norm_forward_in_place(std::int64_t channels, const Eigen::Ref<const Vector>& gamma,
+                                 const Eigen::Ref<const Vector>& beta, Matrix& z, BatchNormStash& stash) {
+  normalize(channels, gamma, beta, z, z, stash);
 }
 
 Matrix batch_norm_backward(std::int64_t channels, const Eigen::Ref<const Vector>& gamma,

@@ -52,6 +52,10 @@ struct BatchNormStash {
 // z [C*HW x n] -> gamma * xhat + beta.
 Matrix batch_norm_forward(std::int64_t channels, const Eigen::Ref<const Vector>& gamma,
                           const Eigen::Ref<const Vector>& beta, const Matrix& z, BatchNormStash& stash);
+// The same written over z (bit for bit the same values): no new buffer for the output, which a
+// convolution's output, read once here, does not need (the executor's forwards use this one).
+void batch_norm_forward_in_place(std::int64_t channels, const Eigen::Ref<const Vector>& gamma,
+                                 const Eigen::Ref<const Vector>& beta, Matrix& z, BatchNormStash& stash);
 // dy -> dz; dgamma, dbeta when not null.
 Matrix batch_norm_backward(std::int64_t channels, const Eigen::Ref<const Vector>& gamma,
                            const BatchNormStash& stash, const Matrix& dy, Vector* dgamma, Vector* dbeta);

@@ -132,9 +132,11 @@ struct CpuLayerKernels {
     const auto b = part(p, bias_at, g.out_channels);
     return use_onednn ? onednn::conv2d_forward(g, w, b, x) : conv2d_forward(g, w, b, x);
   }
+  // Over z's own buffer (the composition moves it in): the convolution's output is read once here.
   Matrix batch_norm(std::int64_t channels, std::int64_t, const Vector& p, std::int64_t gamma_at, std::int64_t beta_at,
-                    const Matrix& z, BatchNormStash& stash) {
-    return batch_norm_forward(channels, part(p, gamma_at, channels), part(p, beta_at, channels), z, stash);
+                    Matrix z, BatchNormStash& stash) {
+    batch_norm_forward_in_place(channels, part(p, gamma_at, channels), part(p, beta_at, channels), z, stash);
+    return z;
   }
   void add_shortcut(const ShortcutGeometry& g, const Matrix& x, Matrix& z) {
     if (g.identity()) {

@@ -24,6 +24,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "pipetwin/exec/layers/layer_spec.hpp"
 #include "pipetwin/models/error.hpp"
@@ -96,7 +97,7 @@ class LayerComposition {
       return out;
     }
     Tensor z = k.conv2d(s_.conv_geometry(), p, at.bias, in.main);
-    if (s_.has_batch_norm()) z = k.batch_norm(s_.channels(), s_.positions(), p, at.gamma, at.beta, z, stash.batch_norm);
+    if (s_.has_batch_norm()) z = k.batch_norm(s_.channels(), s_.positions(), p, at.gamma, at.beta, std::move(z), stash.batch_norm);
     if (s_.adds_residual()) {
       if (K::rows(in.shortcut) != s_.block_input_features()) {
         throw Error("internal: residual layer '" + s_.layer().name + "' without its block input");
