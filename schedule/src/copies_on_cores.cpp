@@ -86,9 +86,20 @@ std::vector<bool> links_with_copies(const TaskGraph& graph, const std::vector<st
 std::vector<bool> links_copied_by_senders(const TaskGraph& graph) { return links_with_copies(graph, copied_after(graph)); }
 
 bool copies_take_cores(const TaskGraph& graph, const HardwareProfile& hardware) {
+  return copies_take_cores(graph.processor_count(), hardware);
+}
+
+bool copies_take_cores(std::int32_t processors, const HardwareProfile& hardware) {
   const Calibration* calibration = hardware.calibration.get();
   return calibration != nullptr && calibration->device == "cpu" && calibration->cores > 0 &&
-         graph.processor_count() >= calibration->cores;
+         processors >= calibration->cores;
+}
+
+std::int64_t sender_copy_cycles(const Calibration& calibration, std::int64_t bytes, double clock_hz,
+                                double bytes_per_cycle) {
+  const double copy_s = calibration.sender_copy_s(bytes);
+  if (copy_s >= 0) return static_cast<std::int64_t>(std::ceil((copy_s + calibration.charged_task_gap_s()) * clock_hz - 1e-9));
+  return bytes_per_cycle > 0 ? static_cast<std::int64_t>(std::ceil(static_cast<double>(bytes) / bytes_per_cycle)) : 0;
 }
 
 void charge_copies_to_cores(TaskGraph& graph, const Calibration& calibration) {
@@ -146,7 +157,6 @@ void charge_copies_to_cores(TaskGraph& graph, const Calibration& calibration) {
   };
   std::vector<std::int64_t> charge(graph.tasks.size(), 0);
   std::vector<std::int32_t> copied_by(graph.tasks.size(), -1);  // per transfer: the sender's task charged its copy
-  const double gap_s = calibration.charged_task_gap_s();  // after each copy, as after each task
   for (const auto& t : graph.tasks) {
     if (t.placement != Placement::link || t.bytes <= 0) continue;
     const LinkInfo& link = graph.links[static_cast<std::size_t>(t.resource)];
@@ -168,9 +178,7 @@ void charge_copies_to_cores(TaskGraph& graph, const Calibration& calibration) {
       // for its other inputs, and the transfer is the reader's wake-up alone. Where the table was
       // timed in a pipeline, a copy costs what the senders' copies there took
       // (Calibration::sender_copy_s), and the thread's gap to its next task follows it.
-      const double copy_s = calibration.sender_copy_s(t.bytes);
-      const std::int64_t copy_cycles =
-          copy_s >= 0 ? static_cast<std::int64_t>(std::ceil((copy_s + gap_s) * graph.clock_hz - 1e-9)) : send_cycles;
+      const std::int64_t copy_cycles = sender_copy_cycles(calibration, t.bytes, graph.clock_hz, bytes_per_cycle);
       charge[static_cast<std::size_t>(t.id)] -= t.cost_cycles - link.latency_cycles;
       charge[static_cast<std::size_t>(last)] += copy_cycles;
       copied_by[static_cast<std::size_t>(t.id)] = last;

@@ -14,13 +14,13 @@
 // gradient slices, a layer's weight gradient to the processor of its update, the weights to BA
 // parts away from home (a part is a slice of the samples, so it needs all of them).
 #include <algorithm>
-#include <cmath>
 #include <tuple>
 
 #include "pipetwin/models/calibration.hpp"
 #include "pipetwin/models/cost_model.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/buffers.hpp"
+#include "pipetwin/schedule/copies_on_cores.hpp"
 #include "pipetwin/schedule/exact_modulo_scheduler.hpp"
 #include "pipetwin/schedule/generators.hpp"
 #include "pipetwin/schedule/modulo_scheduler.hpp"
@@ -151,14 +151,13 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
   // placement splitting a layer's tasks pays for the weights and gradients it moves (mlp at
   // P = 2: 41 us a microbatch for fc1's 785 KiB gradient; docs/executor.md, "LayerPipe's BA parts
   // at P = 2").
-  const Calibration* calibration = hw.calibration.get();
-  const bool senders_copy = calibration != nullptr && calibration->device == "cpu" && calibration->cores > 0 &&
-                            calibration->ranks <= 1 && P >= calibration->cores;
+  // (Across ranks a transfer is a message, not a sender's copy: none.)
+  const bool senders_copy = copies_take_cores(P, hw) && hw.calibration->ranks <= 1;
   const auto sender_cycles = [&](std::int64_t bytes) -> std::int64_t {
     if (!senders_copy || bytes <= 0) return 0;
-    const double copy_s = calibration->sender_copy_s(bytes);
-    if (copy_s < 0) return transfer_cycles(hw, hw.link, bytes);
-    return static_cast<std::int64_t>(std::ceil((copy_s + calibration->charged_task_gap_s()) * hw.clock_hz() - 1e-9));
+    const Calibration& calibration = *hw.calibration;
+    const double bytes_per_s = calibration.core_copy_bytes_per_s > 0 ? calibration.core_copy_bytes_per_s : hw.link.bytes_per_s;
+    return sender_copy_cycles(calibration, bytes, hw.clock_hz(), bytes_per_s / hw.clock_hz());
   };
   std::vector<ModuloEdge> edges;
   std::vector<Carries> carries;  // per edge: what flows along it

@@ -16,6 +16,14 @@ namespace pipetwin {
 // Whether `graph`'s transfers take time from its processors on `hardware`: a CPU calibration is
 // attached that recorded its machine's cores, and the graph has at least as many processors.
 bool copies_take_cores(const TaskGraph& graph, const HardwareProfile& hardware);
+// The same for a graph of `processors` not made yet (a generator placing its tasks).
+bool copies_take_cores(std::int32_t processors, const HardwareProfile& hardware);
+
+// The cycles a sender's thread takes to copy a transfer of `bytes` in one process: what the
+// calibration measured for a sender's copy of that size (Calibration::sender_copy_s) and the
+// thread's gap after it; where it measured none, the bytes at `bytes_per_cycle` (0 where that is 0).
+std::int64_t sender_copy_cycles(const Calibration& calibration, std::int64_t bytes, double clock_hz,
+                                double bytes_per_cycle);
 
 // Per task: for a transfer its sending processor's thread copies itself (the CPU executor's copies
 // on senders), the sender's task it is copied right after: the last of the sender's tasks it
