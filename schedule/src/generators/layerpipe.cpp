@@ -150,8 +150,7 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
   // calibration timed a sender's copy of that size, takes the sender's processor too, so that a
   // placement splitting a layer's tasks pays for the weights and gradients it moves (mlp at
   // P = 2: 41 us a microbatch for fc1's 785 KiB gradient; docs/executor.md, "LayerPipe's BA parts
-  // at P = 2").
-  // (Across ranks a transfer is a message, not a sender's copy: none.)
+  // at P = 2"). Across ranks a transfer is a message, not a sender's copy: none there.
   const bool senders_copy = copies_take_cores(P, hw) && hw.calibration->ranks <= 1;
   const auto sender_cycles = [&](std::int64_t bytes) -> std::int64_t {
     if (!senders_copy || bytes <= 0) return 0;
