@@ -11,7 +11,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <thread>
 
 #include <unistd.h>  // sysconf: the machine's memory
@@ -366,15 +365,9 @@ double forward_and_backward_cycles(const TaskGraph& graph, const std::vector<Tra
 // 0 without a curve.
 double reuse_charge_cycles_per_minibatch(const TaskGraph& graph, const Network& network, const Calibration& calibration,
                                          std::int32_t skip_minibatches) {
-  const std::vector<double> charge_s = weight_reuse_charge_s(graph, network, calibration);
-  double total_s = 0;
-  std::set<std::int32_t> minibatches;
-  for (const Task& t : graph.tasks) {
-    if (t.minibatch < skip_minibatches || (t.kind != TaskKind::F && t.kind != TaskKind::B)) continue;
-    total_s += charge_s[static_cast<std::size_t>(t.id)];
-    minibatches.insert(t.minibatch);
-  }
-  return minibatches.empty() ? 0.0 : total_s * graph.clock_hz / static_cast<double>(minibatches.size());
+  const auto forward_or_backward = [](const Task& t) { return t.kind == TaskKind::F || t.kind == TaskKind::B; };
+  return weight_reuse_charge_per_minibatch_s(graph, network, calibration, skip_minibatches, forward_or_backward) *
+         graph.clock_hz;
 }
 
 // Calibration::footprint_slowdown: `config`'s network also run on one processor under gpipe, as

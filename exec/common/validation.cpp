@@ -534,13 +534,8 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   // What the weight-reuse model charged a graph's tasks (charge_weight_reuse, in make_graph) per
   // step after the first, all processors together.
   const auto weight_reuse_per_step_s = [&](const TaskGraph& graph, const Calibration* calibration) {
-    if (calibration == nullptr || graph.minibatches < 2) return 0.0;
-    const std::vector<double> charge_s = weight_reuse_charge_s(graph, request.network, *calibration);
-    double total_s = 0;
-    for (const Task& t : graph.tasks) {
-      if (t.minibatch >= 1) total_s += charge_s[static_cast<std::size_t>(t.id)];
-    }
-    return total_s / static_cast<double>(graph.minibatches - 1);
+    if (calibration == nullptr) return 0.0;
+    return weight_reuse_charge_per_minibatch_s(graph, request.network, *calibration, 1, [](const Task&) { return true; });
   };
   auto build = [&](const std::string& schedule, int processors, double* co_run_weight = nullptr,
                    double* footprint_factor = nullptr, double* task_gap_s = nullptr, double* weight_reuse_s = nullptr) {

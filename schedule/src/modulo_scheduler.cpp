@@ -165,15 +165,6 @@ bool place(const std::vector<ModuloTask>& tasks, const std::vector<ModuloEdge>& 
     for (const SenderCopy& copy : copies[best]) tables[static_cast<std::size_t>(copy.processor)].reserve(copy.start, copy.cycles);
   }
   out.period_cycles = period;
-  // Every edge met, a crossing one after its sender's copy too.
-  for (const auto& e : edges) {
-    const bool cross = out.processor[e.from] != out.processor[e.to];
-    if (cross && e.sender_cycles > 0 &&
-        out.start_cycles[e.to] + e.distance * period <
-            out.start_cycles[e.from] + tasks[e.from].cost_cycles + e.sender_cycles + e.cross_cycles) {
-      return false;
-    }
-  }
   return first_unmet_modulo_edge(out, tasks, edges) < 0;
 }
 
@@ -185,7 +176,7 @@ int first_unmet_modulo_edge(const ModuloSchedule& schedule, const std::vector<Mo
     const ModuloEdge& e = edges[i];
     const bool cross = schedule.processor[e.from] != schedule.processor[e.to];
     if (schedule.start_cycles[e.to] + e.distance * schedule.period_cycles <
-        schedule.start_cycles[e.from] + tasks[e.from].cost_cycles + (cross ? e.cross_cycles : 0)) {
+        schedule.start_cycles[e.from] + tasks[e.from].cost_cycles + (cross ? e.sender_cycles + e.cross_cycles : 0)) {
       return static_cast<int>(i);
     }
   }

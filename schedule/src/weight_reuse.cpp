@@ -231,6 +231,18 @@ std::vector<double> weight_reuse_charge_s(const TaskGraph& graph, const Network&
   return charge_s;
 }
 
+double weight_reuse_charge_per_minibatch_s(const TaskGraph& graph, const Network& network, const Calibration& calibration,
+                                           std::int32_t from_minibatch, const std::function<bool(const Task&)>& counted) {
+  const std::int32_t minibatches = graph.minibatches - std::max<std::int32_t>(0, from_minibatch);
+  if (minibatches <= 0) return 0;
+  const std::vector<double> charge_s = weight_reuse_charge_s(graph, network, calibration);
+  double total_s = 0;
+  for (const Task& t : graph.tasks) {
+    if (t.minibatch >= from_minibatch && counted(t)) total_s += charge_s[static_cast<std::size_t>(t.id)];
+  }
+  return total_s / static_cast<double>(minibatches);
+}
+
 void charge_weight_reuse(TaskGraph& graph, const HardwareProfile& hardware, const Network& network) {
   if (!hardware.calibration || hardware.calibration->reuse_extra_s_per_byte.empty()) return;
   const std::vector<double> charge_s = weight_reuse_charge_s(graph, network, *hardware.calibration);

@@ -25,7 +25,8 @@ struct ModuloEdge {
   // The source's processor's time to copy the data when they run on different processors (a CPU
   // whose every core runs a processor: the sender's thread makes the copy, copies_on_cores.hpp),
   // taken on that processor after the source ends and before the transfer; 0: the copy takes no
-  // processor. Only the greedy placement sees it (modulo_schedule, modulo_place_at).
+  // processor. Only the greedy placement reserves it (modulo_schedule, modulo_place_at); the
+  // exact scheduler is given edges without it.
   std::int64_t sender_cycles = 0;
 };
 
@@ -57,7 +58,8 @@ ModuloSchedule modulo_lower_bounds(const std::vector<ModuloTask>& tasks, const s
                                    int processors);
 
 // The index of the first edge whose target (distance iterations later) starts before its source
-// ends, plus the edge's transfer when they run on different processors; -1 when every edge is met.
+// ends, plus the edge's sender's copy and transfer when they run on different processors; -1 when
+// every edge is met.
 int first_unmet_modulo_edge(const ModuloSchedule& schedule, const std::vector<ModuloTask>& tasks,
                             const std::vector<ModuloEdge>& edges);
 

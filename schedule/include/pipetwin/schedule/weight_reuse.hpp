@@ -18,6 +18,7 @@
 // extra seconds are Calibration::reuse_extra_s of that working set times its bytes.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "pipetwin/models/calibration.hpp"
@@ -66,6 +67,11 @@ void record_weight_reuse(Calibration& calibration, const TaskGraph& timed_graph,
 // charged the same layers' touches (LayerTimes::*_reuse_s); 0 for tasks without touches and
 // layers the table has no figure for.
 std::vector<double> weight_reuse_charge_s(const TaskGraph& graph, const Network& network, const Calibration& calibration);
+
+// weight_reuse_charge_s summed over the tasks of `graph` that `counted` takes, from minibatch
+// `from_minibatch` on, per minibatch from there; 0 where the graph has no minibatch from there.
+double weight_reuse_charge_per_minibatch_s(const TaskGraph& graph, const Network& network, const Calibration& calibration,
+                                           std::int32_t from_minibatch, const std::function<bool(const Task&)>& counted);
 
 // Adds weight_reuse_charge_s to each task's cost (never below 0). Nothing without a calibration
 // that has a reuse curve.
