@@ -140,6 +140,19 @@ TEST_CASE("a calibrated task costs its layers, its overhead, and the overhead pe
   CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::BW, 1, 1, 8)) ==
         doctest::Approx((3e-3 + 5e-6) * cycles_per_s).epsilon(1e-6));  // no BW figure for a stage: the table's
   CHECK(compute_task_cycles(hw, net, TaskKind::F, 1, 1, 8, SplitTaskSpan::layer) == compute_task_cycles(hw, net, TaskKind::F, 1, 1, 8));
+  // A forward alone in its task takes the table's one-layer figure where it has one (scaled with
+  // its samples); a forward over several layers, and every other kind, the layer's own.
+  calibration->layer_overhead_s = 2e-6;
+  calibration->layers[net.layers[1].name].forward_one_layer_s = 0.8e-3;  // for 8 samples
+  CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::F, 1, 1, 8)) ==
+        doctest::Approx((0.8e-3 + 2e-6 + 9e-6) * cycles_per_s).epsilon(1e-6));
+  CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::F, 1, 1, 4)) ==
+        doctest::Approx((0.4e-3 + 2e-6 + 9e-6) * cycles_per_s).epsilon(1e-6));
+  CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::F, 0, 1, 8)) ==
+        doctest::Approx((2 * (1e-3 + 2e-6) + 9e-6 + 7e-6) * cycles_per_s).epsilon(1e-6));  // and the input's load
+  CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::BW, 1, 1, 8)) ==
+        doctest::Approx((3e-3 + 2e-6 + 5e-6) * cycles_per_s).epsilon(1e-6));
+  calibration->layers[net.layers[1].name].forward_one_layer_s = -1;
   hw.calibration.reset();
   hw.processor.task_overhead_s = 3e-6;
   CHECK(compute_task_cycles(hw, net, TaskKind::BA, 0, 0, 8) == 0);

@@ -388,6 +388,7 @@ TEST_CASE("calibration tables: a table's compute times scaled, its links and cop
   c.layers["fc"].weight_grad_to_linear_again_s = 5e-4;
   c.layers["fc"].activation_grad_fixed_s = 3e-4;
   c.layers["fc"].assembly_s = 1e-5;
+  c.layers["fc"].forward_one_layer_s = 9e-4;
   c.task_gap_s = 3e-7;
   const Calibration twice = with_compute_scaled(c, 2);
   CHECK(twice.task_gap_s == 3e-7);  // the executor's step between tasks, not compute
@@ -408,6 +409,7 @@ TEST_CASE("calibration tables: a table's compute times scaled, its links and cop
   CHECK(fc.to_linear_again_s(TaskKind::BW) == doctest::Approx(1e-3));
   CHECK(fc.activation_grad_fixed_s == doctest::Approx(6e-4));
   CHECK(fc.assembly_s == doctest::Approx(2e-5));
+  CHECK(fc.forward_one_layer_s == doctest::Approx(1.8e-3));
   CHECK(twice.copy_latency_s == 50e-6);
   CHECK(twice.copy_bytes_per_s == 1e9);
   CHECK_THROWS_AS(with_compute_scaled(c, 0), Error);
@@ -446,8 +448,8 @@ TEST_CASE("calibration tables: a B costs the measured fused backward, or BA + BW
   CHECK_THROWS_WITH_AS(
       calibration_from_json_text(calibration("", R"({"name": "fc1", "F_s": 0, "BA_s": 0, "BW_s": 0, "U_s": 0, "BW_to_linear_again_s": -3})"), "c.json"),
       doctest::Contains("/layers/0/BW_to_linear_again_s: expected seconds >= 0, or -1 for not measured"), Error);
-  // What a BA part costs whatever its samples, and the gradient assembled at a layer's output:
-  // likewise absent (-1) in older tables, written only where measured, and read back as written.
+  // What a BA part costs whatever its samples, the gradient assembled at a layer's output and a
+  // forward alone in its task: likewise absent (-1) in older tables, written only where measured, and read back as written.
   const auto optional_layer_time = [&](const std::string& key, double LayerTimes::*field) {
     CAPTURE(key);
     CHECK(with_again.layers.at("fc1").*field == -1);
@@ -462,4 +464,5 @@ TEST_CASE("calibration tables: a B costs the measured fused backward, or BA + BW
   };
   optional_layer_time("BA_fixed_s", &LayerTimes::activation_grad_fixed_s);
   optional_layer_time("assembly_s", &LayerTimes::assembly_s);
+  optional_layer_time("F_one_layer_s", &LayerTimes::forward_one_layer_s);
 }

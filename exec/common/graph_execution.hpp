@@ -19,7 +19,8 @@
 //   data    load(lane, minibatch, microbatch, Activation* samples, Labels* labels): either may be
 //           null when the task does not need it
 //           samples_of(const Activation&) -> columns
-//   layers  forward(lane, l, params, in, stash, labels*, loss_scale, double* loss) -> Activation
+//   layers  forward(lane, l, params, Activation in (by value: its buffer becomes the stash's input),
+//           stash, labels*, loss_scale, double* loss) -> Activation
 //           the backward in the layer composition's three steps (layer_composition.hpp), so that a
 //           fused B goes back through pooling, ReLU and batch norm once:
 //           to_linear(lane, l, params, stash, out_grad*, want_shortcut, grad*) -> Linear,
@@ -527,7 +528,7 @@ std::shared_ptr<typename GraphExecution<B>::Stash> GraphExecution<B>::run_forwar
     const auto begin = layer_begin(lane);
     const ParamsPtr w = weights(l, t.version_read, t);
     // The loss is the mean over the whole batch: every replica's samples (data parallelism).
-    in = b_.forward(lane, l, *w, in, kept->layers[static_cast<std::size_t>(l - t.first_layer)], &labels,
+    in = b_.forward(lane, l, *w, std::move(in), kept->layers[static_cast<std::size_t>(l - t.first_layer)], &labels,
                     static_cast<double>(net_.batch * flow_.replicas), loss);
     record_layer(t, lane, l, t.kind, begin);
   }

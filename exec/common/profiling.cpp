@@ -172,6 +172,35 @@ void record_activation_grad_fixed(const TaskGraph& graph, const Network& network
   }
 }
 
+// Per layer of `network`: LayerTimes::forward_one_layer_s, from the forwards of one layer alone
+// in `runs` of `graph` (the one-processor one-layer run; after the warm-up minibatches): the median
+// of means of their layer times, less what the weight-reuse model charges that run's forwards of
+// the layer beyond what it charged the table's (LayerTimes::forward_weights_reuse_s), so that a
+// graph's reuse charge applies to it as to forward_s. Layers without such forwards keep theirs.
+void record_one_layer_forwards(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
+                               std::int32_t skip_minibatches, Calibration& calibration) {
+  if (graph.samples_per_microbatch != calibration.samples) return;  // the times would not compare
+  std::vector<std::vector<double>> forward_s(network.size());  // per layer
+  for (const auto& run : runs) {
+    for (const auto& time : run.layer_times) {
+      const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
+      if (t.minibatch < skip_minibatches || t.kind != TaskKind::F || time.kind != TaskKind::F || time.layer < 0 ||
+          t.first_layer != t.last_layer) {
+        continue;
+      }
+      forward_s[static_cast<std::size_t>(time.layer)].push_back(time.seconds);
+    }
+  }
+  const std::vector<LayerReuseSeconds> reuse = mean_reuse_seconds(graph, network, calibration, skip_minibatches);
+  for (std::size_t l = 0; l < network.size(); ++l) {
+    if (forward_s[l].empty()) continue;
+    LayerTimes& times = calibration.layers[network.layers[l].name];
+    const double run_reuse_s = reuse[l].forward_weights_s, table_reuse_s = times.forward_weights_reuse_s;
+    const double beyond_table_s = run_reuse_s >= 0 && table_reuse_s >= 0 ? run_reuse_s - table_reuse_s : 0.0;
+    times.forward_one_layer_s = std::max(0.0, median_of_means(forward_s[l]) - beyond_table_s);
+  }
+}
+
 // The short runs a profile makes beside its timed one: two minibatches timed, after two to warm
 // up (profile_minibatches).
 constexpr std::int32_t kShortRunWarmUp = 2;
@@ -296,7 +325,8 @@ void add_pipeline_copies(const TaskGraph& graph, const std::vector<TrainingRun>&
 // (a task per layer; two minibatches timed after two of warm-up) on `processors`, which `run_all`
 // makes. A network LayerPipe cannot cut keeps the line `timed` gave. The one-layer run also gives
 // the table its way back to the linear output taken again (record_to_linear_again) and what a BA
-// part costs whatever its samples (record_activation_grad_fixed), and on two or more processors its
+// part costs whatever its samples (record_activation_grad_fixed), on one processor what a forward of
+// one layer costs alone in its task (record_one_layer_forwards), and on two or more processors its
 // senders' copies of sizes `timed` made none of (add_pipeline_copies); then a short zb-h1 run what
 // split tasks over a stage cost beyond the line (record_stage_split_overheads).
 void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network& network, std::int32_t processors,
@@ -326,6 +356,9 @@ void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network
   fit_task_overheads(overheads, calibration);
   record_to_linear_again(layer_graph, network, layer_runs, kWarmUp, calibration);
   record_activation_grad_fixed(layer_graph, network, layer_runs, kWarmUp, calibration);
+  // Alone on the machine only: on more processors the one-layer run's forwards also hold the
+  // others' work, at that run's overlap, which the table's co-run figures price apart.
+  if (processors == 1) record_one_layer_forwards(layer_graph, network, layer_runs, kWarmUp, calibration);
   record_gradient_assemblies(layer_graph, network, layer_runs, kWarmUp, calibration);
   if (processors > 1) add_pipeline_copies(layer_graph, layer_runs, kWarmUp, calibration);
   record_stage_split_overheads(config, network, processors, data, seed, run_all, progress, calibration);

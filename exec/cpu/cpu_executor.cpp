@@ -52,9 +52,9 @@ class CpuBackend {
   }
   static std::int64_t samples_of(const Activation& a) { return a.main.cols(); }
 
-  Activation forward(Lane&, std::int32_t l, const Params& w, const Activation& in, LayerStash& stash,
+  Activation forward(Lane&, std::int32_t l, const Params& w, Activation in, LayerStash& stash,
                      const Labels* labels, double loss_scale, double* loss) const {
-    return op(l).forward(w, in, stash, labels, loss_scale, loss);
+    return op(l).forward(w, std::move(in), stash, labels, loss_scale, loss);
   }
   Linear to_linear(Lane&, std::int32_t l, const Params& w, const LayerStash& stash, const Gradient* out,
                    bool want_shortcut, Params* grad, bool add) const {

@@ -101,10 +101,10 @@ class CudaBackend {
   }
   static std::int64_t samples_of(const Activation& a) { return a.main.cols; }
 
-  Activation forward(Lane& lane, std::int32_t l, const Params& w, const Activation& in, LayerStash& stash,
+  Activation forward(Lane& lane, std::int32_t l, const Params& w, Activation in, LayerStash& stash,
                      const Labels* labels, double loss_scale, double* loss) const {
     CudaLayerKernels kernels{lane};
-    return op(l).forward(kernels, w, in, stash, labels, loss_scale, loss);
+    return op(l).forward(kernels, w, std::move(in), stash, labels, loss_scale, loss);
   }
   Linear to_linear(Lane& lane, std::int32_t l, const Params& w, const LayerStash& stash, const Gradient* out,
                    bool want_shortcut, Params* grad) const {

@@ -142,6 +142,16 @@ std::int64_t layer_cycles(const HardwareProfile& hw, const Layer& layer, TaskKin
   return ceil_cycles(roofline + launch + tensor_parallel_seconds(hw, layer, kind, samples) * p.clock_hz);
 }
 
+// A forward that is the only layer of its task, by a calibration that timed such forwards apart
+// (LayerTimes::forward_one_layer_s, with the executor's cost between layers); -1 otherwise.
+std::int64_t lone_forward_cycles(const HardwareProfile& hw, const Layer& layer, std::int64_t samples) {
+  if (hw.cost_model == CostModelKind::unit || !hw.calibration) return -1;
+  const Calibration& c = *hw.calibration;
+  const auto it = c.layers.find(layer.name);
+  if (it == c.layers.end() || it->second.forward_one_layer_s < 0) return -1;
+  return ceil_cycles((c.scaled_s(it->second.forward_one_layer_s, samples) + c.layer_overhead_s) * hw.clock_hz());
+}
+
 }  // namespace
 
 std::int64_t layer_work_cycles(const HardwareProfile& hw, const Layer& layer, TaskKind kind,
@@ -189,7 +199,9 @@ std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, 
   }
   std::int64_t cycles = 0;
   for (int l = first_layer; l <= last_layer; ++l) {
-    cycles += layer_cycles(hw, net.layers[l], kind, samples, net.optimizer);
+    const std::int64_t alone =
+        kind == TaskKind::F && first_layer == last_layer ? lone_forward_cycles(hw, net.layers[l], samples) : -1;
+    cycles += alone >= 0 ? alone : layer_cycles(hw, net.layers[l], kind, samples, net.optimizer);
   }
   // A task with nothing to compute is free on a roofline (nothing to launch), but an executor
   // still runs it: a calibrated one pays its kind's overhead (zb-h1's BA over a first stage of

@@ -51,6 +51,16 @@ struct LayerTimes {
   double backward_weights_reuse_s = -1;
   double backward_gradient_reuse_s = -1;
   double update_reuse_s = -1;
+  // The forward in a task of this layer alone, on one processor: timed in the profile's
+  // one-processor one-layer (LayerPipe) run, less what the weight-reuse model
+  // (schedule/weight_reuse.hpp) says that run's order gained or lost on the layer's weights
+  // against the table's, so that the reuse charge applies to it as to forward_s. A forward that
+  // is the only layer of its task is priced by it: such tasks ran resnet8's block-first
+  // convolutions 18-24% faster than the table's whole-network tasks, most likely by the memory the
+  // heap hands their outputs (docs/executor.md, "Forwards of one layer"). -1: not measured
+  // (tables for two or more processors, whose one-layer run also holds the other processors'
+  // work; older tables).
+  double forward_one_layer_s = -1;
   // Of a BA or BW; -1 for other kinds.
   double to_linear_again_s(TaskKind kind) const {
     return kind == TaskKind::BA ? activation_grad_to_linear_again_s

@@ -75,16 +75,17 @@ class LayerComposition {
   std::int64_t ranks() const { return s_.layer().tensor_parallel; }
 
   // The loss layer also takes the labels, adds the summed loss to *loss and stashes the gradient
-  // of (loss / loss_scale).
-  Activation forward(K& k, const Params& p, const Activation& in, LayerStash& stash, const typename K::Labels* labels,
+  // of (loss / loss_scale). `in` is the layer's: its buffer becomes the stash's input (a caller
+  // done with its activation moves it in; one that is not passes a copy).
+  Activation forward(K& k, const Params& p, Activation in, LayerStash& stash, const typename K::Labels* labels,
                      double loss_scale, double* loss) const {
     const ParamLayout& at = s_.parameter_layout();
-    stash.input = in.main;
     Activation out;
     if (s_.feeds_residual()) out.shortcut = in.main;
     if (!s_.is_conv()) {
       Tensor z = split() ? k.dense_split(p, s_.weight_rows(), s_.weight_cols(), at.bias, in.main, ranks(), s_.layer().tensor_split)
                          : k.dense(p, s_.weight_rows(), s_.weight_cols(), at.bias, in.main);
+      stash.input = std::move(in.main);
       if (s_.is_loss()) {
         if (labels == nullptr) throw Error("internal: loss layer without labels");
         *loss += k.softmax_cross_entropy(z, labels, loss_scale, &stash.loss_gradient);
@@ -93,10 +94,11 @@ class LayerComposition {
       }
       if (s_.has_relu()) k.relu(z);
       stash.activation = z;
-      out.main = z;
+      out.main = std::move(z);  // z's buffer goes on: one copy kept, not two
       return out;
     }
     Tensor z = k.conv2d(s_.conv_geometry(), p, at.bias, in.main);
+    stash.input = std::move(in.main);
     if (s_.has_batch_norm()) z = k.batch_norm(s_.channels(), s_.positions(), p, at.gamma, at.beta, std::move(z), stash.batch_norm);
     if (s_.adds_residual()) {
       if (K::rows(in.shortcut) != s_.block_input_features()) {
@@ -106,7 +108,8 @@ class LayerComposition {
     }
     if (s_.has_relu()) k.relu(z);
     stash.activation = z;
-    out.main = s_.is_pooled() ? k.pool(s_.pool_geometry(), z, &stash.argmax) : z;
+    // Unpooled, z's buffer goes on: one copy kept, not two.
+    out.main = s_.is_pooled() ? k.pool(s_.pool_geometry(), z, &stash.argmax) : std::move(z);
     return out;
   }
 
