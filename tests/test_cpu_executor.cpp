@@ -1535,6 +1535,7 @@ TEST_CASE("a table for P processors is timed once the pipeline's threads have ru
       CHECK(timed->layers.at(network.layers[l].name).forward_s == doctest::Approx(median_of_block_means(samples)).epsilon(1e-12));
       // Its one-layer run's forwards also hold the other processor's work: no figure alone.
       CHECK(timed->layers.at(network.layers[l].name).forward_one_layer_s == -1);
+      CHECK(timed->layers.at(network.layers[l].name).activation_grad_to_linear_one_layer_s == -1);
     }
   }
   const Runner never = [](const TaskGraph&, const Network&, const BatchSampler&, const TrainingOptions&) -> TrainingRun {
@@ -2479,28 +2480,39 @@ TEST_CASE("a profile takes the way back to the linear output taken again from it
   }
 }
 
-TEST_CASE("a one-processor profile times each layer's forward alone in its task in its one-layer run") {
-  // lenet5 on one processor, LayerPipe's one-layer run: every forward is one layer's. The table's
-  // forward_one_layer_s: per layer, the median of block means of those forwards' layer times
-  // after the warm-up minibatches, computed here again (the profile had no reuse curve, so
-  // nothing is taken off for the weights' reuse); the sequential run's forward_s is another figure.
+TEST_CASE("a one-processor profile times forwards alone in their task and a BA part's first way back in its one-layer run") {
+  // lenet5 on one processor, LayerPipe's one-layer run: every forward is one layer's; each layer's
+  // BA part 0 follows another layer's task, part 1 follows part 0 (it goes back again). Per layer,
+  // the median of block means after the warm-up minibatches, computed here again: of the
+  // forwards' layer times, the table's forward_one_layer_s (the profile had no reuse curve, so
+  // nothing is taken off for the weights' reuse; the sequential run's forward_s is another
+  // figure), and of part 0's way back, its activation_grad_to_linear_one_layer_s (the first
+  // layer has no BA).
   const OneLayerProfile profile = profile_with_one_layer_run();
   const TaskGraph& one_layer = profile.one_layer;
   const Network& network = profile.network;
   REQUIRE(one_layer.samples_per_microbatch == profile.table.samples);
-  std::vector<std::vector<double>> forward_s(network.size());
+  std::vector<std::vector<double>> forward_s(network.size()), first_s(network.size());
   for (const LayerTime& time : profile.run.layer_times) {
     const Task& t = one_layer.tasks[static_cast<std::size_t>(time.task)];
-    if (t.minibatch < one_layer.minibatches / 2 || t.kind != TaskKind::F || time.kind != TaskKind::F || time.layer < 0) continue;
+    if (t.minibatch < one_layer.minibatches / 2 || time.kind != t.kind || time.layer < 0) continue;
     REQUIRE(t.first_layer == t.last_layer);
-    forward_s[static_cast<std::size_t>(time.layer)].push_back(time.seconds);
+    if (t.kind == TaskKind::F) forward_s[static_cast<std::size_t>(time.layer)].push_back(time.seconds);
+    if (t.kind == TaskKind::BA && t.part == 0) first_s[static_cast<std::size_t>(time.layer)].push_back(time.to_linear_s);
   }
   for (std::size_t l = 0; l < network.size(); ++l) {
     CAPTURE(l);
-    REQUIRE(forward_s[l].size() == 2 * 2);  // 2 minibatches x 2 microbatches after the warm-up
     const LayerTimes& times = profile.table.layers.at(network.layers[l].name);
+    REQUIRE(forward_s[l].size() == 2 * 2);  // 2 minibatches x 2 microbatches after the warm-up
     CHECK(times.forward_one_layer_s == doctest::Approx(median_of_block_means(forward_s[l])).epsilon(1e-12));
     CHECK(times.forward_one_layer_s != times.forward_s);
+    if (l == 0) {
+      CHECK(first_s[l].empty());
+      CHECK(times.activation_grad_to_linear_one_layer_s == -1);
+      continue;
+    }
+    REQUIRE(first_s[l].size() == 2 * 2);
+    CHECK(times.activation_grad_to_linear_one_layer_s == doctest::Approx(median_of_block_means(first_s[l])).epsilon(1e-12));
   }
 }
 

@@ -344,6 +344,20 @@ TEST_CASE("layerpipe with a calibration: a BA part or BW right after another of 
   const int backwards = 2 * 2 * static_cast<int>(net.size() - 1);  // minibatches x microbatches x layers with a BA
   CHECK(warm_parts == backwards);
   CHECK(warm_bws == backwards);
+  // A table that timed the first part's way back in one-layer tasks (1.2 ms): part 0 pays that,
+  // part 1 still the way back again; the dx each part shares is still the table's BA past its own
+  // way back (1 ms); the BWs as before. Without a fused B the figure is moot: the parts split all
+  // of the BA's 3 ms.
+  for (auto& [name, times] : calibration->layers) times.activation_grad_to_linear_one_layer_s = 1.2e-3;
+  for (const bool has_b : {true, false}) {
+    for (auto& [name, times] : calibration->layers) times.backward_s = has_b ? 6e-3 : -1;
+    for (const auto& t : make_graph(config).tasks) {
+      CAPTURE(t.id);
+      if (t.kind == TaskKind::BA) CHECK(ms(t) == doctest::Approx(!has_b ? 1.5 : t.part == 1 ? 1.0 : 1.7).epsilon(1e-6));
+      if (t.kind == TaskKind::BW && has_b) CHECK(ms(t) == doctest::Approx(t.first_layer > 0 ? 3.25 : 5.0).epsilon(1e-6));
+    }
+  }
+  for (auto& [name, times] : calibration->layers) times.activation_grad_to_linear_one_layer_s = -1;
   // Without the time taken again (older tables), or without a fused B to tell the first time's,
   // every BW costs the table's 5 ms.
   for (const bool has_b : {true, false}) {

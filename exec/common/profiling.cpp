@@ -201,6 +201,33 @@ void record_one_layer_forwards(const TaskGraph& graph, const Network& network, c
   }
 }
 
+// Per layer of `network`: LayerTimes::activation_grad_to_linear_one_layer_s, the median of means
+// of the way back to the linear output taken by the one-layer BA parts of `runs` of `graph` (the
+// one-processor one-layer run; after the warm-up minibatches) that do not follow another task of
+// their layer and microbatch (repeats_to_linear: those go back again), scaled to `calibration`'s
+// samples. Layers without such parts keep theirs.
+void record_part_to_linear(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
+                           std::int32_t skip_minibatches, Calibration& calibration) {
+  const std::vector<bool> repeats = repeats_to_linear(graph);
+  std::vector<std::vector<double>> first_s(network.size());  // per layer
+  for (const auto& run : runs) {
+    for (const auto& time : run.layer_times) {
+      const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
+      if (t.minibatch < skip_minibatches || t.kind != TaskKind::BA || time.kind != TaskKind::BA || time.layer < 0 ||
+          t.first_layer != t.last_layer || repeats[static_cast<std::size_t>(time.task)]) {
+        continue;
+      }
+      first_s[static_cast<std::size_t>(time.layer)].push_back(time.to_linear_s);
+    }
+  }
+  const double to_table = static_cast<double>(calibration.samples) / static_cast<double>(graph.samples_per_microbatch);
+  for (std::size_t l = 0; l < network.size(); ++l) {
+    if (!first_s[l].empty()) {
+      calibration.layers[network.layers[l].name].activation_grad_to_linear_one_layer_s = median_of_means(first_s[l]) * to_table;
+    }
+  }
+}
+
 // The short runs a profile makes beside its timed one: two minibatches timed, after two to warm
 // up (profile_minibatches).
 constexpr std::int32_t kShortRunWarmUp = 2;
@@ -326,7 +353,8 @@ void add_pipeline_copies(const TaskGraph& graph, const std::vector<TrainingRun>&
 // makes. A network LayerPipe cannot cut keeps the line `timed` gave. The one-layer run also gives
 // the table its way back to the linear output taken again (record_to_linear_again) and what a BA
 // part costs whatever its samples (record_activation_grad_fixed), on one processor what a forward of
-// one layer costs alone in its task (record_one_layer_forwards), and on two or more processors its
+// one layer costs alone in its task (record_one_layer_forwards) and a BA part's way back to the
+// linear output the first time (record_part_to_linear), and on two or more processors its
 // senders' copies of sizes `timed` made none of (add_pipeline_copies); then a short zb-h1 run what
 // split tasks over a stage cost beyond the line (record_stage_split_overheads).
 void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network& network, std::int32_t processors,
@@ -356,9 +384,12 @@ void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network
   fit_task_overheads(overheads, calibration);
   record_to_linear_again(layer_graph, network, layer_runs, kWarmUp, calibration);
   record_activation_grad_fixed(layer_graph, network, layer_runs, kWarmUp, calibration);
-  // Alone on the machine only: on more processors the one-layer run's forwards also hold the
-  // others' work, at that run's overlap, which the table's co-run figures price apart.
-  if (processors == 1) record_one_layer_forwards(layer_graph, network, layer_runs, kWarmUp, calibration);
+  // Alone on the machine only: on more processors the one-layer run's tasks also hold the others'
+  // work, at that run's overlap, which the table's co-run figures price apart.
+  if (processors == 1) {
+    record_one_layer_forwards(layer_graph, network, layer_runs, kWarmUp, calibration);
+    record_part_to_linear(layer_graph, network, layer_runs, kWarmUp, calibration);
+  }
   record_gradient_assemblies(layer_graph, network, layer_runs, kWarmUp, calibration);
   if (processors > 1) add_pipeline_copies(layer_graph, layer_runs, kWarmUp, calibration);
   record_stage_split_overheads(config, network, processors, data, seed, run_all, progress, calibration);

@@ -22,6 +22,7 @@ struct LayerComputeTime {
 constexpr LayerComputeTime kLayerComputeTimes[] = {
     {&LayerTimes::forward_s, false},
     {&LayerTimes::forward_one_layer_s, true},
+    {&LayerTimes::activation_grad_to_linear_one_layer_s, true},
     {&LayerTimes::activation_grad_s, false},
     {&LayerTimes::weight_grad_s, false},
     {&LayerTimes::backward_s, true},

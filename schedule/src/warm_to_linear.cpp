@@ -42,7 +42,12 @@ void charge_warm_to_linear(TaskGraph& graph, const HardwareProfile& hardware, co
     const Layer& layer = network.layers.at(static_cast<std::size_t>(t.first_layer));
     const std::int64_t again = to_linear_again_cycles(hardware, layer, t.kind, graph.samples_per_microbatch);
     if (again < 0) continue;
-    const std::int64_t first_time = to_linear_cycles(hardware, layer, graph.samples_per_microbatch);
+    // What its price holds for the first time: a BA part's (LayerPipe's generator), or the
+    // table's BW's.
+    const std::int64_t first_time = t.kind == TaskKind::BA
+                                        ? std::min(layer_work_cycles(hardware, layer, TaskKind::BA, graph.samples_per_microbatch),
+                                                   part_to_linear_cycles(hardware, layer, graph.samples_per_microbatch))
+                                        : to_linear_cycles(hardware, layer, graph.samples_per_microbatch);
     if (first_time <= 0) continue;  // a table without a fused B cannot tell the way back's first time
     t.cost_cycles = std::max<std::int64_t>(0, t.cost_cycles - first_time + again);
     t.memory_cycles = std::min(t.memory_cycles, t.cost_cycles);

@@ -103,10 +103,13 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
     if (l > 0 || first_layer_ba) {
       const std::int64_t work = layer_work_cycles(hw, net.layers[l], TaskKind::BA, samples);
       const std::int64_t overhead = compute_task_cycles(hw, net, TaskKind::BA, l, l, samples, SplitTaskSpan::layer) - work;
-      // Every part goes back to the linear output over all samples; the rest splits by samples,
-      // but for what a part costs whatever its samples, where the calibration measured it.
-      const std::int64_t whole = std::min(work, to_linear_cycles(hw, net.layers[l], samples));
-      const std::int64_t split = work - whole;
+      // Every part goes back to the linear output over all samples (as a one-layer part does
+      // where the calibration timed that); the rest of the table's BA, past its way back, splits
+      // by samples, but for what a part costs whatever its samples, where the calibration
+      // measured it.
+      const std::int64_t way_back = std::min(work, to_linear_cycles(hw, net.layers[l], samples));
+      const std::int64_t whole = std::min(work, part_to_linear_cycles(hw, net.layers[l], samples));
+      const std::int64_t split = work - way_back;
       const std::int64_t fixed = parts > 1 ? std::min(split, activation_grad_fixed_cycles(hw, net.layers[l])) : -1;
       for (int i = 0; i < parts; ++i) {
         const std::int64_t part_samples = samples * (i + 1) / parts - samples * i / parts;

@@ -61,6 +61,13 @@ struct LayerTimes {
   // (tables for two or more processors, whose one-layer run also holds the other processors'
   // work; older tables).
   double forward_one_layer_s = -1;
+  // The way back to the linear output the first time, by a one-layer BA part (LayerPipe's first
+  // part of a layer and microbatch): timed in the same one-processor one-layer run, in place of
+  // to_linear_s() (BA + BW - B of the table's whole-network tasks) for such parts. On resnet8 it
+  // took 4-27% less than to_linear_s() on the six convolutions with a BA, about as long as the way
+  // back taken again (docs/executor.md, "Forwards of one layer"). -1: not measured (as
+  // forward_one_layer_s).
+  double activation_grad_to_linear_one_layer_s = -1;
   // Of a BA or BW; -1 for other kinds.
   double to_linear_again_s(TaskKind kind) const {
     return kind == TaskKind::BA ? activation_grad_to_linear_again_s
