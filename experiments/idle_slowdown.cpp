@@ -4,10 +4,11 @@
 // deschedules) runs a woken thread slower for a while, tasks after a bubble take longer than the
 // calibration, which times layers back to back, says (docs/executor.md, "Validation").
 //
-//   pipetwin_idle_benchmark [--work-us 200] [--repeats 200]
+//   pipetwin_idle_benchmark [--work-us 200] [--repeats 200] [--spin]
 //
 // Prints, per sleep length, the median extra time of the work (and its quartiles); asserts
-// nothing. The work is vector multiply-adds on 17 KiB of data (no cache effects): what it measures
+// nothing. --spin: the thread waits as the executor's threads do within their handoff spin
+// (exec::spin_until, the CPU's pause hint) instead of sleeping. The work is vector multiply-adds on 17 KiB of data (no cache effects): what it measures
 // is the core's speed after the sleep, not memory.
 #include <algorithm>
 #include <chrono>
@@ -16,6 +17,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "spin_wait.hpp"
 
 namespace {
 
@@ -68,16 +71,20 @@ int parse_positive(const char* flag, const char* text) {
 
 int main(int argc, char** argv) {
   int work_us = 200, repeats = 200;
+  bool spin = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if ((arg == "--work-us" || arg == "--repeats") && i + 1 < argc) {
+    if (arg == "--spin") {
+      spin = true;
+    } else if ((arg == "--work-us" || arg == "--repeats") && i + 1 < argc) {
       int& value = arg == "--work-us" ? work_us : repeats;
       value = parse_positive(argv[i], argv[i + 1]);
       if (value == 0) return 2;
       ++i;
     } else {
-      std::fprintf(stderr, "usage: pipetwin_idle_benchmark [--work-us N] [--repeats N]\n"
-                           "  the extra time of N us of work right after its thread slept, by sleep length\n");
+      std::fprintf(stderr, "usage: pipetwin_idle_benchmark [--work-us N] [--repeats N] [--spin]\n"
+                           "  the extra time of N us of work right after its thread slept (--spin: spun, as the\n"
+                           "  executor's threads wait within their handoff spin), by the wait's length\n");
       return arg == "--help" || arg == "-h" ? 0 : 2;
     }
   }
@@ -101,7 +108,11 @@ int main(int argc, char** argv) {
   const auto timed = [&](double sleep_us) {
     std::vector<double> extra_us;
     for (int r = 0; r < repeats; ++r) {
-      if (sleep_us > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::micro>(sleep_us));
+      if (sleep_us > 0 && spin) {
+        pipetwin::exec::spin_until([] { return false; }, sleep_us * 1e-6);
+      } else if (sleep_us > 0) {
+        std::this_thread::sleep_for(std::chrono::duration<double, std::micro>(sleep_us));
+      }
       const auto start = Clock::now();
       sink += work(y, w, rounds);
       extra_us.push_back(seconds_since(start) * 1e6);
@@ -112,7 +123,7 @@ int main(int argc, char** argv) {
   const double base_us = quantile(back_to_back, 0.5);
   std::printf("work: %.1f us back to back (median of %d; quartiles %.1f-%.1f)\n", base_us, repeats,
               quantile(back_to_back, 0.25), quantile(back_to_back, 0.75));
-  std::printf("%10s  %12s  %20s\n", "slept us", "extra us", "quartiles us");
+  std::printf("%10s  %12s  %20s\n", spin ? "spun us" : "slept us", "extra us", "quartiles us");
   for (const double sleep_us : {50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0}) {
     const std::vector<double> after = timed(sleep_us);
     std::printf("%10.0f  %+12.1f  %+9.1f..%+9.1f\n", sleep_us, quantile(after, 0.5) - base_us,
