@@ -84,6 +84,37 @@ std::int32_t profile_minibatches(int repeats, std::int32_t microbatches) {
 // Runs of a graph as a profile makes them (one, or copies at once), with its sampler.
 using ProfileRuns = std::function<std::vector<TrainingRun>(const TaskGraph&, const BatchSampler&)>;
 
+// Per layer of `network`: `value(time)` of each of its layers' records in `runs` of `graph`, from
+// minibatch `skip_minibatches` on, whose task and record `take(task, time)` keeps (a layer's own
+// records only: not a load at the input or an assembly), in the runs' order.
+template <typename Take, typename Value>
+std::vector<std::vector<double>> layer_values(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
+                                              std::int32_t skip_minibatches, Take take, Value value) {
+  std::vector<std::vector<double>> values(network.size());  // per layer
+  for (const auto& run : runs) {
+    for (const auto& time : run.layer_times) {
+      const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
+      if (t.minibatch < skip_minibatches || time.layer < 0 || !take(t, time)) continue;
+      values[static_cast<std::size_t>(time.layer)].push_back(value(time));
+    }
+  }
+  return values;
+}
+
+// Each layer's `field` in `calibration`: the median of means of its `seconds`, times `scale`;
+// layers without any keep theirs.
+void keep_medians(const Network& network, const std::vector<std::vector<double>>& seconds, double scale,
+                  double LayerTimes::*field, Calibration& calibration) {
+  for (std::size_t l = 0; l < network.size(); ++l) {
+    if (!seconds[l].empty()) calibration.layers[network.layers[l].name].*field = median_of_means(seconds[l]) * scale;
+  }
+}
+
+// The factor from a run's samples per task to a table's.
+double to_table_samples(const TaskGraph& graph, const Calibration& calibration) {
+  return static_cast<double>(calibration.samples) / static_cast<double>(graph.samples_per_microbatch);
+}
+
 // Per layer of `network` and kind (BA, BW): the way back to the linear output taken again
 // (warm_to_linear.hpp), the median of means of what the tasks repeats_to_linear marks in `runs` of
 // `graph` (after the warm-up minibatches) spent on it, scaled to `calibration`'s samples. Layers
@@ -91,24 +122,15 @@ using ProfileRuns = std::function<std::vector<TrainingRun>(const TaskGraph&, con
 void record_to_linear_again(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
                             std::int32_t skip_minibatches, Calibration& calibration) {
   const std::vector<bool> repeats = repeats_to_linear(graph);
-  std::vector<std::map<TaskKind, std::vector<double>>> again_s(network.size());  // per layer and kind
-  for (const auto& run : runs) {
-    for (const auto& time : run.layer_times) {
-      const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
-      if (t.minibatch < skip_minibatches || !repeats[static_cast<std::size_t>(time.task)] || time.kind != t.kind ||
-          time.layer < 0) {
-        continue;
-      }
-      again_s[static_cast<std::size_t>(time.layer)][t.kind].push_back(time.to_linear_s);
-    }
-  }
-  const double to_table = static_cast<double>(calibration.samples) / static_cast<double>(graph.samples_per_microbatch);
-  for (std::size_t l = 0; l < network.size(); ++l) {
-    LayerTimes& times = calibration.layers[network.layers[l].name];
-    for (const auto& [kind, seconds] : again_s[l]) {
-      (kind == TaskKind::BA ? times.activation_grad_to_linear_again_s : times.weight_grad_to_linear_again_s) =
-          median_of_means(seconds) * to_table;
-    }
+  for (const auto& [kind, field] : {std::make_pair(TaskKind::BA, &LayerTimes::activation_grad_to_linear_again_s),
+                                    std::make_pair(TaskKind::BW, &LayerTimes::weight_grad_to_linear_again_s)}) {
+    const auto again_s = layer_values(
+        graph, network, runs, skip_minibatches,
+        [&, kind = kind](const Task& t, const LayerTime& time) {
+          return repeats[static_cast<std::size_t>(t.id)] && t.kind == kind && time.kind == kind;
+        },
+        [](const LayerTime& time) { return time.to_linear_s; });
+    keep_medians(network, again_s, to_table_samples(graph, calibration), field, calibration);
   }
 }
 
@@ -126,10 +148,7 @@ void record_gradient_assemblies(const TaskGraph& graph, const Network& network, 
       assembly_s[static_cast<std::size_t>(t.last_layer)].push_back(time.seconds);
     }
   }
-  const double to_table = static_cast<double>(calibration.samples) / static_cast<double>(graph.samples_per_microbatch);
-  for (std::size_t l = 0; l < network.size(); ++l) {
-    if (!assembly_s[l].empty()) calibration.layers[network.layers[l].name].assembly_s = median_of_means(assembly_s[l]) * to_table;
-  }
+  keep_medians(network, assembly_s, to_table_samples(graph, calibration), &LayerTimes::assembly_s, calibration);
 }
 
 // Per layer of `network`: LayerTimes::activation_grad_fixed_s, from the BA parts of `runs` of
@@ -142,20 +161,16 @@ void record_activation_grad_fixed(const TaskGraph& graph, const Network& network
                                   std::int32_t skip_minibatches, Calibration& calibration) {
   if (graph.samples_per_microbatch != calibration.samples) return;  // the two points' samples would not compare
   const double whole_samples = static_cast<double>(calibration.samples);
-  std::vector<std::vector<double>> part_dx_s(network.size()), samples_of_parts(network.size());  // per layer
-  for (const auto& run : runs) {
-    for (const auto& time : run.layer_times) {
-      const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
-      if (t.minibatch < skip_minibatches || t.kind != TaskKind::BA || time.kind != TaskKind::BA || t.parts <= 1 ||
-          time.layer < 0) {
-        continue;
-      }
-      const SampleRange range = part_samples(t, graph.samples_per_microbatch);
-      const auto l = static_cast<std::size_t>(time.layer);
-      part_dx_s[l].push_back(std::max(0.0, time.seconds - time.to_linear_s));
-      samples_of_parts[l].push_back(static_cast<double>(range.end - range.begin));
-    }
-  }
+  const auto part = [](const Task& t, const LayerTime& time) {
+    return t.kind == TaskKind::BA && time.kind == TaskKind::BA && t.parts > 1;
+  };
+  const auto part_dx_s = layer_values(graph, network, runs, skip_minibatches, part, [](const LayerTime& time) {
+    return std::max(0.0, time.seconds - time.to_linear_s);
+  });
+  const auto samples_of_parts = layer_values(graph, network, runs, skip_minibatches, part, [&](const LayerTime& time) {
+    const SampleRange range = part_samples(graph.tasks[static_cast<std::size_t>(time.task)], graph.samples_per_microbatch);
+    return static_cast<double>(range.end - range.begin);
+  });
   for (std::size_t l = 0; l < network.size(); ++l) {
     if (part_dx_s[l].empty()) continue;
     LayerTimes& times = calibration.layers[network.layers[l].name];
@@ -180,17 +195,12 @@ void record_activation_grad_fixed(const TaskGraph& graph, const Network& network
 void record_one_layer_forwards(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
                                std::int32_t skip_minibatches, Calibration& calibration) {
   if (graph.samples_per_microbatch != calibration.samples) return;  // the times would not compare
-  std::vector<std::vector<double>> forward_s(network.size());  // per layer
-  for (const auto& run : runs) {
-    for (const auto& time : run.layer_times) {
-      const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
-      if (t.minibatch < skip_minibatches || t.kind != TaskKind::F || time.kind != TaskKind::F || time.layer < 0 ||
-          t.first_layer != t.last_layer) {
-        continue;
-      }
-      forward_s[static_cast<std::size_t>(time.layer)].push_back(time.seconds);
-    }
-  }
+  const auto forward_s = layer_values(
+      graph, network, runs, skip_minibatches,
+      [](const Task& t, const LayerTime& time) {
+        return t.kind == TaskKind::F && time.kind == TaskKind::F && t.first_layer == t.last_layer;
+      },
+      [](const LayerTime& time) { return time.seconds; });
   const std::vector<LayerReuseSeconds> reuse = mean_reuse_seconds(graph, network, calibration, skip_minibatches);
   for (std::size_t l = 0; l < network.size(); ++l) {
     if (forward_s[l].empty()) continue;
@@ -209,23 +219,15 @@ void record_one_layer_forwards(const TaskGraph& graph, const Network& network, c
 void record_part_to_linear(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
                            std::int32_t skip_minibatches, Calibration& calibration) {
   const std::vector<bool> repeats = repeats_to_linear(graph);
-  std::vector<std::vector<double>> first_s(network.size());  // per layer
-  for (const auto& run : runs) {
-    for (const auto& time : run.layer_times) {
-      const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
-      if (t.minibatch < skip_minibatches || t.kind != TaskKind::BA || time.kind != TaskKind::BA || time.layer < 0 ||
-          t.first_layer != t.last_layer || repeats[static_cast<std::size_t>(time.task)]) {
-        continue;
-      }
-      first_s[static_cast<std::size_t>(time.layer)].push_back(time.to_linear_s);
-    }
-  }
-  const double to_table = static_cast<double>(calibration.samples) / static_cast<double>(graph.samples_per_microbatch);
-  for (std::size_t l = 0; l < network.size(); ++l) {
-    if (!first_s[l].empty()) {
-      calibration.layers[network.layers[l].name].activation_grad_to_linear_one_layer_s = median_of_means(first_s[l]) * to_table;
-    }
-  }
+  const auto first_s = layer_values(
+      graph, network, runs, skip_minibatches,
+      [&](const Task& t, const LayerTime& time) {
+        return t.kind == TaskKind::BA && time.kind == TaskKind::BA && t.first_layer == t.last_layer &&
+               !repeats[static_cast<std::size_t>(t.id)];
+      },
+      [](const LayerTime& time) { return time.to_linear_s; });
+  keep_medians(network, first_s, to_table_samples(graph, calibration), &LayerTimes::activation_grad_to_linear_one_layer_s,
+               calibration);
 }
 
 // The short runs a profile makes beside its timed one: two minibatches timed, after two to warm
