@@ -168,14 +168,15 @@ std::int64_t to_linear_cycles(const HardwareProfile& hw, const Layer& layer, std
 }
 
 std::int64_t part_to_linear_cycles(const HardwareProfile& hw, const Layer& layer, std::int64_t samples) {
-  if (hw.cost_model == CostModelKind::unit || !hw.calibration) return to_linear_cycles(hw, layer, samples);
+  const std::int64_t whole_ba = layer_work_cycles(hw, layer, TaskKind::BA, samples);
+  if (hw.cost_model == CostModelKind::unit || !hw.calibration) return std::min(whole_ba, to_linear_cycles(hw, layer, samples));
   const Calibration& c = *hw.calibration;
   const auto it = c.layers.find(layer.name);
   // Without a fused B the table's BA cannot tell its way back from its dx: the parts split it all.
   if (it == c.layers.end() || it->second.activation_grad_to_linear_one_layer_s < 0 || it->second.to_linear_s() < 0) {
-    return to_linear_cycles(hw, layer, samples);
+    return std::min(whole_ba, to_linear_cycles(hw, layer, samples));
   }
-  return ceil_cycles(c.scaled_s(it->second.activation_grad_to_linear_one_layer_s, samples) * hw.clock_hz());
+  return std::min(whole_ba, ceil_cycles(c.scaled_s(it->second.activation_grad_to_linear_one_layer_s, samples) * hw.clock_hz()));
 }
 
 std::int64_t to_linear_again_cycles(const HardwareProfile& hw, const Layer& layer, TaskKind kind, std::int64_t samples) {

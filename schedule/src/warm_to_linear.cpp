@@ -44,10 +44,8 @@ void charge_warm_to_linear(TaskGraph& graph, const HardwareProfile& hardware, co
     if (again < 0) continue;
     // What its price holds for the first time: a BA part's (LayerPipe's generator), or the
     // table's BW's.
-    const std::int64_t first_time = t.kind == TaskKind::BA
-                                        ? std::min(layer_work_cycles(hardware, layer, TaskKind::BA, graph.samples_per_microbatch),
-                                                   part_to_linear_cycles(hardware, layer, graph.samples_per_microbatch))
-                                        : to_linear_cycles(hardware, layer, graph.samples_per_microbatch);
+    const std::int64_t first_time = t.kind == TaskKind::BA ? part_to_linear_cycles(hardware, layer, graph.samples_per_microbatch)
+                                                           : to_linear_cycles(hardware, layer, graph.samples_per_microbatch);
     if (first_time <= 0) continue;  // a table without a fused B cannot tell the way back's first time
     t.cost_cycles = std::max<std::int64_t>(0, t.cost_cycles - first_time + again);
     t.memory_cycles = std::min(t.memory_cycles, t.cost_cycles);

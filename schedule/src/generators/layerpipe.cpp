@@ -108,7 +108,7 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
       // by samples, but for what a part costs whatever its samples, where the calibration
       // measured it.
       const std::int64_t way_back = std::min(work, to_linear_cycles(hw, net.layers[l], samples));
-      const std::int64_t whole = std::min(work, part_to_linear_cycles(hw, net.layers[l], samples));
+      const std::int64_t whole = part_to_linear_cycles(hw, net.layers[l], samples);
       const std::int64_t split = work - way_back;
       const std::int64_t fixed = parts > 1 ? std::min(split, activation_grad_fixed_cycles(hw, net.layers[l])) : -1;
       for (int i = 0; i < parts; ++i) {

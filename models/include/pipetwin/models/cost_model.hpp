@@ -49,7 +49,8 @@ std::int64_t layer_work_cycles(const HardwareProfile& hw, const Layer& layer, Ta
 std::int64_t to_linear_cycles(const HardwareProfile& hw, const Layer& layer, std::int64_t samples);
 // The same way back the first time by a one-layer BA part (LayerPipe's): the calibration's
 // LayerTimes::activation_grad_to_linear_one_layer_s scaled to `samples` where it has one and a
-// fused B, else to_linear_cycles.
+// fused B, else to_linear_cycles; at most the layer's whole BA (layer_work_cycles), which a part's
+// price holds it in.
 std::int64_t part_to_linear_cycles(const HardwareProfile& hw, const Layer& layer, std::int64_t samples);
 // The same way back taken again by a BA part or BW (`kind`) right after another of its layer, its
 // data in cache (warm_to_linear.hpp): the calibration's LayerTimes::to_linear_again_s(kind) scaled
