@@ -81,7 +81,7 @@ void col2im_sample(const ConvGeometry& g, const Matrix& cols, float* image) {
 Eigen::Map<Matrix> as_positions(Matrix& m, std::int64_t s, std::int64_t positions, std::int64_t channels) {
   return Eigen::Map<Matrix>(m.col(s).data(), positions, channels);
 }
-Eigen::Map<const Matrix> as_positions(const Matrix& m, std::int64_t s, std::int64_t positions, std::int64_t channels) {
+Eigen::Map<const Matrix> as_positions(const ConstColumns& m, std::int64_t s, std::int64_t positions, std::int64_t channels) {
   return Eigen::Map<const Matrix>(m.col(s).data(), positions, channels);
 }
 
@@ -103,7 +103,7 @@ Matrix conv2d_forward(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w,
   return out;
 }
 
-Matrix conv2d_backward_input(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const Matrix& dz) {
+Matrix conv2d_backward_input(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const ConstColumns& dz) {
   const std::int64_t positions = g.out_height() * g.out_width(), n = dz.cols();
   Matrix dx = Matrix::Zero(g.in_channels * g.height * g.width, n);
   Matrix dcols;  // [Ho*Wo x C*k*k], one sample's

@@ -9,7 +9,7 @@ Matrix dense_forward(const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const V
   return y;
 }
 
-Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const Matrix& dy) {
+Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const ConstColumns& dy) {
   return w.transpose() * dy;  // [in x n]
 }
 

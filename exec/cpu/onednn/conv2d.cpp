@@ -76,8 +76,9 @@ Matrix conv2d_forward(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, 
   return out;
 }
 
-Matrix conv2d_backward_input(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const Matrix& dz) {
+Matrix conv2d_backward_input(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const ConstColumns& dz) {
   Call call("conv2d input gradient");
+  if (dz.outerStride() != dz.rows()) throw Error("internal: conv2d input gradient of columns that are not contiguous");
   const ConvShapes s(g, dz.cols());
   Matrix dx(g.in_channels * g.height * g.width, dz.cols());  // [C*H*W x n]
   try {

@@ -29,10 +29,10 @@ Matrix dense_forward(const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const V
   return y;
 }
 
-Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const Matrix& dy) {
+Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const ConstColumns& dy) {
   const Call call("dense input gradient");
   Matrix dx(w.cols(), dy.cols());  // [in x n] = W^T dy
-  if (dx.size() > 0) gemm(call, true, false, w.cols(), dy.cols(), w.rows(), w.data(), w.outerStride(), dy.data(), dy.rows(), 0.0f, dx.data(), dx.rows());
+  if (dx.size() > 0) gemm(call, true, false, w.cols(), dy.cols(), w.rows(), w.data(), w.outerStride(), dy.data(), dy.outerStride(), 0.0f, dx.data(), dx.rows());
   return dx;
 }
 

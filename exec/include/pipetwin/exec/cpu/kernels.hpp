@@ -20,6 +20,10 @@ using exec::ShortcutGeometry;
 using Matrix = Eigen::MatrixXf;  // column-major
 using Vector = Eigen::VectorXf;
 
+// Columns [begin, begin + count) of a [features x n] matrix, read in place: a matrix, or its
+// contiguous columns (outer stride = rows; the kernels that hand it to oneDNN check that).
+using ConstColumns = Eigen::Ref<const Matrix>;
+
 inline std::int64_t bytes_of(const Matrix& m) { return static_cast<std::int64_t>(m.size()) * 4; }
 inline std::int64_t bytes_of(const Vector& v) { return static_cast<std::int64_t>(v.size()) * 4; }
 
@@ -30,7 +34,7 @@ enum class WeightGradient { write, add };
 // ---- dense: y = W x + b --------------------------------------------------------------------
 // W [out x in], b [out] (may be empty), x [in x n], y [out x n].
 Matrix dense_forward(const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const Vector>& b, const Matrix& x);
-Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const Matrix& dy);     // dx [in x n]
+Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const ConstColumns& dy);  // dx [in x n]
 // dW [out x in] and db [out] (when `db` is not null).
 void dense_backward_weight(const Matrix& x, const Matrix& dy, Eigen::Ref<Matrix> dw, Vector* db,
                            WeightGradient mode = WeightGradient::write);
@@ -40,7 +44,7 @@ void dense_backward_weight(const Matrix& x, const Matrix& dy, Eigen::Ref<Matrix>
 // x [C*H*W x n] -> z [out_channels*Ho*Wo x n].
 Matrix conv2d_forward(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w,
                       const Eigen::Ref<const Vector>& b, const Matrix& x);
-Matrix conv2d_backward_input(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const Matrix& dz);
+Matrix conv2d_backward_input(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const ConstColumns& dz);
 void conv2d_backward_weight(const ConvGeometry& g, const Matrix& x, const Matrix& dz,
                             Eigen::Ref<Matrix> dw, Vector* db, WeightGradient mode = WeightGradient::write);
 

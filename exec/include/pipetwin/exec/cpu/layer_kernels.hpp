@@ -49,7 +49,10 @@ struct CpuLayerKernels {
   static std::int64_t rows(const Matrix& t) { return t.rows(); }
   static std::int64_t cols(const Matrix& t) { return t.cols(); }
   static bool empty(const Matrix& t) { return t.size() == 0; }
-  static Matrix columns(const Matrix& t, std::int64_t begin, std::int64_t count) { return t.middleCols(begin, count); }
+  // Columns of a [features x n] tensor, read in place (they are contiguous: column-major).
+  static Eigen::Map<const Matrix> columns(const Matrix& t, std::int64_t begin, std::int64_t count) {
+    return Eigen::Map<const Matrix>(t.data() + begin * t.rows(), t.rows(), count);
+  }
 
   // A part of the flat parameters (empty when `at` is -1).
   static Eigen::Map<const Vector> part(const Vector& p, std::int64_t at, std::int64_t n) {
@@ -92,7 +95,7 @@ struct CpuLayerKernels {
     if (b.size() > 0) y.colwise() += b;
     return y;
   }
-  Matrix dense_split_backward_input(const Vector& p, std::int64_t rows, std::int64_t cols, const Matrix& dz,
+  Matrix dense_split_backward_input(const Vector& p, std::int64_t rows, std::int64_t cols, const ConstColumns& dz,
                                     std::int64_t ranks, TensorSplit split) {
     const auto w = weights(p, rows, cols);
     if (split == TensorSplit::rows) {  // each rank's input shard: its columns of W
@@ -169,15 +172,15 @@ struct CpuLayerKernels {
     }
     return dz;
   }
-  Matrix dense_backward_input(const Vector& p, std::int64_t rows, std::int64_t cols, const Matrix& dz) {
+  Matrix dense_backward_input(const Vector& p, std::int64_t rows, std::int64_t cols, const ConstColumns& dz) {
     return use_onednn ? onednn::dense_backward_input(weights(p, rows, cols), dz)
                       : cpu::dense_backward_input(weights(p, rows, cols), dz);
   }
-  Matrix conv2d_backward_input(const ConvGeometry& g, const Vector& p, const Matrix& dz) {
+  Matrix conv2d_backward_input(const ConvGeometry& g, const Vector& p, const ConstColumns& dz) {
     const auto w = weights(p, g.out_channels, g.patch());
     return use_onednn ? onednn::conv2d_backward_input(g, w, dz) : cpu::conv2d_backward_input(g, w, dz);
   }
-  void add(Matrix& x, const Matrix& y) { x += y; }
+  void add(Matrix& x, const ConstColumns& y) { x += y; }
   // Room for a layer's parameter gradient: zeros to add into, or uninitialised to write.
   Vector param_buffer(std::int64_t count) { return grad_mode == WeightGradient::add ? Vector::Zero(count) : Vector(count); }
   void dense_backward_weight(const Matrix& x, const Matrix& dz, std::int64_t rows, std::int64_t cols,

@@ -18,7 +18,7 @@ std::string description();
 
 // dense: y = W x + b; W [out x in], b [out] (may be empty), x [in x n] -> y [out x n].
 Matrix dense_forward(const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const Vector>& b, const Matrix& x);
-Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const Matrix& dy);  // dx [in x n]
+Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const ConstColumns& dy);  // dx [in x n]
 void dense_backward_weight(const Matrix& x, const Matrix& dy, Eigen::Ref<Matrix> dw, Vector* db,
                            WeightGradient mode = WeightGradient::write);
 
@@ -26,7 +26,7 @@ void dense_backward_weight(const Matrix& x, const Matrix& dy, Eigen::Ref<Matrix>
 // (may be empty), x [C*H*W x n] (NCHW) -> z [out_channels*Ho*Wo x n] (NCHW).
 Matrix conv2d_forward(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const Vector>& b,
                       const Matrix& x);
-Matrix conv2d_backward_input(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const Matrix& dz);
+Matrix conv2d_backward_input(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const ConstColumns& dz);
 // Writes dW (oneDNN's primitive has no accumulating form).
 void conv2d_backward_weight(const ConvGeometry& g, const Matrix& x, const Matrix& dz, Eigen::Ref<Matrix> dw,
                             Vector* db);

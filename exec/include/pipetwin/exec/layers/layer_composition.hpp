@@ -134,7 +134,7 @@ class LayerComposition {
   }
   Gradient input_gradient(K& k, const Params& p, const Linear& linear, const Gradient* out, std::int64_t begin,
                           std::int64_t end) const {
-    const Tensor slice = K::columns(linear.dz, begin, end - begin);
+    const auto slice = K::columns(linear.dz, begin, end - begin);  // read in place
     Gradient in;
     in.first_sample = begin;
     in.main = s_.is_conv() ? k.conv2d_backward_input(s_.conv_geometry(), p, slice)
@@ -183,15 +183,23 @@ class LayerComposition {
                           Params* grad) const {
     if (s_.is_loss()) return stash.loss_gradient;
     if (out == nullptr) throw Error("internal: layer '" + s_.layer().name + "' backward without its output gradient");
-    Tensor dy = out->main;  // at the layer's output
-    if (s_.is_pooled()) dy = k.pool_backward(s_.pool_geometry(), dy, stash.argmax);
-    if (s_.has_relu()) dy = k.relu_backward(stash.activation, dy);
-    if (s_.adds_residual() && shortcut_grad != nullptr) *shortcut_grad = k.shortcut_backward(s_.shortcut_geometry(), dy);
+    // dy: the gradient as far back as it has come, first the one received (read, not copied),
+    // then each step's result, held in `made`.
+    const Tensor* dy = &out->main;
+    Tensor made;
+    const auto went_back = [&](Tensor next) {
+      made = std::move(next);
+      dy = &made;
+    };
+    if (s_.is_pooled()) went_back(k.pool_backward(s_.pool_geometry(), *dy, stash.argmax));
+    if (s_.has_relu()) went_back(k.relu_backward(stash.activation, *dy));
+    if (s_.adds_residual() && shortcut_grad != nullptr) *shortcut_grad = k.shortcut_backward(s_.shortcut_geometry(), *dy);
     if (s_.has_batch_norm()) {
       const ParamLayout& at = s_.parameter_layout();
-      dy = k.batch_norm_backward(s_.channels(), s_.positions(), p, at.gamma, stash.batch_norm, dy, grad, at.gamma, at.beta);
+      went_back(k.batch_norm_backward(s_.channels(), s_.positions(), p, at.gamma, stash.batch_norm, *dy, grad, at.gamma,
+                                      at.beta));
     }
-    return dy;
+    return dy == &made ? std::move(made) : *dy;  // a copy only when no step applies
   }
 
   LayerSpec s_;
