@@ -1032,6 +1032,58 @@ TEST_CASE("validation's median task error is the typical task's, which a few sta
   CHECK(report.rows.at(1).task_time_error == doctest::Approx(expected_sum_error));
 }
 
+TEST_CASE("validation groups the task time error by the wait before each task, as the run had it") {
+  const Dataset data = data_for(kMlp);
+  const GraphConfig config = config_for(kMlp, "gpipe", 1, 4, 3);
+  const Network network = make_request(config).network;
+  ValidationOptions options = gpipe_at_one_and_two(1);
+  options.calibrate = [&](int) { return scaled_calibration(network, config, 1.0); };  // tasks of 1-4 ms
+  // Processor tasks start where the prediction has them and run their cost, three times it where
+  // their id is odd. Found here, from the run as laid out, per wait group at P = 2: the counted
+  // tasks' (after the first step) measured time over their cost, minus 1.
+  std::map<std::string, double> expected;
+  const Runner runner = [&](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
+    TrainingRun run;
+    run.result = evaluate(g);
+    for (const auto& t : g.tasks) {
+      if (t.placement != Placement::processor) continue;
+      TaskTiming& time = run.result.tasks[static_cast<std::size_t>(t.id)];
+      time.end_cycles = time.start_cycles + (t.id % 2 == 1 ? 3 : 1) * t.cost_cycles;
+    }
+    if (g.processor_count() != 2) return run;
+    std::map<std::string, double> measured, costs;
+    for (std::int32_t p = 0; p < 2; ++p) {
+      std::vector<const Task*> on;  // p's tasks by their start
+      for (const auto& t : g.tasks) {
+        if (t.placement == Placement::processor && t.resource == p) on.push_back(&t);
+      }
+      std::sort(on.begin(), on.end(), [&](const Task* a, const Task* b) {
+        return run.result.tasks[static_cast<std::size_t>(a->id)].start_cycles < run.result.tasks[static_cast<std::size_t>(b->id)].start_cycles;
+      });
+      for (std::size_t i = 1; i < on.size(); ++i) {
+        if (on[i]->minibatch < 1) continue;
+        const TaskTiming& time = run.result.tasks[static_cast<std::size_t>(on[i]->id)];
+        const double wait_ms = 1e3 * static_cast<double>(time.start_cycles - run.result.tasks[static_cast<std::size_t>(on[i - 1]->id)].end_cycles) / g.clock_hz;
+        const std::string group = wait_ms < 0.5 ? "wait < 0.5 ms" : wait_ms < 5 ? "wait 0.5-5 ms" : wait_ms < 20 ? "wait 5-20 ms" : "wait >= 20 ms";
+        measured[group] += static_cast<double>(time.end_cycles - time.start_cycles);
+        costs[group] += static_cast<double>(on[i]->cost_cycles);
+      }
+    }
+    expected.clear();
+    for (const auto& [group, cycles] : measured) expected[group] = cycles / costs[group] - 1;
+    return run;
+  };
+  const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, runner);
+  const auto& by_wait = report.rows.at(1).task_time_error_by_wait;
+  REQUIRE(expected.size() >= 2);  // the run has tasks right after others and after waits
+  CHECK(by_wait.size() == expected.size());
+  for (const auto& each : expected) {
+    CAPTURE(each.first);
+    REQUIRE(by_wait.count(each.first) == 1);
+    CHECK(by_wait.at(each.first) == doctest::Approx(each.second));
+  }
+}
+
 TEST_CASE("validation takes a table timed in a P-processor pipeline by the row's overlap over that pipeline's") {
   const Dataset data = data_for(kMlp);
   const GraphConfig config = config_for(kMlp, "gpipe", 1, 4, 2);

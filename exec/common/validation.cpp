@@ -14,6 +14,7 @@
 #include "pipetwin/schedule/same_program.hpp"
 #include "pipetwin/schedule/validator.hpp"
 #include "pipetwin/schedule/weight_reuse.hpp"
+#include "wait_bins.hpp"
 
 namespace pipetwin {
 namespace {
@@ -48,6 +49,7 @@ struct Configuration {
   std::vector<double> task_time_errors;  // per run: measured processor time / calibrated - 1
   std::vector<double> median_task_time_errors;  // per run: the median task's measured / calibrated - 1
   std::map<std::string, std::vector<double>> part_time_errors;  // the same per processor and kind ("p0 F")
+  std::map<std::string, std::vector<double>> wait_time_errors;  // and per wait before the task ("wait 5-20 ms")
   std::vector<std::int64_t> measured_peaks, measured_step_peaks;  // per run
   std::vector<std::int64_t> pool_peaks;      // per run, where the runner has a memory pool
   double co_run_weight = 0;  // the latest calibration's (ValidationRow::co_run_weight)
@@ -65,6 +67,7 @@ struct Configuration {
     task_time_errors.clear();
     median_task_time_errors.clear();
     part_time_errors.clear();
+    wait_time_errors.clear();
     measured_peaks.clear();
     measured_step_peaks.clear();
     pool_peaks.clear();
@@ -339,6 +342,7 @@ nlohmann::ordered_json validation_rows_json(const ValidationReport& report) {
                     {"task_time_error", row.task_time_error},
                     {"median_task_time_error", row.median_task_time_error},
                     {"task_time_error_by_part", row.task_time_error_by_part},
+                    {"task_time_error_by_wait", row.task_time_error_by_wait},
                     {"co_run_weight", row.co_run_weight},
                     {"footprint_factor", row.footprint_factor},
                     {"weight_reuse_s", row.weight_reuse_s},
@@ -674,6 +678,13 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
           const auto it = calibrated_parts.find(part);
           if (it != calibrated_parts.end() && it->second > 0) c.part_time_errors[part].push_back(cycles / it->second - 1);
         }
+        // The same tasks grouped by the wait before each in this run, both sides grouped alike.
+        const auto counted = [&](const Task& t) { return after_first_step(c.graph, t); };
+        const auto calibrated_waits = exec::processor_cycles_by_wait(c.graph, measured.result, counted);
+        for (const auto& [wait, cycles] : exec::processor_cycles_by_wait(replay, measured.result, counted)) {
+          const auto it = calibrated_waits.find(wait);
+          if (it != calibrated_waits.end() && it->second > 0) c.wait_time_errors[wait].push_back(cycles / it->second - 1);
+        }
       }
     }
   }
@@ -728,6 +739,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     row.task_time_error = m.task_time_errors.empty() ? nan : median_of(m.task_time_errors);
     row.median_task_time_error = m.median_task_time_errors.empty() ? nan : median_of(m.median_task_time_errors);
     for (const auto& [part, errors] : m.part_time_errors) row.task_time_error_by_part[part] = median_of(errors);
+    for (const auto& [wait, errors] : m.wait_time_errors) row.task_time_error_by_wait[wait] = median_of(errors);
     row.co_run_weight = m.co_run_weight;
     row.footprint_factor = m.footprint_factor;
     row.weight_reuse_s = m.weight_reuse_s;

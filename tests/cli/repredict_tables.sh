@@ -27,7 +27,9 @@ PY
 
 # The footprint scaling, made certain to apply: a table with a footprint slowdown of 10% between
 # the sequential run's footprint and twice it, used throughout (validate --calibration); every
-# row's prediction and factor come back from repredict --alone.
+# row's prediction and factor come back from repredict --alone. LayerPipe's tasks are one layer
+# each, so its rows price forwards and first BA parts with the one-layer figures of the
+# one-processor table, which the scaling scales too.
 "$pipetwin" profile -m mlp "${params[@]}" --microbatches 2 --repeats 2 --data synthetic -q -o "$folder/table.json" > /dev/null
 "$python" - "$folder/table.json" <<'PY'
 import json, sys
@@ -35,9 +37,10 @@ table = json.load(open(sys.argv[1]))
 small = table["timed_footprint_bytes"]
 assert small > 0, table
 table.update(footprint_slowdown=0.1, footprint_small_bytes=small, footprint_large_bytes=2 * small)
+assert any(layer.get("F_one_layer_s", -1) > 0 for layer in table["layers"]), table  # a one-processor table's
 json.dump(table, open(sys.argv[1], "w"))
 PY
-"$pipetwin" validate -m mlp "${params[@]}" --schedules sequential,gpipe,zb-h1 -p 1,2 --microbatches 2 --steps 4 \
+"$pipetwin" validate -m mlp "${params[@]}" --schedules sequential,gpipe,zb-h1,layerpipe -p 1,2 --microbatches 2 --steps 4 \
   --runs 1 --data synthetic --json -q --calibration "$folder/table.json" > "$folder/footprint.json"
 "$python" "$repredict" --pipetwin "$pipetwin" --validation "$folder/footprint.json" --alone "$folder/table.json" \
   "${params[@]}" --json > "$folder/footprint-again.json"
@@ -45,7 +48,7 @@ PY
 import json, sys
 file_rows = json.load(open(sys.argv[1]))["rows"]
 rows = json.load(open(sys.argv[2]))["rows"]
-assert len(rows) == len(file_rows) == 6, rows
+assert len(rows) == len(file_rows) == 8, rows
 scaled = 0
 for mine, theirs in zip(rows, file_rows):
     name = f"{mine['schedule']} P={mine['processors']}"

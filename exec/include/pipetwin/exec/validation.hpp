@@ -78,6 +78,12 @@ struct ValidationRow {
   // trip (the wake-ups a table timed apart lie outside both; a table without them counts its whole
   // latency, handoffs included, which a measured duration does not hold).
   std::map<std::string, double> task_time_error_by_part;
+  // The processors' task time error after the first step by how long a task's processor waited
+  // before it in the run (its start less the end of the task it ran before there): "wait < 0.5
+  // ms", "wait 0.5-5 ms", "wait 5-20 ms", "wait >= 20 ms", the groups the runs had. The table
+  // prices a task the same after any wait; on a virtual machine a wait costs the core its caches
+  // (docs/executor.md, "Caches lost in a wait").
+  std::map<std::string, double> task_time_error_by_wait;
   // How busy the other processors are, on average, while one works (0: never, 1: always): the
   // weight of the table taken with P copies at once against the one taken alone in the row's
   // calibration (blend_calibrations; busy_concurrency). Where the P-processor table was timed in
