@@ -237,7 +237,8 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     the pipeline's, at most 1), its weight_reuse_s what the CPU cost model charged its tasks per
     step for how warm its order leaves their weights against the table's order (negative: warmer;
     docs/executor.md, Calibration 8), task_time_error_by_part its task time error per processor and task kind
-    ("p0 F", ...), median_task_time_error the typical task's (the median task's measured over
+    ("p0 F", ...), task_time_error_by_wait the same per group of tasks by the wait before each on its
+    processor ("wait < 0.5 ms", "wait 0.5-5 ms", "wait 5-20 ms", "wait >= 20 ms"), median_task_time_error the typical task's (the median task's measured over
     calibrated time; far under task_time_error: a tail of stalled tasks), its speedup_error and speedup_error_ci paired by round as step_error, and
     predicted_rounds_s and measured_rounds_s every round's figures), the summary a dict with
     mean_abs_step_error, max_abs_step_error, mean_abs_speedup_error, max_abs_speedup_error,
