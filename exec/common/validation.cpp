@@ -14,7 +14,7 @@
 #include "pipetwin/schedule/same_program.hpp"
 #include "pipetwin/schedule/validator.hpp"
 #include "pipetwin/schedule/weight_reuse.hpp"
-#include "wait_bins.hpp"
+#include "wait_groups.hpp"
 
 namespace pipetwin {
 namespace {
@@ -678,12 +678,17 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
           const auto it = calibrated_parts.find(part);
           if (it != calibrated_parts.end() && it->second > 0) c.part_time_errors[part].push_back(cycles / it->second - 1);
         }
-        // The same tasks grouped by the wait before each in this run, both sides grouped alike.
-        const auto counted = [&](const Task& t) { return after_first_step(c.graph, t); };
-        const auto calibrated_waits = exec::processor_cycles_by_wait(c.graph, measured.result, counted);
-        for (const auto& [wait, cycles] : exec::processor_cycles_by_wait(replay, measured.result, counted)) {
-          const auto it = calibrated_waits.find(wait);
-          if (it != calibrated_waits.end() && it->second > 0) c.wait_time_errors[wait].push_back(cycles / it->second - 1);
+        // The same tasks grouped by the wait before each in this run.
+        const std::vector<std::string> groups = exec::wait_groups(c.graph, measured.result);
+        std::map<std::string, std::pair<double, double>> by_wait;  // per group: calibrated, measured cycles
+        for (const auto& t : c.graph.tasks) {
+          const std::string& group = groups[static_cast<std::size_t>(t.id)];
+          if (group.empty() || !after_first_step(c.graph, t)) continue;
+          by_wait[group].first += static_cast<double>(t.cost_cycles);
+          by_wait[group].second += static_cast<double>(replay.tasks[static_cast<std::size_t>(t.id)].cost_cycles);
+        }
+        for (const auto& [group, cycles] : by_wait) {
+          if (cycles.first > 0) c.wait_time_errors[group].push_back(cycles.second / cycles.first - 1);
         }
       }
     }
