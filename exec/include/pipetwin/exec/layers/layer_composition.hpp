@@ -107,9 +107,13 @@ class LayerComposition {
       k.add_shortcut(s_.shortcut_geometry(), in.shortcut, z);
     }
     if (s_.has_relu()) k.relu(z);
-    stash.activation = z;
-    // Unpooled, z's buffer goes on: one copy kept, not two.
-    out.main = s_.is_pooled() ? k.pool(s_.pool_geometry(), z, &stash.argmax) : std::move(z);
+    if (s_.is_pooled()) {
+      out.main = k.pool(s_.pool_geometry(), z, &stash.argmax);
+      stash.activation = std::move(z);  // pooling has read it: its buffer is the stash's, no copy
+    } else {
+      stash.activation = z;
+      out.main = std::move(z);  // z's buffer goes on: one copy kept, not two
+    }
     return out;
   }
 
