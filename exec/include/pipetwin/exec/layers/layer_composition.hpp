@@ -9,7 +9,8 @@
 //   types    Tensor [features x n] (a value or a handle; results are always new tensors, so
 //            tensors a task received are never written), Params (a layer's flat parameters,
 //            W | bias | gamma | beta), Index (max-pooling winners), BatchNormStash, Labels
-//   shapes   rows(t), cols(t), empty(t), columns(t, begin, count)
+//   shapes   rows(t), cols(t), empty(t), columns(t, begin, count) (columns [begin, begin + count),
+//            a view the input-gradient kernels and add read in place, or a tensor)
 //   forward  dense(p, rows, cols, bias_at, x), conv2d(g, p, bias_at, x),
 //            batch_norm(channels, positions, p, gamma_at, beta_at, z, stash&) -> y,
 //            add_shortcut(g, x, z&) (z += S(x)), relu(z&), pool(g, z, argmax*),
