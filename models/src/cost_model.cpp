@@ -142,14 +142,21 @@ std::int64_t layer_cycles(const HardwareProfile& hw, const Layer& layer, TaskKin
   return ceil_cycles(roofline + launch + tensor_parallel_seconds(hw, layer, kind, samples) * p.clock_hz);
 }
 
+// The calibration's times of `layer`, where the cost model prices by a calibration that has the
+// layer; null otherwise.
+const LayerTimes* calibrated_times(const HardwareProfile& hw, const Layer& layer) {
+  if (hw.cost_model == CostModelKind::unit || !hw.calibration) return nullptr;
+  const auto it = hw.calibration->layers.find(layer.name);
+  return it == hw.calibration->layers.end() ? nullptr : &it->second;
+}
+
 // A forward that is the only layer of its task, by a calibration that timed such forwards apart
 // (LayerTimes::forward_one_layer_s, with the executor's cost between layers); -1 otherwise.
 std::int64_t lone_forward_cycles(const HardwareProfile& hw, const Layer& layer, std::int64_t samples) {
-  if (hw.cost_model == CostModelKind::unit || !hw.calibration) return -1;
+  const LayerTimes* times = calibrated_times(hw, layer);
+  if (times == nullptr || times->forward_one_layer_s < 0) return -1;
   const Calibration& c = *hw.calibration;
-  const auto it = c.layers.find(layer.name);
-  if (it == c.layers.end() || it->second.forward_one_layer_s < 0) return -1;
-  return ceil_cycles((c.scaled_s(it->second.forward_one_layer_s, samples) + c.layer_overhead_s) * hw.clock_hz());
+  return ceil_cycles((c.scaled_s(times->forward_one_layer_s, samples) + c.layer_overhead_s) * hw.clock_hz());
 }
 
 }  // namespace
@@ -160,47 +167,38 @@ std::int64_t layer_work_cycles(const HardwareProfile& hw, const Layer& layer, Ta
 }
 
 std::int64_t to_linear_cycles(const HardwareProfile& hw, const Layer& layer, std::int64_t samples) {
-  if (hw.cost_model == CostModelKind::unit || !hw.calibration) return 0;
-  const Calibration& c = *hw.calibration;
-  const auto it = c.layers.find(layer.name);
-  if (it == c.layers.end() || it->second.to_linear_s() < 0) return 0;
-  return ceil_cycles(c.scaled_s(it->second.to_linear_s(), samples) * hw.clock_hz());
+  const LayerTimes* times = calibrated_times(hw, layer);
+  if (times == nullptr || times->to_linear_s() < 0) return 0;
+  return ceil_cycles(hw.calibration->scaled_s(times->to_linear_s(), samples) * hw.clock_hz());
 }
 
 std::int64_t part_to_linear_cycles(const HardwareProfile& hw, const Layer& layer, std::int64_t samples) {
   const std::int64_t whole_ba = layer_work_cycles(hw, layer, TaskKind::BA, samples);
-  if (hw.cost_model == CostModelKind::unit || !hw.calibration) return std::min(whole_ba, to_linear_cycles(hw, layer, samples));
-  const Calibration& c = *hw.calibration;
-  const auto it = c.layers.find(layer.name);
+  const LayerTimes* times = calibrated_times(hw, layer);
   // Without a fused B the table's BA cannot tell its way back from its dx: the parts split it all.
-  if (it == c.layers.end() || it->second.activation_grad_to_linear_one_layer_s < 0 || it->second.to_linear_s() < 0) {
+  if (times == nullptr || times->activation_grad_to_linear_one_layer_s < 0 || times->to_linear_s() < 0) {
     return std::min(whole_ba, to_linear_cycles(hw, layer, samples));
   }
-  return std::min(whole_ba, ceil_cycles(c.scaled_s(it->second.activation_grad_to_linear_one_layer_s, samples) * hw.clock_hz()));
+  return std::min(whole_ba,
+                  ceil_cycles(hw.calibration->scaled_s(times->activation_grad_to_linear_one_layer_s, samples) * hw.clock_hz()));
 }
 
 std::int64_t to_linear_again_cycles(const HardwareProfile& hw, const Layer& layer, TaskKind kind, std::int64_t samples) {
-  if (hw.cost_model == CostModelKind::unit || !hw.calibration) return -1;
-  const Calibration& c = *hw.calibration;
-  const auto it = c.layers.find(layer.name);
-  if (it == c.layers.end() || it->second.to_linear_again_s(kind) < 0) return -1;
-  return ceil_cycles(c.scaled_s(it->second.to_linear_again_s(kind), samples) * hw.clock_hz());
+  const LayerTimes* times = calibrated_times(hw, layer);
+  if (times == nullptr || times->to_linear_again_s(kind) < 0) return -1;
+  return ceil_cycles(hw.calibration->scaled_s(times->to_linear_again_s(kind), samples) * hw.clock_hz());
 }
 
 std::int64_t activation_grad_fixed_cycles(const HardwareProfile& hw, const Layer& layer) {
-  if (hw.cost_model == CostModelKind::unit || !hw.calibration) return -1;
-  const Calibration& c = *hw.calibration;
-  const auto it = c.layers.find(layer.name);
-  if (it == c.layers.end() || it->second.activation_grad_fixed_s < 0) return -1;
-  return ceil_cycles(it->second.activation_grad_fixed_s * hw.clock_hz());
+  const LayerTimes* times = calibrated_times(hw, layer);
+  if (times == nullptr || times->activation_grad_fixed_s < 0) return -1;
+  return ceil_cycles(times->activation_grad_fixed_s * hw.clock_hz());
 }
 
 std::int64_t gradient_assembly_cycles(const HardwareProfile& hw, const Layer& layer, std::int64_t samples) {
-  if (hw.cost_model == CostModelKind::unit || !hw.calibration) return -1;
-  const Calibration& c = *hw.calibration;
-  const auto it = c.layers.find(layer.name);
-  if (it == c.layers.end() || it->second.assembly_s < 0) return -1;
-  return ceil_cycles(c.scaled_s(it->second.assembly_s, samples) * hw.clock_hz());
+  const LayerTimes* times = calibrated_times(hw, layer);
+  if (times == nullptr || times->assembly_s < 0) return -1;
+  return ceil_cycles(hw.calibration->scaled_s(times->assembly_s, samples) * hw.clock_hz());
 }
 
 std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, TaskKind kind,
