@@ -123,6 +123,13 @@ void run(const ProfileCommandOptions& options, mpi::MpiSession* session) {
     }
     std::cout << "; each task's weights are priced by that against the table's order (docs/executor.md, Calibration 8)\n";
   }
+  if (!calibration.wait_extra_s_per_byte.empty()) {
+    std::cout << "waits: the work after a wait costs more, per byte it touches:";
+    for (const auto& [wait_s, s_per_byte] : calibration.wait_extra_s_per_byte) {
+      std::cout << fmt::format(" {:g} ms {:.1f} ps/B", wait_s * 1e3, s_per_byte * 1e12);
+    }
+    std::cout << "; both engines charge each task for the wait before it (docs/executor.md, \"Waits that cost the caches\")\n";
+  }
   if (!calibration.copy_seconds.empty()) {
     std::cout << "copies:";
     for (const auto& [bytes, seconds] : calibration.copy_seconds) {

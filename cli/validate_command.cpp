@@ -283,6 +283,11 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
                  "order, per step, processors together: "
               << *range << " (weight_reuse_s in --json)\n";
   }
+  if (const auto range = row_range(&ValidationRow::wait_loss_s, 0, [](double s) { return fmt::format("{:+.1f} us", s * 1e6); })) {
+    std::cout << "waits: each row's tasks charged for what the waits before them cost the caches (the profile's wait "
+                 "curve), per step, processors together: "
+              << *range << " (wait_loss_s in --json)\n";
+  }
   std::cout << fmt::format("replay error (the engine fed each run's own task times, against that run: the schedule's "
                            "model without the calibration or the machine's speed): mean {:.1f}%, largest {:.1f}%\n",
                            100 * report.mean_abs_replay_error, 100 * report.max_abs_replay_error);

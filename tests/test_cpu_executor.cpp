@@ -1985,33 +1985,81 @@ TEST_CASE("a calibration keeps each layer's mean time, robust to a stall: the me
   }
   REQUIRE(forwards == 64);
   const Calibration c = calibration_from_runs(graph, request.network, {run}, 1);
-  CHECK(c.layers.at(request.network.layers[0].name).forward_s == doctest::Approx(10.75e-6));
+  CHECK(c.layers.at(request.network.layers[0].name).forward_s == doctest::Approx(10.75e-6).scale(0));
   // Fewer samples than blocks: each is a block, and the table keeps their (upper) median.
   run.layer_times.resize(5);  // 10, 10, 10, 13, 10 us
   CHECK(calibration_from_runs(graph, request.network, {run}, 1).layers.at(request.network.layers[0].name).forward_s ==
-        doctest::Approx(10e-6));
+        doctest::Approx(10e-6).scale(0));
+}
+
+TEST_CASE("a table timed with waits: each layer time less what the wait before its task cost it, by the curve") {
+  // mlp, sequential on one processor, its tasks laid out by hand one after the other, each
+  // forward after a wait of 0, 5 or 20 ms in turn. Layer 0's forward takes 10 us plus what the
+  // curve charges that wait for its bytes (its weights, its output and, the task's first layer,
+  // its input, for the microbatch's samples); the table, told the curve, keeps 10 us.
+  const GraphConfig config = config_for(kMlp, "sequential", 1, 4, 5);
+  const ScheduleRequest request = make_request(config);
+  const TaskGraph graph = make_graph(config);
+  const std::vector<std::pair<double, double>> curve = {{0.01, 1e-10}, {0.04, 2e-10}};
+  const Layer& first = request.network.layers[0];
+  const std::int64_t n = graph.samples_per_microbatch;
+  const double bytes = static_cast<double>(first.param_bytes + (first.output_bytes + first.input_bytes) * n);
+  const double waits_s[] = {0, 0.005, 0.02};
+  const double per_byte_s[] = {0, 0.5e-10, 1e-10 + (2e-10 - 1e-10) * (0.02 - 0.01) / (0.04 - 0.01)};
+  TrainingRun run;
+  run.result.tasks.assign(graph.tasks.size(), {});
+  std::vector<const Task*> in_order;
+  for (const auto& t : graph.tasks) {
+    if (t.placement == Placement::processor) in_order.push_back(&t);
+  }
+  std::sort(in_order.begin(), in_order.end(), [](const Task* a, const Task* b) { return a->order < b->order; });
+  double now_s = 0;
+  int forwards = 0;
+  double plain_sum_s = 0;
+  for (const Task* t : in_order) {
+    const int which = t->kind == TaskKind::F ? forwards % 3 : 0;
+    now_s += waits_s[which];
+    const double seconds = 10e-6 + per_byte_s[which] * bytes;
+    if (t->kind == TaskKind::F && t->minibatch >= 1) {
+      run.layer_times.push_back({t->id, 0, TaskKind::F, seconds});
+      plain_sum_s += seconds;
+    }
+    if (t->kind == TaskKind::F) ++forwards;
+    run.result.tasks[static_cast<std::size_t>(t->id)] = {std::llround(now_s * graph.clock_hz), std::llround((now_s + 100e-6) * graph.clock_hz)};
+    now_s += 100e-6;
+  }
+  REQUIRE(run.layer_times.size() == 16);
+  const Calibration told = calibration_from_runs(graph, request.network, {run}, 1, curve);
+  CHECK(told.layers.at(first.name).forward_s == doctest::Approx(10e-6).epsilon(1e-6).scale(0));
+  CHECK(told.wait_extra_s_per_byte == curve);
+  // Without the curve the table holds the waits' cost (and no curve).
+  const Calibration untold = calibration_from_runs(graph, request.network, {run}, 1);
+  CHECK(untold.layers.at(first.name).forward_s > 10e-6 + 0.5 * per_byte_s[1] * bytes);
+  CHECK(untold.wait_extra_s_per_byte.empty());
+  CHECK(plain_sum_s > 16 * 10e-6);
 }
 
 TEST_CASE("task overheads: the line through the medians of the smallest and the largest tasks") {
-  // 5 us per task and 3 us per layer, with an outlier in each group that the medians ignore.
+  // 5 us per task and 3 us per layer, with an outlier in each group that the medians ignore (five
+  // samples a group, so that the median is the one on the line).
   std::vector<TaskOverhead> overheads;
-  for (const double noise : {0.0, 0.1e-6, -0.1e-6, 50e-6}) {
+  for (const double noise : {0.0, 0.1e-6, -0.1e-6, 50e-6, -0.2e-6}) {
     overheads.push_back({1, 8e-6 + noise});
     overheads.push_back({4, 17e-6 + noise});
     overheads.push_back({8, 29e-6 + noise});
   }
   Calibration c;
   fit_task_overheads(overheads, c);
-  CHECK(c.task_overhead_s == doctest::Approx(5e-6));
-  CHECK(c.layer_overhead_s == doctest::Approx(3e-6));
+  CHECK(c.task_overhead_s == doctest::Approx(5e-6).scale(0));
+  CHECK(c.layer_overhead_s == doctest::Approx(3e-6).scale(0));
   // Smaller tasks costing more than larger ones: no negative cost per layer.
   fit_task_overheads({{1, 40e-6}, {8, 20e-6}}, c);
   CHECK(c.layer_overhead_s == 0);
-  CHECK(c.task_overhead_s == doctest::Approx(40e-6));
+  CHECK(c.task_overhead_s == doctest::Approx(40e-6).scale(0));
   // One size of task: all of it per task.
   fit_task_overheads({{5, 10e-6}, {5, 12e-6}, {5, 11e-6}}, c);
   CHECK(c.layer_overhead_s == 0);
-  CHECK(c.task_overhead_s == doctest::Approx(11e-6));
+  CHECK(c.task_overhead_s == doctest::Approx(11e-6).scale(0));
 }
 
 namespace {
@@ -2093,18 +2141,18 @@ TEST_CASE("a table's gap between tasks: from a task's end to the next's start on
   // 9000 cycles are the warm-up's.
   const TrainingRun links = made_up_run(graph, false, 900, 9000, 3000);
   const Calibration by_links = calibration_from_run(graph, network, links, 1);
-  CHECK(by_links.task_gap_s == doctest::Approx(0.3e-6));
+  CHECK(by_links.task_gap_s == doctest::Approx(0.3e-6).scale(0));
   CHECK(by_links.pipeline_copy_seconds.empty());
   // Where the run says how long each task's thread spent reading its layer times after its end
   // (0.1 us here), a run that does not record them would not have spent that.
   TrainingRun reading = links;
   reading.layer_reading_s.assign(graph.tasks.size(), 0.1e-6);
-  CHECK(calibration_from_run(graph, network, reading, 1).task_gap_s == doctest::Approx(0.2e-6));
+  CHECK(calibration_from_run(graph, network, reading, 1).task_gap_s == doctest::Approx(0.2e-6).scale(0));
   // Senders copying: a copy is one more step of its thread, with the gap before and after it, and
   // its duration is the table's copy made in a pipeline, per size.
   const TrainingRun senders = made_up_run(graph, true, 900, 9000, 3000);
   const Calibration by_senders = calibration_from_run(graph, network, senders, 1);
-  CHECK(by_senders.task_gap_s == doctest::Approx(0.3e-6));
+  CHECK(by_senders.task_gap_s == doctest::Approx(0.3e-6).scale(0));
   std::set<std::int64_t> sizes;
   const std::vector<std::int32_t> after = copied_after(graph);
   for (const auto& t : graph.tasks) {
@@ -2114,7 +2162,7 @@ TEST_CASE("a table's gap between tasks: from a task's end to the next's start on
   REQUIRE(by_senders.pipeline_copy_seconds.size() == sizes.size());
   for (const auto& [bytes, seconds] : by_senders.pipeline_copy_seconds) {
     CHECK(sizes.count(bytes) == 1);
-    CHECK(seconds == doctest::Approx(0.8e-6));  // 2400 cycles
+    CHECK(seconds == doctest::Approx(0.8e-6).scale(0));  // 2400 cycles
   }
   // Beyond copies timed in a row: what the table's copy of each size leaves, the median; never
   // below 0; nothing without pipeline copies.
@@ -2128,7 +2176,7 @@ TEST_CASE("a table's gap between tasks: from a task's end to the next's start on
   // plus that median.
   const auto [made_bytes, made_s] = c.pipeline_copy_seconds.front();
   CHECK(c.sender_copy_s(made_bytes) == made_s);
-  CHECK(c.sender_copy_s(made_bytes + 1) == doctest::Approx(static_cast<double>(made_bytes + 1) * 1e-9 + c.pipeline_copy_extra_s()));
+  CHECK(c.sender_copy_s(made_bytes + 1) == doctest::Approx(static_cast<double>(made_bytes + 1) * 1e-9 + c.pipeline_copy_extra_s()).scale(0));
   c.copy_seconds = {{1, 1.0}};
   CHECK(c.pipeline_copy_extra_s() == 0);
   c.pipeline_copy_seconds.clear();
@@ -2154,13 +2202,13 @@ TEST_CASE("task overheads per kind: each kind's median beyond the common cost pe
   for (int k = 0; k < 5; ++k) overheads.push_back({4, 0.5e-6, TaskKind::U});
   Calibration c;
   fit_task_overheads(overheads, c);
-  CHECK(c.layer_overhead_s == doctest::Approx(3e-6));
-  CHECK(c.task_overhead_s == doctest::Approx(6e-6));
+  CHECK(c.layer_overhead_s == doctest::Approx(3e-6).scale(0));
+  CHECK(c.task_overhead_s == doctest::Approx(6e-6).scale(0));
   REQUIRE(c.kind_overhead_s.size() == 4);
-  CHECK(c.kind_overhead_s.at(TaskKind::U) == doctest::Approx(0.5e-6));
-  CHECK(c.kind_overhead_s.at(TaskKind::F) == doctest::Approx(6e-6));
-  CHECK(c.kind_overhead_s.at(TaskKind::B) == doctest::Approx(2e-6));
-  CHECK(c.kind_overhead_s.at(TaskKind::BA) == doctest::Approx(1e-6));
+  CHECK(c.kind_overhead_s.at(TaskKind::U) == doctest::Approx(0.5e-6).scale(0));
+  CHECK(c.kind_overhead_s.at(TaskKind::F) == doctest::Approx(6e-6).scale(0));
+  CHECK(c.kind_overhead_s.at(TaskKind::B) == doctest::Approx(2e-6).scale(0));
+  CHECK(c.kind_overhead_s.at(TaskKind::BA) == doctest::Approx(1e-6).scale(0));
   // Never below zero.
   fit_task_overheads({{1, 10e-6, TaskKind::F}, {8, 31e-6, TaskKind::F}, {8, 1e-6, TaskKind::BW}}, c);
   CHECK(c.kind_overhead_s.at(TaskKind::BW) == 0);

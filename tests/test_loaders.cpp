@@ -58,10 +58,10 @@ TEST_CASE("hardware JSON: a measured all-reduce table is read with its source, b
   CHECK_FALSE(hw.all_reduce.covers(2));
   // At a point, between two (linear), below the first (from the caller's time at 0 bytes), above
   // the last (the last segment's slope: 2e-8 s per byte).
-  CHECK(hw.all_reduce.seconds(4, 1000, 1e-6) == doctest::Approx(2e-5));
-  CHECK(hw.all_reduce.seconds(4, 2000, 1e-6) == doctest::Approx(4e-5));
-  CHECK(hw.all_reduce.seconds(4, 500, 1e-6) == doctest::Approx(1e-6 + (2e-5 - 1e-6) / 2));
-  CHECK(hw.all_reduce.seconds(4, 5000, 1e-6) == doctest::Approx(1e-4));
+  CHECK(hw.all_reduce.seconds(4, 1000, 1e-6) == doctest::Approx(2e-5).scale(0));
+  CHECK(hw.all_reduce.seconds(4, 2000, 1e-6) == doctest::Approx(4e-5).scale(0));
+  CHECK(hw.all_reduce.seconds(4, 500, 1e-6) == doctest::Approx(1e-6 + (2e-5 - 1e-6) / 2).scale(0));
+  CHECK(hw.all_reduce.seconds(4, 5000, 1e-6) == doctest::Approx(1e-4).scale(0));
   CHECK_THROWS_WITH_AS(hw.all_reduce.seconds(2, 1000, 0), "no measured all-reduce among 2 GPUs", Error);
   CHECK_FALSE(hardware_from_json_text(hardware(""), "h.json", none).all_reduce.covers(2));
   // Another link or topology than the one it was measured on sets the table aside.
@@ -216,10 +216,10 @@ TEST_CASE("calibration tables: unknown keys, repeated layers and impossible time
       "c.json");
   REQUIRE(sized.copy_seconds.size() == 2);
   CHECK(sized.copy_seconds[1].first == 5000);
-  CHECK(sized.copy_s(3000) == doctest::Approx(1e-7 + 8e-7 * 2000 / 4000));
-  CHECK(sized.copy_s(500) == doctest::Approx(500 * 1e-7 / 1000));
-  CHECK(sized.copy_s(10000) == doctest::Approx(10000 * 9e-7 / 5000));
-  CHECK(calibration_from_json_text(calibration(R"(, "copy_bytes_per_s": 1e9)", layer), "c.json").copy_s(3000) == doctest::Approx(3e-6));
+  CHECK(sized.copy_s(3000) == doctest::Approx(1e-7 + 8e-7 * 2000 / 4000).scale(0));
+  CHECK(sized.copy_s(500) == doctest::Approx(500 * 1e-7 / 1000).scale(0));
+  CHECK(sized.copy_s(10000) == doctest::Approx(10000 * 9e-7 / 5000).scale(0));
+  CHECK(calibration_from_json_text(calibration(R"(, "copy_bytes_per_s": 1e9)", layer), "c.json").copy_s(3000) == doctest::Approx(3e-6).scale(0));
   CHECK(ok.copy_s(3000) == -1);  // nothing measured
   for (const auto& [points, message] : std::vector<std::pair<std::string, std::string>>{
            {"[[5000, 1e-7], [1000, 9e-7]]", "/copy_seconds/1/0: expected a positive size above the previous point's"},
@@ -315,30 +315,30 @@ TEST_CASE("calibration tables: a blend lies between the table taken alone and th
   alone.kind_overhead_s[TaskKind::F] = 4e-6;     // timed apart alone only
   together.kind_overhead_s[TaskKind::B] = 20e-6;  // and at once only
   const Calibration quarter = blend_calibrations(alone, together, 0.25);
-  CHECK(quarter.task_overhead_s == doctest::Approx(15e-6));
+  CHECK(quarter.task_overhead_s == doctest::Approx(15e-6).scale(0));
   // Per kind, each table's own for that kind (its task_overhead_s where it has none).
-  CHECK(quarter.task_overhead_s_of(TaskKind::F) == doctest::Approx(4e-6 + 0.25 * (30e-6 - 4e-6)));
-  CHECK(quarter.task_overhead_s_of(TaskKind::B) == doctest::Approx(10e-6 + 0.25 * (20e-6 - 10e-6)));
-  CHECK(quarter.task_overhead_s_of(TaskKind::BW) == doctest::Approx(15e-6));
+  CHECK(quarter.task_overhead_s_of(TaskKind::F) == doctest::Approx(4e-6 + 0.25 * (30e-6 - 4e-6)).scale(0));
+  CHECK(quarter.task_overhead_s_of(TaskKind::B) == doctest::Approx(10e-6 + 0.25 * (20e-6 - 10e-6)).scale(0));
+  CHECK(quarter.task_overhead_s_of(TaskKind::BW) == doctest::Approx(15e-6).scale(0));
   CHECK(quarter.stage_kind_overhead_s.empty());  // timed over a stage in neither
   together.stage_kind_overhead_s[TaskKind::BA] = 2e-6;  // at once only: alone, the kind's (its task_overhead_s)
   CHECK(blend_calibrations(alone, together, 0.25).stage_task_overhead_s_of(TaskKind::BA) ==
-        doctest::Approx(10e-6 + 0.25 * (2e-6 - 10e-6)));
+        doctest::Approx(10e-6 + 0.25 * (2e-6 - 10e-6)).scale(0));
   together.stage_kind_overhead_s.clear();
-  CHECK(quarter.layer_overhead_s == doctest::Approx(3e-6));
-  CHECK(quarter.input_load_s == doctest::Approx(10e-6));
+  CHECK(quarter.layer_overhead_s == doctest::Approx(3e-6).scale(0));
+  CHECK(quarter.input_load_s == doctest::Approx(10e-6).scale(0));
   CHECK(quarter.timed_footprint_bytes == 0);  // recorded in neither
   alone.timed_footprint_bytes = 1000;
   CHECK(blend_calibrations(alone, together, 0.25).timed_footprint_bytes == 0);  // in one only
   together.timed_footprint_bytes = 5000;
   CHECK(blend_calibrations(alone, together, 0.25).timed_footprint_bytes == 2000);
   const LayerTimes& fc = quarter.layers.at("fc");
-  CHECK(fc.forward_s == doctest::Approx(1.5e-3));
-  CHECK(fc.activation_grad_s == doctest::Approx(2.5e-3));
-  CHECK(fc.weight_grad_s == doctest::Approx(4e-3));
+  CHECK(fc.forward_s == doctest::Approx(1.5e-3).scale(0));
+  CHECK(fc.activation_grad_s == doctest::Approx(2.5e-3).scale(0));
+  CHECK(fc.weight_grad_s == doctest::Approx(4e-3).scale(0));
   CHECK(fc.backward_s == -1);  // BA + BW then, as in either table without it
-  CHECK(fc.fused_backward_s() == doctest::Approx(6.5e-3));
-  CHECK(fc.update_s == doctest::Approx(2e-4));
+  CHECK(fc.fused_backward_s() == doctest::Approx(6.5e-3).scale(0));
+  CHECK(fc.update_s == doctest::Approx(2e-4).scale(0));
   CHECK(fc.to_linear_again_s(TaskKind::BA) == -1);  // measured in neither
   CHECK(fc.to_linear_again_s(TaskKind::BW) == -1);
   alone.layers["fc"].activation_grad_to_linear_again_s = 1e-3;
@@ -346,30 +346,30 @@ TEST_CASE("calibration tables: a blend lies between the table taken alone and th
   CHECK(blend_calibrations(alone, together, 0.25).layers.at("fc").to_linear_again_s(TaskKind::BA) == -1);  // in one only
   together.layers["fc"].activation_grad_to_linear_again_s = 2e-3;
   const LayerTimes blended = blend_calibrations(alone, together, 0.25).layers.at("fc");
-  CHECK(blended.to_linear_again_s(TaskKind::BA) == doctest::Approx(1.25e-3));
+  CHECK(blended.to_linear_again_s(TaskKind::BA) == doctest::Approx(1.25e-3).scale(0));
   CHECK(blended.to_linear_again_s(TaskKind::BW) == -1);
   CHECK(blended.to_linear_again_s(TaskKind::F) == -1);  // no other kind goes back to a linear output
   CHECK(blended.activation_grad_fixed_s == -1);            // measured in neither
   alone.layers["fc"].activation_grad_fixed_s = 1e-4;
   CHECK(blend_calibrations(alone, together, 0.25).layers.at("fc").activation_grad_fixed_s == -1);  // in one only
   together.layers["fc"].activation_grad_fixed_s = 5e-4;
-  CHECK(blend_calibrations(alone, together, 0.25).layers.at("fc").activation_grad_fixed_s == doctest::Approx(2e-4));
+  CHECK(blend_calibrations(alone, together, 0.25).layers.at("fc").activation_grad_fixed_s == doctest::Approx(2e-4).scale(0));
   CHECK(blended.assembly_s == -1);  // measured in neither
   alone.layers["fc"].assembly_s = 1e-4;
   CHECK(blend_calibrations(alone, together, 0.25).layers.at("fc").assembly_s == -1);  // in one only
   together.layers["fc"].assembly_s = 3e-4;
-  CHECK(blend_calibrations(alone, together, 0.25).layers.at("fc").assembly_s == doctest::Approx(1.5e-4));
+  CHECK(blend_calibrations(alone, together, 0.25).layers.at("fc").assembly_s == doctest::Approx(1.5e-4).scale(0));
   CHECK(quarter.task_gap_s == -1);  // the gap between tasks: measured in neither
   alone.task_gap_s = 2e-7;
   CHECK(blend_calibrations(alone, together, 0.25).task_gap_s == 2e-7);  // in one only: its
   together.task_gap_s = 6e-7;
-  CHECK(blend_calibrations(alone, together, 0.25).task_gap_s == doctest::Approx(3e-7));
+  CHECK(blend_calibrations(alone, together, 0.25).task_gap_s == doctest::Approx(3e-7).scale(0));
   together.pipeline_copy_seconds = {{16384, 8e-7}};
   CHECK(blend_calibrations(alone, together, 0.25).pipeline_copy_seconds == together.pipeline_copy_seconds);
   CHECK(quarter.copy_latency_s == 50e-6);  // links and copies: the table taken at once
   CHECK(quarter.concurrent == 4);
-  CHECK(blend_calibrations(alone, together, 0).layers.at("fc").forward_s == doctest::Approx(1e-3));
-  CHECK(blend_calibrations(alone, together, 1).layers.at("fc").weight_grad_s == doctest::Approx(7e-3));
+  CHECK(blend_calibrations(alone, together, 0).layers.at("fc").forward_s == doctest::Approx(1e-3).scale(0));
+  CHECK(blend_calibrations(alone, together, 1).layers.at("fc").weight_grad_s == doctest::Approx(7e-3).scale(0));
   CHECK_THROWS_WITH_AS(blend_calibrations(alone, together, 1.5), doctest::Contains("[0, 1]"), Error);
   CHECK_THROWS_AS(blend_calibrations(alone, together, std::nan("")), Error);
   together.layers["conv"] = {1e-3, 1e-3, 1e-3, 1e-3, 1e-3};
@@ -393,25 +393,25 @@ TEST_CASE("calibration tables: a table's compute times scaled, its links and cop
   c.task_gap_s = 3e-7;
   const Calibration twice = with_compute_scaled(c, 2);
   CHECK(twice.task_gap_s == 3e-7);  // the executor's step between tasks, not compute
-  CHECK(twice.task_overhead_s == doctest::Approx(20e-6));
-  CHECK(twice.layer_overhead_s == doctest::Approx(4e-6));
-  CHECK(twice.input_load_s == doctest::Approx(16e-6));
-  CHECK(twice.task_overhead_s_of(TaskKind::BW) == doctest::Approx(8e-6));
+  CHECK(twice.task_overhead_s == doctest::Approx(20e-6).scale(0));
+  CHECK(twice.layer_overhead_s == doctest::Approx(4e-6).scale(0));
+  CHECK(twice.input_load_s == doctest::Approx(16e-6).scale(0));
+  CHECK(twice.task_overhead_s_of(TaskKind::BW) == doctest::Approx(8e-6).scale(0));
   Calibration with_stage = c;
   with_stage.stage_kind_overhead_s[TaskKind::BA] = 1e-6;
-  CHECK(with_compute_scaled(with_stage, 2).stage_task_overhead_s_of(TaskKind::BA) == doctest::Approx(2e-6));
+  CHECK(with_compute_scaled(with_stage, 2).stage_task_overhead_s_of(TaskKind::BA) == doctest::Approx(2e-6).scale(0));
   const LayerTimes& fc = twice.layers.at("fc");
-  CHECK(fc.forward_s == doctest::Approx(2e-3));
-  CHECK(fc.activation_grad_s == doctest::Approx(4e-3));
-  CHECK(fc.weight_grad_s == doctest::Approx(6e-3));
-  CHECK(fc.update_s == doctest::Approx(2e-4));
+  CHECK(fc.forward_s == doctest::Approx(2e-3).scale(0));
+  CHECK(fc.activation_grad_s == doctest::Approx(4e-3).scale(0));
+  CHECK(fc.weight_grad_s == doctest::Approx(6e-3).scale(0));
+  CHECK(fc.update_s == doctest::Approx(2e-4).scale(0));
   CHECK(fc.backward_s == -1);  // not measured stays so
   CHECK(fc.to_linear_again_s(TaskKind::BA) == -1);
-  CHECK(fc.to_linear_again_s(TaskKind::BW) == doctest::Approx(1e-3));
-  CHECK(fc.activation_grad_fixed_s == doctest::Approx(6e-4));
-  CHECK(fc.assembly_s == doctest::Approx(2e-5));
-  CHECK(fc.forward_one_layer_s == doctest::Approx(1.8e-3));
-  CHECK(fc.activation_grad_to_linear_one_layer_s == doctest::Approx(8e-4));
+  CHECK(fc.to_linear_again_s(TaskKind::BW) == doctest::Approx(1e-3).scale(0));
+  CHECK(fc.activation_grad_fixed_s == doctest::Approx(6e-4).scale(0));
+  CHECK(fc.assembly_s == doctest::Approx(2e-5).scale(0));
+  CHECK(fc.forward_one_layer_s == doctest::Approx(1.8e-3).scale(0));
+  CHECK(fc.activation_grad_to_linear_one_layer_s == doctest::Approx(8e-4).scale(0));
   CHECK(twice.copy_latency_s == 50e-6);
   CHECK(twice.copy_bytes_per_s == 1e9);
   CHECK_THROWS_AS(with_compute_scaled(c, 0), Error);
@@ -425,10 +425,10 @@ TEST_CASE("calibration tables: a B costs the measured fused backward, or BA + BW
   layer.name = "fc1";
   const Calibration without_b = calibration_from_json_text(calibration("", split), "c.json");  // samples: 4
   const Calibration with_b = calibration_from_json_text(calibration("", fused), "c.json");
-  CHECK(calibrated_seconds(without_b, layer, TaskKind::B, 4) == doctest::Approx(8e-6));
-  CHECK(calibrated_seconds(with_b, layer, TaskKind::B, 4) == doctest::Approx(6e-6));
-  CHECK(calibrated_seconds(with_b, layer, TaskKind::B, 8) == doctest::Approx(12e-6));  // linear in samples
-  CHECK(calibrated_seconds(with_b, layer, TaskKind::BA, 4) == doctest::Approx(3e-6));
+  CHECK(calibrated_seconds(without_b, layer, TaskKind::B, 4) == doctest::Approx(8e-6).scale(0));
+  CHECK(calibrated_seconds(with_b, layer, TaskKind::B, 4) == doctest::Approx(6e-6).scale(0));
+  CHECK(calibrated_seconds(with_b, layer, TaskKind::B, 8) == doctest::Approx(12e-6).scale(0));  // linear in samples
+  CHECK(calibrated_seconds(with_b, layer, TaskKind::BA, 4) == doctest::Approx(3e-6).scale(0));
   // Written and read back, the fused time stays; -1 (not measured) is allowed, other negatives are not.
   CHECK(calibration_from_json_text(calibration_to_json_text(with_b), "c.json").layers.at("fc1").backward_s == 6e-6);
   CHECK(calibration_from_json_text(calibration_to_json_text(without_b), "c.json").layers.at("fc1").backward_s == -1);

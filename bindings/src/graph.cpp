@@ -43,6 +43,7 @@ ColumnTable task_table(const TaskGraph& g) {
   d["bytes"] = column<std::int64_t>(g, [](const Task& t) { return t.bytes; });
   d["version_read"] = column<std::int32_t>(g, [](const Task& t) { return t.version_read; });
   d["version_written"] = column<std::int32_t>(g, [](const Task& t) { return t.version_written; });
+  d["wait_exposed_bytes"] = column<std::int64_t>(g, [](const Task& t) { return t.wait_exposed_bytes; });
   return d;
 }
 
@@ -60,6 +61,12 @@ void bind_graph(py::module_& m) {
       .def_property_readonly("clock_hz", [](const Graph& g) { return g.graph->clock_hz; })
       .def_property_readonly("parameters", [](const Graph& g) { return g.graph->parameters; })
       .def_property_readonly("schedule_metrics", [](const Graph& g) { return g.graph->schedule_metrics; })
+      .def_property_readonly("wait_loss", [](const Graph& g) {
+        py::typing::List<py::typing::Tuple<py::int_, py::float_>> out;
+        for (const auto& point : g.graph->wait_loss) out.append(py::make_tuple(point.wait_cycles, point.extra_cycles_per_byte));
+        return out;
+      }, "What a wait costs a processor's next task: (wait cycles, extra cycles per byte of the task's "
+         "wait_exposed_bytes), waits ascending, linear between the points from nothing at no wait (empty: none).")
       .def_property_readonly("stages", [](const Graph& g) {
         py::typing::List<py::typing::Dict<py::str, py::int_>> out;
         for (const auto& s : g.graph->stages) {

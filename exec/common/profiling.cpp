@@ -21,6 +21,7 @@
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/copies_on_cores.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
+#include "pipetwin/schedule/wait_loss.hpp"
 #include "pipetwin/schedule/warm_to_linear.hpp"
 #include "pipetwin/schedule/weight_reuse.hpp"
 
@@ -312,6 +313,28 @@ std::vector<std::vector<std::int32_t>> thread_sequences(const TaskGraph& graph, 
   return threads;
 }
 
+// What the wait of `wait_s` before task `t` cost its record `time` of a layer, by `calibration`'s
+// wait curve: the layer's share of the task's charge (layer_wait_exposed_bytes; a fused B's BA and
+// BW records share its layer's charge by their own bytes), as the engines charge the task.
+double own_wait_charge_s(const TaskGraph& graph, const Task& t, const LayerTime& time, const Network& network,
+                         double wait_s, const Calibration& calibration) {
+  if (calibration.wait_extra_s_per_byte.empty() || !(wait_s > 0) || time.layer < 0) return 0;
+  const SampleRange part = part_samples(t, graph.samples_per_microbatch);
+  const std::int64_t samples = part.end - part.begin;
+  const std::int64_t layer_bytes = layer_wait_exposed_bytes(t, network, time.layer, samples);
+  double share = 1;
+  if (time.kind != t.kind) {  // a fused B's BA or BW
+    Task as_ba = t, as_bw = t;
+    as_ba.kind = TaskKind::BA;
+    as_bw.kind = TaskKind::BW;
+    const auto ba = static_cast<double>(layer_wait_exposed_bytes(as_ba, network, time.layer, samples));
+    const auto bw = static_cast<double>(layer_wait_exposed_bytes(as_bw, network, time.layer, samples));
+    if (ba + bw <= 0 || (time.kind != TaskKind::BA && time.kind != TaskKind::BW)) return 0;
+    share = (time.kind == TaskKind::BA ? ba : bw) / (ba + bw);
+  }
+  return share * calibration.wait_extra_s(wait_s, layer_bytes);
+}
+
 // The copies the senders' threads made in `runs` of `graph` (after their first
 // `skip_minibatches`), per size: their measured durations in seconds, thread by thread in the
 // order they started. A link's own thread's copies are not among them.
@@ -535,17 +558,23 @@ std::int64_t max_peak(const std::vector<std::int64_t>& peaks) {
 }
 
 Calibration calibration_from_run(const TaskGraph& graph, const Network& network, const TrainingRun& run,
-                                 std::int32_t skip_minibatches) {
-  return calibration_from_runs(graph, network, {run}, skip_minibatches);
+                                 std::int32_t skip_minibatches, const std::vector<std::pair<double, double>>& wait_curve) {
+  return calibration_from_runs(graph, network, {run}, skip_minibatches, wait_curve);
 }
 
 Calibration calibration_from_runs(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
-                                  std::int32_t skip_minibatches) {
+                                  std::int32_t skip_minibatches, const std::vector<std::pair<double, double>>& wait_curve) {
   const std::size_t L = network.size();
+  Calibration c;
+  c.wait_extra_s_per_byte = wait_curve;
   std::vector<std::map<TaskKind, std::vector<double>>> seconds(L);
   std::vector<double> load_s;  // the forwards' loads at the input
   for (const auto& run : runs) {
     if (run.layer_times.empty()) throw Error("internal: calibration from a run without layer times");
+    // Per task: the wait before it on its processor (waits_before_cycles; kNoWait: none).
+    const std::vector<std::int64_t> waits =
+        wait_curve.empty() || run.result.tasks.size() != graph.tasks.size() ? std::vector<std::int64_t>()
+                                                                            : waits_before_cycles(graph, run.result.tasks);
     for (const auto& time : run.layer_times) {
       const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
       if (t.minibatch < skip_minibatches) continue;  // warm-up: cold caches, first allocations
@@ -554,11 +583,14 @@ Calibration calibration_from_runs(const TaskGraph& graph, const Network& network
       } else if (time.layer == kGradientAssemblyLayer) {
         continue;  // record_gradient_assemblies
       } else {
-        seconds[static_cast<std::size_t>(time.layer)][time.kind].push_back(time.seconds);
+        // Less what the wait before its task cost it, which a graph's engines charge apart.
+        const std::int64_t wait = waits.empty() ? kNoWait : waits[static_cast<std::size_t>(t.id)];
+        const double waited_s = wait == kNoWait ? 0.0 : static_cast<double>(wait) / graph.clock_hz;
+        seconds[static_cast<std::size_t>(time.layer)][time.kind].push_back(
+            std::max(0.0, time.seconds - own_wait_charge_s(graph, t, time, network, waited_s, c)));
       }
     }
   }
-  Calibration c;
   c.concurrent = static_cast<std::int32_t>(runs.size());
   c.network = network.name;
   c.samples = graph.samples_per_microbatch;
@@ -713,7 +745,8 @@ double typical_task_s(const Calibration& calibration) {
 Calibration profile_layers(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
                            const Runner& run, const std::function<void(const std::string&)>& progress,
                            int concurrent, const std::vector<int>& pin_cpus, bool time_footprint,
-                           const std::vector<std::pair<std::int64_t, double>>& reuse_curve) {
+                           const std::vector<std::pair<std::int64_t, double>>& reuse_curve,
+                           const std::vector<std::pair<double, double>>& wait_curve) {
   if (repeats < 1) throw Error("profile: repeats must be at least 1");
   if (concurrent < 1) throw Error("profile: concurrent copies must be at least 1");
   const ScheduleRequest request = make_request(config);
@@ -766,7 +799,7 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
   const TaskGraph graph = make_graph(sequential);
   const BatchSampler sampler(data, request.network.batch, sequential.microbatches, sequential.minibatches, seed);
   const std::vector<TrainingRun> measured = run_copies(graph, sampler);
-  Calibration calibration = calibration_from_runs(graph, request.network, measured, warm_up);
+  Calibration calibration = calibration_from_runs(graph, request.network, measured, warm_up, wait_curve);
   calibration.source = "profile of " + request.network.name;
   calibration.timed_footprint_bytes = footprint_bytes(measured);
   calibration.reuse_extra_s_per_byte = reuse_curve;
@@ -786,7 +819,8 @@ std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config,
                                                       std::uint64_t seed, const Runner& run,
                                                       const std::function<void(const std::string&)>& progress,
                                                       int processors, const TrainingOptions& options, double span_s,
-                                                      const std::vector<std::pair<std::int64_t, double>>& reuse_curve) {
+                                                      const std::vector<std::pair<std::int64_t, double>>& reuse_curve,
+                                                      const std::vector<std::pair<double, double>>& wait_curve) {
   if (repeats < 1) throw Error("profile: repeats must be at least 1");
   if (processors < 2) throw Error("profile: a pipeline needs at least 2 processors");
   if (!(span_s >= 0)) throw Error("profile: a pipeline's warm-up span must be at least 0 seconds");
@@ -833,7 +867,7 @@ std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config,
     sampler = std::make_unique<BatchSampler>(data, request.network.batch, pipeline.microbatches, pipeline.minibatches, seed);
     measured = run(graph, request.network, *sampler, timed);
   }
-  Calibration calibration = calibration_from_run(graph, request.network, measured, warm_up);
+  Calibration calibration = calibration_from_run(graph, request.network, measured, warm_up, wait_curve);
   calibration.concurrent = processors;
   calibration.pipeline_schedule = pipeline.schedule;
   calibration.timed_footprint_bytes = footprint_bytes({measured});

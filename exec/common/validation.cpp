@@ -13,6 +13,7 @@
 #include "pipetwin/schedule/copies_on_cores.hpp"
 #include "pipetwin/schedule/same_program.hpp"
 #include "pipetwin/schedule/validator.hpp"
+#include "pipetwin/schedule/wait_loss.hpp"
 #include "pipetwin/schedule/weight_reuse.hpp"
 #include "wait_groups.hpp"
 
@@ -55,6 +56,7 @@ struct Configuration {
   double co_run_weight = 0;  // the latest calibration's (ValidationRow::co_run_weight)
   double footprint_factor = 1;  // the latest calibration's (ValidationRow::footprint_factor)
   double weight_reuse_s = 0;    // the latest calibration's (ValidationRow::weight_reuse_s)
+  double wait_loss_s = 0;       // the latest prediction's (ValidationRow::wait_loss_s)
   double task_gap_s = 0;  // the latest calibration's gap between tasks (Calibration::task_gap_s), for replays
   // Forgets every round's figures (ValidationOptions::warmup_rounds: those rounds are not kept).
   void forget_rounds() {
@@ -300,6 +302,7 @@ TaskGraph with_measured_costs(const TaskGraph& graph, const Result& measured, bo
   if (!(gap_s >= 0 && std::isfinite(gap_s))) throw Error("internal: a replay's gap between tasks must be seconds >= 0");
   const auto gap_cycles = static_cast<std::int64_t>(std::ceil(gap_s * graph.clock_hz - 1e-9));
   TaskGraph replay = graph;
+  replay.wait_loss.clear();  // the measured durations hold what the waits cost
   // Where the calibration timed the handoffs apart (LinkInfo::wake_cycles, delivery_cycles), they
   // are what lies outside a measured transfer; the rest of the latency (a GPU copy's round trip,
   // which its task waits for) is inside it.
@@ -331,6 +334,30 @@ TaskGraph with_measured_costs(const TaskGraph& graph, const Result& measured, bo
   return replay;
 }
 
+// `graph` with each processor task's cost plus what the wait before it in `measured` costs by the
+// graph's wait loss (wait_loss.hpp), and no wait loss left: each task's price as the run went,
+// which its measured duration is compared with.
+TaskGraph with_wait_charges(const TaskGraph& graph, const Result& measured) {
+  TaskGraph priced = graph;
+  if (graph.wait_loss.empty()) return priced;
+  const std::vector<std::int64_t> charges = wait_charges_cycles(graph, measured.tasks);
+  for (auto& t : priced.tasks) t.cost_cycles += charges[static_cast<std::size_t>(t.id)];
+  priced.wait_loss.clear();
+  return priced;
+}
+
+// What the engine charged `graph`'s tasks for the waits before them in `predicted` (its own
+// timing), per step after the first, in seconds: the processors together.
+double wait_loss_per_step_s(const TaskGraph& graph, const Result& predicted) {
+  if (graph.wait_loss.empty() || predicted.tasks.size() != graph.tasks.size() || graph.minibatches < 2) return 0;
+  const std::vector<std::int64_t> charges = wait_charges_cycles(graph, predicted.tasks);
+  double total = 0;
+  for (const auto& t : graph.tasks) {
+    if (after_first_step(graph, t)) total += static_cast<double>(charges[static_cast<std::size_t>(t.id)]);
+  }
+  return total / graph.clock_hz / static_cast<double>(graph.minibatches - 1);
+}
+
 nlohmann::ordered_json validation_rows_json(const ValidationReport& report) {
   auto rows = nlohmann::ordered_json::array();
   for (const auto& row : report.rows) {
@@ -346,6 +373,7 @@ nlohmann::ordered_json validation_rows_json(const ValidationReport& report) {
                     {"co_run_weight", row.co_run_weight},
                     {"footprint_factor", row.footprint_factor},
                     {"weight_reuse_s", row.weight_reuse_s},
+                    {"wait_loss_s", row.wait_loss_s},
                     {"predicted_speedup", row.predicted_speedup},
                     {"measured_speedup", row.measured_speedup},
                     {"speedup_error", row.speedup_error},
@@ -610,6 +638,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       // the measured peak is the median over the runs.
       c.predicted_peaks.push_back(max_peak(predicted.peak_memory_bytes));
       c.predicted_step_peaks.push_back(max_peak(predicted.step_peak_memory_bytes));
+      c.wait_loss_s = wait_loss_per_step_s(c.graph, predicted);
       if (options.on_run) c.prediction = predicted;
     }
   };
@@ -665,10 +694,12 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
         const double replayed_s = predict(replay).iteration_s;
         c.replayed_s.push_back(replayed_s);
         c.replay_errors.push_back(replayed_s / measured.result.iteration_s - 1);
-        c.task_time_errors.push_back(processor_busy_cycles(replay) / processor_busy_cycles(c.graph) - 1);
-        const double median_error = median_task_time_error(c.graph, replay);
+        // Each task's price as this run went: its cost and what the wait before it here costs.
+        const TaskGraph priced = with_wait_charges(c.graph, measured.result);
+        c.task_time_errors.push_back(processor_busy_cycles(replay) / processor_busy_cycles(priced) - 1);
+        const double median_error = median_task_time_error(priced, replay);
         if (std::isfinite(median_error)) c.median_task_time_errors.push_back(median_error);
-        auto calibrated_parts = processor_busy_cycles_by_part(c.graph);
+        auto calibrated_parts = processor_busy_cycles_by_part(priced);
         auto measured_parts = processor_busy_cycles_by_part(replay);
         if (!measured.copies_on_senders) {  // a sender's copy is priced in its task, not on the link
           calibrated_parts.merge(link_held_cycles_by_part(c.graph));
@@ -681,9 +712,9 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
         // The same tasks grouped by the wait before each in this run.
         const std::vector<std::string> groups = exec::wait_groups(c.graph, measured.result);
         std::map<std::string, std::pair<double, double>> by_wait;  // per group: calibrated, measured cycles
-        for (const auto& t : c.graph.tasks) {
+        for (const auto& t : priced.tasks) {
           const std::string& group = groups[static_cast<std::size_t>(t.id)];
-          if (group.empty() || !after_first_step(c.graph, t)) continue;
+          if (group.empty() || !after_first_step(priced, t)) continue;
           by_wait[group].first += static_cast<double>(t.cost_cycles);
           by_wait[group].second += static_cast<double>(replay.tasks[static_cast<std::size_t>(t.id)].cost_cycles);
         }
@@ -748,6 +779,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     row.co_run_weight = m.co_run_weight;
     row.footprint_factor = m.footprint_factor;
     row.weight_reuse_s = m.weight_reuse_s;
+    row.wait_loss_s = m.wait_loss_s;
     row.error_ci = m.error_ci();
     row.predicted_rounds_s = m.predicted_s;
     row.measured_rounds_s = m.steps_s;

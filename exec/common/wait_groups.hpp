@@ -17,8 +17,9 @@ namespace pipetwin::exec {
 std::string wait_group_label(double wait_s);
 
 // Per task of `graph`: the group of the wait before it in `run` (a timing per task of the same
-// graph), its processor's tasks taken in the order of their start in `run`; "" for link tasks and
-// for each processor's first (nothing ran before it). Throws when `run` has not one timing per
+// graph), its processor's tasks taken in the order of their start in `run`
+// (waits_before_cycles, schedule/wait_loss.hpp); "" for link tasks and for each processor's first
+// (nothing ran before it). Throws when `run` has not one timing per
 // task.
 std::vector<std::string> wait_groups(const TaskGraph& graph, const Result& run);
 

@@ -14,6 +14,7 @@
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
 #include "pipetwin/exec/cpu/layer_op.hpp"
 #include "pipetwin/exec/cpu/reuse_curve.hpp"
+#include "pipetwin/exec/cpu/wait_curve.hpp"
 #include "pipetwin/exec/thread_pinning.hpp"
 #include "pipetwin/models/error.hpp"
 
@@ -27,6 +28,13 @@ using Clock = std::chrono::steady_clock;
 // 25) put the far end (32 MiB) at 23.9-29.5 ps a byte and the middle (1.25 MiB) at 5.5-12.3: the
 // machine's noise more than the medians', and each validate round measures the curve again.
 constexpr int kReuseCurveRepeats = 25;
+
+// The wait curve's footprint and repeats: 8 MiB, four times the 2 MiB L2 of the 2-vCPU machines
+// of 2026-11-29, in the middle of the footprints the idle benchmark measured there (1.5-32 MiB all
+// lost 15-60 ps a byte after 5 ms and 100-140 after 20 ms; docs/executor.md, "Waits that cost the
+// caches"); 11 rounds of the four waits and the work, about 0.9 s.
+constexpr std::int64_t kWaitCurveFootprintBytes = std::int64_t{8} << 20;
+constexpr int kWaitCurveRepeats = 11;
 
 }  // namespace
 
@@ -130,19 +138,24 @@ Calibration profile_cpu_layers(const GraphConfig& config, const Dataset& data, i
     progress(l2_bytes > 0 ? "no reuse curve: an L2 of " + std::to_string(l2_bytes >> 20) + " MiB is more than the curve measures"
                           : std::string("no reuse curve: this machine's L2 size is not in /sys/devices/system/cpu/cpu0/cache"));
   }
+  // What a wait costs the work after it, waiting as this table's runs do (schedule/wait_loss.hpp).
+  const double spin_s = handoff_spin_for(concurrent, handoff_spin_s, transfer_threads == TransferThreads::links);
+  if (progress) progress("measuring what a wait of 1 to 50 ms costs the work after it, over " + std::to_string(kWaitCurveFootprintBytes >> 20) + " MiB");
+  const std::vector<std::pair<double, double>> wait_curve = measure_wait_curve(kWaitCurveFootprintBytes, kWaitCurveRepeats, spin_s);
   if (concurrent > 1 && timing == ConcurrentTiming::pipeline) {
     TrainingOptions options;
     options.pin_cpus = pin_cpus;
     options.handoff_spin_s = handoff_spin_s;
     options.transfer_threads = transfer_threads;
     if (auto timed = profile_layers_in_pipeline(config, data, repeats, seed, run, progress, concurrent, options,
-                                                kPipelineTimingSpan_s, reuse_curve)) {
+                                                kPipelineTimingSpan_s, reuse_curve, wait_curve)) {
       return *timed;
     }
     if (progress) progress("timing " + std::to_string(concurrent) + " copies at once instead");
   }
   // One processor: also what a larger footprint costs the layers (Calibration::footprint_slowdown).
-  return profile_layers(config, data, repeats, seed, run, progress, concurrent, pin_cpus, /*time_footprint=*/true, reuse_curve);
+  return profile_layers(config, data, repeats, seed, run, progress, concurrent, pin_cpus, /*time_footprint=*/true, reuse_curve,
+                        wait_curve);
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   const JsonReader root(document, source);
   root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "pipeline_schedule", "co_run_slope", "co_run_share", "timed_footprint_bytes", "footprint_slowdown", "footprint_small_bytes", "footprint_large_bytes", "cores", "task_overhead_s", "overheads_from_unmarked_twins", "layer_overhead_s", "kind_overhead_s", "stage_kind_overhead_s", "input_load_s", "copy_bytes_per_s", "core_copy_bytes_per_s", "ranks", "message_send_core_s",
                    "message_send_core_bytes_per_s", "message_receive_core_s", "message_receive_core_bytes_per_s",
-                   "copy_latency_s", "handoff_s", "handoff_spin_s", "copy_seconds", "task_gap_s", "pipeline_copy_seconds", "reuse_extra_s_per_byte", "layers"});
+                   "copy_latency_s", "handoff_s", "handoff_spin_s", "copy_seconds", "task_gap_s", "pipeline_copy_seconds", "reuse_extra_s_per_byte", "wait_extra_s_per_byte", "layers"});
   if (root.get_string("format", "") != "pipetwin-calibration-1") {
     throw Error("calibration " + source + ": not a pipetwin calibration table (format pipetwin-calibration-1)");
   }
@@ -139,6 +139,22 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
       c.reuse_extra_s_per_byte.emplace_back(bytes, s);
     }
   }
+  // The wait curve: [[wait seconds, extra seconds per byte], ...], waits ascending.
+  if (root.has("wait_extra_s_per_byte")) {
+    const JsonReader points = root.at("wait_extra_s_per_byte");
+    for (std::size_t i = 0; i < points.array_size(); ++i) {
+      const JsonReader point = points.at(i);
+      if (point.array_size() != 2) point.fail("[wait seconds, extra seconds per byte]");
+      const double wait_s = point.at(0).as_double();
+      const auto& curve = c.wait_extra_s_per_byte;
+      if (!(std::isfinite(wait_s) && wait_s > 0 && wait_s < 3600) || (!curve.empty() && wait_s <= curve.back().first)) {
+        point.at(0).fail("a wait in seconds in (0, 3600), above the previous point's");
+      }
+      const double s = point.at(1).as_double();
+      if (!(std::isfinite(s) && s >= 0 && s < 1e-6)) point.at(1).fail("seconds per byte in [0, 1e-6)");
+      c.wait_extra_s_per_byte.emplace_back(wait_s, s);
+    }
+  }
   c.task_gap_s = seconds(root, "task_gap_s", -1.0, true);  // tables from before it: not measured
   c.handoff_s = seconds(root, "handoff_s", -1.0, true);
   c.handoff_spin_s = seconds(root, "handoff_spin_s", 0.0, false);
@@ -231,6 +247,10 @@ std::string calibration_to_json_text(const Calibration& c) {
     j["pipeline_copy_seconds"] = nlohmann::ordered_json::array();
     for (const auto& [bytes, s] : c.pipeline_copy_seconds) j["pipeline_copy_seconds"].push_back({bytes, s});
   }
+  if (!c.wait_extra_s_per_byte.empty()) {
+    j["wait_extra_s_per_byte"] = nlohmann::ordered_json::array();
+    for (const auto& [wait_s, s] : c.wait_extra_s_per_byte) j["wait_extra_s_per_byte"].push_back({wait_s, s});
+  }
   if (!c.reuse_extra_s_per_byte.empty()) {
     j["reuse_extra_s_per_byte"] = nlohmann::ordered_json::array();
     for (const auto& [bytes, s] : c.reuse_extra_s_per_byte) j["reuse_extra_s_per_byte"].push_back({bytes, s});
@@ -282,6 +302,22 @@ double Calibration::reuse_extra_s(std::int64_t working_set_bytes, std::int64_t b
     const auto& [b0, s0] = curve[i - 1];
     const auto& [b1, s1] = curve[i];
     return s0 + (s1 - s0) * static_cast<double>(working_set_bytes - b0) / static_cast<double>(b1 - b0);
+  };
+  return per_byte() * static_cast<double>(bytes);
+}
+
+double Calibration::wait_extra_s(double wait_s, std::int64_t bytes) const {
+  const auto& curve = wait_extra_s_per_byte;
+  if (curve.empty() || bytes <= 0 || !(wait_s > 0)) return 0;
+  const auto per_byte = [&]() -> double {
+    if (wait_s >= curve.back().first) return curve.back().second;
+    double w0 = 0, s0 = 0;  // from nothing at no wait
+    for (const auto& [w1, s1] : curve) {
+      if (wait_s <= w1) return s0 + (s1 - s0) * (wait_s - w0) / (w1 - w0);
+      w0 = w1;
+      s0 = s1;
+    }
+    return curve.back().second;
   };
   return per_byte() * static_cast<double>(bytes);
 }

@@ -2,13 +2,16 @@
 // its resource. A processor, and an in-order link, runs one task at a time in its order; on a
 // shared link transfers are pure delays (concurrent ones do not slow each other down here). An
 // in-order link with a wake and a delivery part (LinkInfo) is free again `delivery_cycles` before
-// its transfer ends, and a transfer it did not wait for (ready by then) skips `wake_cycles`.
+// its transfer ends, and a transfer it did not wait for (ready by then) skips `wake_cycles`. A
+// processor task that starts after its processor waited takes the graph's wait loss on top of
+// its cost (wait_loss.hpp).
 #include "pipetwin/schedule/evaluator.hpp"
 
 #include <algorithm>
 
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/validator.hpp"
+#include "pipetwin/schedule/wait_loss.hpp"
 
 namespace pipetwin {
 
@@ -38,7 +41,9 @@ std::vector<TaskTiming> evaluate_times(const TaskGraph& g) {
     const std::int32_t previous = previous_on_resource[id];
     const std::int64_t start = previous >= 0 ? std::max(ready, frees[previous]) : ready;
     if (!on_in_order_link[id]) {
-      times[id] = {start, start + t.cost_cycles};
+      // A processor task after its processor waited pays for what the wait cost its caches.
+      const std::int64_t waited = t.placement == Placement::processor && previous >= 0 ? start - frees[previous] : 0;
+      times[id] = {start, start + t.cost_cycles + wait_loss_cycles(g, t, waited)};
       frees[id] = times[id].end_cycles;
       continue;
     }

@@ -49,6 +49,7 @@ ordered_json task_json(const Task& t) {
   j["part"] = t.part;
   j["parts"] = t.parts;
   if (t.collective >= 0) j["collective"] = t.collective;
+  if (t.wait_exposed_bytes != 0) j["wait_exposed_bytes"] = t.wait_exposed_bytes;
   return j;
 }
 
@@ -105,6 +106,11 @@ std::string graph_to_json(const TaskGraph& g) {
   out << "  \"clock_hz\": " << ordered_json(g.clock_hz).dump() << ",\n";
   out << "  \"host_memory_capacity_bytes\": " << g.host_memory_capacity_bytes << ",\n";
   out << "  \"schedule_metrics\": " << ordered_json(g.schedule_metrics).dump() << ",\n";
+  if (!g.wait_loss.empty()) {  // [[wait cycles, extra cycles per byte], ...]
+    ordered_json curve = ordered_json::array();
+    for (const auto& point : g.wait_loss) curve.push_back({point.wait_cycles, point.extra_cycles_per_byte});
+    out << "  \"wait_loss\": " << curve.dump() << ",\n";
+  }
   write_array(out, "processors", g.processors, [](const ProcessorInfo& p) {
     ordered_json j;
     j["name"] = p.name;
@@ -154,7 +160,7 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
   const JsonReader root(document, source);
   root.check_keys({"format", "version", "schedule", "model", "hardware", "accelerator", "parameters", "semantics",
                    "microbatches", "minibatches", "samples_per_microbatch", "clock_hz", "host_memory_capacity_bytes",
-                   "schedule_metrics", "processors", "links", "stages", "tasks", "buffers", "collectives"});
+                   "schedule_metrics", "wait_loss", "processors", "links", "stages", "tasks", "buffers", "collectives"});
   if (root.get_string("format") != kFormat) root.at("format").fail(std::string("\"") + kFormat + "\"");
   const std::int64_t version = root.get_int("version");
   if (version == 1 || version == 2) {
@@ -197,6 +203,14 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
     metrics.require_object();
     for (const auto& item : metrics.value().items()) {
       g.schedule_metrics[item.key()] = metrics.get_double(item.key());
+    }
+  }
+  if (root.has("wait_loss")) {  // checked by the validator (bounds_problem) as every graph is
+    const JsonReader curve = root.at("wait_loss");
+    for (std::size_t i = 0; i < curve.array_size(); ++i) {
+      const JsonReader point = curve.at(i);
+      if (point.array_size() != 2) point.fail("[wait cycles, extra cycles per byte]");
+      g.wait_loss.push_back({point.at(0).as_int(), point.at(1).as_double()});
     }
   }
 
@@ -242,7 +256,7 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
     const JsonReader t = tasks.at(i);
     t.check_keys({"id", "kind", "layers", "stage", "minibatch", "microbatch", "placement",
                   "resource", "order", "cost_cycles", "memory_cycles", "deps", "carries", "carried_bytes",
-                  "version_read", "version_written", "bytes", "part", "parts", "collective"});
+                  "version_read", "version_written", "bytes", "part", "parts", "collective", "wait_exposed_bytes"});
     Task task;
     task.id = as_i32(t.at("id"));
     if (task.id != static_cast<std::int32_t>(i)) t.at("id").fail("the task's index " + std::to_string(i));
@@ -290,6 +304,7 @@ TaskGraph graph_from_json(const std::string& text, const std::string& source) {
     task.part = as_i32(t.at("part"));
     task.parts = as_i32(t.at("parts"));
     if (t.has("collective")) task.collective = as_i32(t.at("collective"));
+    if (t.has("wait_exposed_bytes")) task.wait_exposed_bytes = t.get_int("wait_exposed_bytes");
     g.tasks.push_back(std::move(task));
   }
   if (root.has("buffers")) {

@@ -13,6 +13,7 @@
 #include "pipetwin/schedule/torch_csv.hpp"
 #include "pipetwin/schedule/gradient_assembly.hpp"
 #include "pipetwin/schedule/warm_to_linear.hpp"
+#include "pipetwin/schedule/wait_loss.hpp"
 #include "pipetwin/schedule/weight_reuse.hpp"
 
 namespace pipetwin {
@@ -344,6 +345,7 @@ TaskGraph make_graph(const GraphConfig& config) {
   // calibration puts on the cores, and the parameters.
   const auto finished = [&request](TaskGraph graph) {
     charge_weight_reuse(graph, request.hardware, request.network);
+    price_waits(graph, request.hardware, request.network);
     charge_warm_to_linear(graph, request.hardware, request.network);
     charge_gradient_assemblies(graph, request.hardware, request.network);
     if (copies_take_cores(graph, request.hardware)) charge_copies_to_cores(graph, *request.hardware.calibration);

@@ -442,8 +442,28 @@ std::string bounds_problem(const TaskGraph& g) {
     sum += value;
     return true;
   };
+  // The wait loss: waits ascending, a charge per byte that is a number >= 0.
+  double most_per_byte = 0;
+  for (std::size_t i = 0; i < g.wait_loss.size(); ++i) {
+    const WaitLossPoint& point = g.wait_loss[i];
+    if (point.wait_cycles <= 0 || (i > 0 && point.wait_cycles <= g.wait_loss[i - 1].wait_cycles) ||
+        !(std::isfinite(point.extra_cycles_per_byte) && point.extra_cycles_per_byte >= 0 && point.extra_cycles_per_byte < 1e6)) {
+      return "wait loss point " + std::to_string(i) + ": needs a wait above 0 and the previous point's, and cycles per byte in [0, 1e6)";
+    }
+    most_per_byte = std::max(most_per_byte, point.extra_cycles_per_byte);
+  }
   for (const auto& t : g.tasks) {
     if (t.cost_cycles < 0) return describe_task(g, t) + ": negative cost";
+    if (t.wait_exposed_bytes < 0 || t.wait_exposed_bytes > kMaxBytes) {
+      return describe_task(g, t) + ": its wait-exposed bytes must be 0 to 2^60";
+    }
+    // Its largest wait charge counts towards the total, as a cost.
+    const double most_wait_cycles = std::ceil(most_per_byte * static_cast<double>(t.wait_exposed_bytes));
+    if (most_wait_cycles > static_cast<double>(kMaxTotalCycles) ||
+        !add(cycles, static_cast<std::int64_t>(most_wait_cycles), kMaxTotalCycles)) {
+      return describe_task(g, t) + ": its cost after a wait and the other tasks' add up to more than 2^50 cycles; check the "
+             "calibration's wait curve";
+    }
     if (!add(cycles, t.cost_cycles, kMaxTotalCycles)) {
       return describe_task(g, t) + ": the tasks' costs add up to more than 2^50 cycles (" +
              std::to_string(kMaxTotalCycles) + "), more than the engines represent exactly; check the "

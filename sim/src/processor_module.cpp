@@ -3,6 +3,7 @@
 
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/validator.hpp"
+#include "pipetwin/schedule/wait_loss.hpp"
 
 namespace pipetwin::sim {
 
@@ -40,6 +41,8 @@ void ProcessorModule::step() {
       set_busy(false);
       const std::int32_t finished = running_;
       running_ = -1;
+      finished_any_ = true;
+      last_end_ = now;
       board->finish(finished);
     }
     if (next_ < queue_.size() && board->ready(queue_[next_])) {
@@ -47,7 +50,9 @@ void ProcessorModule::step() {
       const Task& task = board->graph().tasks[running_];
       board->start(running_);
       set_busy(true);
-      const std::int64_t cycles = accelerator_->task_cycles(task);
+      // After a wait, what it cost the caches (wait_loss.hpp): the wait since its previous task.
+      const std::int64_t waited = finished_any_ ? now - last_end_ : 0;
+      const std::int64_t cycles = accelerator_->task_cycles(task) + wait_loss_cycles(board->graph(), task, waited);
       if (cycles < 0 || cycles > kMaxTotalCycles) {
         throw Error(std::string(accelerator_->name()) + " gave " + describe_task(board->graph(), task) + " " +
                     std::to_string(cycles) + " cycles; a task takes 0 to 2^50");

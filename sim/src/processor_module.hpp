@@ -1,9 +1,10 @@
 // A processor: runs its tasks one at a time in schedule order, each as soon as its dependencies
 // have finished, for the cycles its accelerator model gives (the graph's cost, or a systolic
-// array's count from the layers); on a shared memory system, also until the task's memory
-// traffic has been served. One SC_METHOD process, a state machine: running a task (next trigger:
-// its end, or the memory system's answer) or waiting for the next task's dependencies (next
-// trigger: the board's wake-up through `ready_in`).
+// array's count from the layers) and, after a wait, the graph's wait loss (wait_loss.hpp); on a
+// shared memory system, also until the task's memory traffic has been served. One SC_METHOD
+// process, a state machine: running a task (next trigger: its end, or the memory system's answer)
+// or waiting for the next task's dependencies (next trigger: the board's wake-up through
+// `ready_in`).
 #pragma once
 #include <memory>
 #include <vector>
@@ -44,6 +45,8 @@ class ProcessorModule final : public sc_core::sc_module, public task_sink_if, pu
   std::int32_t running_ = -1;
   std::int64_t running_until_ = 0;  // when its cycles have elapsed
   bool memory_pending_ = false;     // its memory traffic is still being served
+  bool finished_any_ = false;       // it has ended a task (so a wait before the next counts)
+  std::int64_t last_end_ = 0;       // when its latest task ended
   bool traced_ = false;
   sc_core::sc_event wake_;
 };

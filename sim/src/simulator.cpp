@@ -3,6 +3,7 @@
 // task times collected.
 #include "pipetwin/sim/simulator.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <limits>
 #include <memory>
@@ -56,10 +57,16 @@ Network network_named_by(const TaskGraph& g) {
 
 // Up to how many cycles a run with the fixed model and fluid links can last: every task's cost and
 // memory traffic one after another (sharing a medium or a memory system conserves the work served,
-// so some task progresses at full rate whenever the run has not ended).
+// so some task progresses at full rate whenever the run has not ended), each after the costliest
+// wait (the wait loss's largest charge).
 std::int64_t longest_cycles(const TaskGraph& g) {
+  double most_per_byte = 0;
+  for (const auto& point : g.wait_loss) most_per_byte = std::max(most_per_byte, point.extra_cycles_per_byte);
   double total = 0;
-  for (const auto& t : g.tasks) total += static_cast<double>(t.cost_cycles) + static_cast<double>(t.memory_cycles);
+  for (const auto& t : g.tasks) {
+    total += static_cast<double>(t.cost_cycles) + static_cast<double>(t.memory_cycles) +
+             most_per_byte * static_cast<double>(t.wait_exposed_bytes) + 1;
+  }
   return total >= 9e18 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(total);
 }
 

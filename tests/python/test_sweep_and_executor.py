@@ -82,6 +82,15 @@ def test_profile_of_copies_at_once(tmp_path):
     graph = pipetwin.build_graph("mlp", "1f1b", "cpu-core", 2, 4, 2, params={"widths": "32,16,8", "batch": 8},
                                  calibration=str(tmp_path / "two.json"))
     assert pipetwin.simulate(graph).iteration_s > 0
+    # The CPU profile's wait curve (waits ascending, charges never falling) goes into the graph in its
+    # cycles, and every processor task carries the bytes it is charged for.
+    curve = two["wait_extra_s_per_byte"]
+    assert [w for w, _ in curve] == sorted(w for w, _ in curve) and len(curve) == 4
+    assert all(a[1] <= b[1] for a, b in zip(curve, curve[1:]))
+    assert [w for w, _ in graph.wait_loss] == [round(w * graph.clock_hz) for w, _ in curve]
+    tasks = graph.tasks()
+    on_processors = [b for b, p in zip(tasks["wait_exposed_bytes"], tasks["placement"]) if p == "processor"]
+    assert on_processors and min(on_processors) > 0
 
 
 def test_validate_ties_schedules_that_run_one_program():

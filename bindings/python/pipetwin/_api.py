@@ -236,7 +236,11 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     table was timed in a pipeline, concurrent_timing="pipeline" as in profile(), that share over
     the pipeline's, at most 1), its weight_reuse_s what the CPU cost model charged its tasks per
     step for how warm its order leaves their weights against the table's order (negative: warmer;
-    docs/executor.md, Calibration 8), task_time_error_by_part its task time error per processor and task kind
+    docs/executor.md, Calibration 8), its wait_loss_s what the engine charged its tasks per step for
+    the waits before them in its prediction (the profile's wait curve; docs/executor.md, "Waits
+    that cost the caches"), task_time_error_by_part its task time error per processor and task kind
+    (each task's cost plus what the wait before it in the run costs by that curve, against its
+    measured time)
     ("p0 F", ...), task_time_error_by_wait the same per group of tasks by the wait before each on its
     processor ("wait < 0.5 ms", "wait 0.5-5 ms", "wait 5-20 ms", "wait >= 20 ms"), median_task_time_error the typical task's (the median task's measured over
     calibrated time; far under task_time_error: a tail of stalled tasks), its speedup_error and speedup_error_ci paired by round as step_error, and

@@ -85,6 +85,11 @@ class Graph:
         """
         Per stage: its layers, its home processor, where its forwards run, its weight delay.
         """
+    @property
+    def wait_loss(self) -> list[tuple[int, float]]:
+        """
+        What a wait costs a processor's next task: (wait cycles, extra cycles per byte of the task's wait_exposed_bytes), waits ascending, linear between the points from nothing at no wait (empty: none).
+        """
 class Result:
     """
     What an engine reports for a graph, predicted (analytic, systemc) or measured (cpu): one schema for all.

@@ -66,11 +66,16 @@ void fit_task_overheads(const std::vector<TaskOverhead>& overheads, Calibration&
 // the samples in the order taken), and per task what it took beyond its layers, likewise
 // (task_overhead_s); the first `skip_minibatches` minibatches are left out as warm-up.
 // Device, copy bandwidth and latency are left to the caller.
+// A `wait_curve` (the CPU's, exec/cpu/wait_curve.hpp; empty: none) goes into the table
+// (Calibration::wait_extra_s_per_byte), and each layer time is taken less what the curve charges
+// its task for the wait its thread had before it, its layer's share (schedule/wait_loss.hpp), so
+// that a graph's engines, which charge every task for its own waits, do not charge the timed
+// run's twice.
 Calibration calibration_from_run(const TaskGraph& graph, const Network& network, const TrainingRun& run,
-                                 std::int32_t skip_minibatches);
+                                 std::int32_t skip_minibatches, const std::vector<std::pair<double, double>>& wait_curve = {});
 // The same from several runs of `graph` (copies run at once), their samples pooled.
 Calibration calibration_from_runs(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
-                                  std::int32_t skip_minibatches);
+                                  std::int32_t skip_minibatches, const std::vector<std::pair<double, double>>& wait_curve = {});
 
 // Seconds from one thread ending a task to another thread starting the task waiting on it: the
 // mean (over the fastest 95%) of mutex / condition-variable handoffs to a thread that has waited
@@ -95,11 +100,13 @@ double typical_task_s(const Calibration& calibration);
 // times what a larger footprint costs (Calibration::footprint_slowdown). A `reuse_curve` (the
 // CPU's, exec/cpu/reuse_curve.hpp; empty: none) goes into the table with what the weight-reuse
 // model charges the timed run's layers (record_weight_reuse), and the footprint figure is taken
-// net of what that model says gpipe's order gains or loses in the caches.
+// net of what that model says gpipe's order gains or loses in the caches. A `wait_curve` goes into
+// the table as calibration_from_runs puts it.
 Calibration profile_layers(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
                            const Runner& run, const std::function<void(const std::string&)>& progress,
                            int concurrent = 1, const std::vector<int>& pin_cpus = {}, bool time_footprint = false,
-                           const std::vector<std::pair<std::int64_t, double>>& reuse_curve = {});
+                           const std::vector<std::pair<std::int64_t, double>>& reuse_curve = {},
+                           const std::vector<std::pair<double, double>>& wait_curve = {});
 
 // Microbatches a profile times per layer and task kind unless told otherwise (`--repeats`); with
 // 4 microbatches a minibatch, 16 minibatches after the warm-up one, so 16 samples of each update.
@@ -136,13 +143,14 @@ inline constexpr std::int32_t kMostSpanMinibatches = 1024;
 // its tasks and to those of a short `layerpipe` run on as many processors (a task per layer); a
 // short zb-h1 run on as many times split tasks over a stage (Calibration::stage_kind_overhead_s).
 // Device, copies and handoffs are left for the caller. Empty where the network cannot be cut into
-// that many stages (the reason goes to `progress`); a run's errors are thrown. A `reuse_curve` goes
-// into the table as profile_layers puts it.
+// that many stages (the reason goes to `progress`); a run's errors are thrown. A `reuse_curve` and a
+// `wait_curve` go into the table as profile_layers puts them.
 std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config, const Dataset& data, int repeats,
                                                       std::uint64_t seed, const Runner& run,
                                                       const std::function<void(const std::string&)>& progress,
                                                       int processors, const TrainingOptions& options,
                                                       double span_s = kPipelineTimingSpan_s,
-                                                      const std::vector<std::pair<std::int64_t, double>>& reuse_curve = {});
+                                                      const std::vector<std::pair<std::int64_t, double>>& reuse_curve = {},
+                                                      const std::vector<std::pair<double, double>>& wait_curve = {});
 
 }  // namespace pipetwin

@@ -98,6 +98,11 @@ struct ValidationRow {
   // together, for how warm its order leaves its weights against the table's timed order
   // (schedule/weight_reuse.hpp; the latest round's): negative where warmer. 0 without a reuse curve.
   double weight_reuse_s = 0;
+  // What the engine charged the row's tasks per step (after the first), all processors together,
+  // for the waits before them in its prediction (schedule/wait_loss.hpp; the latest round's). 0
+  // without a wait curve. The task time errors compare each measured task with its cost plus
+  // what the wait before it in that run costs by the same curve.
+  double wait_loss_s = 0;
   // The step error's 95% confidence half-width (a fraction), distribution-free from the order
   // statistics: of the rounds' ratios with a calibration per round, else of the runs' steps.
   // Infinite with one run.

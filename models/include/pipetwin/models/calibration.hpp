@@ -244,6 +244,18 @@ struct Calibration {
   // before, the curve's last point), linear between the curve's points and held beyond its ends;
   // 0 without a curve.
   double reuse_extra_s(std::int64_t working_set_bytes, std::int64_t bytes) const;
+  // What a wait costs the work after it, per byte that work touches: waits in seconds ascending,
+  // extra seconds per byte, measured by timing work over a footprint right after its thread spun
+  // for each wait, against the same work back to back (exec's measure_wait_curve). On a virtual
+  // machine whose host runs other work on a core whose vCPU waits, the work after a wait refills
+  // its caches and competes for them (docs/executor.md, "Waits that cost the caches"): on the
+  // 2-vCPU Intel Xeon of 2026-11-29 about 15-60 ps a byte after 5 ms and 100-140 after 20 ms.
+  // The layer times of a table timed in a pipeline run have each task's own charge taken out.
+  // Empty: not measured (older tables, GPUs): waits cost nothing.
+  std::vector<std::pair<double, double>> wait_extra_s_per_byte;
+  // Extra seconds for work over `bytes` after a wait of `wait_s`: linear between the curve's
+  // points, from 0 at no wait, held beyond its last; 0 without a curve or for no wait.
+  double wait_extra_s(double wait_s, std::int64_t bytes) const;
   std::map<std::string, LayerTimes> layers;  // by layer name
   std::string source;             // the file it came from
 };

@@ -75,6 +75,18 @@ struct Task {
   std::int32_t part = 0;           // BA: its slice of the microbatch's samples, part of `parts`
   std::int32_t parts = 1;          //     (samples [n part / parts, n (part + 1) / parts)); X: its source's
   std::int32_t collective = -1;    // X: the collective (TaskGraph::collectives) it is a step of; -1 none
+  // Processor tasks: the distinct bytes its work reads and writes (weights, activations, stashes,
+  // gradients), which a wait before it may have cost its core's caches: the engines charge
+  // TaskGraph::wait_loss for them at its start (wait_loss.hpp). 0: nothing charged.
+  std::int64_t wait_exposed_bytes = 0;
+};
+
+// A point of TaskGraph::wait_loss: after its processor waited `wait_cycles` (idle since its
+// previous task ended), a task runs `extra_cycles_per_byte` longer per byte of its
+// wait_exposed_bytes (docs/design.md, "Waits").
+struct WaitLossPoint {
+  std::int64_t wait_cycles = 0;
+  double extra_cycles_per_byte = 0;
 };
 
 // What a declared buffer holds (docs/design.md, "Memory").
@@ -192,6 +204,10 @@ struct TaskGraph {
   // Figures a generator computed about its own schedule, for the record (layerpipe: the period
   // its modulo scheduler reached and the bounds it is compared with), by name with unit suffix.
   std::map<std::string, double> schedule_metrics;
+  // What a wait costs a processor's next task, by the wait (waits ascending; linear between the
+  // points, from nothing at no wait, and held beyond the last): a calibration's measured curve
+  // (Calibration::wait_extra_s_per_byte). Empty: waits cost nothing.
+  std::vector<WaitLossPoint> wait_loss;
 
   std::int32_t processor_count() const { return static_cast<std::int32_t>(processors.size()); }
 };
