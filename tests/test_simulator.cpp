@@ -30,14 +30,7 @@ TaskGraph two_processor_graph() {
 
 Task compute(std::int32_t id, std::int32_t processor, std::int32_t order, std::int64_t cost,
              std::vector<std::int32_t> deps) {
-  Task t;
-  t.id = id;
-  t.kind = TaskKind::F;
-  t.resource = processor;
-  t.order = order;
-  t.cost_cycles = cost;
-  for (const auto d : deps) t.deps.push_back({d, Carries::order, 0});
-  return t;
+  return test::processor_task(id, processor, order, cost, std::move(deps), 0);  // nothing a wait costs
 }
 
 Task transfer(std::int32_t id, std::int32_t link, std::int32_t order, std::int64_t cost,

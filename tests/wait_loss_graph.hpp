@@ -7,7 +7,7 @@
 namespace pipetwin::test {
 
 inline Task processor_task(std::int32_t id, std::int32_t processor, std::int32_t order, std::int64_t cost,
-                    std::vector<std::int32_t> deps, std::int64_t exposed_bytes) {
+                           std::vector<std::int32_t> deps, std::int64_t exposed_bytes) {
   Task t;
   t.id = id;
   t.kind = TaskKind::F;
