@@ -1036,51 +1036,89 @@ TEST_CASE("validation groups the task time error by the wait before each task, a
   const Dataset data = data_for(kMlp);
   const GraphConfig config = config_for(kMlp, "gpipe", 1, 4, 3);
   const Network network = make_request(config).network;
-  ValidationOptions options = gpipe_at_one_and_two(1);
-  options.calibrate = [&](int) { return scaled_calibration(network, config, 1.0); };  // tasks of 1-4 ms
-  // Processor tasks start where the prediction has them and run their cost, three times it where
-  // their id is odd. Found here, from the run as laid out, per wait group at P = 2: the counted
-  // tasks' (after the first step) measured time over their cost, minus 1.
-  std::map<std::string, double> expected;
-  const Runner runner = [&](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
-    TrainingRun run;
-    run.result = evaluate(g);
-    for (const auto& t : g.tasks) {
-      if (t.placement != Placement::processor) continue;
-      TaskTiming& time = run.result.tasks[static_cast<std::size_t>(t.id)];
-      time.end_cycles = time.start_cycles + (t.id % 2 == 1 ? 3 : 1) * t.cost_cycles;
-    }
-    if (g.processor_count() != 2) return run;
-    std::map<std::string, double> measured, costs;
-    for (std::int32_t p = 0; p < 2; ++p) {
-      std::vector<const Task*> on;  // p's tasks by their start
-      for (const auto& t : g.tasks) {
-        if (t.placement == Placement::processor && t.resource == p) on.push_back(&t);
-      }
-      std::sort(on.begin(), on.end(), [&](const Task* a, const Task* b) {
-        return run.result.tasks[static_cast<std::size_t>(a->id)].start_cycles < run.result.tasks[static_cast<std::size_t>(b->id)].start_cycles;
-      });
-      for (std::size_t i = 1; i < on.size(); ++i) {
-        if (on[i]->minibatch < 1) continue;
-        const TaskTiming& time = run.result.tasks[static_cast<std::size_t>(on[i]->id)];
-        const double wait_ms = 1e3 * static_cast<double>(time.start_cycles - run.result.tasks[static_cast<std::size_t>(on[i - 1]->id)].end_cycles) / g.clock_hz;
-        const std::string group = wait_ms < 0.5 ? "wait < 0.5 ms" : wait_ms < 5 ? "wait 0.5-5 ms" : wait_ms < 20 ? "wait 5-20 ms" : "wait >= 20 ms";
-        measured[group] += static_cast<double>(time.end_cycles - time.start_cycles);
-        costs[group] += static_cast<double>(on[i]->cost_cycles);
-      }
-    }
-    expected.clear();
-    for (const auto& [group, cycles] : measured) expected[group] = cycles / costs[group] - 1;
-    return run;
+  // Without a wait curve, and with one: then each task's price is its cost plus what the curve
+  // charges the wait it had in the run for its bytes (linear from nothing at no wait, held beyond
+  // the last point; worked out here from the curve in seconds), and the row reports what the
+  // prediction charged per step.
+  const std::vector<std::pair<double, double>> curve = {{0.001, 2e-8}, {0.02, 1e-7}};
+  const auto charge_s = [&](double wait_s, std::int64_t bytes) {
+    if (!(wait_s > 0)) return 0.0;
+    const double per_byte_s = wait_s >= 0.02 ? 1e-7 : wait_s <= 0.001 ? 2e-8 * wait_s / 0.001
+                                                                       : 2e-8 + (1e-7 - 2e-8) * (wait_s - 0.001) / (0.02 - 0.001);
+    return per_byte_s * static_cast<double>(bytes);
   };
-  const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, runner);
-  const auto& by_wait = report.rows.at(1).task_time_error_by_wait;
-  REQUIRE(expected.size() >= 2);  // the run has tasks right after others and after waits
-  CHECK(by_wait.size() == expected.size());
-  for (const auto& each : expected) {
-    CAPTURE(each.first);
-    REQUIRE(by_wait.count(each.first) == 1);
-    CHECK(by_wait.at(each.first) == doctest::Approx(each.second));
+  for (const bool with_curve : {false, true}) {
+    CAPTURE(with_curve);
+    ValidationOptions options = gpipe_at_one_and_two(1);
+    options.calibrate = [&](int) {  // tasks of 1-4 ms
+      Calibration c = scaled_calibration(network, config, 1.0);
+      if (with_curve) c.wait_extra_s_per_byte = curve;
+      return c;
+    };
+    // Processor tasks start where the prediction has them and run their cost, three times it where
+    // their id is odd. Found here, from the run as laid out, per wait group at P = 2: the counted
+    // tasks' (after the first step) measured time over their price, minus 1; and what the
+    // prediction charged per step.
+    std::map<std::string, double> expected;
+    double expected_wait_loss_s = 0;
+    const Runner runner = [&](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
+      TrainingRun run;
+      run.result = evaluate(g);
+      const Result predicted = run.result;
+      for (const auto& t : g.tasks) {
+        if (t.placement != Placement::processor) continue;
+        TaskTiming& time = run.result.tasks[static_cast<std::size_t>(t.id)];
+        time.end_cycles = time.start_cycles + (t.id % 2 == 1 ? 3 : 1) * t.cost_cycles;
+      }
+      if (g.processor_count() != 2) return run;
+      REQUIRE(g.wait_loss.empty() != with_curve);
+      std::map<std::string, double> measured, prices;
+      double predicted_charges_s = 0;
+      for (std::int32_t p = 0; p < 2; ++p) {
+        for (const Result* timing : {static_cast<const Result*>(&run.result), &predicted}) {
+          std::vector<const Task*> on;  // p's tasks by their start
+          for (const auto& t : g.tasks) {
+            if (t.placement == Placement::processor && t.resource == p) on.push_back(&t);
+          }
+          std::sort(on.begin(), on.end(), [&](const Task* a, const Task* b) {
+            return timing->tasks[static_cast<std::size_t>(a->id)].start_cycles < timing->tasks[static_cast<std::size_t>(b->id)].start_cycles;
+          });
+          for (std::size_t i = 1; i < on.size(); ++i) {
+            if (on[i]->minibatch < 1) continue;
+            const TaskTiming& time = timing->tasks[static_cast<std::size_t>(on[i]->id)];
+            const double wait_s = static_cast<double>(time.start_cycles - timing->tasks[static_cast<std::size_t>(on[i - 1]->id)].end_cycles) / g.clock_hz;
+            const double charge = with_curve ? charge_s(wait_s, on[i]->wait_exposed_bytes) : 0.0;
+            if (timing == &predicted) {
+              predicted_charges_s += charge;
+              continue;
+            }
+            const double wait_ms = 1e3 * wait_s;
+            const std::string group = wait_ms < 0.5 ? "wait < 0.5 ms" : wait_ms < 5 ? "wait 0.5-5 ms" : wait_ms < 20 ? "wait 5-20 ms" : "wait >= 20 ms";
+            measured[group] += static_cast<double>(time.end_cycles - time.start_cycles);
+            prices[group] += static_cast<double>(on[i]->cost_cycles) + charge * g.clock_hz;
+          }
+        }
+      }
+      expected.clear();
+      for (const auto& [group, cycles] : measured) expected[group] = cycles / prices[group] - 1;
+      expected_wait_loss_s = predicted_charges_s / static_cast<double>(g.minibatches - 1);
+      return run;
+    };
+    const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, runner);
+    const auto& by_wait = report.rows.at(1).task_time_error_by_wait;
+    REQUIRE(expected.size() >= 2);  // the run has tasks right after others and after waits
+    CHECK(by_wait.size() == expected.size());
+    for (const auto& each : expected) {
+      CAPTURE(each.first);
+      REQUIRE(by_wait.count(each.first) == 1);
+      CHECK(by_wait.at(each.first) == doctest::Approx(each.second).epsilon(1e-6));
+    }
+    if (with_curve) {
+      CHECK(expected_wait_loss_s > 0);  // the prediction's processors waited
+      CHECK(report.rows.at(1).wait_loss_s == doctest::Approx(expected_wait_loss_s).epsilon(1e-6).scale(0));
+    } else {
+      CHECK(report.rows.at(1).wait_loss_s == 0);
+    }
   }
 }
 
