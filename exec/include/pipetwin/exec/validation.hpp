@@ -61,8 +61,10 @@ struct ValidationRow {
   double replay_error = 0;
   // The processors' measured busy time (their tasks' durations after the first step, summed:
   // the step time leaves the first out too) over what the graph's calibrated costs add up to,
-  // minus 1; the median over runs. Where the step-time error is not the replay's, it is here:
-  // tasks ran slower or faster than calibrated. NaN as the replay.
+  // each with what the graph's wait loss charges the wait it had before it in that run
+  // (schedule/wait_loss.hpp; none without a wait curve), minus 1; the median over runs. Where the
+  // step-time error is not the replay's, it is here: tasks ran slower or faster than calibrated.
+  // NaN as the replay. The figures by part and by wait below price tasks alike.
   double task_time_error = 0;
   // The typical task's: the median over the processors' tasks after the first step of each one's
   // measured duration over its calibrated cost, minus 1; the median over runs. Far under
@@ -80,9 +82,9 @@ struct ValidationRow {
   std::map<std::string, double> task_time_error_by_part;
   // The processors' task time error after the first step by how long a task's processor waited
   // before it in the run (its start less the end of the task it ran before there): "wait < 0.5
-  // ms", "wait 0.5-5 ms", "wait 5-20 ms", "wait >= 20 ms", the groups the runs had. The table
-  // prices a task the same after any wait; on a virtual machine a wait costs the core its caches
-  // (docs/executor.md, "Caches lost in a wait").
+  // ms", "wait 0.5-5 ms", "wait 5-20 ms", "wait >= 20 ms", the groups the runs had. On a virtual
+  // machine a wait costs the core its caches (docs/executor.md, "Caches lost in a wait"); with a
+  // wait curve the price holds what the curve says it costs, and this shows what it misses.
   std::map<std::string, double> task_time_error_by_wait;
   // How busy the other processors are, on average, while one works (0: never, 1: always): the
   // weight of the table taken with P copies at once against the one taken alone in the row's
