@@ -10,7 +10,10 @@
 #include "pipetwin/exec/cpu/kernels.hpp"
 #include "pipetwin/exec/cpu/onednn_kernels.hpp"
 #include "random_matrix.hpp"
+#include "pipetwin/exec/cpu/layer_kernels.hpp"
 #include "pipetwin/exec/cpu/layer_op.hpp"
+#include "pipetwin/exec/layers/layer_composition.hpp"
+#include "pipetwin/models/error.hpp"
 #include "pipetwin/models/layer.hpp"
 
 namespace pipetwin::cpu {
@@ -299,6 +302,114 @@ TEST_CASE("batch norm over its input's buffer gives the values a new buffer gets
   CHECK(over.normalized == apart.normalized);
   CHECK(over.inv_std == apart.inv_std);
   CHECK(!(y == z));  // it did normalize
+}
+
+TEST_CASE("batch norm's fused epilogues give the separate kernels' values bit for bit") {
+  const std::int64_t channels = 3;
+  // Six positions per channel: runs that start off a vector's alignment in every other column.
+  const Matrix z = random_matrix(channels * 6, 7, 31), residual = random_matrix(channels * 6, 7, 32);
+  const Matrix dy = random_matrix(channels * 6, 7, 33);
+  const Vector gamma = random_matrix(channels, 1, 34), beta = random_matrix(channels, 1, 35);
+  for (const bool with_residual : {false, true}) {
+    for (const bool relu : {false, true}) {
+      CAPTURE(with_residual);
+      CAPTURE(relu);
+      BatchNormStash apart, fused;
+      Matrix separate = z;
+      batch_norm_forward_in_place(channels, gamma, beta, separate, apart);
+      if (with_residual) separate += residual;
+      if (relu) relu_forward(separate);
+      Matrix one_pass = z;
+      batch_norm_add_relu_in_place(channels, gamma, beta, one_pass, fused, with_residual ? &residual : nullptr, relu);
+      CHECK(one_pass == separate);
+      CHECK(fused.normalized == apart.normalized);
+      CHECK(fused.inv_std == apart.inv_std);
+      if (relu) CHECK((one_pass.array() == 0).count() > 0);  // ReLU did zero some
+    }
+  }
+  // The backward through ReLU, against relu_backward then batch_norm_backward.
+  BatchNormStash stash;
+  Matrix out = z;
+  batch_norm_add_relu_in_place(channels, gamma, beta, out, stash, &residual, true);
+  Vector dgamma, dbeta, fused_dgamma, fused_dbeta;
+  const Matrix masked_apart = relu_backward(out, dy);
+  const Matrix dz = batch_norm_backward(channels, gamma, stash, masked_apart, &dgamma, &dbeta);
+  Matrix masked;
+  const Matrix fused_dz =
+      batch_norm_backward_through_relu(channels, gamma, stash, out, dy, &fused_dgamma, &fused_dbeta, &masked);
+  CHECK(fused_dz == dz);
+  CHECK(fused_dgamma == dgamma);
+  CHECK(fused_dbeta == dbeta);
+  CHECK(masked == masked_apart);
+  CHECK(batch_norm_backward_through_relu(channels, gamma, stash, out, dy, nullptr, nullptr) == dz);
+  CHECK(!(masked_apart == dy));  // the mask did apply
+  const Matrix wrong = residual.topRows(3);
+  CHECK_THROWS_AS(batch_norm_add_relu_in_place(channels, gamma, beta, out, stash, &wrong, true), Error);
+  CHECK_THROWS_AS(batch_norm_backward_through_relu(channels, gamma, stash, Matrix(out.topRows(3)), dy, nullptr, nullptr),
+                  Error);
+}
+
+}  // namespace pipetwin::cpu
+
+// The CPU kernels without batch norm's fused epilogues: the composition runs batch norm, the
+// residual add and ReLU one after the other, as before the fusion.
+namespace pipetwin::cpu::test_support {
+struct UnfusedKernels : CpuLayerKernels {};
+}  // namespace pipetwin::cpu::test_support
+template <>
+struct pipetwin::exec::FusesBatchNormEpilogue<pipetwin::cpu::test_support::UnfusedKernels> : std::false_type {};
+
+namespace pipetwin::cpu {
+
+TEST_CASE("layers with batch norm give the same values fused as one step after the other, bit for bit") {
+  static_assert(exec::FusesBatchNormEpilogue<CpuLayerKernels>::value);
+  static_assert(!exec::FusesBatchNormEpilogue<test_support::UnfusedKernels>::value);
+  // Block input 4x6x6: conv (+ batch norm, ReLU); the same adding the identity shortcut; one of
+  // stride 2 to 8 channels adding the option-A shortcut (zero-padded channels).
+  Conv2dSpec plain = conv3x3(1, false, true), identity = plain, strided = plain;
+  identity.residual_add = true;
+  strided.residual_add = true;
+  strided.stride = 2;
+  strided.out_channels = 8;
+  const std::vector<std::int64_t> block{4, 6, 6};
+  const std::vector<Layer> layers{conv2d_layer("plain", block, plain, 4), conv2d_layer("identity", block, identity, 4),
+                                  conv2d_layer("strided", block, strided, 4)};
+  const auto specs = exec::make_layer_specs(layers);
+  const Matrix x = random_matrix(4 * 36, 5, 60), block_input = random_matrix(4 * 36, 5, 61);
+  for (std::size_t k = 0; k < specs.size(); ++k) {
+    CAPTURE(k);
+    const exec::LayerComposition<CpuLayerKernels> fused(specs[k]);
+    const exec::LayerComposition<test_support::UnfusedKernels> apart(specs[k]);
+    CpuLayerKernels fused_kernels;
+    test_support::UnfusedKernels apart_kernels;
+    const Vector p = specs[k].initial_parameters(62) + Vector(random_matrix(specs[k].parameter_count(), 1, 63)) * 0.1f;
+    const Matrix shortcut = specs[k].adds_residual() ? block_input : Matrix();
+    LayerStash fused_stash;
+    exec::LayerComposition<test_support::UnfusedKernels>::LayerStash apart_stash;
+    const Activation y = fused.forward(fused_kernels, p, Activation{x, shortcut}, fused_stash, nullptr, 1, nullptr);
+    const Activation y_apart = apart.forward(apart_kernels, p, Activation{x, shortcut}, apart_stash, nullptr, 1, nullptr);
+    CHECK(y.main == y_apart.main);
+    CHECK(fused_stash.activation == apart_stash.activation);
+    CHECK(fused_stash.batch_norm.normalized == apart_stash.batch_norm.normalized);
+    CHECK((y.main.array() == 0).count() > 0);  // ReLU zeroed some: the mask matters below
+    const Gradient out{random_matrix(y.main.rows(), 5, 64), Matrix(), 0};
+    for (const bool want_shortcut : {false, true}) {
+      CAPTURE(want_shortcut);
+      Vector fused_grad = Vector::Zero(p.size()), apart_grad = Vector::Zero(p.size());
+      const auto linear = fused.to_linear(fused_kernels, p, fused_stash, &out, want_shortcut, &fused_grad);
+      const auto linear_apart = apart.to_linear(apart_kernels, p, apart_stash, &out, want_shortcut, &apart_grad);
+      CHECK(linear.dz == linear_apart.dz);
+      CHECK(linear.shortcut_grad == linear_apart.shortcut_grad);
+      CHECK(linear.shortcut_grad.size() == (want_shortcut && specs[k].adds_residual() ? block_input.size() : 0));
+      fused.weight_gradient(fused_kernels, fused_stash, linear, fused_grad);
+      apart.weight_gradient(apart_kernels, apart_stash, linear_apart, apart_grad);
+      CHECK(fused_grad == apart_grad);
+      const Gradient in = fused.input_gradient(fused_kernels, p, linear, &out, 1, 4);
+      const Gradient in_apart = apart.input_gradient(apart_kernels, p, linear_apart, &out, 1, 4);
+      CHECK(in.main == in_apart.main);
+      CHECK(in.shortcut == in_apart.shortcut);
+    }
+  }
 }
 
 TEST_CASE("relu, pooling and the residual shortcut backward match finite differences") {

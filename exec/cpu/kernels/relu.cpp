@@ -4,22 +4,22 @@
 
 namespace pipetwin::cpu {
 
-void relu_forward(Matrix& x) {
-  float* v = x.data();
-  const Eigen::Index size = x.size();
-  for (Eigen::Index i = 0; i < size; ++i) v[i] = v[i] < 0.0f ? 0.0f : v[i];  // NaN stays NaN
+void relu_forward(float* v, std::int64_t size) {
+  for (std::int64_t i = 0; i < size; ++i) v[i] = v[i] < 0.0f ? 0.0f : v[i];  // NaN stays NaN
 }
+
+void relu_backward(const float* output, const float* dy, float* dx, std::int64_t size) {
+  for (std::int64_t i = 0; i < size; ++i) {
+    const float gradient = dy[i];  // read unconditionally, so that the select vectorizes
+    dx[i] = output[i] > 0.0f ? gradient : 0.0f;
+  }
+}
+
+void relu_forward(Matrix& x) { relu_forward(x.data(), x.size()); }
 
 Matrix relu_backward(const Matrix& output, const Matrix& dy) {
   Matrix dx(dy.rows(), dy.cols());
-  const float* out = output.data();
-  const float* g = dy.data();
-  float* d = dx.data();
-  const Eigen::Index size = dy.size();
-  for (Eigen::Index i = 0; i < size; ++i) {
-    const float gradient = g[i];  // read unconditionally, so that the select vectorizes
-    d[i] = out[i] > 0.0f ? gradient : 0.0f;
-  }
+  relu_backward(output.data(), dy.data(), dx.data(), dy.size());
   return dx;
 }
 

@@ -60,14 +60,34 @@ Matrix batch_norm_forward(std::int64_t channels, const Eigen::Ref<const Vector>&
 // convolution's output, read once here, does not need (the executor's forwards use this one).
 void batch_norm_forward_in_place(std::int64_t channels, const Eigen::Ref<const Vector>& gamma,
                                  const Eigen::Ref<const Vector>& beta, Matrix& z, BatchNormStash& stash);
+// The epilogue of a convolution with batch norm, fused: batch norm over z, then the block's
+// shortcut `residual` added (when not null; [C*HW x n], S(x) of the block input) and ReLU (when
+// `relu`), each channel's run of each sample finished while it is in the cache. Bit for bit
+// batch_norm_forward_in_place, z += *residual, relu_forward(z), without their two more passes
+// over z.
+void batch_norm_add_relu_in_place(std::int64_t channels, const Eigen::Ref<const Vector>& gamma,
+                                  const Eigen::Ref<const Vector>& beta, Matrix& z, BatchNormStash& stash,
+                                  const Matrix* residual, bool relu);
 // dy -> dz; dgamma, dbeta when not null.
 Matrix batch_norm_backward(std::int64_t channels, const Eigen::Ref<const Vector>& gamma,
                            const BatchNormStash& stash, const Matrix& dy, Vector* dgamma, Vector* dbeta);
+// The same for a layer whose ReLU follows its batch norm: dy at ReLU's output, masked by that
+// output (`relu_output`, the forward's) as relu_backward does, without a masked copy of dy (the
+// masked gradient is written into dz's room, then dz over it). Bit for bit
+// batch_norm_backward(channels, gamma, stash, relu_backward(relu_output, dy), ...). `masked`, when
+// not null, also receives the masked gradient (what an identity shortcut sends back).
+Matrix batch_norm_backward_through_relu(std::int64_t channels, const Eigen::Ref<const Vector>& gamma,
+                                        const BatchNormStash& stash, const Matrix& relu_output, const Matrix& dy,
+                                        Vector* dgamma, Vector* dbeta, Matrix* masked = nullptr);
 constexpr float kBatchNormEpsilon = 1e-5f;
 
 // ---- ReLU (in place on the forward; the backward masks by the forward's output) -------------
 void relu_forward(Matrix& x);
 Matrix relu_backward(const Matrix& output, const Matrix& dy);
+// The same over `size` floats (the fused epilogues' runs): v[i] = max(v[i], 0), NaN kept;
+// dx[i] = output[i] > 0 ? dy[i] : 0.
+void relu_forward(float* v, std::int64_t size);
+void relu_backward(const float* output, const float* dy, float* dx, std::int64_t size);
 
 // ---- pooling (no padding) ---------------------------------------------------------------------
 // x [C*H*W x n] -> [C*Ho*Wo x n]; max pooling records the winning input row per output element.

@@ -141,6 +141,19 @@ struct CpuLayerKernels {
     batch_norm_forward_in_place(channels, part(p, gamma_at, channels), part(p, beta_at, channels), z, stash);
     return z;
   }
+  // Batch norm's epilogue in one pass (the composition takes it where the kernels have it): batch
+  // norm over z's own buffer, the shortcut of the block input `x` added (when not null) and ReLU
+  // (when `relu`), each channel's run finished while it is in the cache.
+  Matrix batch_norm_add_relu(std::int64_t channels, std::int64_t, const Vector& p, std::int64_t gamma_at,
+                             std::int64_t beta_at, Matrix z, BatchNormStash& stash, const ShortcutGeometry& g,
+                             const Matrix* x, bool relu) {
+    Matrix shortcut;  // S(x) where the shortcut is not the block input itself [C*HW x n]
+    if (x != nullptr && !g.identity()) shortcut = shortcut_forward(g, *x);
+    const Matrix* residual = x == nullptr ? nullptr : g.identity() ? x : &shortcut;
+    batch_norm_add_relu_in_place(channels, part(p, gamma_at, channels), part(p, beta_at, channels), z, stash, residual,
+                                 relu);
+    return z;
+  }
   void add_shortcut(const ShortcutGeometry& g, const Matrix& x, Matrix& z) {
     if (g.identity()) {
       z += x;  // no copy of the block input
@@ -163,14 +176,14 @@ struct CpuLayerKernels {
   Matrix batch_norm_backward(std::int64_t channels, std::int64_t, const Vector& p, std::int64_t gamma_at,
                              const BatchNormStash& stash, const Matrix& dy, Vector* grad, std::int64_t dgamma_at,
                              std::int64_t dbeta_at) {
-    Vector dgamma, dbeta;
-    Matrix dz = cpu::batch_norm_backward(channels, part(p, gamma_at, channels), stash, dy, grad ? &dgamma : nullptr,
-                                         grad ? &dbeta : nullptr);
-    if (grad != nullptr) {
-      into(grad->segment(dgamma_at, channels), dgamma);
-      into(grad->segment(dbeta_at, channels), dbeta);
-    }
-    return dz;
+    return batch_norm_backward_into(channels, p, gamma_at, stash, nullptr, dy, grad, dgamma_at, dbeta_at, nullptr);
+  }
+  // batch_norm_backward of dy masked by ReLU's output `out`, without the masked copy; `masked`, when
+  // not null, gets it too.
+  Matrix batch_norm_backward_through_relu(std::int64_t channels, std::int64_t, const Vector& p, std::int64_t gamma_at,
+                                          const BatchNormStash& stash, const Matrix& out, const Matrix& dy, Vector* grad,
+                                          std::int64_t dgamma_at, std::int64_t dbeta_at, Matrix* masked) {
+    return batch_norm_backward_into(channels, p, gamma_at, stash, &out, dy, grad, dgamma_at, dbeta_at, masked);
   }
   Matrix dense_backward_input(const Vector& p, std::int64_t rows, std::int64_t cols, const ConstColumns& dz) {
     return use_onednn ? onednn::dense_backward_input(weights(p, rows, cols), dz)
@@ -208,6 +221,26 @@ struct CpuLayerKernels {
       cpu::conv2d_backward_weight(g, x, dz, dw, bias_at >= 0 ? &db : nullptr, grad_mode);
     }
     if (bias_at >= 0) into(grad.segment(bias_at, g.out_channels), db);
+  }
+
+ private:
+  // Batch norm's backward (through ReLU where `relu_output` is not null), dgamma and dbeta into
+  // grad when it is not null.
+  Matrix batch_norm_backward_into(std::int64_t channels, const Vector& p, std::int64_t gamma_at,
+                                  const BatchNormStash& stash, const Matrix* relu_output, const Matrix& dy, Vector* grad,
+                                  std::int64_t dgamma_at, std::int64_t dbeta_at, Matrix* masked) {
+    Vector dgamma, dbeta;
+    Vector* const dgamma_out = grad ? &dgamma : nullptr;
+    Vector* const dbeta_out = grad ? &dbeta : nullptr;
+    const auto gamma = part(p, gamma_at, channels);
+    Matrix dz = relu_output != nullptr
+                    ? cpu::batch_norm_backward_through_relu(channels, gamma, stash, *relu_output, dy, dgamma_out, dbeta_out, masked)
+                    : cpu::batch_norm_backward(channels, gamma, stash, dy, dgamma_out, dbeta_out);
+    if (grad != nullptr) {
+      into(grad->segment(dgamma_at, channels), dgamma);
+      into(grad->segment(dbeta_at, channels), dbeta);
+    }
+    return dz;
   }
 };
 

@@ -14,10 +14,15 @@
 //   forward  dense(p, rows, cols, bias_at, x), conv2d(g, p, bias_at, x),
 //            batch_norm(channels, positions, p, gamma_at, beta_at, z, stash&) -> y,
 //            add_shortcut(g, x, z&) (z += S(x)), relu(z&), pool(g, z, argmax*),
+//            optionally batch_norm_add_relu(channels, positions, p, gamma_at, beta_at, z, stash&,
+//            shortcut geometry, x* (null: no residual), relu) -> y, the three in one pass,
 //            softmax_cross_entropy(z, labels*, loss_scale, dlogits*) -> summed loss, zeros(rows, n)
 //   backward pool_backward(g, dy, argmax), relu_backward(out, dy), shortcut_backward(g, dy),
 //            batch_norm_backward(channels, positions, p, gamma_at, stash, dy, grad*, gamma_at, beta_at)
-//            (dgamma, dbeta into grad when it is not null), dense_backward_input(p, rows, cols, dz),
+//            (dgamma, dbeta into grad when it is not null), optionally with it
+//            batch_norm_backward_through_relu(..., stash, relu_output, dy, grad*, gamma_at, beta_at,
+//            masked*) (dy masked by ReLU's output first; the masked dy into *masked when not null),
+//            dense_backward_input(p, rows, cols, dz),
 //            conv2d_backward_input(g, p, dz), add(x&, y) (x += y), param_buffer(count) (room for a
 //            parameter gradient; every part of it gets written),
 //            dense_backward_weight(x, dz, rows, cols, bias_at, grad&),
@@ -25,6 +30,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "pipetwin/exec/layers/layer_spec.hpp"
@@ -59,8 +65,19 @@ struct LayerStashOf {
   typename K::Tensor loss_gradient;       // loss layer: d loss / d logits [classes x n]
 };
 
+// Whether kernels K have batch norm's fused epilogues (batch_norm_add_relu and
+// batch_norm_backward_through_relu): the CPU kernels do; others run batch norm, the residual add
+// and ReLU one after the other.
+template <typename K, typename = void>
+struct FusesBatchNormEpilogue : std::false_type {};
+template <typename K>
+struct FusesBatchNormEpilogue<K, std::void_t<decltype(&K::batch_norm_add_relu), decltype(&K::batch_norm_backward_through_relu)>>
+    : std::true_type {};
+
 template <typename K>
 class LayerComposition {
+  static constexpr bool kFusesBatchNormEpilogue = FusesBatchNormEpilogue<K>::value;
+
  public:
   using Tensor = typename K::Tensor;
   using Params = typename K::Params;
@@ -100,14 +117,22 @@ class LayerComposition {
     }
     Tensor z = k.conv2d(s_.conv_geometry(), p, at.bias, in.main);
     stash.input = std::move(in.main);
-    if (s_.has_batch_norm()) z = k.batch_norm(s_.channels(), s_.positions(), p, at.gamma, at.beta, std::move(z), stash.batch_norm);
-    if (s_.adds_residual()) {
-      if (K::rows(in.shortcut) != s_.block_input_features()) {
-        throw Error("internal: residual layer '" + s_.layer().name + "' without its block input");
-      }
-      k.add_shortcut(s_.shortcut_geometry(), in.shortcut, z);
+    if (s_.adds_residual() && K::rows(in.shortcut) != s_.block_input_features()) {
+      throw Error("internal: residual layer '" + s_.layer().name + "' without its block input");
     }
-    if (s_.has_relu()) k.relu(z);
+    bool finished = false;  // batch norm, the residual and ReLU done in one pass
+    if constexpr (kFusesBatchNormEpilogue) {
+      if (s_.has_batch_norm()) {
+        z = k.batch_norm_add_relu(s_.channels(), s_.positions(), p, at.gamma, at.beta, std::move(z), stash.batch_norm,
+                                  s_.shortcut_geometry(), s_.adds_residual() ? &in.shortcut : nullptr, s_.has_relu());
+        finished = true;
+      }
+    }
+    if (!finished) {
+      if (s_.has_batch_norm()) z = k.batch_norm(s_.channels(), s_.positions(), p, at.gamma, at.beta, std::move(z), stash.batch_norm);
+      if (s_.adds_residual()) k.add_shortcut(s_.shortcut_geometry(), in.shortcut, z);
+      if (s_.has_relu()) k.relu(z);
+    }
     if (s_.is_pooled()) {
       out.main = k.pool(s_.pool_geometry(), z, &stash.argmax);
       stash.activation = std::move(z);  // pooling has read it: its buffer is the stash's, no copy
@@ -197,6 +222,17 @@ class LayerComposition {
       dy = &made;
     };
     if (s_.is_pooled()) went_back(k.pool_backward(s_.pool_geometry(), *dy, stash.argmax));
+    if constexpr (kFusesBatchNormEpilogue) {
+      // ReLU's mask and batch norm's backward in one pass, where the shortcut's gradient (the
+      // masked gradient itself, for an identity shortcut) comes from it too.
+      const bool wants_shortcut = s_.adds_residual() && shortcut_grad != nullptr;
+      if (s_.has_relu() && s_.has_batch_norm() && (!wants_shortcut || s_.shortcut_geometry().identity())) {
+        const ParamLayout& at = s_.parameter_layout();
+        return k.batch_norm_backward_through_relu(s_.channels(), s_.positions(), p, at.gamma, stash.batch_norm,
+                                                  stash.activation, *dy, grad, at.gamma, at.beta,
+                                                  wants_shortcut ? shortcut_grad : nullptr);
+      }
+    }
     if (s_.has_relu()) went_back(k.relu_backward(stash.activation, *dy));
     if (s_.adds_residual() && shortcut_grad != nullptr) *shortcut_grad = k.shortcut_backward(s_.shortcut_geometry(), *dy);
     if (s_.has_batch_norm()) {
