@@ -357,23 +357,30 @@ namespace pipetwin::cpu::test_support {
 struct UnfusedKernels : CpuLayerKernels {};
 }  // namespace pipetwin::cpu::test_support
 template <>
-struct pipetwin::exec::FusesBatchNormEpilogue<pipetwin::cpu::test_support::UnfusedKernels> : std::false_type {};
+struct pipetwin::exec::FusesEpilogues<pipetwin::cpu::test_support::UnfusedKernels> : std::false_type {};
 
 namespace pipetwin::cpu {
 
-TEST_CASE("layers with batch norm give the same values fused as one step after the other, bit for bit") {
-  static_assert(exec::FusesBatchNormEpilogue<CpuLayerKernels>::value);
-  static_assert(!exec::FusesBatchNormEpilogue<test_support::UnfusedKernels>::value);
+TEST_CASE("conv layers give the same values with the fused epilogues as one step after the other") {
+  static_assert(exec::FusesEpilogues<CpuLayerKernels>::value);
+  static_assert(!exec::FusesEpilogues<test_support::UnfusedKernels>::value);
   // Block input 4x6x6: conv (+ batch norm, ReLU); the same adding the identity shortcut; one of
-  // stride 2 to 8 channels adding the option-A shortcut (zero-padded channels).
+  // stride 2 to 8 channels adding the option-A shortcut (zero-padded channels); conv + bias + ReLU
+  // (ReLU in the convolution) with and without max pooling (ReLU's backward over pooling's
+  // gradient). Equal as floats (==): oneDNN's ReLU may write a negative's zero as -0.
   Conv2dSpec plain = conv3x3(1, false, true), identity = plain, strided = plain;
   identity.residual_add = true;
   strided.residual_add = true;
   strided.stride = 2;
   strided.out_channels = 8;
+  Conv2dSpec biased = conv3x3(1, true, false), pooled = biased;
+  pooled.pool.kind = "max";
+  pooled.pool.kernel = 2;
+  pooled.pool.stride = 2;
   const std::vector<std::int64_t> block{4, 6, 6};
   const std::vector<Layer> layers{conv2d_layer("plain", block, plain, 4), conv2d_layer("identity", block, identity, 4),
-                                  conv2d_layer("strided", block, strided, 4)};
+                                  conv2d_layer("strided", block, strided, 4), conv2d_layer("biased", block, biased, 4),
+                                  conv2d_layer("pooled", block, pooled, 4)};
   const auto specs = exec::make_layer_specs(layers);
   const Matrix x = random_matrix(4 * 36, 5, 60), block_input = random_matrix(4 * 36, 5, 61);
   for (std::size_t k = 0; k < specs.size(); ++k) {
@@ -391,7 +398,8 @@ TEST_CASE("layers with batch norm give the same values fused as one step after t
     CHECK(y.main == y_apart.main);
     CHECK(fused_stash.activation == apart_stash.activation);
     CHECK(fused_stash.batch_norm.normalized == apart_stash.batch_norm.normalized);
-    CHECK((y.main.array() == 0).count() > 0);  // ReLU zeroed some: the mask matters below
+    CHECK(fused_stash.argmax == apart_stash.argmax);
+    CHECK((fused_stash.activation.array() == 0).count() > 0);  // ReLU zeroed some: the mask matters below
     const Gradient out{random_matrix(y.main.rows(), 5, 64), Matrix(), 0};
     for (const bool want_shortcut : {false, true}) {
       CAPTURE(want_shortcut);

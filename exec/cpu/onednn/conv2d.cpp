@@ -38,32 +38,38 @@ struct ConvShapes {
 
 memory::desc any(const Dims& dims) { return {dims, kF32, Tag::any}; }
 
-dnnl::primitive_attr user_scratchpad() {
+// With `relu`, ReLU as a post-op: applied to each output as the kernel writes it (alpha 0).
+dnnl::primitive_attr user_scratchpad(bool relu = false) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // one per call: calls on other threads never share it
+  if (relu) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(ops);
+  }
   return attr;
 }
 
-dnnl::convolution_forward::primitive_desc forward_pd(Call& call, const ConvShapes& s, bool with_bias) {
+dnnl::convolution_forward::primitive_desc forward_pd(Call& call, const ConvShapes& s, bool with_bias, bool relu = false) {
   const dnnl::convolution_forward::desc desc =
       with_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
                                                   any(s.src), any(s.weights), s.user_bias(), any(s.dst), s.strides,
                                                   s.padding, s.padding)
                 : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
                                                   any(s.src), any(s.weights), any(s.dst), s.strides, s.padding, s.padding);
-  return {desc, user_scratchpad(), call.engine()};
+  return {desc, user_scratchpad(relu), call.engine()};
 }
 
 }  // namespace
 
 Matrix conv2d_forward(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const Vector>& b,
-                      const Matrix& x) {
+                      const Matrix& x, bool relu) {
   Call call("conv2d forward");
   const ConvShapes s(g, x.cols());
   Matrix out(g.out_channels * g.out_height() * g.out_width(), x.cols());  // [Cout*Ho*Wo x n]
   try {
     const bool with_bias = b.size() > 0;
-    const auto pd = forward_pd(call, s, with_bias);
+    const auto pd = forward_pd(call, s, with_bias, relu);
     std::unordered_map<int, memory> bias;
     if (with_bias) bias[DNNL_ARG_BIAS] = call.wrap(s.user_bias(), b.data());
     call.execute(dnnl::convolution_forward(pd), pd.scratchpad_desc(),

@@ -18,7 +18,7 @@ std::string description() { return ""; }
 Matrix dense_forward(const Eigen::Ref<const Matrix>&, const Eigen::Ref<const Vector>&, const Matrix&) { unavailable(); }
 Matrix dense_backward_input(const Eigen::Ref<const Matrix>&, const ConstColumns&) { unavailable(); }
 void dense_backward_weight(const Matrix&, const Matrix&, Eigen::Ref<Matrix>, Vector*, WeightGradient) { unavailable(); }
-Matrix conv2d_forward(const ConvGeometry&, const Eigen::Ref<const Matrix>&, const Eigen::Ref<const Vector>&, const Matrix&) {
+Matrix conv2d_forward(const ConvGeometry&, const Eigen::Ref<const Matrix>&, const Eigen::Ref<const Vector>&, const Matrix&, bool) {
   unavailable();
 }
 Matrix conv2d_backward_input(const ConvGeometry&, const Eigen::Ref<const Matrix>&, const ConstColumns&) { unavailable(); }

@@ -135,6 +135,16 @@ struct CpuLayerKernels {
     const auto b = part(p, bias_at, g.out_channels);
     return use_onednn ? onednn::conv2d_forward(g, w, b, x) : conv2d_forward(g, w, b, x);
   }
+  // The same followed by ReLU (the composition takes it where nothing comes between): oneDNN
+  // applies it as it writes the output; the Eigen convolution is followed by relu_forward.
+  Matrix conv2d_relu(const ConvGeometry& g, const Vector& p, std::int64_t bias_at, const Matrix& x) {
+    const auto w = weights(p, g.out_channels, g.patch());
+    const auto b = part(p, bias_at, g.out_channels);
+    if (use_onednn) return onednn::conv2d_forward(g, w, b, x, true);
+    Matrix z = conv2d_forward(g, w, b, x);
+    relu_forward(z);
+    return z;
+  }
   // Over z's own buffer (the composition moves it in): the convolution's output is read once here.
   Matrix batch_norm(std::int64_t channels, std::int64_t, const Vector& p, std::int64_t gamma_at, std::int64_t beta_at,
                     Matrix z, BatchNormStash& stash) {
@@ -172,6 +182,8 @@ struct CpuLayerKernels {
     return cpu::pool_backward(g, dy, argmax);
   }
   Matrix relu_backward(const Matrix& out, const Matrix& dy) { return cpu::relu_backward(out, dy); }
+  // The same over dy's own buffer (a gradient the layer made itself, e.g. pooling's).
+  void relu_backward_in_place(const Matrix& out, Matrix& dy) { cpu::relu_backward(out.data(), dy.data(), dy.data(), dy.size()); }
   Matrix shortcut_backward(const ShortcutGeometry& g, const Matrix& dy) { return cpu::shortcut_backward(g, dy); }
   Matrix batch_norm_backward(std::int64_t channels, std::int64_t, const Vector& p, std::int64_t gamma_at,
                              const BatchNormStash& stash, const Matrix& dy, Vector* grad, std::int64_t dgamma_at,

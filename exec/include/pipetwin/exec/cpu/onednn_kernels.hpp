@@ -23,9 +23,11 @@ void dense_backward_weight(const Matrix& x, const Matrix& dy, Eigen::Ref<Matrix>
                            WeightGradient mode = WeightGradient::write);
 
 // conv2d, groups = 1, zero padding: W [out_channels x C*k*k] (c, kh, kw order), b [out_channels]
-// (may be empty), x [C*H*W x n] (NCHW) -> z [out_channels*Ho*Wo x n] (NCHW).
+// (may be empty), x [C*H*W x n] (NCHW) -> z [out_channels*Ho*Wo x n] (NCHW); with `relu`, ReLU
+// applied as the kernel writes z (a post-op: no pass of its own; the same values as relu_forward,
+// a negative's zero possibly -0).
 Matrix conv2d_forward(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const Vector>& b,
-                      const Matrix& x);
+                      const Matrix& x, bool relu = false);
 Matrix conv2d_backward_input(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const ConstColumns& dz);
 // Writes dW (oneDNN's primitive has no accumulating form).
 void conv2d_backward_weight(const ConvGeometry& g, const Matrix& x, const Matrix& dz, Eigen::Ref<Matrix> dw,

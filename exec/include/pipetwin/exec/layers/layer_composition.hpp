@@ -15,13 +15,15 @@
 //            batch_norm(channels, positions, p, gamma_at, beta_at, z, stash&) -> y,
 //            add_shortcut(g, x, z&) (z += S(x)), relu(z&), pool(g, z, argmax*),
 //            optionally batch_norm_add_relu(channels, positions, p, gamma_at, beta_at, z, stash&,
-//            shortcut geometry, x* (null: no residual), relu) -> y, the three in one pass,
+//            shortcut geometry, x* (null: no residual), relu) -> y, the three in one pass, and
+//            conv2d_relu(g, p, bias_at, x) (conv2d then ReLU),
 //            softmax_cross_entropy(z, labels*, loss_scale, dlogits*) -> summed loss, zeros(rows, n)
 //   backward pool_backward(g, dy, argmax), relu_backward(out, dy), shortcut_backward(g, dy),
 //            batch_norm_backward(channels, positions, p, gamma_at, stash, dy, grad*, gamma_at, beta_at)
 //            (dgamma, dbeta into grad when it is not null), optionally with it
 //            batch_norm_backward_through_relu(..., stash, relu_output, dy, grad*, gamma_at, beta_at,
 //            masked*) (dy masked by ReLU's output first; the masked dy into *masked when not null),
+//            and relu_backward_in_place(out, dy&) (dy masked over its own buffer),
 //            dense_backward_input(p, rows, cols, dz),
 //            conv2d_backward_input(g, p, dz), add(x&, y) (x += y), param_buffer(count) (room for a
 //            parameter gradient; every part of it gets written),
@@ -65,18 +67,19 @@ struct LayerStashOf {
   typename K::Tensor loss_gradient;       // loss layer: d loss / d logits [classes x n]
 };
 
-// Whether kernels K have batch norm's fused epilogues (batch_norm_add_relu and
-// batch_norm_backward_through_relu): the CPU kernels do; others run batch norm, the residual add
-// and ReLU one after the other.
+// Whether kernels K have the fused epilogues (batch_norm_add_relu, batch_norm_backward_through_relu,
+// conv2d_relu, relu_backward_in_place): the CPU kernels do; others run the convolution, batch
+// norm, the residual add and ReLU one after the other, and ReLU's backward into a new tensor.
 template <typename K, typename = void>
-struct FusesBatchNormEpilogue : std::false_type {};
+struct FusesEpilogues : std::false_type {};
 template <typename K>
-struct FusesBatchNormEpilogue<K, std::void_t<decltype(&K::batch_norm_add_relu), decltype(&K::batch_norm_backward_through_relu)>>
+struct FusesEpilogues<K, std::void_t<decltype(&K::batch_norm_add_relu), decltype(&K::batch_norm_backward_through_relu),
+                                     decltype(&K::conv2d_relu), decltype(&K::relu_backward_in_place)>>
     : std::true_type {};
 
 template <typename K>
 class LayerComposition {
-  static constexpr bool kFusesBatchNormEpilogue = FusesBatchNormEpilogue<K>::value;
+  static constexpr bool kFusesEpilogues = FusesEpilogues<K>::value;
 
  public:
   using Tensor = typename K::Tensor;
@@ -115,13 +118,15 @@ class LayerComposition {
       out.main = std::move(z);  // z's buffer goes on: one copy kept, not two
       return out;
     }
-    Tensor z = k.conv2d(s_.conv_geometry(), p, at.bias, in.main);
+    // ReLU straight after the convolution (no batch norm, no residual) goes into the convolution.
+    const bool relu_in_conv = kFusesEpilogues && s_.has_relu() && !s_.has_batch_norm() && !s_.adds_residual();
+    Tensor z = convolve(k, p, in.main, relu_in_conv);
     stash.input = std::move(in.main);
     if (s_.adds_residual() && K::rows(in.shortcut) != s_.block_input_features()) {
       throw Error("internal: residual layer '" + s_.layer().name + "' without its block input");
     }
     bool finished = false;  // batch norm, the residual and ReLU done in one pass
-    if constexpr (kFusesBatchNormEpilogue) {
+    if constexpr (kFusesEpilogues) {
       if (s_.has_batch_norm()) {
         z = k.batch_norm_add_relu(s_.channels(), s_.positions(), p, at.gamma, at.beta, std::move(z), stash.batch_norm,
                                   s_.shortcut_geometry(), s_.adds_residual() ? &in.shortcut : nullptr, s_.has_relu());
@@ -131,7 +136,7 @@ class LayerComposition {
     if (!finished) {
       if (s_.has_batch_norm()) z = k.batch_norm(s_.channels(), s_.positions(), p, at.gamma, at.beta, std::move(z), stash.batch_norm);
       if (s_.adds_residual()) k.add_shortcut(s_.shortcut_geometry(), in.shortcut, z);
-      if (s_.has_relu()) k.relu(z);
+      if (s_.has_relu() && !relu_in_conv) k.relu(z);
     }
     if (s_.is_pooled()) {
       out.main = k.pool(s_.pool_geometry(), z, &stash.argmax);
@@ -222,7 +227,7 @@ class LayerComposition {
       dy = &made;
     };
     if (s_.is_pooled()) went_back(k.pool_backward(s_.pool_geometry(), *dy, stash.argmax));
-    if constexpr (kFusesBatchNormEpilogue) {
+    if constexpr (kFusesEpilogues) {
       // ReLU's mask and batch norm's backward in one pass, where the shortcut's gradient (the
       // masked gradient itself, for an identity shortcut) comes from it too.
       const bool wants_shortcut = s_.adds_residual() && shortcut_grad != nullptr;
@@ -233,7 +238,16 @@ class LayerComposition {
                                                   wants_shortcut ? shortcut_grad : nullptr);
       }
     }
-    if (s_.has_relu()) went_back(k.relu_backward(stash.activation, *dy));
+    if (s_.has_relu()) {
+      bool masked = false;
+      if constexpr (kFusesEpilogues) {
+        if (dy == &made) {  // a gradient this layer made (pooling's): masked over its own buffer
+          k.relu_backward_in_place(stash.activation, made);
+          masked = true;
+        }
+      }
+      if (!masked) went_back(k.relu_backward(stash.activation, *dy));
+    }
     if (s_.adds_residual() && shortcut_grad != nullptr) *shortcut_grad = k.shortcut_backward(s_.shortcut_geometry(), *dy);
     if (s_.has_batch_norm()) {
       const ParamLayout& at = s_.parameter_layout();
@@ -241,6 +255,15 @@ class LayerComposition {
                                       at.beta));
     }
     return dy == &made ? std::move(made) : *dy;  // a copy only when no step applies
+  }
+
+  // The layer's convolution, with ReLU in it when `relu` (only where the kernels fuse it).
+  Tensor convolve(K& k, const Params& p, const Tensor& x, bool relu) const {
+    const ParamLayout& at = s_.parameter_layout();
+    if constexpr (kFusesEpilogues) {
+      if (relu) return k.conv2d_relu(s_.conv_geometry(), p, at.bias, x);
+    }
+    return k.conv2d(s_.conv_geometry(), p, at.bias, x);
   }
 
   LayerSpec s_;
