@@ -383,12 +383,17 @@ TEST_CASE("conv layers give the same values with the fused epilogues as one step
                                   conv2d_layer("pooled", block, pooled, 4)};
   const auto specs = exec::make_layer_specs(layers);
   const Matrix x = random_matrix(4 * 36, 5, 60), block_input = random_matrix(4 * 36, 5, 61);
-  for (std::size_t k = 0; k < specs.size(); ++k) {
+  for (std::size_t run = 0; run < 2 * specs.size(); ++run) {
+    const std::size_t k = run % specs.size();
+    const bool eigen = run >= specs.size();  // the Eigen convolutions (a build without oneDNN)
     CAPTURE(k);
+    CAPTURE(eigen);
+    if (!eigen && !onednn::available()) continue;
     const exec::LayerComposition<CpuLayerKernels> fused(specs[k]);
     const exec::LayerComposition<test_support::UnfusedKernels> apart(specs[k]);
     CpuLayerKernels fused_kernels;
     test_support::UnfusedKernels apart_kernels;
+    fused_kernels.use_onednn = apart_kernels.use_onednn = !eigen;
     const Vector p = specs[k].initial_parameters(62) + Vector(random_matrix(specs[k].parameter_count(), 1, 63)) * 0.1f;
     const Matrix shortcut = specs[k].adds_residual() ? block_input : Matrix();
     LayerStash fused_stash;

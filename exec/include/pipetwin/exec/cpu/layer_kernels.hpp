@@ -131,19 +131,12 @@ struct CpuLayerKernels {
                       : dense_forward(weights(p, rows, cols), part(p, bias_at, rows), x);
   }
   Matrix conv2d(const ConvGeometry& g, const Vector& p, std::int64_t bias_at, const Matrix& x) {
-    const auto w = weights(p, g.out_channels, g.patch());
-    const auto b = part(p, bias_at, g.out_channels);
-    return use_onednn ? onednn::conv2d_forward(g, w, b, x) : conv2d_forward(g, w, b, x);
+    return convolve(g, p, bias_at, x, false);
   }
   // The same followed by ReLU (the composition takes it where nothing comes between): oneDNN
   // applies it as it writes the output; the Eigen convolution is followed by relu_forward.
   Matrix conv2d_relu(const ConvGeometry& g, const Vector& p, std::int64_t bias_at, const Matrix& x) {
-    const auto w = weights(p, g.out_channels, g.patch());
-    const auto b = part(p, bias_at, g.out_channels);
-    if (use_onednn) return onednn::conv2d_forward(g, w, b, x, true);
-    Matrix z = conv2d_forward(g, w, b, x);
-    relu_forward(z);
-    return z;
+    return convolve(g, p, bias_at, x, true);
   }
   // Over z's own buffer (the composition moves it in): the convolution's output is read once here.
   Matrix batch_norm(std::int64_t channels, std::int64_t, const Vector& p, std::int64_t gamma_at, std::int64_t beta_at,
@@ -236,6 +229,14 @@ struct CpuLayerKernels {
   }
 
  private:
+  Matrix convolve(const ConvGeometry& g, const Vector& p, std::int64_t bias_at, const Matrix& x, bool relu) {
+    const auto w = weights(p, g.out_channels, g.patch());
+    const auto b = part(p, bias_at, g.out_channels);
+    if (use_onednn) return onednn::conv2d_forward(g, w, b, x, relu);
+    Matrix z = conv2d_forward(g, w, b, x);
+    if (relu) relu_forward(z);
+    return z;
+  }
   // Batch norm's backward (through ReLU where `relu_output` is not null), dgamma and dbeta into
   // grad when it is not null.
   Matrix batch_norm_backward_into(std::int64_t channels, const Vector& p, std::int64_t gamma_at,
