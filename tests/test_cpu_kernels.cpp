@@ -425,6 +425,41 @@ TEST_CASE("conv layers give the same values with the fused epilogues as one step
   }
 }
 
+TEST_CASE("a block's input lent as the shortcut and given back: the values of a copy, one buffer") {
+  // conv1 takes the block input (4x6x6) and feeds the residual; conv2 adds it (identity shortcut).
+  Conv2dSpec first = conv3x3(1, false, true), second = first;
+  second.residual_add = true;
+  const std::vector<Layer> layers{conv2d_layer("conv1", {4, 6, 6}, first, 4), conv2d_layer("conv2", {4, 6, 6}, second, 4)};
+  const auto ops = make_layer_ops(layers);
+  REQUIRE(ops[0].spec().feeds_residual());
+  const Vector p1 = ops[0].initial_parameters(70), p2 = ops[1].initial_parameters(71);
+  const Matrix x = random_matrix(4 * 36, 3, 72);
+  // As a copy (the default).
+  LayerStash copied1, copied2;
+  const Activation h = ops[0].forward(p1, Activation{x, Matrix()}, copied1, nullptr, 1, nullptr);
+  const Activation y = ops[1].forward(p2, h, copied2, nullptr, 1, nullptr);
+  CHECK(h.shortcut == x);
+  CHECK(y.shortcut.size() == 0);
+  // Lent and given back.
+  Matrix input = x;
+  const float* buffer = input.data();
+  LayerStash lent1, lent2;
+  Activation a = ops[0].forward(p1, Activation{std::move(input), Matrix()}, lent1, nullptr, 1, nullptr, {true, false});
+  CHECK(lent1.input.size() == 0);    // lent, not kept
+  CHECK(a.shortcut.data() == buffer);  // the block input's own buffer, no copy
+  a = ops[1].forward(p2, std::move(a), lent2, nullptr, 1, nullptr, {false, true});
+  CHECK(a.shortcut.data() == buffer);  // given back
+  lent1.input = std::move(a.shortcut);
+  CHECK(a.main == y.main);
+  CHECK(lent1.input == copied1.input);
+  CHECK(lent1.activation == copied1.activation);
+  CHECK(lent2.activation == copied2.activation);
+  // Asked of layers that do not take or add a block input: an error, not a silent copy.
+  LayerStash unused;
+  CHECK_THROWS_AS(ops[1].forward(p2, h, unused, nullptr, 1, nullptr, {true, false}), Error);
+  CHECK_THROWS_AS(ops[0].forward(p1, Activation{x, Matrix()}, unused, nullptr, 1, nullptr, {false, true}), Error);
+}
+
 TEST_CASE("relu, pooling and the residual shortcut backward match finite differences") {
   // Inputs kept away from the kinks (|x| >= 0.1, distinct values in each window).
   Matrix x = random_matrix(2 * 6 * 6, 2, 15);

@@ -20,7 +20,10 @@
 //           null when the task does not need it
 //           samples_of(const Activation&) -> columns
 //   layers  forward(lane, l, params, Activation in (by value: its buffer becomes the stash's input),
-//           stash, labels*, loss_scale, double* loss) -> Activation
+//           stash, labels*, loss_scale, double* loss) -> Activation; a backend with
+//           `static constexpr bool lends_block_inputs = true` takes one more argument, a
+//           ShortcutHandoff (layer_composition.hpp), and a block input goes from the layer that
+//           takes it to the next layer of the task, which adds it, as one buffer
 //           the backward in the layer composition's three steps (layer_composition.hpp), so that a
 //           fused B goes back through pooling, ReLU and batch norm once:
 //           to_linear(lane, l, params, stash, out_grad*, want_shortcut, grad*) -> Linear,
@@ -79,9 +82,11 @@
 #include "thread_plan.hpp"
 #include "layer_time_log.hpp"
 #include "memory_tracker.hpp"
+#include "pipetwin/exec/layers/layer_composition.hpp"
 #include "pipetwin/exec/thread_pinning.hpp"
 #include "pipetwin/exec/training.hpp"
 #include "pipetwin/models/error.hpp"
+#include "pipetwin/models/network.hpp"
 #include "pipetwin/schedule/buffers.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/summary.hpp"
@@ -116,6 +121,15 @@ template <typename B, typename = void>
 struct TakesOverArrivals : std::false_type {};
 template <typename B>
 struct TakesOverArrivals<B, std::enable_if_t<B::takes_over_arrivals>> : std::true_type {};
+
+// Whether a backend's forward takes a ShortcutHandoff (layer_composition.hpp), so that a block's
+// input goes from the layer that takes it to the next layer, which adds it, as one buffer where
+// both run in one task: a backend whose tensors are values (the CPU's; the CUDA backend's are
+// handles, whose copy shares).
+template <typename B, typename = void>
+struct LendsBlockInputs : std::false_type {};
+template <typename B>
+struct LendsBlockInputs<B, std::enable_if_t<B::lends_block_inputs>> : std::true_type {};
 
 template <typename Backend>
 class GraphExecution {
@@ -524,12 +538,25 @@ std::shared_ptr<typename GraphExecution<B>::Stash> GraphExecution<B>::run_forwar
                                                                                         double* loss) {
   auto kept = std::make_shared<Stash>();
   kept->layers.resize(static_cast<std::size_t>(t.last_layer - t.first_layer + 1));
+  const double loss_scale = static_cast<double>(net_.batch * flow_.replicas);
+  bool lent = false;  // the layer before lent its input as the shortcut (ShortcutHandoff)
   for (std::int32_t l = t.first_layer; l <= t.last_layer; ++l) {
     const auto begin = layer_begin(lane);
     const ParamsPtr w = weights(l, t.version_read, t);
+    LayerStash& stash = kept->layers[static_cast<std::size_t>(l - t.first_layer)];
     // The loss is the mean over the whole batch: every replica's samples (data parallelism).
-    in = b_.forward(lane, l, *w, std::move(in), kept->layers[static_cast<std::size_t>(l - t.first_layer)], &labels,
-                    static_cast<double>(net_.batch * flow_.replicas), loss);
+    if constexpr (LendsBlockInputs<B>::value) {
+      // A block input the next layer of this task adds (and that layer's own input is not one):
+      // lent to it and given back, one buffer.
+      const auto feeds = [&](std::int32_t layer) { return feeds_residual(net_.layers, static_cast<std::size_t>(layer)); };
+      const bool lend = feeds(l) && l < t.last_layer && !feeds(l + 1);
+      const bool give_back = lent;
+      in = b_.forward(lane, l, *w, std::move(in), stash, &labels, loss_scale, loss, ShortcutHandoff{lend, give_back});
+      if (give_back) kept->layers[static_cast<std::size_t>(l - 1 - t.first_layer)].input = std::move(in.shortcut);
+      lent = lend;
+    } else {
+      in = b_.forward(lane, l, *w, std::move(in), stash, &labels, loss_scale, loss);
+    }
     record_layer(t, lane, l, t.kind, begin);
   }
   kept->owner = t.id;

@@ -54,9 +54,10 @@ std::vector<LayerOp> make_layer_ops(const std::vector<Layer>& layers) {
 }
 
 Activation LayerOp::forward(const Vector& params, Activation in, LayerStash& stash,
-                            const std::vector<std::int32_t>* labels, double loss_scale, double* loss) const {
+                            const std::vector<std::int32_t>* labels, double loss_scale, double* loss,
+                            exec::ShortcutHandoff handoff) const {
   CpuLayerKernels kernels;
-  return composition_->forward(kernels, params, std::move(in), stash, labels, loss_scale, loss);
+  return composition_->forward(kernels, params, std::move(in), stash, labels, loss_scale, loss, handoff);
 }
 
 Matrix LayerOp::logits(const Vector& params, const Activation& in) const {

@@ -36,9 +36,11 @@ class LayerOp {
   Vector initial_parameters(std::uint64_t seed) const { return spec().initial_parameters(seed); }
 
   // The loss layer also takes the labels, adds the summed loss to *loss and stashes the gradient
-  // of (loss / loss_scale). `in` becomes the stash's input: move in an activation done with.
+  // of (loss / loss_scale). `in` becomes the stash's input: move in an activation done with
+  // (or the shortcut sent on, with handoff.lend_input: exec::ShortcutHandoff).
   Activation forward(const Vector& params, Activation in, LayerStash& stash,
-                     const std::vector<std::int32_t>* labels, double loss_scale, double* loss) const;
+                     const std::vector<std::int32_t>* labels, double loss_scale, double* loss,
+                     exec::ShortcutHandoff handoff = {}) const;
   // The loss layer's logits [classes x n] (no loss, no stash): for measuring accuracy.
   Matrix logits(const Vector& params, const Activation& in) const;
   // Gradient at the input for samples [begin, end); `out` is the gradient at the output

@@ -57,6 +57,16 @@ struct GradientOf {
   std::int64_t first_sample = 0;
 };
 
+// Where a block's input goes between the layer that takes it (and feeds the residual) and the
+// next layer (which adds it), when both run in one task: `lend_input` (on the first) sends the
+// input on as the shortcut itself, its stash's input left empty, instead of a copy of it;
+// `give_back` (on the second) sends the shortcut on after adding it, for the caller to put back
+// in the first layer's stash. One buffer, no copy; the caller must do both or neither.
+struct ShortcutHandoff {
+  bool lend_input = false;
+  bool give_back = false;
+};
+
 // Kept from a layer's forward for its backward.
 template <typename K>
 struct LayerStashOf {
@@ -97,16 +107,28 @@ class LayerComposition {
 
   // The loss layer also takes the labels, adds the summed loss to *loss and stashes the gradient
   // of (loss / loss_scale). `in` is the layer's: its buffer becomes the stash's input (a caller
-  // done with its activation moves it in; one that is not passes a copy).
+  // done with its activation moves it in; one that is not passes a copy), or with
+  // handoff.lend_input the shortcut it sends on (ShortcutHandoff).
   Activation forward(K& k, const Params& p, Activation in, LayerStash& stash, const typename K::Labels* labels,
-                     double loss_scale, double* loss) const {
+                     double loss_scale, double* loss, ShortcutHandoff handoff = {}) const {
+    if ((handoff.lend_input && !s_.feeds_residual()) || (handoff.give_back && (!s_.adds_residual() || s_.feeds_residual()))) {
+      throw Error("internal: layer '" + s_.layer().name + "' asked to hand a block input on that it does not");
+    }
     const ParamLayout& at = s_.parameter_layout();
     Activation out;
-    if (s_.feeds_residual()) out.shortcut = in.main;
+    if (s_.feeds_residual() && !handoff.lend_input) out.shortcut = in.main;
+    // The input, once read: the stash's, or the shortcut sent on.
+    const auto keep_input = [&] {
+      if (handoff.lend_input) {
+        out.shortcut = std::move(in.main);
+      } else {
+        stash.input = std::move(in.main);
+      }
+    };
     if (!s_.is_conv()) {
       Tensor z = split() ? k.dense_split(p, s_.weight_rows(), s_.weight_cols(), at.bias, in.main, ranks(), s_.layer().tensor_split)
                          : k.dense(p, s_.weight_rows(), s_.weight_cols(), at.bias, in.main);
-      stash.input = std::move(in.main);
+      keep_input();
       if (s_.is_loss()) {
         if (labels == nullptr) throw Error("internal: loss layer without labels");
         *loss += k.softmax_cross_entropy(z, labels, loss_scale, &stash.loss_gradient);
@@ -121,7 +143,7 @@ class LayerComposition {
     // ReLU straight after the convolution (no batch norm, no residual) goes into the convolution.
     const bool relu_in_conv = kFusesEpilogues && s_.has_relu() && !s_.has_batch_norm() && !s_.adds_residual();
     Tensor z = convolve(k, p, in.main, relu_in_conv);
-    stash.input = std::move(in.main);
+    keep_input();
     if (s_.adds_residual() && K::rows(in.shortcut) != s_.block_input_features()) {
       throw Error("internal: residual layer '" + s_.layer().name + "' without its block input");
     }
@@ -138,6 +160,7 @@ class LayerComposition {
       if (s_.adds_residual()) k.add_shortcut(s_.shortcut_geometry(), in.shortcut, z);
       if (s_.has_relu() && !relu_in_conv) k.relu(z);
     }
+    if (handoff.give_back) out.shortcut = std::move(in.shortcut);  // added: back to its lender
     if (s_.is_pooled()) {
       out.main = k.pool(s_.pool_geometry(), z, &stash.argmax);
       stash.activation = std::move(z);  // pooling has read it: its buffer is the stash's, no copy
