@@ -23,7 +23,7 @@
 //           stash, labels*, loss_scale, double* loss) -> Activation; a backend with
 //           `static constexpr bool lends_block_inputs = true` takes one more argument, a
 //           ShortcutHandoff (layer_composition.hpp), and a block input goes from the layer that
-//           takes it to the next layer of the task, which adds it, as one buffer
+//           takes it to the next layer of the task, which adds it, as one buffer.
 //           the backward in the layer composition's three steps (layer_composition.hpp), so that a
 //           fused B goes back through pooling, ReLU and batch norm once:
 //           to_linear(lane, l, params, stash, out_grad*, want_shortcut, grad*) -> Linear,
