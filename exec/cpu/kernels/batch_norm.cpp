@@ -22,6 +22,15 @@ struct Runs {
   }
 };
 
+// A fused kernel's second operand must have the first's shape: "internal: batch norm's residual
+// is 3 x 7, its output 18 x 7".
+void check_same_shape(const char* name, const Matrix& m, const char* other_name, const Matrix& other) {
+  if (m.rows() == other.rows() && m.cols() == other.cols()) return;
+  throw Error(std::string("internal: batch norm's ") + name + " is " + std::to_string(m.rows()) + " x " +
+              std::to_string(m.cols()) + ", its " + other_name + " " + std::to_string(other.rows()) + " x " +
+              std::to_string(other.cols()));
+}
+
 // One channel's run of one sample, finished: xhat = (z - mean) * inv_std into the stash, then
 // gamma * xhat + beta, plus the residual's run (Residual) and through ReLU (Relu), into y's run, in
 // one loop the compiler vectorizes (no branch). `y` may be `z` itself: each element of z is read
@@ -85,11 +94,7 @@ void batch_norm_forward_in_place(std::int64_t channels, const Eigen::Ref<const V
 void batch_norm_add_relu_in_place(std::int64_t channels, const Eigen::Ref<const Vector>& gamma,
                                   const Eigen::Ref<const Vector>& beta, Matrix& z, BatchNormStash& stash,
                                   const Matrix* residual, bool relu) {
-  if (residual != nullptr && (residual->rows() != z.rows() || residual->cols() != z.cols())) {
-    throw Error("internal: batch norm's residual is " + std::to_string(residual->rows()) + " x " +
-                std::to_string(residual->cols()) + ", its output " + std::to_string(z.rows()) + " x " +
-                std::to_string(z.cols()));
-  }
+  if (residual != nullptr) check_same_shape("residual", *residual, "output", z);
   normalize(channels, gamma, beta, z, z, stash, residual, relu);
 }
 
@@ -143,11 +148,7 @@ Matrix batch_norm_backward(std::int64_t channels, const Eigen::Ref<const Vector>
 Matrix batch_norm_backward_through_relu(std::int64_t channels, const Eigen::Ref<const Vector>& gamma,
                                         const BatchNormStash& stash, const Matrix& relu_output, const Matrix& dy,
                                         Vector* dgamma, Vector* dbeta, Matrix* masked) {
-  if (relu_output.rows() != dy.rows() || relu_output.cols() != dy.cols()) {
-    throw Error("internal: batch norm's ReLU output is " + std::to_string(relu_output.rows()) + " x " +
-                std::to_string(relu_output.cols()) + ", its gradient " + std::to_string(dy.rows()) + " x " +
-                std::to_string(dy.cols()));
-  }
+  check_same_shape("ReLU output", relu_output, "gradient", dy);
   return backward(channels, gamma, stash, &relu_output, dy, dgamma, dbeta, masked);
 }
 
