@@ -304,6 +304,18 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
                         : fmt::format(" P={} none of {} pairs", p, pairs);
     }
     std::cout << line << "\n";
+    line = "pairs of schedules, the predicted order against the measured:";
+    for (const auto& [p, o] : report.pair_order) {
+      line += fmt::format(" P={} {} in order, {} against", p, o.in_order, o.against);
+      if (o.predicted_equal > 0) {
+        line += fmt::format(", {} predicted the same step (measured up to {:.1f}% apart)", o.predicted_equal,
+                            100 * o.widest_predicted_equal_gap);
+      }
+      if (o.measured_equal > 0) line += fmt::format(", {} measured the same", o.measured_equal);
+      line += ";";
+    }
+    if (line.back() == ';') line.pop_back();
+    std::cout << line << "\n";
     // Which schedules run one program (tied both ways), and which others tau-b counts as
     // predicted alike against whatever order the runs give them.
     for (const auto& tau : report.kendall_tau) {

@@ -610,6 +610,50 @@ TEST_CASE("validation knows a pair's measured order from its rounds' ratios, the
   CHECK(family.separable_kendall_tau.at(1) == doctest::Approx(1.0));
 }
 
+TEST_CASE("validation counts the pairs of schedules in the predicted order, against it, and predicted alike") {
+  const Dataset data = data_for(kMlp);
+  ValidationOptions options;
+  options.schedules = {"gpipe", "1f1b", "pipedream"};
+  options.processors = {1};
+  options.runs = 3;
+  // Predicted: gpipe and 1f1b alike (1.0), pipedream faster (0.9). Measured in every round: gpipe
+  // 1.0, 1f1b 3% slower, pipedream 1.2. So gpipe-1f1b is a tie of the prediction, 3% apart in the
+  // runs, and both pairs with pipedream are against the predicted order; tau-b is
+  // (0 - 2) / sqrt(2 x 3) = -0.816.
+  const std::map<std::string, double> measured_s = {{"gpipe", 1.0}, {"1f1b", 1.03}, {"pipedream", 1.2}};
+  const Runner scripted = [&](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
+    TrainingRun run;
+    run.result.iteration_s = measured_s.at(g.schedule);
+    return run;
+  };
+  const Predictor predict = [](const TaskGraph& g) {
+    Result r = evaluate(g);
+    r.iteration_s = g.schedule == "pipedream" ? 0.9 : 1.0;
+    return r;
+  };
+  const GraphConfig config = config_for(kMlp, "gpipe", 1, 2, 2);
+  const ValidationReport report = validate(config, data, options, predict, scripted);
+  REQUIRE(report.same_program_schedules.count(1) == 0);  // three programs at one processor
+  const ValidationReport::PairOrder& order = report.pair_order.at(1);
+  CHECK(order.in_order == 0);
+  CHECK(order.against == 2);
+  CHECK(order.predicted_equal == 1);
+  CHECK(order.measured_equal == 0);
+  CHECK(order.widest_predicted_equal_gap == doctest::Approx(0.03));
+  CHECK(report.kendall_tau.at(1) == doctest::Approx(-2 / std::sqrt(6.0)));
+  // Pipedream measured fastest instead: both its pairs in the predicted order.
+  const std::map<std::string, double> in_order_s = {{"gpipe", 1.0}, {"1f1b", 1.03}, {"pipedream", 0.95}};
+  const Runner scripted_in_order = [&](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
+    TrainingRun run;
+    run.result.iteration_s = in_order_s.at(g.schedule);
+    return run;
+  };
+  const ValidationReport ordered = validate(config, data, options, predict, scripted_in_order);
+  CHECK(ordered.pair_order.at(1).in_order == 2);
+  CHECK(ordered.pair_order.at(1).against == 0);
+  CHECK(ordered.pair_order.at(1).predicted_equal == 1);
+}
+
 TEST_CASE("a median's exact interval: the sign test, with too few values never clear") {
   // Every value above 1: the sign test's p-value is 2 / 2^n (all n on one side by chance).
   const auto above = [](int n) { return std::vector<double>(static_cast<std::size_t>(n), 1.04); };
@@ -662,6 +706,9 @@ TEST_CASE("validation ties schedules that run one program in the measured order 
   // Tied both ways, the other two pairs concordant: 2 / sqrt(2 x 2). Counted as measured, the
   // tie in the prediction alone would give 2 / sqrt(2 x 3).
   CHECK(report.kendall_tau.at(1) == doctest::Approx(1.0));
+  // The pair that runs one program is in no count of the pairs' order.
+  CHECK(report.pair_order.at(1).in_order == 2);
+  CHECK(report.pair_order.at(1).against + report.pair_order.at(1).predicted_equal + report.pair_order.at(1).measured_equal == 0);
   CHECK(report.separable_pairs.at(1) == std::pair<int, int>{2, 3});  // not the pair with no order
   CHECK(report.separable_kendall_tau.at(1) == doctest::Approx(1.0));
 }
@@ -2250,6 +2297,20 @@ TEST_CASE("task overheads per kind: each kind's median beyond the common cost pe
   // Never below zero.
   fit_task_overheads({{1, 10e-6, TaskKind::F}, {8, 31e-6, TaskKind::F}, {8, 1e-6, TaskKind::BW}}, c);
   CHECK(c.kind_overhead_s.at(TaskKind::BW) == 0);
+}
+
+TEST_CASE("the typical task a handoff is timed after: a stage's, the table's tasks over its processors") {
+  // Two layers: forwards 1 + 3 ms, fused backwards 2 + 6 ms (one measured, one from BA + BW); a
+  // one-processor task of a microbatch is 4 ms forward and 8 backward, 6 on average.
+  Calibration c;
+  c.layers["a"].forward_s = 1e-3;
+  c.layers["a"].backward_s = 2e-3;
+  c.layers["b"].forward_s = 3e-3;
+  c.layers["b"].activation_grad_s = 2.5e-3;
+  c.layers["b"].weight_grad_s = 3.5e-3;
+  CHECK(typical_task_s(c) == doctest::Approx(6e-3));
+  c.concurrent = 4;  // a table for 4 processors: each stage's tasks hold a quarter of the layers
+  CHECK(typical_task_s(c) == doctest::Approx(1.5e-3));
 }
 
 TEST_CASE("a calibration of copies at once pools every copy's samples") {

@@ -330,7 +330,8 @@ void bind_executor(py::module_& m) {
      "'max_abs_replay_error', 'noise_floor', 'calibrations', 'calibration_drift', 'calibration_spread', "
      "'co_run_slowdown': {P: slowdown}, 'error_ci', 'rounds', 'kendall_tau': {P: tau}, "
      "'same_program_schedules': {P: [[schedules that run one program there, tied in the ranking]]}, "
-     "'separable_kendall_tau': {P: {'tau', 'pairs', 'of'}}}. "
+     "'separable_kendall_tau': {P: {'tau', 'pairs', 'of'}}, 'pair_order': {P: {'in_order', 'against', "
+     "'predicted_equal', 'measured_equal', 'widest_predicted_equal_gap'}}}. "
      "With max_runs > runs, rounds are added until every row's step and speedup errors are known within target (95% "
      "confidence). warmup_rounds: whole rounds run first, none of their figures kept.");
 }

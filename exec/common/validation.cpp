@@ -410,6 +410,14 @@ nlohmann::ordered_json validation_summary_json(const ValidationReport& report) {
     const auto& [count, pairs] = report.separable_pairs.at(p);
     j["separable_kendall_tau"][std::to_string(p)] = {{"tau", t}, {"pairs", count}, {"of", pairs}};
   }
+  j["pair_order"] = nlohmann::ordered_json::object();
+  for (const auto& [p, o] : report.pair_order) {
+    j["pair_order"][std::to_string(p)] = {{"in_order", o.in_order},
+                                          {"against", o.against},
+                                          {"predicted_equal", o.predicted_equal},
+                                          {"measured_equal", o.measured_equal},
+                                          {"widest_predicted_equal_gap", o.widest_predicted_equal_gap}};
+  }
   j["noise_floor"] = report.noise_floor;
   j["error_ci"] = report.error_ci;
   j["rounds"] = report.rounds;
@@ -836,6 +844,22 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     }
     const auto one_program = [&](std::size_t i, std::size_t j) { return program[i] == program[j]; };
     report.kendall_tau[p] = kendall_tau(predicted, measured_tied);
+    ValidationReport::PairOrder& order = report.pair_order[p];
+    for (std::size_t i = 0; i < predicted.size(); ++i) {
+      for (std::size_t j = i + 1; j < predicted.size(); ++j) {
+        if (one_program(i, j)) continue;
+        const double predicted_gap = predicted[i] - predicted[j], measured_gap = measured[i] - measured[j];
+        if (predicted_gap == 0) {  // the engine's cycles alike: one step's worth of the same tasks
+          ++order.predicted_equal;
+          const double faster = std::min(measured[i], measured[j]);
+          if (faster > 0) order.widest_predicted_equal_gap = std::max(order.widest_predicted_equal_gap, std::abs(measured_gap) / faster);
+        } else if (measured_gap == 0) {
+          ++order.measured_equal;
+        } else {
+          ++(predicted_gap * measured_gap > 0 ? order.in_order : order.against);
+        }
+      }
+    }
     // Only the pairs whose measured order is known: the rounds' ratios of the two (each round runs
     // both, so a change of the machine's speed between rounds cancels), their median's exact
     // interval clear of 1, at 95% for all the pairs at once (each at 5% over the pairs: of 15

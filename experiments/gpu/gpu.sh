@@ -18,8 +18,10 @@
 #   experiments/gpu/gpu.sh partitions there: whether SM partitions isolate (pipetwin_partition_benchmark)
 #   experiments/gpu/gpu.sh tasks      there: what a task's host synchronisation costs against
 #                                     event-chained tasks and a CUDA graph (pipetwin_task_sync_benchmark)
-#   experiments/gpu/gpu.sh session    there, with prebuilt binaries: test, tasks, partitions, a --tf32 run,
-#                                     validate and baseline in turn, each step's log in $OUT
+#   experiments/gpu/gpu.sh handoffs   there: the thread handoff a profile times, 8 times after each of
+#                                     several sleep lengths (pipetwin_handoff_benchmark; no GPU used)
+#   experiments/gpu/gpu.sh session    there, with prebuilt binaries: test, tasks, partitions, handoffs, a
+#                                     --tf32 run, validate and baseline in turn, each step's log in $OUT
 #   experiments/gpu/gpu.sh validate   there: `pipetwin validate --device cuda` on resnet56 and vgg16,
 #                                     six schedules, P = 1, 2, 4, 8 SM partitions, one warm-up round
 #                                     not kept, each kept round's tables in tables-MODEL.tgz (MODELS, SMS,
@@ -77,14 +79,16 @@ build=build-gpu
 out=${OUT:-/tmp/pipetwin-gpu-out}
 
 prebuild() {
-  local dir=build-gpucarry targets=(pipetwin pipetwin_tests pipetwin_partition_benchmark pipetwin_task_sync_benchmark pipetwin_cuda)
+  local dir=build-gpucarry targets=(pipetwin pipetwin_tests pipetwin_partition_benchmark pipetwin_task_sync_benchmark
+                                    pipetwin_handoff_benchmark pipetwin_cuda)
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DPIPETWIN_ENABLE_MPI=OFF -DPIPETWIN_BUILD_PYTHON=OFF \
         -DCMAKE_CUDA_ARCHITECTURES="${ARCH:-90}" >&2
   cmake --build "$dir" -j "$(nproc)" --target "${targets[@]}" >&2
   make_carry
   rm -rf "$carry/build" "$carry/lib" "$carry/lib.tar.xz"
   mkdir -p "$carry/build/bin" "$carry/build/lib" "$carry/lib"
-  cp "$dir"/bin/{pipetwin,pipetwin_tests,pipetwin_partition_benchmark,pipetwin_task_sync_benchmark} "$carry/build/bin/"
+  cp "$dir"/bin/{pipetwin,pipetwin_tests,pipetwin_partition_benchmark,pipetwin_task_sync_benchmark,pipetwin_handoff_benchmark} \
+     "$carry/build/bin/"
   cp "$dir/lib/libpipetwin_cuda.so" "$carry/build/lib/"
   # What the binaries load beyond glibc, the C++ runtime and CUDA's libraries (the GPU machine's own).
   ldd "$carry"/build/bin/* "$carry"/build/lib/* | awk '/=> \//{print $3}' | sort -u |
@@ -153,6 +157,14 @@ tasks() {
   } 2>&1 | tee "$out/tasks.txt"
 }
 
+# The handoff a profile times (measure_handoff_s), 8 measurements after each sleep length from
+# 0.1 to 10 ms: one measurement's spread, and how the handoff grows with the sleep before it
+# (docs/cuda-executor.md, "Measured on an H200"). Host threads only: the GPU machine's CPUs.
+handoffs() {
+  unpack
+  "$build"/bin/pipetwin_handoff_benchmark --measurements 8 2>&1 | tee "$out/handoffs.txt"
+}
+
 # --tf32 against fp32: resnet56 under 1f1b on 4 partitions, the step and the last loss of each.
 tf32() {
   unpack
@@ -210,6 +222,8 @@ print(f"mean |error| {r['mean_abs_step_error']*100:.1f}%, largest {r['max_abs_st
       + " ".join(f"P={p}: {t:.2f}" for p, t in r["kendall_tau"].items())
       + "; separable tau " + " ".join(f"P={p}: " + ("-" if t["tau"] is None else f"{t['tau']:.2f}") + f" ({t['pairs']} of {t['of']} pairs)"
                                       for p, t in r["separable_kendall_tau"].items()))
+print("pairs in the predicted order / against it / predicted the same step: "
+      + " ".join(f"P={p}: {o['in_order']}/{o['against']}/{o['predicted_equal']}" for p, o in r.get("pair_order", {}).items()))
 for line in r.get("too_noisy", []):
     print("too noisy:", line)
 PY
@@ -301,7 +315,7 @@ session() {
   nvidia-smi 2>&1 | tee "$out/session.log" || true
   "$build"/bin/pipetwin devices 2>&1 | tee -a "$out/session.log" || true
   local step
-  for step in run_tests tasks partitions tf32 validate baseline; do
+  for step in run_tests tasks partitions handoffs tf32 validate baseline; do
     echo "== $step $(date +%T)" | tee -a "$out/session.log"
     ( "$step" ) || echo "== $step failed ($?)" | tee -a "$out/session.log"
   done
@@ -312,6 +326,7 @@ case "${1:-}" in
   prepare) prepare ;;
   prebuild) prebuild ;;
   tasks) tasks ;;
+  handoffs) handoffs ;;
   tf32) tf32 ;;
   session) session ;;
   build) build ;;
@@ -322,6 +337,6 @@ case "${1:-}" in
   constants) constants ;;
   ranks) ranks ;;
   partitions) partitions ;;
-  device) build; run_tests; partitions; constants; validate; baseline; ranks ;;
-  *) echo "usage: experiments/gpu/gpu.sh prepare|prebuild|build|test|partitions|tasks|validate|tf32|probe|baseline|constants|ranks|device|session" >&2; exit 2 ;;
+  device) build; run_tests; partitions; handoffs; constants; validate; baseline; ranks ;;
+  *) echo "usage: experiments/gpu/gpu.sh prepare|prebuild|build|test|partitions|tasks|handoffs|validate|tf32|probe|baseline|constants|ranks|device|session" >&2; exit 2 ;;
 esac

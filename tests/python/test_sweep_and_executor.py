@@ -116,6 +116,15 @@ def test_validate_from_python_and_its_plot():
     assert summary["calibrations"] == 2
     for tau in summary["separable_kendall_tau"].values():  # one run: no pair's order is known
         assert tau["pairs"] == 0 and tau["of"] == 1
+    for p in (1, 2):  # one pair at each P, its place in the counts from the table's own steps
+        rows = table[table["processors"] == p]
+        predicted_gap = rows["predicted_step_s"].iloc[0] - rows["predicted_step_s"].iloc[1]
+        measured_gap = rows["measured_step_s"].iloc[0] - rows["measured_step_s"].iloc[1]
+        expected = ("predicted_equal" if predicted_gap == 0 else "measured_equal" if measured_gap == 0
+                    else "in_order" if predicted_gap * measured_gap > 0 else "against")
+        order = summary["pair_order"][str(p)]
+        assert order[expected] == 1
+        assert sum(order[k] for k in ("in_order", "against", "predicted_equal", "measured_equal")) == 1
     assert set(summary["co_run_slowdown"]) == {"2"}
     replays = table["replayed_step_s"] / table["measured_step_s"] - 1
     assert list(table["replay_error"]) == pytest.approx(list(replays))

@@ -252,7 +252,9 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     one per processor count: for P processors, timed as concurrent_timing says), the one-processor tables' drift
     (last over first) and spread, co_run_slowdown per P, error_ci (the median over rows of each
     step error's 95% confidence half-width), rounds, and separable_kendall_tau per P (tau over the
-    pairs of schedules whose measured order is known, with their count). With max_runs > runs, rounds are added until
+    pairs of schedules whose measured order is known, with their count), and pair_order per P (the pairs of
+    schedules in the predicted order, against it, predicted the same step with the widest measured gap
+    of those, and measured the same). With max_runs > runs, rounds are added until
     every row's step and speedup errors are known within target, or max_runs rounds are done. warmup_rounds: whole
     rounds (calibrations and runs) first, none of their figures kept. pin_threads: the runs'
     and the calibrations' threads pinned as run(pin_threads=True) and profile(pin_threads=True) pin

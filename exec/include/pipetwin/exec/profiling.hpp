@@ -84,7 +84,8 @@ Calibration calibration_from_runs(const TaskGraph& graph, const Network& network
 double measure_handoff_s(int repeats, double idle_s, double spin_s = 0);
 
 // How long a thread of a pipeline typically waits between its tasks, for measure_handoff_s: the
-// mean of a one-processor forward and a fused backward of one microbatch, from the table.
+// mean of a one-processor forward and a fused backward of one microbatch, from the table, over
+// the processors of the runs it is for (Calibration::concurrent): a stage's task.
 double typical_task_s(const Calibration& calibration);
 
 // Layer times and task overhead of `config`'s network from a one-processor sequential run of

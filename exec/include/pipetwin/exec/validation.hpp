@@ -138,6 +138,16 @@ struct ValidationReport {
   // measured order is a coin's. Pairs that run one program have no order to know.
   std::map<int, double> separable_kendall_tau;
   std::map<int, std::pair<int, int>> separable_pairs;
+  // Per processor count, the pairs of schedules by how their predicted order stands against the
+  // measured one (pairs that run one program left out, as kendall_tau leaves them): in that
+  // order, against it, predicted the same step (schedules of the same work and bubbles, which
+  // tau-b counts against any order the runs give them), or measured the same. With the widest
+  // measured gap of a pair predicted the same, over the faster of the two.
+  struct PairOrder {
+    int in_order = 0, against = 0, predicted_equal = 0, measured_equal = 0;
+    double widest_predicted_equal_gap = 0;
+  };
+  std::map<int, PairOrder> pair_order;
   double noise_floor = 0;  // the median of the rows' measured_spread
   double error_ci = 0;     // the median of the rows' error_ci
   int rounds = 0;          // rounds of runs taken (runs per configuration)
