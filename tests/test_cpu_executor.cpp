@@ -85,6 +85,16 @@ Dataset data_for(const Case& c) {
   return test::synthetic_data_for(make_request(config_for(c, "sequential", 1, 1, 1)).network);
 }
 
+// A machine that runs each schedule's next scripted step, in turn (its own copy of the script).
+Runner scripted_steps(std::map<std::string, std::vector<double>> steps_s) {
+  std::map<std::string, std::size_t> runs;
+  return Runner([steps_s, runs](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) mutable {
+    TrainingRun run;
+    run.result.iteration_s = steps_s.at(g.schedule).at(runs[g.schedule]++);
+    return run;
+  });
+}
+
 // A runner that runs on the CPU executor and keeps each graph it was given with its run, in order.
 using RecordedRuns = std::vector<std::pair<TaskGraph, TrainingRun>>;
 Runner recording_into(RecordedRuns& recorded) {
@@ -556,15 +566,6 @@ TEST_CASE("validation knows a pair's measured order from its rounds' ratios, the
   const std::vector<double> gpipe_s = {1.0, 1.3, 0.8, 1.15, 0.9, 1.05, 0.85, 1.2, 0.95};
   std::map<std::string, std::vector<double>> script_s = {{"gpipe", gpipe_s}, {"1f1b", {}}};
   for (const double s : gpipe_s) script_s["1f1b"].push_back(1.04 * s);
-  // A machine that runs each schedule's next scripted step (its own copy of the script).
-  const auto scripted_by = [](std::map<std::string, std::vector<double>> steps_s) {
-    std::map<std::string, std::size_t> runs;
-    return Runner([steps_s, runs](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) mutable {
-      TrainingRun run;
-      run.result.iteration_s = steps_s.at(g.schedule).at(runs[g.schedule]++);
-      return run;
-    });
-  };
   // Predicted in that order (gpipe 1.0, 1f1b 1.1): the one separable pair agrees.
   const Predictor predict = [](const TaskGraph& g) {
     Result r = evaluate(g);
@@ -572,7 +573,7 @@ TEST_CASE("validation knows a pair's measured order from its rounds' ratios, the
     return r;
   };
   const GraphConfig config = config_for(kMlp, "gpipe", 1, 2, 2);
-  const ValidationReport ordered = validate(config, data, options, predict, scripted_by(script_s));
+  const ValidationReport ordered = validate(config, data, options, predict, scripted_steps(script_s));
   const double gpipe_reach = median_ci_half_width(gpipe_s) * 1.0;  // gpipe's median: 1.0
   REQUIRE(ordered.rows.size() == 2);
   CHECK(std::abs(ordered.rows[0].measured_step_s - ordered.rows[1].measured_step_s) < 2 * gpipe_reach);  // intervals overlap
@@ -581,7 +582,7 @@ TEST_CASE("validation knows a pair's measured order from its rounds' ratios, the
   // The same two medians from rounds that order them either way (ratios 0.9 to 1.1 about 1): not known.
   const std::vector<double> against = {1.0, 1.04, 0.72, 1.25, 0.85, 1.1, 0.9, 1.3, 1.05};
   const ValidationReport unordered =
-      validate(config, data, options, predict, scripted_by({{"gpipe", gpipe_s}, {"1f1b", against}}));
+      validate(config, data, options, predict, scripted_steps({{"gpipe", gpipe_s}, {"1f1b", against}}));
   CHECK(unordered.separable_pairs.at(1) == std::pair<int, int>{0, 1});
   // Three schedules, three pairs, each judged at 5% / 3 so that all three judgements hold at 95%
   // together (nine rounds' exact interval then spans all nine ratios: 2 P(B <= 1) = 20 / 512 is
@@ -605,7 +606,7 @@ TEST_CASE("validation knows a pair's measured order from its rounds' ratios, the
     r.iteration_s = g.schedule == "gpipe" ? 1.1 : g.schedule == "1f1b" ? 1.0 : 1.5;
     return r;
   };
-  const ValidationReport family = validate(config, data, three, predict_three, scripted_by(three_s));
+  const ValidationReport family = validate(config, data, three, predict_three, scripted_steps(three_s));
   CHECK(family.separable_pairs.at(1) == std::pair<int, int>{2, 3});
   CHECK(family.separable_kendall_tau.at(1) == doctest::Approx(1.0));
 }
@@ -620,11 +621,10 @@ TEST_CASE("validation counts the pairs of schedules in the predicted order, agai
   // 1.0, 1f1b 3% slower, pipedream 1.2. So gpipe-1f1b is a tie of the prediction, 3% apart in the
   // runs, and both pairs with pipedream are against the predicted order; tau-b is
   // (0 - 2) / sqrt(2 x 3) = -0.816.
-  const std::map<std::string, double> measured_s = {{"gpipe", 1.0}, {"1f1b", 1.03}, {"pipedream", 1.2}};
-  const Runner scripted = [&](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
-    TrainingRun run;
-    run.result.iteration_s = measured_s.at(g.schedule);
-    return run;
+  const auto every_round = [](double gpipe_s, double f1b_s, double pipedream_s) {
+    return scripted_steps({{"gpipe", std::vector<double>(3, gpipe_s)},
+                           {"1f1b", std::vector<double>(3, f1b_s)},
+                           {"pipedream", std::vector<double>(3, pipedream_s)}});
   };
   const Predictor predict = [](const TaskGraph& g) {
     Result r = evaluate(g);
@@ -632,7 +632,7 @@ TEST_CASE("validation counts the pairs of schedules in the predicted order, agai
     return r;
   };
   const GraphConfig config = config_for(kMlp, "gpipe", 1, 2, 2);
-  const ValidationReport report = validate(config, data, options, predict, scripted);
+  const ValidationReport report = validate(config, data, options, predict, every_round(1.0, 1.03, 1.2));
   REQUIRE(report.same_program_schedules.count(1) == 0);  // three programs at one processor
   const ValidationReport::PairOrder& order = report.pair_order.at(1);
   CHECK(order.in_order == 0);
@@ -642,13 +642,7 @@ TEST_CASE("validation counts the pairs of schedules in the predicted order, agai
   CHECK(order.widest_predicted_equal_gap == doctest::Approx(0.03));
   CHECK(report.kendall_tau.at(1) == doctest::Approx(-2 / std::sqrt(6.0)));
   // Pipedream measured fastest instead: both its pairs in the predicted order.
-  const std::map<std::string, double> in_order_s = {{"gpipe", 1.0}, {"1f1b", 1.03}, {"pipedream", 0.95}};
-  const Runner scripted_in_order = [&](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
-    TrainingRun run;
-    run.result.iteration_s = in_order_s.at(g.schedule);
-    return run;
-  };
-  const ValidationReport ordered = validate(config, data, options, predict, scripted_in_order);
+  const ValidationReport ordered = validate(config, data, options, predict, every_round(1.0, 1.03, 0.95));
   CHECK(ordered.pair_order.at(1).in_order == 2);
   CHECK(ordered.pair_order.at(1).against == 0);
   CHECK(ordered.pair_order.at(1).predicted_equal == 1);
@@ -690,14 +684,9 @@ TEST_CASE("validation ties schedules that run one program in the measured order 
     script_s["1f1b"].push_back(1.04 * s);
     script_s["pipedream"].push_back(1.2 * s);
   }
-  std::map<std::string, std::size_t> runs;
-  const Runner scripted = [&](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
-    TrainingRun run;
-    run.result.iteration_s = script_s.at(g.schedule).at(runs[g.schedule]++);
-    return run;
-  };
   const GraphConfig config = config_for(kMlp, "sequential", 1, 2, 2);
-  const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, scripted);
+  const ValidationReport report =
+      validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, scripted_steps(script_s));
   REQUIRE(report.rows.size() == 3);
   REQUIRE(report.rows[0].predicted_step_s == report.rows[1].predicted_step_s);
   REQUIRE(report.rows[2].predicted_step_s > report.rows[0].predicted_step_s);
