@@ -20,6 +20,9 @@
 #                                     event-chained tasks and a CUDA graph (pipetwin_task_sync_benchmark)
 #   experiments/gpu/gpu.sh handoffs   there: the thread handoff a profile times, 8 times after each of
 #                                     several sleep lengths (pipetwin_handoff_benchmark; no GPU used)
+#   experiments/gpu/gpu.sh next       there, with prebuilt binaries: the next call docs/cuda-executor.md
+#                                     names, under an internal deadline (BUDGET_S, 480 s), packed into
+#                                     next.tgz in $OUT
 #   experiments/gpu/gpu.sh session    there, with prebuilt binaries: test, tasks, partitions, handoffs, a
 #                                     --tf32 run, validate and baseline in turn, each step's log in $OUT
 #   experiments/gpu/gpu.sh validate   there: `pipetwin validate --device cuda` on resnet56 and vgg16,
@@ -54,6 +57,7 @@
 # needed (CMake finds SystemC in the prefix directly). The Python package is not built there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+self="$PWD/experiments/gpu/gpu.sh"
 carry=.gpu
 packages=(libsystemc libsystemc-dev libeigen3-dev doctest-dev nlohmann-json3-dev libcli11-dev libfmt-dev
           libfmt9 zlib1g-dev libdnnl2 libdnnl-dev ocl-icd-libopencl1 dataset-fashion-mnist)
@@ -322,11 +326,47 @@ session() {
   echo "== done $(date +%T)" | tee -a "$out/session.log"
 }
 
+# The call docs/cuda-executor.md names as the next ("The next device call"), as one device call:
+# the CUDA tests, the handoffs, resnet56's validation at P = 1, 8 over 10 rounds (enough for the
+# sign test to order pairs), then again with every table's overheads from unmarked twins. Each
+# step gets the smaller of its cap and what is left of BUDGET_S (default 480: a call's 10 minutes
+# less the machine's start and the transfers), so that the packing at the end always runs:
+# everything in next.tgz (a call brings back 8 files at most), the short texts beside it.
+next_call() {
+  local final=$out work=/tmp/pipetwin-next start deadline log
+  rm -rf "$work" && mkdir -p "$work" "$final"
+  start=$(date +%s)
+  deadline=$((start + ${BUDGET_S:-480}))
+  log=$work/session.log
+  { nvidia-smi; nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm --format=csv; echo "nproc $(nproc)"; } >> "$log" 2>&1 || true
+  timed() {  # timed NAME CAP_S COMMAND...
+    local name=$1 cap=$2 left
+    shift 2
+    left=$((deadline - $(date +%s)))
+    [ "$left" -gt "$cap" ] && left=$cap
+    if [ "$left" -lt 15 ]; then echo "== $name skipped ($left s left)" | tee -a "$log"; return; fi
+    echo "== $name $(date +%T) (+$(( $(date +%s) - start )) s, limit $left s)" | tee -a "$log"
+    OUT=$work timeout "$left" "$@" || echo "== $name failed or stopped ($?)" | tee -a "$log"
+  }
+  timed test 90 "$self" test
+  timed handoffs 60 "$self" handoffs
+  timed validate 330 env STEPS=8 RUNS=10 WARMUP=1 MODELS=resnet56 PROCS=1,8 "$self" validate
+  timed twins 240 env STEPS=8 RUNS=3 WARMUP=1 MODELS=resnet56 PROCS=1,8 TWINS=all "$self" validate
+  echo "== done $(date +%T) (+$(( $(date +%s) - start )) s)" | tee -a "$log"
+  tar czf "$final/next.tgz" -C "$work" .
+  local text
+  for text in session.log test.log handoffs.txt validate-resnet56.txt validate-resnet56-twins.txt; do
+    [ -f "$work/$text" ] && cp "$work/$text" "$final/"
+  done
+  return 0
+}
+
 case "${1:-}" in
   prepare) prepare ;;
   prebuild) prebuild ;;
   tasks) tasks ;;
   handoffs) handoffs ;;
+  next) next_call ;;
   tf32) tf32 ;;
   session) session ;;
   build) build ;;
@@ -338,5 +378,5 @@ case "${1:-}" in
   ranks) ranks ;;
   partitions) partitions ;;
   device) build; run_tests; partitions; handoffs; constants; validate; baseline; ranks ;;
-  *) echo "usage: experiments/gpu/gpu.sh prepare|prebuild|build|test|partitions|tasks|handoffs|validate|tf32|probe|baseline|constants|ranks|device|session" >&2; exit 2 ;;
+  *) echo "usage: experiments/gpu/gpu.sh prepare|prebuild|build|test|partitions|tasks|handoffs|next|validate|tf32|probe|baseline|constants|ranks|device|session" >&2; exit 2 ;;
 esac
