@@ -83,16 +83,15 @@ build=build-gpu
 out=${OUT:-/tmp/pipetwin-gpu-out}
 
 prebuild() {
-  local dir=build-gpucarry targets=(pipetwin pipetwin_tests pipetwin_partition_benchmark pipetwin_task_sync_benchmark
-                                    pipetwin_handoff_benchmark pipetwin_cuda)
+  local dir=build-gpucarry binary
+  local binaries=(pipetwin pipetwin_tests pipetwin_partition_benchmark pipetwin_task_sync_benchmark pipetwin_handoff_benchmark)
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DPIPETWIN_ENABLE_MPI=OFF -DPIPETWIN_BUILD_PYTHON=OFF \
         -DCMAKE_CUDA_ARCHITECTURES="${ARCH:-90}" >&2
-  cmake --build "$dir" -j "$(nproc)" --target "${targets[@]}" >&2
+  cmake --build "$dir" -j "$(nproc)" --target "${binaries[@]}" pipetwin_cuda >&2
   make_carry
   rm -rf "$carry/build" "$carry/lib" "$carry/lib.tar.xz"
   mkdir -p "$carry/build/bin" "$carry/build/lib" "$carry/lib"
-  cp "$dir"/bin/{pipetwin,pipetwin_tests,pipetwin_partition_benchmark,pipetwin_task_sync_benchmark,pipetwin_handoff_benchmark} \
-     "$carry/build/bin/"
+  for binary in "${binaries[@]}"; do cp "$dir/bin/$binary" "$carry/build/bin/"; done
   cp "$dir/lib/libpipetwin_cuda.so" "$carry/build/lib/"
   # What the binaries load beyond glibc, the C++ runtime and CUDA's libraries (the GPU machine's own).
   ldd "$carry"/build/bin/* "$carry"/build/lib/* | awk '/=> \//{print $3}' | sort -u |
