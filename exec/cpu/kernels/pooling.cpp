@@ -52,13 +52,16 @@ Matrix pool_forward(const PoolGeometry& g, const Matrix& x, std::vector<std::int
 Matrix pool_backward(const PoolGeometry& g, const Matrix& dy, const std::vector<std::int32_t>& argmax) {
   const std::int64_t oh = g.out_height(), ow = g.out_width(), n = dy.cols();
   const std::int64_t in_plane = g.height * g.width, out_plane = oh * ow;
-  Matrix dx = Matrix::Zero(g.channels * in_plane, n);
-  if (g.kind == PoolKind::global_avg) {
-    for (std::int64_t c = 0; c < g.channels; ++c) {
-      dx.middleRows(c * in_plane, in_plane).rowwise() = dy.row(c) / static_cast<float>(in_plane);
+  Matrix dx(g.channels * in_plane, n);  // [C*H*W x n]
+  if (g.kind == PoolKind::global_avg) {  // every run written whole, in place (no temporary row)
+    for (std::int64_t s = 0; s < n; ++s) {
+      for (std::int64_t c = 0; c < g.channels; ++c) {
+        dx.col(s).segment(c * in_plane, in_plane).setConstant(dy(c, s) / static_cast<float>(in_plane));
+      }
     }
     return dx;
   }
+  dx.setZero();  // max and average pooling add into it
   const float area = static_cast<float>(g.kernel * g.kernel);
   for (std::int64_t s = 0; s < n; ++s) {
     for (std::int64_t c = 0; c < g.channels; ++c) {

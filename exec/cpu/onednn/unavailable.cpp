@@ -13,16 +13,25 @@ namespace {
 }  // namespace
 
 bool available() { return false; }
+
+struct PlanCache::Plans {};
+PlanCache::PlanCache() : plans_(std::make_unique<Plans>()) {}
+PlanCache::~PlanCache() = default;
+std::size_t PlanCache::idle_plans() const { return 0; }
+
 std::string description() { return ""; }
 
 Matrix dense_forward(const Eigen::Ref<const Matrix>&, const Eigen::Ref<const Vector>&, const Matrix&) { unavailable(); }
 Matrix dense_backward_input(const Eigen::Ref<const Matrix>&, const ConstColumns&) { unavailable(); }
 void dense_backward_weight(const Matrix&, const Matrix&, Eigen::Ref<Matrix>, Vector*, WeightGradient) { unavailable(); }
-Matrix conv2d_forward(const ConvGeometry&, const Eigen::Ref<const Matrix>&, const Eigen::Ref<const Vector>&, const Matrix&, bool) {
+Matrix conv2d_forward(const ConvGeometry&, const Eigen::Ref<const Matrix>&, const Eigen::Ref<const Vector>&, const Matrix&, bool,
+                      PlanCache*) {
   unavailable();
 }
-Matrix conv2d_backward_input(const ConvGeometry&, const Eigen::Ref<const Matrix>&, const ConstColumns&) { unavailable(); }
-void conv2d_backward_weight(const ConvGeometry&, const Matrix&, const Matrix&, Eigen::Ref<Matrix>, Vector*) {
+Matrix conv2d_backward_input(const ConvGeometry&, const Eigen::Ref<const Matrix>&, const ConstColumns&, PlanCache*) {
+  unavailable();
+}
+void conv2d_backward_weight(const ConvGeometry&, const Matrix&, const Matrix&, Eigen::Ref<Matrix>, Vector*, PlanCache*) {
   unavailable();
 }
 

@@ -25,6 +25,7 @@ struct CpuLayerKernels {
   using Labels = std::vector<std::int32_t>;
 
   bool use_onednn = onednn::available();  // false: the Eigen convolutions and dense layers
+  onednn::PlanCache* plans = nullptr;  // the network's oneDNN convolution plans, kept between calls (or none)
   WeightGradient grad_mode = WeightGradient::add;  // how weight gradients go into `grad`
 
   // A weight gradient's part into its place in `grad`, as grad_mode says.
@@ -196,7 +197,7 @@ struct CpuLayerKernels {
   }
   Matrix conv2d_backward_input(const ConvGeometry& g, const Vector& p, const ConstColumns& dz) {
     const auto w = weights(p, g.out_channels, g.patch());
-    return use_onednn ? onednn::conv2d_backward_input(g, w, dz) : cpu::conv2d_backward_input(g, w, dz);
+    return use_onednn ? onednn::conv2d_backward_input(g, w, dz, plans) : cpu::conv2d_backward_input(g, w, dz);
   }
   void add(Matrix& x, const ConstColumns& y) { x += y; }
   // Room for a layer's parameter gradient: zeros to add into, or uninitialised to write.
@@ -217,10 +218,10 @@ struct CpuLayerKernels {
     Eigen::Map<Matrix> dw(grad.data(), g.out_channels, g.patch());
     Vector db;
     if (use_onednn && grad_mode == WeightGradient::write) {
-      onednn::conv2d_backward_weight(g, x, dz, dw, bias_at >= 0 ? &db : nullptr);
+      onednn::conv2d_backward_weight(g, x, dz, dw, bias_at >= 0 ? &db : nullptr, plans);
     } else if (use_onednn) {  // oneDNN's primitive writes its output: into a buffer of its own, then added
       Matrix part(g.out_channels, g.patch());
-      onednn::conv2d_backward_weight(g, x, dz, part, bias_at >= 0 ? &db : nullptr);
+      onednn::conv2d_backward_weight(g, x, dz, part, bias_at >= 0 ? &db : nullptr, plans);
       dw += part;
     } else {
       cpu::conv2d_backward_weight(g, x, dz, dw, bias_at >= 0 ? &db : nullptr, grad_mode);
@@ -232,7 +233,7 @@ struct CpuLayerKernels {
   Matrix convolve(const ConvGeometry& g, const Vector& p, std::int64_t bias_at, const Matrix& x, bool relu) {
     const auto w = weights(p, g.out_channels, g.patch());
     const auto b = part(p, bias_at, g.out_channels);
-    if (use_onednn) return onednn::conv2d_forward(g, w, b, x, relu);
+    if (use_onednn) return onednn::conv2d_forward(g, w, b, x, relu, plans);
     Matrix z = conv2d_forward(g, w, b, x);
     if (relu) relu_forward(z);
     return z;

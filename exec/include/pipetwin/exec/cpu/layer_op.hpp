@@ -28,7 +28,8 @@ std::int64_t bytes_of(const LayerStash& s);
 
 class LayerOp {
  public:
-  explicit LayerOp(exec::LayerSpec spec);
+  // `plans`: the oneDNN convolution plans it shares with the network's other layers (null: its own).
+  explicit LayerOp(exec::LayerSpec spec, std::shared_ptr<onednn::PlanCache> plans = nullptr);
 
   const Layer& layer() const;
   const exec::LayerSpec& spec() const;
@@ -64,13 +65,20 @@ class LayerOp {
                        WeightGradient mode = WeightGradient::add) const;
 
  private:
+  CpuLayerKernels kernels_() const;  // the kernels on this layer's plans
+
   std::shared_ptr<const exec::LayerComposition<CpuLayerKernels>> composition_;
+  // The oneDNN convolution plans, kept between calls (shared with the network's other layers and
+  // by copies of the op; calls on several threads at once take plans of their own, and each
+  // thread has a workspace of its own: onednn_kernels.hpp).
+  std::shared_ptr<onednn::PlanCache> plans_;
 };
 
 // What the CPU kernels run on, for the record: "oneDNN 2.6.3/avx2 + Eigen", or "Eigen".
 std::string kernel_libraries();
 
-// The ops of a whole network, in order (throws, naming the layer, for what the executors do not run).
+// The ops of a whole network, in order, sharing one PlanCache (throws, naming the layer, for what
+// the executors do not run).
 std::vector<LayerOp> make_layer_ops(const std::vector<Layer>& layers);
 
 }  // namespace pipetwin::cpu
