@@ -2,7 +2,8 @@
 // are NCHW as they are; the weights [Cout x C*k*k] (column-major) are OIHW with the output channel
 // innermost. Each primitive picks its own layouts (format `any`, the blocked layouts its JIT
 // kernels are written for) and the operands are reordered into them and the result back out. Each
-// call runs a plan (plan.hpp): the caller's layer's own, kept from its last call, or one made for it.
+// call runs a plan (plan.hpp): the network's, kept from an earlier call of its kernel and shape, or
+// one made for it.
 #include "pipetwin/exec/cpu/onednn_kernels.hpp"
 
 #include <array>
