@@ -18,7 +18,7 @@ LayerOp::LayerOp(exec::LayerSpec spec, std::shared_ptr<onednn::PlanCache> plans)
     : composition_(std::make_shared<const exec::LayerComposition<CpuLayerKernels>>(std::move(spec))),
       plans_(plans != nullptr ? std::move(plans) : std::make_shared<onednn::PlanCache>()) {}
 
-CpuLayerKernels LayerOp::kernels_() const {
+CpuLayerKernels LayerOp::kernels_on_plans() const {
   CpuLayerKernels kernels;
   kernels.plans = plans_.get();
   return kernels;
@@ -29,25 +29,25 @@ const exec::LayerSpec& LayerOp::spec() const { return composition_->spec(); }
 
 Linear LayerOp::to_linear(const Vector& params, const LayerStash& stash, const Gradient* out, bool want_shortcut,
                           Vector* grad, WeightGradient mode) const {
-  CpuLayerKernels kernels = kernels_();
+  CpuLayerKernels kernels = kernels_on_plans();
   kernels.grad_mode = mode;
   return composition_->to_linear(kernels, params, stash, out, want_shortcut, grad);
 }
 
 Gradient LayerOp::input_gradient(const Vector& params, const Linear& linear, const Gradient* out, std::int64_t begin,
                                  std::int64_t end) const {
-  CpuLayerKernels kernels = kernels_();
+  CpuLayerKernels kernels = kernels_on_plans();
   return composition_->input_gradient(kernels, params, linear, out, begin, end);
 }
 
 Vector LayerOp::gradient_buffer(WeightGradient mode) const {
-  CpuLayerKernels kernels = kernels_();
+  CpuLayerKernels kernels = kernels_on_plans();
   kernels.grad_mode = mode;
   return composition_->gradient_buffer(kernels);
 }
 
 void LayerOp::weight_gradient(const LayerStash& stash, const Linear& linear, Vector& grad, WeightGradient mode) const {
-  CpuLayerKernels kernels = kernels_();
+  CpuLayerKernels kernels = kernels_on_plans();
   kernels.grad_mode = mode;
   composition_->weight_gradient(kernels, stash, linear, grad);
 }
@@ -64,25 +64,25 @@ std::vector<LayerOp> make_layer_ops(const std::vector<Layer>& layers) {
 Activation LayerOp::forward(const Vector& params, Activation in, LayerStash& stash,
                             const std::vector<std::int32_t>* labels, double loss_scale, double* loss,
                             exec::ShortcutHandoff handoff) const {
-  CpuLayerKernels kernels = kernels_();
+  CpuLayerKernels kernels = kernels_on_plans();
   return composition_->forward(kernels, params, std::move(in), stash, labels, loss_scale, loss, handoff);
 }
 
 Matrix LayerOp::logits(const Vector& params, const Activation& in) const {
   const exec::LayerSpec& s = spec();
   if (!s.is_loss()) throw Error("internal: logits of a layer without a loss");
-  CpuLayerKernels kernels = kernels_();
+  CpuLayerKernels kernels = kernels_on_plans();
   return kernels.dense(params, s.weight_rows(), s.weight_cols(), s.parameter_layout().bias, in.main);
 }
 
 Gradient LayerOp::backward_input(const Vector& params, const LayerStash& stash, const Gradient* out,
                                  std::int64_t begin, std::int64_t end) const {
-  CpuLayerKernels kernels = kernels_();
+  CpuLayerKernels kernels = kernels_on_plans();
   return composition_->backward_input(kernels, params, stash, out, begin, end);
 }
 
 Vector LayerOp::backward_weight(const Vector& params, const LayerStash& stash, const Gradient* out) const {
-  CpuLayerKernels kernels = kernels_();
+  CpuLayerKernels kernels = kernels_on_plans();
   return composition_->backward_weight(kernels, params, stash, out);
 }
 

@@ -65,7 +65,7 @@ class LayerOp {
                        WeightGradient mode = WeightGradient::add) const;
 
  private:
-  CpuLayerKernels kernels_() const;  // the kernels on this layer's plans
+  CpuLayerKernels kernels_on_plans() const;  // the kernels on this layer's plans
 
   std::shared_ptr<const exec::LayerComposition<CpuLayerKernels>> composition_;
   // The oneDNN convolution plans, kept between calls (shared with the network's other layers and
