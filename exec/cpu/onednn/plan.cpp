@@ -33,28 +33,18 @@ dnnl::memory Plan::in_workspace(const dnnl::memory::desc& desc) {
   return m;
 }
 
-void Plan::add_input(int arg, const dnnl::memory::desc& user, const dnnl::memory::desc& wanted) {
+void Plan::add_operand(int arg, const dnnl::memory::desc& user, const dnnl::memory::desc& wanted, bool is_output) {
   if (users_.size() == kMaxOperands) throw dnnl::error(dnnl_invalid_arguments, "too many operands for one plan");
-  const dnnl::memory& from = users_.emplace_back(user, engine_, static_cast<void*>(DNNL_MEMORY_NONE));
+  const dnnl::memory caller = users_.emplace_back(user, engine_, static_cast<void*>(DNNL_MEMORY_NONE));
   if (user == wanted) {
-    main_.args.push_back({arg, from.get()});
+    main_.args.push_back({arg, caller.get()});
     return;
   }
-  const dnnl::memory to = in_workspace(wanted);
-  before_.push_back({dnnl::reorder(from, to), {{DNNL_ARG_FROM, from.get()}, {DNNL_ARG_TO, to.get()}}});
-  main_.args.push_back({arg, to.get()});
-}
-
-void Plan::add_output(int arg, const dnnl::memory::desc& user, const dnnl::memory::desc& wanted) {
-  if (users_.size() == kMaxOperands) throw dnnl::error(dnnl_invalid_arguments, "too many operands for one plan");
-  const dnnl::memory& to = users_.emplace_back(user, engine_, static_cast<void*>(DNNL_MEMORY_NONE));
-  if (user == wanted) {
-    main_.args.push_back({arg, to.get()});
-    return;
-  }
-  const dnnl::memory from = in_workspace(wanted);
-  after_.push_back({dnnl::reorder(from, to), {{DNNL_ARG_FROM, from.get()}, {DNNL_ARG_TO, to.get()}}});
-  main_.args.push_back({arg, from.get()});
+  const dnnl::memory copy = in_workspace(wanted);
+  const dnnl::memory& from = is_output ? copy : caller;
+  const dnnl::memory& to = is_output ? caller : copy;
+  (is_output ? after_ : before_).push_back({dnnl::reorder(from, to), {{DNNL_ARG_FROM, from.get()}, {DNNL_ARG_TO, to.get()}}});
+  main_.args.push_back({arg, copy.get()});
 }
 
 void Plan::set_primitive(dnnl::primitive primitive, const dnnl::memory::desc& scratchpad) {

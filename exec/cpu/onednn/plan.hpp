@@ -48,8 +48,12 @@ class Plan {
   // The caller's operand `arg` in layout `user` (its buffer given to each run, in the order the
   // operands were added), as the primitive wants it (`wanted`): reordered into the workspace
   // before the primitive runs (an input) or out of it after (an output) where the layouts differ.
-  void add_input(int arg, const dnnl::memory::desc& user, const dnnl::memory::desc& wanted);
-  void add_output(int arg, const dnnl::memory::desc& user, const dnnl::memory::desc& wanted);
+  void add_input(int arg, const dnnl::memory::desc& user, const dnnl::memory::desc& wanted) {
+    add_operand(arg, user, wanted, false);
+  }
+  void add_output(int arg, const dnnl::memory::desc& user, const dnnl::memory::desc& wanted) {
+    add_operand(arg, user, wanted, true);
+  }
   // The primitive, and its scratchpad (in the workspace).
   void set_primitive(dnnl::primitive primitive, const dnnl::memory::desc& scratchpad);
 
@@ -64,6 +68,7 @@ class Plan {
     dnnl::primitive primitive;
     std::vector<dnnl_exec_arg_t> args;
   };
+  void add_operand(int arg, const dnnl::memory::desc& user, const dnnl::memory::desc& wanted, bool is_output);
   void execute(const Step& step);
   dnnl::memory in_workspace(const dnnl::memory::desc& desc);
 
