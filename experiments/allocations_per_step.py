@@ -4,7 +4,8 @@ the hot path"). Runs `pipetwin run` twice under build/lib/libpipetwin_allocation
 (experiments/allocation_counter.cpp, LD_PRELOAD; glibc), at --short and --long minibatches, and
 prints, per model and schedule, the calls and bytes the executor's threads (every thread but the
 process's first, which builds the graph) made per extra step: what a step allocates once the
-first steps have made what is kept (the convolutions' plans, the gradient sums, the weights).
+first steps have made what is kept (the convolutions' plans, the gradient sums, the weights);
+and the process's minor page faults per extra step (memory the heap took from the system anew).
 
     python experiments/allocations_per_step.py [--pipetwin build/bin/pipetwin]
         [--counter build/lib/libpipetwin_allocation_counter.so] [--models lenet5,resnet8]
@@ -15,6 +16,7 @@ transfer's copy may be made on either side)."""
 import argparse
 import os
 import re
+import resource
 import subprocess
 import sys
 
@@ -22,17 +24,20 @@ LINE = re.compile(r"allocation_counter: first thread (\d+) calls (\d+) bytes; ot
 
 
 def counted_run(args, model, schedule, steps):
-    """(calls, bytes) of the executor's threads in one `pipetwin run`."""
+    """(calls, bytes) of the executor's threads, and the process's minor page faults, in one
+    `pipetwin run`."""
     env = dict(os.environ, LD_PRELOAD=os.path.abspath(args.counter))
     command = [args.pipetwin, "run", "-m", model, "-s", schedule, "-p", str(args.procs), "--steps", str(steps),
                "--data", "synthetic", "-q", "--json"]
+    faults_before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
     done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    faults = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt - faults_before
     if done.returncode != 0:
         sys.exit(f"allocations_per_step: {' '.join(command)} failed ({done.returncode}):\n{done.stderr}")
     found = LINE.search(done.stderr)
     if not found:
         sys.exit("allocations_per_step: the counter printed nothing: is --counter the preloadable library?")
-    return int(found.group(3)), int(found.group(4))
+    return int(found.group(3)), int(found.group(4)), faults
 
 
 def main():
@@ -51,14 +56,15 @@ def main():
         if not os.path.isfile(path):
             parser.error(f"{what} {path} does not exist (build first: cmake --build build)")
     extra = args.long - args.short
-    print(f"{'model':10} {'schedule':10} {'P':>2} {'allocations/step':>17} {'MiB/step':>9}")
+    print(f"{'model':10} {'schedule':10} {'P':>2} {'allocations/step':>17} {'MiB/step':>9} {'page faults/step':>17}")
     for model in args.models.split(","):
         for schedule in args.schedules.split(","):
-            short_calls, short_bytes = counted_run(args, model, schedule, args.short)
-            long_calls, long_bytes = counted_run(args, model, schedule, args.long)
+            short_calls, short_bytes, short_faults = counted_run(args, model, schedule, args.short)
+            long_calls, long_bytes, long_faults = counted_run(args, model, schedule, args.long)
             calls = (long_calls - short_calls) / extra
             mib = (long_bytes - short_bytes) / extra / 2**20
-            print(f"{model:10} {schedule:10} {args.procs:>2} {calls:>17.0f} {mib:>9.1f}", flush=True)
+            faults = (long_faults - short_faults) / extra
+            print(f"{model:10} {schedule:10} {args.procs:>2} {calls:>17.0f} {mib:>9.1f} {faults:>17.0f}", flush=True)
 
 
 if __name__ == "__main__":
