@@ -18,8 +18,8 @@ namespace {
 
 // One layer's three convolutions on fresh operands (from `seed`), with or without kept plans.
 struct ConvResults {
-  Matrix y, y_plain, dx, dw;  // y with bias and ReLU, y_plain without either
-  Vector db;
+  Matrix y, y_plain, dx, dw, dw_added;  // y with bias and ReLU, y_plain without either
+  Vector db, db_added;
 };
 ConvResults convolve(const ConvGeometry& g, std::int64_t n, std::uint64_t seed, onednn::PlanCache* cache) {
   const Matrix w = random_matrix(g.out_channels, g.patch(), seed);
@@ -31,7 +31,9 @@ ConvResults convolve(const ConvGeometry& g, std::int64_t n, std::uint64_t seed, 
   r.y_plain = onednn::conv2d_forward(g, w, Vector(), x, false, cache);
   r.dx = onednn::conv2d_backward_input(g, w, dz, cache);
   r.dw.resize(g.out_channels, g.patch());
-  onednn::conv2d_backward_weight(g, x, dz, r.dw, &r.db, cache);
+  onednn::conv2d_backward_weight(g, x, dz, r.dw, &r.db, WeightGradient::write, cache);
+  r.dw_added = random_matrix(g.out_channels, g.patch(), seed + 4);  // a sum that held something
+  onednn::conv2d_backward_weight(g, x, dz, r.dw_added, &r.db_added, WeightGradient::add, cache);
   return r;
 }
 
@@ -41,6 +43,8 @@ void check_same(const ConvResults& a, const ConvResults& b) {
   CHECK(a.dx == b.dx);
   CHECK(a.dw == b.dw);
   CHECK(a.db == b.db);
+  CHECK(a.dw_added == b.dw_added);
+  CHECK(a.db_added == b.db_added);
 }
 
 }  // namespace
@@ -61,6 +65,10 @@ TEST_CASE("oneDNN convolutions on kept plans: each call's values, bit for bit th
       check_same(kept, convolve(shapes[k], 4, seed, nullptr));
       CHECK(kept.y.minCoeff() >= 0.0f);  // ReLU applied
       CHECK((kept.y.array() == 0).count() > 0);
+      // Added: what the sum held plus the gradient written (the same floats: one addition each).
+      const Matrix held = random_matrix(shapes[k].out_channels, shapes[k].patch(), seed + 4);
+      CHECK(kept.dw_added == held + kept.dw);
+      CHECK(kept.db_added == kept.db);
     }
     // Four kernels a shape (forward with bias and ReLU, without, input and weight gradient).
     CHECK(cache.idle_plans() == 4 * shapes.size());

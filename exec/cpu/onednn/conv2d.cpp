@@ -159,7 +159,7 @@ Matrix conv2d_backward_input(const ConvGeometry& g, const Eigen::Ref<const Matri
 }
 
 void conv2d_backward_weight(const ConvGeometry& g, const Matrix& x, const Matrix& dz, Eigen::Ref<Matrix> dw,
-                            Vector* db, PlanCache* cache) {
+                            Vector* db, WeightGradient mode, PlanCache* cache) {
   const Call call("conv2d weight gradient");
   if (dw.outerStride() != dw.rows()) throw Error("internal: conv2d weight gradient into a strided matrix");
   try {
@@ -167,7 +167,11 @@ void conv2d_backward_weight(const ConvGeometry& g, const Matrix& x, const Matrix
     if (with_bias) db->resize(g.out_channels);
     PlanLease plan(cache, key_of(ConvKernel::weight_gradient, g, x.cols(), with_bias, false),
                    [&] { return weight_gradient_plan(ConvShapes(g, x.cols()), with_bias); });
-    plan.run(with_bias ? buffers(x.data(), dz.data(), dw.data(), db->data()) : buffers(x.data(), dz.data(), dw.data()));
+    const bool add = mode == WeightGradient::add;
+    // [Cout x C*k*k]: dW itself, or (adding) room in the workspace, added to dW after
+    float* const written = add ? plan.room(static_cast<std::size_t>(dw.size()) * sizeof(float)) : dw.data();
+    plan.run(with_bias ? buffers(x.data(), dz.data(), written, db->data()) : buffers(x.data(), dz.data(), written));
+    if (add) dw += Eigen::Map<const Matrix>(written, dw.rows(), dw.cols());
   } catch (const dnnl::error& e) {
     throw call.error(e);
   }

@@ -114,15 +114,24 @@ class PlanLease {
   PlanLease(const PlanLease&) = delete;
   PlanLease& operator=(const PlanLease&) = delete;
 
-  void run(const std::array<float*, Plan::kMaxOperands>& buffers) {
-    const std::size_t bytes = plan_->workspace_bytes();
-    plan_->run(buffers, plans_ != nullptr ? plans_->workspace(bytes) : own_workspace_.at_least(bytes));
+  // Room for `bytes` of the caller's own in the workspace, after the plan's: the caller's until
+  // the lease ends (a result to add somewhere, say). Ask before run().
+  float* room(std::size_t bytes) {
+    room_bytes_ = bytes;
+    return reinterpret_cast<float*>(workspace() + plan_->workspace_bytes());
   }
+  void run(const std::array<float*, Plan::kMaxOperands>& buffers) { plan_->run(buffers, workspace()); }
 
  private:
+  std::byte* workspace() {
+    const std::size_t bytes = plan_->workspace_bytes() + room_bytes_;
+    return plans_ != nullptr ? plans_->workspace(bytes) : own_workspace_.at_least(bytes);
+  }
+
   PlanCache::Plans* plans_;
   PlanKey key_;
   std::unique_ptr<Plan> plan_;
+  std::size_t room_bytes_ = 0;
   Workspace own_workspace_;  // without a cache
 };
 

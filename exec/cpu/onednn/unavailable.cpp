@@ -31,7 +31,8 @@ Matrix conv2d_forward(const ConvGeometry&, const Eigen::Ref<const Matrix>&, cons
 Matrix conv2d_backward_input(const ConvGeometry&, const Eigen::Ref<const Matrix>&, const ConstColumns&, PlanCache*) {
   unavailable();
 }
-void conv2d_backward_weight(const ConvGeometry&, const Matrix&, const Matrix&, Eigen::Ref<Matrix>, Vector*, PlanCache*) {
+void conv2d_backward_weight(const ConvGeometry&, const Matrix&, const Matrix&, Eigen::Ref<Matrix>, Vector*, WeightGradient,
+                            PlanCache*) {
   unavailable();
 }
 

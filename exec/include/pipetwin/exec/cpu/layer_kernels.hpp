@@ -217,12 +217,8 @@ struct CpuLayerKernels {
                               Vector& grad) {
     Eigen::Map<Matrix> dw(grad.data(), g.out_channels, g.patch());
     Vector db;
-    if (use_onednn && grad_mode == WeightGradient::write) {
-      onednn::conv2d_backward_weight(g, x, dz, dw, bias_at >= 0 ? &db : nullptr, plans);
-    } else if (use_onednn) {  // oneDNN's primitive writes its output: into a buffer of its own, then added
-      Matrix part(g.out_channels, g.patch());
-      onednn::conv2d_backward_weight(g, x, dz, part, bias_at >= 0 ? &db : nullptr, plans);
-      dw += part;
+    if (use_onednn) {
+      onednn::conv2d_backward_weight(g, x, dz, dw, bias_at >= 0 ? &db : nullptr, grad_mode, plans);
     } else {
       cpu::conv2d_backward_weight(g, x, dz, dw, bias_at >= 0 ? &db : nullptr, grad_mode);
     }

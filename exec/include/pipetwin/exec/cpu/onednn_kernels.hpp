@@ -56,8 +56,9 @@ Matrix conv2d_forward(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, 
                       const Matrix& x, bool relu = false, PlanCache* cache = nullptr);
 Matrix conv2d_backward_input(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const ConstColumns& dz,
                              PlanCache* cache = nullptr);
-// Writes dW (oneDNN's primitive has no accumulating form).
+// Writes dW, or adds it (`mode`; oneDNN's primitive has no accumulating form: it writes into the
+// thread's workspace, which is then added); db is written either way.
 void conv2d_backward_weight(const ConvGeometry& g, const Matrix& x, const Matrix& dz, Eigen::Ref<Matrix> dw,
-                            Vector* db, PlanCache* cache = nullptr);
+                            Vector* db, WeightGradient mode = WeightGradient::write, PlanCache* cache = nullptr);
 
 }  // namespace pipetwin::cpu::onednn
