@@ -1,6 +1,7 @@
 // The oneDNN convolutions' kept plans (exec/cpu/onednn/plan.hpp): a call that runs a plan made by an
 // earlier call computes its own operands' values, bit for bit those of a call that makes
-// everything afresh, also when several threads share one layer's plans at once.
+// everything afresh, also when several threads share one cache at once, and a weight gradient
+// added into a sum is what the sum held plus the gradient written.
 #include <doctest/doctest.h>
 
 #include <thread>

@@ -1,4 +1,5 @@
-// A oneDNN primitive kept ready to run (plan.hpp), a thread's workspace, and a network's plans between calls.
+// A oneDNN primitive kept ready to run (plan.hpp), a thread's workspace, and a network's plans
+// between calls.
 #include "plan.hpp"
 
 #include <algorithm>

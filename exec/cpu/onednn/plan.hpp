@@ -4,7 +4,7 @@
 // own (the reordered copies, the result before its reorder, the scratchpad) at the calling
 // thread's workspace, which every plan that thread runs shares: the same memory call after call,
 // still in the core's caches (a plan of buffers of its own, one set per layer and kernel, made
-// resnet8's one-processor step 13% slower than allocating them afresh each call). After its first
+// resnet8's one-processor step 14% slower than allocating them afresh each call). After its first
 // run a plan creates no primitive and allocates nothing (oneDNN's execute still builds an argument
 // map of its own each time). PlanCache::Plans keeps a network's plans between calls.
 #pragma once
