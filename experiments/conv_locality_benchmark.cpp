@@ -20,9 +20,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
-#include <string>
 #include <thread>
 #include <vector>
 
@@ -30,6 +28,7 @@
 #include "pipetwin/exec/host_allocator.hpp"
 #include "pipetwin/exec/thread_pinning.hpp"
 #include "pipetwin/models/error.hpp"
+#include "whole_number_options.hpp"
 
 namespace {
 
@@ -49,63 +48,27 @@ float stream_through(std::vector<float>& floats) {
   return sum;
 }
 
-int positive(const char* flag, const char* value) {
-  char* end = nullptr;
-  const long parsed = std::strtol(value, &end, 10);
-  if (end == value || *end != '\0' || parsed < 1 || parsed > 100000) {
-    std::fprintf(stderr, "pipetwin_conv_locality_benchmark: %s takes a whole number from 1 to 100000, got '%s'\n",
-                 flag, value);
-    std::exit(2);
-  }
-  return static_cast<int>(parsed);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
+  int channels = 16, size = 32, out_channels = 32, stride = 2, samples = 32, repeats = 40, rounds = 3;
+  const auto parsed = pipetwin::experiments::parse_whole_number_options(
+      argc, argv, "pipetwin_conv_locality_benchmark",
+      "[--channels C] [--size HW] [--out-channels K] [--stride S]\n"
+      "                                        [--samples N] [--repeats R] [--rounds K]",
+      "  one 3x3 convolution's forward (oneDNN, kept plans) with its input and output memory warm, cold,\n"
+      "  or just written by the other core (defaults: 16 channels of 32x32 to 32, stride 2, 32 samples,\n"
+      "  medians of 40 repeats, 3 rounds)\n",
+      {{"--channels", &channels}, {"--size", &size}, {"--out-channels", &out_channels}, {"--stride", &stride},
+       {"--samples", &samples}, {"--repeats", &repeats}, {"--rounds", &rounds}});
+  if (parsed != pipetwin::experiments::Parsed::run) return parsed == pipetwin::experiments::Parsed::bad ? 2 : 0;
   pipetwin::exec::ConvGeometry g;
-  g.in_channels = 16;
-  g.height = g.width = 32;
-  g.out_channels = 32;
+  g.in_channels = channels;
+  g.height = g.width = size;
+  g.out_channels = out_channels;
   g.kernel = 3;
-  g.stride = 2;
+  g.stride = stride;
   g.padding = 1;
-  int samples = 32, repeats = 40, rounds = 3;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      std::printf(
-          "usage: pipetwin_conv_locality_benchmark [--channels C] [--size HW] [--out-channels K] [--stride S]\n"
-          "                                        [--samples N] [--repeats R] [--rounds K]\n"
-          "  one 3x3 convolution's forward (oneDNN, kept plans) with its input and output memory warm, cold,\n"
-          "  or just written by the other core (defaults: 16 channels of 32x32 to 32, stride 2, 32 samples,\n"
-          "  medians of 40 repeats, 3 rounds)\n");
-      return 0;
-    }
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "pipetwin_conv_locality_benchmark: %s needs a value (see --help)\n", flag.c_str());
-      return 2;
-    }
-    const char* value = argv[++i];
-    if (flag == "--channels") {
-      g.in_channels = positive("--channels", value);
-    } else if (flag == "--size") {
-      g.height = g.width = positive("--size", value);
-    } else if (flag == "--out-channels") {
-      g.out_channels = positive("--out-channels", value);
-    } else if (flag == "--stride") {
-      g.stride = positive("--stride", value);
-    } else if (flag == "--samples") {
-      samples = positive("--samples", value);
-    } else if (flag == "--repeats") {
-      repeats = positive("--repeats", value);
-    } else if (flag == "--rounds") {
-      rounds = positive("--rounds", value);
-    } else {
-      std::fprintf(stderr, "pipetwin_conv_locality_benchmark: unknown option %s (see --help)\n", flag.c_str());
-      return 2;
-    }
-  }
   if (!pipetwin::cpu::onednn::available()) {
     std::printf("pipetwin_conv_locality_benchmark: this build has no oneDNN; nothing to time\n");
     return 0;

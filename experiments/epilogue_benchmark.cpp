@@ -14,12 +14,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <string>
 #include <vector>
 
 #include "pipetwin/exec/cpu/kernels.hpp"
 #include "pipetwin/exec/host_allocator.hpp"
+#include "whole_number_options.hpp"
 
 namespace {
 
@@ -39,44 +38,16 @@ double median_us(const Work& work, int repeats) {
   return times_us[static_cast<std::size_t>(repeats / 2)];
 }
 
-int positive(const char* flag, const char* value) {
-  char* end = nullptr;
-  const long parsed = std::strtol(value, &end, 10);
-  if (end == value || *end != '\0' || parsed < 1 || parsed > 100000) {
-    std::fprintf(stderr, "pipetwin_epilogue_benchmark: %s takes a whole number from 1 to 100000, got '%s'\n", flag, value);
-    std::exit(2);
-  }
-  return static_cast<int>(parsed);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   int samples = 32, repeats = 41, rounds = 3;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      std::printf("usage: pipetwin_epilogue_benchmark [--samples N] [--repeats R] [--rounds K]\n"
-                  "  batch norm's fused epilogue against its steps one after the other, per ResNet stage shape\n"
-                  "  (defaults: 32 samples, medians of 41 repeats, 3 rounds)\n");
-      return 0;
-    }
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "pipetwin_epilogue_benchmark: %s needs a value (see --help)\n", flag.c_str());
-      return 2;
-    }
-    const char* value = argv[++i];
-    if (flag == "--samples") {
-      samples = positive("--samples", value);
-    } else if (flag == "--repeats") {
-      repeats = positive("--repeats", value);
-    } else if (flag == "--rounds") {
-      rounds = positive("--rounds", value);
-    } else {
-      std::fprintf(stderr, "pipetwin_epilogue_benchmark: unknown option %s (see --help)\n", flag.c_str());
-      return 2;
-    }
-  }
+  const auto parsed = pipetwin::experiments::parse_whole_number_options(
+      argc, argv, "pipetwin_epilogue_benchmark", "[--samples N] [--repeats R] [--rounds K]",
+      "  batch norm's fused epilogue against its steps one after the other, per ResNet stage shape\n"
+      "  (defaults: 32 samples, medians of 41 repeats, 3 rounds)\n",
+      {{"--samples", &samples}, {"--repeats", &repeats}, {"--rounds", &rounds}});
+  if (parsed != pipetwin::experiments::Parsed::run) return parsed == pipetwin::experiments::Parsed::bad ? 2 : 0;
   // As the executors do: freed buffers stay in the heap (no page faults per call).
   pipetwin::keep_freed_host_memory();
   struct Stage {
