@@ -7,22 +7,31 @@
 //   input remote    its input written by the other core just before (lines dirty in that core's
 //                   cache: a pipeline's second processor reading an activation sent a moment ago);
 //   remote, aged    written by the other core, which then streamed 64 MiB (the lines left that
-//                   core's private caches first: an activation sent a while ago).
+//                   core's private caches first: an activation sent a while ago);
+//   remote, streamed  written by the other core with streaming stores, which bypass its caches
+//                   (x86-64 only): what a sender's copy written so would leave the reader.
 //
 //   pipetwin_conv_locality_benchmark [--channels 16] [--size 32] [--out-channels 32] [--stride 2]
 //                                    [--samples 32] [--repeats 40] [--rounds 3]
 //
 // Defaults: resnet8's stage2.block1.conv1 (16 channels of 32x32 to 32 channels, 3x3, stride 2,
-// padding 1) on a microbatch of 32 samples. The two "remote" rows need two usable CPUs (the
+// padding 1) on a microbatch of 32 samples. The "remote" rows need two usable CPUs (the
 // threads are pinned to the first two); with one they are left out, saying why. Prints each
 // round's medians in microseconds and asserts nothing. docs/executor.md, "Where gpipe's time at P
 // = 2 goes", has the figures of 2026-11-30.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <thread>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#include <xmmintrin.h>
+#endif
 
 #include "pipetwin/exec/cpu/onednn_kernels.hpp"
 #include "pipetwin/exec/host_allocator.hpp"
@@ -46,6 +55,25 @@ float stream_through(std::vector<float>& floats) {
     sum += floats[i];
   }
   return sum;
+}
+
+// A copy of `m` whose stores bypass this core's caches (SSE2 streaming stores, then a fence), or
+// none where the target has no such stores.
+std::optional<Matrix> streamed_copy(const Matrix& m) {
+#if defined(__x86_64__)
+  Matrix copy(m.rows(), m.cols());
+  const float* from = m.data();
+  float* to = copy.data();
+  Eigen::Index i = 0;
+  for (; i < m.size() && (reinterpret_cast<std::uintptr_t>(to + i) & 15u) != 0; ++i) to[i] = from[i];
+  for (; i + 4 <= m.size(); i += 4) _mm_stream_ps(to + i, _mm_loadu_ps(from + i));
+  for (; i < m.size(); ++i) to[i] = from[i];
+  _mm_sfence();
+  return copy;
+#else
+  static_cast<void>(m);
+  return std::nullopt;
+#endif
 }
 
 }  // namespace
@@ -98,12 +126,13 @@ int main(int argc, char** argv) {
       std::nth_element(times_us.begin(), times_us.begin() + repeats / 2, times_us.end());
       return times_us[static_cast<std::size_t>(repeats / 2)];
     };
-    // The other core writes the input (and then streams, when `age`); this thread waits for it.
-    const auto written_there = [&](bool age) {
+    // The other core writes the input (then streams 64 MiB, when `age`; with streaming stores,
+    // when `streamed`); this thread waits for it.
+    const auto written_there = [&](bool age, bool streamed) {
       Matrix x(input.rows(), input.cols());
       std::thread writer([&] {
         pipetwin::pin_this_thread(cpus[1]);
-        x = input;
+        x = streamed ? *streamed_copy(input) : input;
         if (age) sink += stream_through(there);
       });
       writer.join();
@@ -131,10 +160,14 @@ int main(int argc, char** argv) {
                   output_cold_us, 100 * (output_cold_us / warm_us - 1), input_cold_us,
                   100 * (input_cold_us / warm_us - 1));
       if (two_cpus) {
-        const double remote_us = median_us([&] { return written_there(false); });
-        const double aged_us = median_us([&] { return written_there(true); });
+        const double remote_us = median_us([&] { return written_there(false, false); });
+        const double aged_us = median_us([&] { return written_there(true, false); });
         std::printf(", input remote %.0f (%+.1f%%), remote, aged %.0f (%+.1f%%)", remote_us,
                     100 * (remote_us / warm_us - 1), aged_us, 100 * (aged_us / warm_us - 1));
+        if (streamed_copy(Matrix()).has_value()) {
+          const double streamed_us = median_us([&] { return written_there(false, true); });
+          std::printf(", remote, streamed %.0f (%+.1f%%)", streamed_us, 100 * (streamed_us / warm_us - 1));
+        }
       }
       std::printf("\n");
     }
