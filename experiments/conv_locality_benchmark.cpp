@@ -9,7 +9,9 @@
 //   remote, aged    written by the other core, which then streamed 64 MiB (the lines left that
 //                   core's private caches first: an activation sent a while ago);
 //   remote, streamed  written by the other core with streaming stores, which bypass its caches
-//                   (x86-64 only): what a sender's copy written so would leave the reader.
+//                   (x86-64 only): what a sender's copy written so would leave the reader;
+//   other core streaming: warm, input cold  the warm and input-cold rows again while the other
+//                   core streams through 64 MiB all along (two processors missing at once).
 //
 //   pipetwin_conv_locality_benchmark [--channels 16] [--size 32] [--out-channels 32] [--stride 2]
 //                                    [--samples 32] [--repeats 40] [--rounds 3]
@@ -20,6 +22,7 @@
 // round's medians in microseconds and asserts nothing. docs/executor.md, "Where gpipe's time at P
 // = 2 goes", has the figures of 2026-11-30.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdint>
@@ -168,6 +171,24 @@ int main(int argc, char** argv) {
           const double streamed_us = median_us([&] { return written_there(false, true); });
           std::printf(", remote, streamed %.0f (%+.1f%%)", streamed_us, 100 * (streamed_us / warm_us - 1));
         }
+        // The same warm and cold rows while the other core streams through memory all along.
+        std::atomic<bool> busy{true};
+        std::thread other([&] {
+          pipetwin::pin_this_thread(cpus[1]);
+          float other_sink = 0;
+          while (busy.load(std::memory_order_relaxed)) other_sink += stream_through(there);
+          sink += other_sink;
+        });
+        const double warm_busy_us = median_us([&] { return Matrix(input); });
+        const double cold_busy_us = median_us([&] {
+          Matrix x = input;
+          sink += stream_through(here);
+          return x;
+        });
+        busy.store(false);
+        other.join();
+        std::printf(", other core streaming: warm %.0f (%+.1f%%), input cold %.0f (%+.1f%%)", warm_busy_us,
+                    100 * (warm_busy_us / warm_us - 1), cold_busy_us, 100 * (cold_busy_us / warm_us - 1));
       }
       std::printf("\n");
     }
