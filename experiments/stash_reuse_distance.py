@@ -3,10 +3,9 @@
 schedule, processor count and microbatch count, each processor's stash reuse distance (the bytes
 its tasks pass through between the forward that stashes a layer's microbatch and each backward
 task, B, BA or BW, that reads it on the same processor, weighted by the stash's bytes; the
-minibatches after the first). A forward passes its layers'
-inputs, outputs and stashes; a backward their stashes, input gradients and output gradients.
-Stashes read on another processor than the one that wrote them (LayerPipe's parts) are counted
-apart. docs/executor.md, "Where gpipe's time at P = 2 goes", has what it says on resnet8: a
+minibatches after the first). A forward passes its layers' inputs, outputs and stashes (fp32); a
+backward their stashes, input gradients and output gradients. Stashes read on another processor
+than the one that wrote them (LayerPipe's parts) are counted apart. docs/executor.md, "Where gpipe's time at P = 2 goes", has what it says on resnet8: a
 processor whose distance stays under about 20 MiB ran its layers faster than one over about 35
 MiB on the 2-vCPU machine of 2026-11-30.
 
