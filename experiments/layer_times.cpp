@@ -10,7 +10,9 @@
 //
 // Prints per layer and task kind the median of its layer times (each layer's part of a task, as
 // `pipetwin profile` times it) over the second half of every round's minibatches, per schedule,
-// and each schedule's difference from the first; then the step times. Asserts nothing.
+// and each schedule's difference from the first; then per processor and kind those medians
+// summed over its layers (docs/executor.md, "Where gpipe's time at P = 2 goes"); then the step
+// times. Asserts nothing.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -73,9 +75,10 @@ const char* kUsage =
     "  minibatches is warm-up)\n";
 
 // The layer times (seconds) of one run of `schedule`, keyed by (task kind, layer), after its
-// first half of minibatches; and its step time.
+// first half of minibatches, with the processor each key ran on; and its step time.
 struct RunTimes {
   std::map<std::pair<TaskKind, std::int32_t>, std::vector<double>> layer_s;
+  std::map<std::pair<TaskKind, std::int32_t>, std::int32_t> processor;
   double step_s = 0;
 };
 
@@ -94,6 +97,7 @@ RunTimes run_once(const Options& o, const std::string& schedule, const Dataset& 
     // A fused B also records what a split BA and BW would cost: its own parts are its B records.
     if (t.minibatch < o.minibatches / 2 || time.kind != t.kind) continue;
     times.layer_s[{time.kind, time.layer}].push_back(time.seconds);
+    times.processor[{time.kind, time.layer}] = t.resource;
   }
   return times;
 }
@@ -103,6 +107,41 @@ std::string layer_label(const Network& network, std::int32_t layer) {
   if (layer == kInputLoadLayer) return "(input load)";
   if (layer == kGradientAssemblyLayer) return "(gradient assembly)";
   return "(mark " + std::to_string(layer) + ")";
+}
+
+// Per processor and task kind: the sum of its layers' medians (the input load and assemblies
+// left out), against the first schedule's where that processor ran the same layers of the kind.
+void print_processor_sums(const Options& o, const Network& network, std::map<std::string, RunTimes>& all) {
+  // (processor, kind) -> per schedule: the summed seconds and the layers summed.
+  std::map<std::pair<std::int32_t, TaskKind>, std::map<std::string, std::pair<double, std::set<std::int32_t>>>> sums;
+  for (const auto& schedule : o.schedules) {
+    for (const auto& [key, seconds] : all[schedule].layer_s) {
+      if (key.second < 0 || key.second >= static_cast<std::int32_t>(network.size())) continue;
+      auto& [total_s, layers] = sums[{all[schedule].processor.at(key), key.first}][schedule];
+      total_s += median(seconds);
+      layers.insert(key.second);
+    }
+  }
+  std::printf("per processor, its layers summed (us; against %s where it ran the same layers)\n",
+              o.schedules.front().c_str());
+  for (const auto& [where, per_schedule] : sums) {
+    char label[32];
+    std::snprintf(label, sizeof label, "p%d %s", where.first, to_string(where.second));
+    std::printf("%-29s", label);
+    const auto base = per_schedule.find(o.schedules.front());
+    for (const auto& schedule : o.schedules) {
+      const auto it = per_schedule.find(schedule);
+      if (it == per_schedule.end()) {
+        std::printf(" %20s", "-");
+      } else if (schedule == o.schedules.front() || base == per_schedule.end() ||
+                 base->second.second != it->second.second) {
+        std::printf(" %20.1f", it->second.first * 1e6);
+      } else {
+        std::printf(" %11.1f (%+5.1f%%)", it->second.first * 1e6, 100 * (it->second.first / base->second.first - 1));
+      }
+    }
+    std::printf("\n");
+  }
 }
 
 int run_benchmark(const Options& o) {
@@ -122,6 +161,7 @@ int run_benchmark(const Options& o) {
         auto& into = all[schedule].layer_s[key];
         into.insert(into.end(), seconds.begin(), seconds.end());
       }
+      all[schedule].processor.insert(times.processor.begin(), times.processor.end());
     }
   }
   std::set<std::pair<TaskKind, std::int32_t>> keys;
@@ -154,6 +194,7 @@ int run_benchmark(const Options& o) {
     }
     std::printf("\n");
   }
+  print_processor_sums(o, network, all);
   std::printf("%-29s", "step (ms, median of rounds)");
   for (const auto& schedule : o.schedules) std::printf(" %20.2f", median(steps_s[schedule]) * 1e3);
   std::printf("\n");
