@@ -109,15 +109,26 @@ std::string layer_label(const Network& network, std::int32_t layer) {
   return "(mark " + std::to_string(layer) + ")";
 }
 
+// One schedule's cell of a row: `s`, and its difference from the first schedule's `base_s` when
+// `against` (a row of the first schedule itself, or without a base to compare, prints `s` alone).
+void print_cell(double s, double base_s, bool against) {
+  if (against && base_s > 0) {
+    std::printf(" %11.1f (%+5.1f%%)", s * 1e6, 100 * (s / base_s - 1));
+  } else {
+    std::printf(" %20.1f", s * 1e6);
+  }
+}
+
 // Per processor and task kind: the sum of its layers' medians (the input load and assemblies
 // left out), against the first schedule's where that processor ran the same layers of the kind.
-void print_processor_sums(const Options& o, const Network& network, std::map<std::string, RunTimes>& all) {
+void print_processor_sums(const Options& o, const Network& network, const std::map<std::string, RunTimes>& all) {
   // (processor, kind) -> per schedule: the summed seconds and the layers summed.
   std::map<std::pair<std::int32_t, TaskKind>, std::map<std::string, std::pair<double, std::set<std::int32_t>>>> sums;
   for (const auto& schedule : o.schedules) {
-    for (const auto& [key, seconds] : all[schedule].layer_s) {
+    const RunTimes& times = all.at(schedule);
+    for (const auto& [key, seconds] : times.layer_s) {
       if (key.second < 0 || key.second >= static_cast<std::int32_t>(network.size())) continue;
-      auto& [total_s, layers] = sums[{all[schedule].processor.at(key), key.first}][schedule];
+      auto& [total_s, layers] = sums[{times.processor.at(key), key.first}][schedule];
       total_s += median(seconds);
       layers.insert(key.second);
     }
@@ -133,12 +144,10 @@ void print_processor_sums(const Options& o, const Network& network, std::map<std
       const auto it = per_schedule.find(schedule);
       if (it == per_schedule.end()) {
         std::printf(" %20s", "-");
-      } else if (schedule == o.schedules.front() || base == per_schedule.end() ||
-                 base->second.second != it->second.second) {
-        std::printf(" %20.1f", it->second.first * 1e6);
-      } else {
-        std::printf(" %11.1f (%+5.1f%%)", it->second.first * 1e6, 100 * (it->second.first / base->second.first - 1));
+        continue;
       }
+      const bool same_layers = base != per_schedule.end() && base->second.second == it->second.second;
+      print_cell(it->second.first, same_layers ? base->second.first : -1, schedule != o.schedules.front());
     }
     std::printf("\n");
   }
@@ -185,12 +194,7 @@ int run_benchmark(const Options& o) {
         std::printf(" %20s", "-");
         continue;
       }
-      const double s = median(it->second);
-      if (schedule == o.schedules.front() || base_s <= 0) {
-        std::printf(" %20.1f", s * 1e6);
-      } else {
-        std::printf(" %11.1f (%+5.1f%%)", s * 1e6, 100 * (s / base_s - 1));
-      }
+      print_cell(median(it->second), base_s, schedule != o.schedules.front());
     }
     std::printf("\n");
   }
