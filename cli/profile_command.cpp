@@ -4,7 +4,9 @@
 // `--calibration` feeds to evaluate / simulate / sweep / validate. With --distributed (under
 // mpirun), every rank profiles at once, as the ranks of a run do, and the table's transfers are
 // messages between ranks 0 and 1, timed.
+#include <cmath>
 #include <iostream>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -111,6 +113,25 @@ void run(const ProfileCommandOptions& options, mpi::MpiSession* session) {
                              "its graph holds\n",
                              100 * calibration.footprint_slowdown, human_bytes(calibration.footprint_large_bytes),
                              human_bytes(calibration.footprint_small_bytes));
+  }
+  if (calibration.far_stash_distance_bytes > 0) {
+    // One figure per timed distance: a processor's layers share it.
+    std::map<double, std::pair<double, double>> by_distance;
+    for (const auto& [name, times] : calibration.layers) {
+      if (times.far_forward_factor >= 1) by_distance[times.timed_stash_distance_bytes] = {times.far_forward_factor, times.far_backward_factor};
+    }
+    std::cout << fmt::format("stashes: with every stash held ({} one-processor gpipe runs at once, {} between a stash and its "
+                             "read)",
+                             calibration.concurrent, human_bytes(calibration.far_stash_distance_bytes));
+    const char* separator = " ";
+    for (const auto& [distance, factors] : by_distance) {
+      std::cout << fmt::format("{}forwards {:+.1f}% and backwards {:+.1f}% where the pipeline held them {}", separator,
+                               100 * (factors.first - 1), 100 * (factors.second - 1),
+                               human_bytes(static_cast<std::int64_t>(std::llround(std::max(0.0, distance)))));
+      separator = ", ";
+    }
+    std::cout << "; validate moves each row's layers toward that by how much longer its stashes wait (docs/executor.md, "
+                 "Calibration 10)\n";
   }
   if (!calibration.reuse_extra_s_per_byte.empty()) {
     // The curve at about six working sets, its last one included.

@@ -278,6 +278,11 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
                  "(the one-processor profile's gpipe run against its sequential run), "
               << *range << " (footprint_factor in --json)\n";
   }
+  if (const auto range = row_range(&ValidationRow::stash_far_share, 0, [](double x) { return fmt::format("{:.2f}", x); })) {
+    std::cout << "stashes: each row's layers moved toward their times with every stash held and every core missing its "
+                 "caches, by how much longer its processors hold their stashes than the run its table was timed in: "
+              << *range << " of the way (stash_far_share in --json)\n";
+  }
   if (const auto range = row_range(&ValidationRow::weight_reuse_s, 0, [](double s) { return fmt::format("{:+.1f} us", s * 1e6); })) {
     std::cout << "weights: each row's tasks charged for how warm its order leaves their weights against the table's "
                  "order, per step, processors together: "

@@ -7,7 +7,9 @@ minibatches after the first). A forward passes its layers' inputs, outputs and s
 backward their stashes, input gradients and output gradients. Stashes read on another processor
 than the one that wrote them (LayerPipe's parts) are counted apart. docs/executor.md, "Where gpipe's time at P = 2 goes", has what it says on resnet8: a
 processor whose distance stays under about 20 MiB ran its layers faster than one over about 35
-MiB on the 2-vCPU machine of 2026-11-30.
+MiB on the 2-vCPU machine of 2026-11-30. The cost model's own computation, which validate's stash
+term uses (docs/executor.md, Calibration 10), is schedule/stash_reuse.hpp; this is a second one,
+in Python, and the two give the same figures (resnet8 at P = 2: 1f1b 58.1 and 11.9 MiB).
 
     python3 experiments/stash_reuse_distance.py [--model resnet8] [--schedules 1f1b,gpipe]
         [--procs 1,2] [--microbatches 4,8]

@@ -33,6 +33,7 @@
 #include "pipetwin/schedule/evaluator.hpp"
 #include "pipetwin/schedule/gradient_assembly.hpp"
 #include "pipetwin/schedule/registry.hpp"
+#include "pipetwin/schedule/stash_reuse.hpp"
 #include "pipetwin/schedule/weight_reuse.hpp"
 #include "synthetic_data.hpp"
 #include "temporary_folder.hpp"
@@ -1270,6 +1271,166 @@ TEST_CASE("validation scales a row's table by the bytes its graph holds against 
   for (const auto& row : validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, as_predicted).rows) {
     CHECK(row.footprint_factor == 1);
   }
+}
+
+TEST_CASE("validation moves a P-processor row's table toward its stash far point by how long the row holds its stashes") {
+  const Dataset data = data_for(kMlp);
+  const GraphConfig config = config_for(kMlp, "gpipe", 1, 4, 2);
+  const Network network = make_request(config).network;
+  // The P = 2 table: each layer timed at the distance its processor has in a 2-processor 1f1b
+  // graph, the far point four times the farther one, forwards 20% and backwards 10% slower there.
+  // A reuse curve whose half is reached at 64 bytes: the floor is under every distance here.
+  Calibration pipeline = scaled_calibration(network, config, 1.0);
+  pipeline.reuse_extra_s_per_byte = {{64, 1e-12}, {128, 2e-12}};
+  GraphConfig timed_at = config_for(kMlp, "1f1b", 2, 4, 2);
+  timed_at.calibration = std::make_shared<const Calibration>(pipeline);
+  const TaskGraph timed_graph = make_graph(timed_at);
+  const std::vector<StashReuse> timed = stash_reuse(timed_graph, network);
+  REQUIRE(timed.size() == 2);
+  std::vector<double> timed_of_layer(network.size(), -1);
+  for (const Task& t : timed_graph.tasks) {
+    if (t.kind != TaskKind::F || t.minibatch != 0 || t.microbatch != 0) continue;
+    for (std::int32_t l = t.first_layer; l <= t.last_layer; ++l) timed_of_layer[static_cast<std::size_t>(l)] = timed[static_cast<std::size_t>(t.resource)].distance_bytes;
+  }
+  const double far = 4 * std::max(timed[0].distance_bytes, timed[1].distance_bytes);
+  pipeline.far_stash_distance_bytes = static_cast<std::int64_t>(far);
+  for (std::size_t l = 0; l < network.size(); ++l) {
+    LayerTimes& times = pipeline.layers.at(network.layers[l].name);
+    times.timed_stash_distance_bytes = timed_of_layer[l];
+    times.far_forward_factor = 1.2;
+    times.far_backward_factor = 1.1;
+  }
+  ValidationOptions options;
+  options.schedules = {"sequential", "gpipe", "1f1b", "pipedream"};
+  options.processors = {1, 2};
+  options.runs = 1;
+  options.calibrate = [&](int processors) { return processors == 1 ? scaled_calibration(network, config, 1.0) : pipeline; };
+  const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, runs_as_predicted());
+  REQUIRE(report.rows.size() == 8);
+  bool gpipe_moved = false;
+  for (const auto& row : report.rows) {
+    CAPTURE(row.schedule);
+    CAPTURE(row.processors);
+    if (row.processors == 1) {  // a one-processor table has no far point
+      CHECK(row.stash_far_share == 0);
+      continue;
+    }
+    // Per processor, ln(d / t) / ln(far / t) in [0, 1], t its layers' timed distance (one per
+    // processor where the cuts are 1f1b's), both at least the floor; the largest.
+    GraphConfig at = config_for(kMlp, row.schedule, 2, 4, 2);
+    at.calibration = std::make_shared<const Calibration>(pipeline);
+    const TaskGraph graph = make_graph(at);
+    const std::vector<StashReuse> reuse = stash_reuse(graph, network);
+    double share = 0;
+    for (const Task& t : graph.tasks) {
+      if (t.kind != TaskKind::F || t.minibatch != 0 || t.microbatch != 0) continue;
+      const double d = reuse[static_cast<std::size_t>(t.resource)].distance_bytes, t_bytes = timed_of_layer[static_cast<std::size_t>(t.first_layer)];
+      if (d < 0 || t_bytes < 0) continue;
+      const double floored_d = std::max(d, 64.0), floored_t = std::max(t_bytes, 64.0);  // the curve's floor
+      share = std::max(share, std::clamp(std::log(floored_d / floored_t) / std::log(far / floored_t), 0.0, 1.0));
+    }
+    CHECK(row.stash_far_share == doctest::Approx(share));
+    if (row.schedule == "1f1b") CHECK(row.stash_far_share == 0);  // the timed run's own order
+    if (row.schedule == "gpipe") gpipe_moved = row.stash_far_share > 0;
+    // Priced on the table moved that far: forwards 1 + 0.2 x, backwards 1 + 0.1 x.
+    Calibration moved = pipeline;
+    for (auto& [name, times] : moved.layers) {
+      times.forward_s *= 1 + 0.2 * share;
+      times.activation_grad_s *= 1 + 0.1 * share;
+      times.weight_grad_s *= 1 + 0.1 * share;
+      times.backward_s *= 1 + 0.1 * share;
+    }
+    at.calibration = std::make_shared<const Calibration>(moved);
+    CHECK(row.predicted_step_s == doctest::Approx(evaluate(make_graph(at)).iteration_s));
+    CHECK(row.footprint_factor == 1);  // the stash term in its place
+  }
+  CHECK(gpipe_moved);
+}
+
+TEST_CASE("a pipeline table's stash far point: one-processor gpipe on every processor's thread at once") {
+  const Dataset data = data_for(kLenet);
+  const GraphConfig config = config_for(kLenet, "sequential", 1, 2, 3);
+  const Network network = make_request(config).network;
+  std::mutex mutex;
+  std::vector<std::pair<TaskGraph, TrainingRun>> recorded;
+  std::vector<int> copy_of;  // per run: TrainingOptions::copy, of TrainingOptions::copies
+  std::vector<int> copies_of;
+  const Runner recording = [&](const TaskGraph& g, const Network& n, const BatchSampler& s, const TrainingOptions& o) {
+    TrainingRun run = cpu::run_cpu(g, n, s, o);
+    std::lock_guard<std::mutex> lock(mutex);
+    recorded.emplace_back(g, run);
+    copy_of.push_back(o.copy);
+    copies_of.push_back(o.copies);
+    return run;
+  };
+  TrainingOptions options;
+  options.handoff_spin_s = 0;
+  // A reuse curve that reaches half its far end at 64 bytes: the floor under lenet5's distances
+  // at these few samples (tens of KiB).
+  const std::vector<std::pair<std::int64_t, double>> curve = {{64, 1e-12}, {128, 2e-12}};
+  const std::optional<Calibration> timed = profile_layers_in_pipeline(config, data, 4, 7, recording, {}, 2, options, 0, curve, {},
+                                                                      /*time_far_point=*/true);
+  REQUIRE(timed.has_value());
+  // The 1f1b run, layerpipe's and zb-h1's, then the two one-processor gpipe copies, as many
+  // minibatches as the pipeline's.
+  REQUIRE(recorded.size() == 5);
+  const TaskGraph& pipeline = recorded[0].first;
+  for (std::size_t r = 3; r < 5; ++r) {
+    CHECK(recorded[r].first.schedule == "gpipe");
+    CHECK(recorded[r].first.processor_count() == 1);
+    CHECK(recorded[r].first.minibatches == pipeline.minibatches);
+    CHECK(copies_of[r] == 2);
+  }
+  CHECK(copy_of[3] + copy_of[4] == 1);  // copies 0 and 1
+  // The far point's distance is gpipe's on one processor, each layer's the distance of its
+  // processor in the pipeline.
+  const double far = stash_reuse(recorded[3].first, network)[0].distance_bytes;
+  REQUIRE(far > 0);
+  CHECK(timed->far_stash_distance_bytes == std::llround(far));
+  const std::vector<StashReuse> reuse = stash_reuse(pipeline, network);
+  // Per processor, its layers' forwards and backwards summed at the far point over the table's,
+  // at least 1, the same for each of its layers.
+  const std::vector<TrainingRun> far_runs = {recorded[3].second, recorded[4].second};
+  const Calibration far_table = calibration_from_runs(recorded[3].first, network, far_runs, pipeline.minibatches / 2);
+  std::set<std::int32_t> processors_seen;
+  for (const Task& t : pipeline.tasks) {
+    if (t.kind != TaskKind::F || t.minibatch != 0 || t.microbatch != 0) continue;
+    processors_seen.insert(t.resource);
+    double table_f = 0, far_f = 0, table_b = 0, far_b = 0;
+    for (std::int32_t l = t.first_layer; l <= t.last_layer; ++l) {
+      const std::string& name = network.layers[static_cast<std::size_t>(l)].name;
+      table_f += timed->layers.at(name).forward_s;
+      far_f += far_table.layers.at(name).forward_s;
+      table_b += timed->layers.at(name).fused_backward_s();
+      far_b += far_table.layers.at(name).fused_backward_s();
+    }
+    for (std::int32_t l = t.first_layer; l <= t.last_layer; ++l) {
+      CAPTURE(l);
+      const LayerTimes& times = timed->layers.at(network.layers[static_cast<std::size_t>(l)].name);
+      CHECK(times.timed_stash_distance_bytes == reuse[static_cast<std::size_t>(t.resource)].distance_bytes);
+      CHECK(times.far_forward_factor == doctest::Approx(std::max(1.0, far_f / table_f)));
+      CHECK(times.far_backward_factor == doctest::Approx(std::max(1.0, far_b / table_b)));
+    }
+  }
+  CHECK(processors_seen.size() == 2);
+  // Without it (the default, and GPUs), no gpipe runs and no far point.
+  recorded.clear();
+  const std::optional<Calibration> without = profile_layers_in_pipeline(config, data, 4, 7, recording, {}, 2, options, 0);
+  REQUIRE(without.has_value());
+  CHECK(recorded.size() == 3);
+  CHECK(without->far_stash_distance_bytes == 0);
+  CHECK(without->layers.begin()->second.far_forward_factor == -1);
+  // A far point within the floor (1 MiB without a curve) is as warm as the table: no runs either,
+  // and the profile says why.
+  REQUIRE(far < (1 << 20));
+  recorded.clear();
+  std::vector<std::string> said;
+  const std::optional<Calibration> near = profile_layers_in_pipeline(
+      config, data, 4, 7, recording, [&](const std::string& m) { said.push_back(m); }, 2, options, 0, {}, {}, true);
+  REQUIRE(near.has_value());
+  CHECK(recorded.size() == 3);
+  CHECK(near->far_stash_distance_bytes == 0);
+  CHECK(std::any_of(said.begin(), said.end(), [](const std::string& m) { return m.rfind("no stash far point", 0) == 0; }));
 }
 
 TEST_CASE("a pipeline table's co-run slope: what each layer's time grows by with its task's overlap") {

@@ -206,6 +206,27 @@ TEST_CASE("calibration tables: unknown keys, repeated layers and impossible time
     CAPTURE(bad);
     CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(bad, layer), "c.json"), doctest::Contains("footprint"), Error);
   }
+  // The stash term's far point: kept, unmeasured when absent (the table and each layer).
+  CHECK(piped.far_stash_distance_bytes == 0);
+  CHECK(piped.layers.at("fc1").timed_stash_distance_bytes == -1);
+  CHECK(piped.layers.at("fc1").far_forward_factor == -1);
+  CHECK(piped.layers.at("fc1").far_backward_factor == -1);
+  const std::string far_layer = R"({"name": "fc1", "F_s": 1e-6, "BA_s": 1e-6, "BW_s": 1e-6, "U_s": 1e-7,
+                                     "timed_stash_distance_bytes": 2048, "far_F_factor": 1.25, "far_B_factor": 1.125})";
+  const Calibration far = calibration_from_json_text(
+      calibration_to_json_text(calibration_from_json_text(calibration(R"(, "far_stash_distance_bytes": 9000)", far_layer), "c.json")),
+      "c.json");
+  CHECK(far.far_stash_distance_bytes == 9000);
+  CHECK(far.layers.at("fc1").timed_stash_distance_bytes == 2048);
+  CHECK(far.layers.at("fc1").far_forward_factor == 1.25);
+  CHECK(far.layers.at("fc1").far_backward_factor == 1.125);
+  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "far_stash_distance_bytes": -1)", layer), "c.json"),
+                       doctest::Contains("far_stash_distance_bytes"), Error);
+  for (const char* bad : {R"("timed_stash_distance_bytes": -2)", R"("far_F_factor": 0.9)", R"("far_B_factor": -0.5)"}) {
+    CAPTURE(bad);
+    const std::string bad_layer = R"({"name": "fc1", "F_s": 1e-6, "BA_s": 1e-6, "BW_s": 1e-6, "U_s": 1e-7, )" + std::string(bad) + "}";
+    CHECK_THROWS_AS(calibration_from_json_text(calibration("", bad_layer), "c.json"), Error);
+  }
 
   CHECK(handoff.one_handoff_s() == 3e-5);
   // Copies timed at sizes: kept in order, and a copy's time read off them (linear between two

@@ -21,6 +21,7 @@
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/copies_on_cores.hpp"
 #include "pipetwin/schedule/evaluator.hpp"
+#include "pipetwin/schedule/stash_reuse.hpp"
 #include "pipetwin/schedule/wait_loss.hpp"
 #include "pipetwin/schedule/warm_to_linear.hpp"
 #include "pipetwin/schedule/weight_reuse.hpp"
@@ -513,6 +514,106 @@ void time_footprint_slowdown(const GraphConfig& config, const Network& network, 
   calibration.footprint_large_bytes = large_bytes;
 }
 
+// The stash term's far point (Calibration::far_stash_distance_bytes): `config`'s network as
+// one-processor gpipe on each of the `processors` threads of the pipeline run `pipeline_graph` at
+// once (pinned where its processors were), as many minibatches as that run, `warm_up` of them
+// left out; per processor of the pipeline, its layers' forwards and backwards summed there and in
+// `calibration` (timed in that run), and the ratio (at least 1: holding stashes longer does not
+// speed a layer up) put on each of its layers with the pipeline's stash reuse distance on that
+// processor. Left unmeasured (the reason to `progress`) where the far point is within the floor
+// (stash_distance_floor_bytes: nothing to gain), or the copies would hold more than
+// half this machine's memory or cannot be built.
+void time_stash_far_point(const GraphConfig& config, const Network& network, const Dataset& data, std::uint64_t seed,
+                          const TaskGraph& pipeline_graph, std::int32_t minibatches, std::int32_t warm_up, int processors,
+                          const Runner& run, const TrainingOptions& options,
+                          const std::function<void(const std::string&)>& progress,
+                          const std::vector<std::pair<double, double>>& wait_curve, Calibration& calibration) {
+  const GraphConfig gpipe = profile_run_config(config, "gpipe", 1, minibatches);
+  TaskGraph graph;
+  try {
+    graph = make_graph(gpipe);
+  } catch (const Error& e) {
+    if (progress) progress(std::string("no stash far point: ") + e.what());
+    return;
+  }
+  std::int64_t peak_bytes = 0;
+  for (const std::int64_t peak : evaluate(graph).peak_memory_bytes) peak_bytes += peak;
+  const long pages = sysconf(_SC_PHYS_PAGES), page_bytes = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page_bytes > 0 && peak_bytes * processors > static_cast<std::int64_t>(pages) * page_bytes / 2) {
+    if (progress) progress("no stash far point: " + std::to_string(processors) + " one-processor gpipe runs would hold more than half this machine's memory");
+    return;
+  }
+  const std::vector<StashReuse> far = stash_reuse(graph, network), timed = stash_reuse(pipeline_graph, network);
+  // A far point within the floor's reach is as warm as the table: nothing to measure (and the
+  // runs not made: on mlp, whose far point is under 1 MiB, making them before each validate
+  // round's runs put its one-processor rows 10-23% slow, where they were 0-11% without).
+  const double floor_bytes = stash_distance_floor_bytes(calibration);
+  if (far.empty() || !(far[0].distance_bytes > floor_bytes)) {
+    if (progress) {
+      progress("no stash far point: one-processor gpipe holds its stashes for " +
+               std::to_string(static_cast<std::int64_t>(far.empty() ? 0.0 : far[0].distance_bytes) >> 10) +
+               " KiB, within the " + std::to_string(static_cast<std::int64_t>(floor_bytes) >> 10) +
+               " KiB a re-read costs nothing under");
+    }
+    return;
+  }
+  if (progress) {
+    progress("profiling " + network.name + ": the layers again as " + std::to_string(processors) +
+             " one-processor gpipe runs at once (every stash held, every core missing its caches), for what holding stashes longer costs");
+  }
+  const BatchSampler sampler(data, network.batch, gpipe.microbatches, gpipe.minibatches, seed);
+  std::vector<TrainingRun> measured(static_cast<std::size_t>(processors));
+  std::vector<std::exception_ptr> errors(measured.size());
+  std::vector<std::thread> copies;
+  for (std::size_t k = 0; k < measured.size(); ++k) {
+    copies.emplace_back([&, k] {
+      try {
+        TrainingOptions mine = options;
+        mine.seed = seed;
+        mine.record_layer_times = true;
+        mine.pin_cpus = options.pin_cpus.empty() ? std::vector<int>() : std::vector<int>{pinned_cpu(options.pin_cpus, static_cast<int>(k))};
+        mine.copy = static_cast<int>(k);
+        mine.copies = processors;
+        measured[k] = run(graph, network, sampler, mine);
+      } catch (...) {
+        errors[k] = std::current_exception();
+      }
+    });
+  }
+  for (auto& copy : copies) copy.join();
+  for (const auto& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+  const Calibration far_table = calibration_from_runs(graph, network, measured, warm_up, wait_curve);
+  // Each pipeline processor's layers: those its forwards ran.
+  std::map<std::int32_t, std::vector<std::int32_t>> layers_of;
+  for (const Task& t : pipeline_graph.tasks) {
+    if (t.kind != TaskKind::F || t.placement != Placement::processor || t.minibatch != 0 || t.microbatch != 0) continue;
+    for (std::int32_t l = t.first_layer; l <= t.last_layer; ++l) layers_of[t.resource].push_back(l);
+  }
+  for (const auto& [processor, layers] : layers_of) {
+    double table_forward_s = 0, far_forward_s = 0, table_backward_s = 0, far_backward_s = 0;
+    for (const std::int32_t l : layers) {
+      const std::string& name = network.layers[static_cast<std::size_t>(l)].name;
+      const LayerTimes &mine = calibration.layers.at(name), &there = far_table.layers.at(name);
+      table_forward_s += mine.forward_s;
+      far_forward_s += there.forward_s;
+      table_backward_s += mine.fused_backward_s();
+      far_backward_s += there.fused_backward_s();
+    }
+    if (!(table_forward_s > 0 && table_backward_s > 0)) continue;
+    const auto p = static_cast<std::size_t>(processor);
+    const double distance = p < timed.size() ? timed[p].distance_bytes : -1.0;
+    for (const std::int32_t l : layers) {
+      LayerTimes& times = calibration.layers.at(network.layers[static_cast<std::size_t>(l)].name);
+      times.timed_stash_distance_bytes = distance;
+      times.far_forward_factor = std::max(1.0, far_forward_s / table_forward_s);
+      times.far_backward_factor = std::max(1.0, far_backward_s / table_backward_s);
+    }
+  }
+  calibration.far_stash_distance_bytes = static_cast<std::int64_t>(std::llround(far[0].distance_bytes));
+}
+
 // Calibration::task_gap_s and pipeline_copy_seconds from `runs` of `graph` (after their first
 // `skip_minibatches`): on each thread, from one task's end to the next's start where every input
 // of the next had ended before (it did not wait: what is left is the executor's own step), less
@@ -822,7 +923,8 @@ std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config,
                                                       const std::function<void(const std::string&)>& progress,
                                                       int processors, const TrainingOptions& options, double span_s,
                                                       const std::vector<std::pair<std::int64_t, double>>& reuse_curve,
-                                                      const std::vector<std::pair<double, double>>& wait_curve) {
+                                                      const std::vector<std::pair<double, double>>& wait_curve,
+                                                      bool time_far_point) {
   if (repeats < 1) throw Error("profile: repeats must be at least 1");
   if (processors < 2) throw Error("profile: a pipeline needs at least 2 processors");
   if (!(span_s >= 0)) throw Error("profile: a pipeline's warm-up span must be at least 0 seconds");
@@ -891,6 +993,10 @@ std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config,
   };
   fit_overheads_with_one_layer_tasks(config, request.network, processors, data, seed, graph, {measured}, warm_up, run_once,
                                      progress, calibration);
+  if (time_far_point) {
+    time_stash_far_point(config, request.network, data, seed, graph, pipeline.minibatches, warm_up, processors, run, timed,
+                         progress, wait_curve, calibration);
+  }
   return calibration;
 }
 

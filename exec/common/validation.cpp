@@ -12,6 +12,7 @@
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/copies_on_cores.hpp"
 #include "pipetwin/schedule/same_program.hpp"
+#include "pipetwin/schedule/stash_reuse.hpp"
 #include "pipetwin/schedule/validator.hpp"
 #include "pipetwin/schedule/wait_loss.hpp"
 #include "pipetwin/schedule/weight_reuse.hpp"
@@ -33,6 +34,16 @@ std::vector<double> round_ratios(const std::vector<double>& a, const std::vector
   return ratios;
 }
 
+// What a row's table took from the terms validate applies to it (ValidationRow's figures of the
+// same names; the latest calibration's).
+struct TableTerms {
+  double co_run_weight = 0;
+  double footprint_factor = 1;
+  double stash_far_share = 0;
+  double weight_reuse_s = 0;
+  double task_gap_s = 0;  // the gap between tasks (Calibration::task_gap_s), for replays
+};
+
 // One configuration: its schedule and processor count, and per round its prediction, its
 // measured step, and the replay of that run's task times.
 struct Configuration {
@@ -53,11 +64,8 @@ struct Configuration {
   std::map<std::string, std::vector<double>> wait_time_errors;  // and per wait before the task ("wait 5-20 ms")
   std::vector<std::int64_t> measured_peaks, measured_step_peaks;  // per run
   std::vector<std::int64_t> pool_peaks;      // per run, where the runner has a memory pool
-  double co_run_weight = 0;  // the latest calibration's (ValidationRow::co_run_weight)
-  double footprint_factor = 1;  // the latest calibration's (ValidationRow::footprint_factor)
-  double weight_reuse_s = 0;    // the latest calibration's (ValidationRow::weight_reuse_s)
+  TableTerms terms;             // the latest calibration's
   double wait_loss_s = 0;       // the latest prediction's (ValidationRow::wait_loss_s)
-  double task_gap_s = 0;  // the latest calibration's gap between tasks (Calibration::task_gap_s), for replays
   // Forgets every round's figures (ValidationOptions::warmup_rounds: those rounds are not kept).
   void forget_rounds() {
     predicted_s.clear();
@@ -372,6 +380,7 @@ nlohmann::ordered_json validation_rows_json(const ValidationReport& report) {
                     {"task_time_error_by_wait", row.task_time_error_by_wait},
                     {"co_run_weight", row.co_run_weight},
                     {"footprint_factor", row.footprint_factor},
+                    {"stash_far_share", row.stash_far_share},
                     {"weight_reuse_s", row.weight_reuse_s},
                     {"wait_loss_s", row.wait_loss_s},
                     {"predicted_speedup", row.predicted_speedup},
@@ -577,13 +586,48 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     if (calibration == nullptr) return 0.0;
     return weight_reuse_charge_per_minibatch_s(graph, request.network, *calibration, 1, [](const Task&) { return true; });
   };
-  auto build = [&](const std::string& schedule, int processors, double* co_run_weight = nullptr,
-                   double* footprint_factor = nullptr, double* task_gap_s = nullptr, double* weight_reuse_s = nullptr) {
-    GraphConfig chosen = choose_table(schedule, processors, co_run_weight);
+  // Where the row's table has the stash term's far point (a CPU table timed in a pipeline,
+  // Calibration::far_stash_distance_bytes), its layers are moved toward it by the row's
+  // stash_far_share (with_far_share) in place of the footprint term, which measures a footprint
+  // by the largest step peak and cannot see that a pipeline's order holds its stashes longer
+  // (1f1b's at P = 2 on resnet8 held more than sequential's at P = 1 and ran warmer;
+  // docs/executor.md, "Where gpipe's time at P = 2 goes").
+  const auto stash_share = [&](const TaskGraph& graph, const Calibration& table) {
+    const std::vector<StashReuse> reuse = stash_reuse(graph, request.network);
+    std::vector<double> distance(reuse.size(), -1.0), timed(reuse.size(), -1.0);
+    for (std::size_t p = 0; p < reuse.size(); ++p) distance[p] = reuse[p].distance_bytes;
+    // Per processor, the timed distance of the layers its forwards run, weighted by their stashes.
+    std::vector<double> weighted(reuse.size(), 0.0), weights(reuse.size(), 0.0);
+    for (const Task& t : graph.tasks) {
+      if (t.kind != TaskKind::F || t.placement != Placement::processor || t.minibatch != 0 || t.microbatch != 0) continue;
+      for (std::int32_t l = t.first_layer; l <= t.last_layer; ++l) {
+        const Layer& layer = request.network.layers[static_cast<std::size_t>(l)];
+        const auto it = table.layers.find(layer.name);
+        if (it == table.layers.end() || it->second.timed_stash_distance_bytes < 0) continue;
+        const double weight = static_cast<double>(std::max<std::int64_t>(1, layer.stash_bytes));
+        weighted[static_cast<std::size_t>(t.resource)] += weight * it->second.timed_stash_distance_bytes;
+        weights[static_cast<std::size_t>(t.resource)] += weight;
+      }
+    }
+    for (std::size_t p = 0; p < reuse.size(); ++p) {
+      if (weights[p] > 0) timed[p] = weighted[p] / weights[p];
+    }
+    return stash_far_share(distance, timed, static_cast<double>(table.far_stash_distance_bytes), stash_distance_floor_bytes(table));
+  };
+  auto build = [&](const std::string& schedule, int processors, TableTerms* terms = nullptr) {
+    TableTerms unused;
+    TableTerms& out = terms != nullptr ? *terms : unused;
+    out = TableTerms{};
+    GraphConfig chosen = choose_table(schedule, processors, &out.co_run_weight);
     TaskGraph graph = graph_of(chosen, schedule, processors);
-    if (footprint_factor != nullptr) *footprint_factor = 1;
-    if (task_gap_s != nullptr) *task_gap_s = chosen.calibration ? chosen.calibration->charged_task_gap_s() : 0.0;
-    if (weight_reuse_s != nullptr) *weight_reuse_s = weight_reuse_per_step_s(graph, chosen.calibration.get());
+    out.task_gap_s = chosen.calibration ? chosen.calibration->charged_task_gap_s() : 0.0;
+    out.weight_reuse_s = weight_reuse_per_step_s(graph, chosen.calibration.get());
+    if (chosen.calibration && chosen.calibration->far_stash_distance_bytes > 0) {
+      out.stash_far_share = stash_share(graph, *chosen.calibration);
+      if (out.stash_far_share == 0) return graph;
+      chosen.calibration = std::make_shared<const Calibration>(with_far_share(*chosen.calibration, out.stash_far_share));
+      return graph_of(chosen, schedule, processors);
+    }
     const auto& alone = calibrated.at(1).calibration;
     if (!alone || !chosen.calibration || !(alone->footprint_slowdown > 0) ||
         chosen.calibration->timed_footprint_bytes <= 0) {
@@ -591,7 +635,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     }
     const double factor =
         alone->footprint_factor(max_peak(predict(graph).step_compute_peak_memory_bytes), chosen.calibration->timed_footprint_bytes);
-    if (footprint_factor != nullptr) *footprint_factor = factor;
+    out.footprint_factor = factor;
     if (factor == 1) return graph;
     chosen.calibration = std::make_shared<const Calibration>(with_compute_scaled(*chosen.calibration, factor));
     return graph_of(chosen, schedule, processors);
@@ -610,29 +654,24 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   for (const auto& schedule : options.schedules) {
     std::string baseline = schedule;
     TaskGraph one_graph;
-    double one_footprint_factor = 1, one_gap_s = 0, one_reuse_s = 0;
+    TableTerms one_terms;
     try {
-      one_graph = build(schedule, 1, nullptr, &one_footprint_factor, &one_gap_s, &one_reuse_s);
+      one_graph = build(schedule, 1, &one_terms);
     } catch (const Error&) {
       baseline = "sequential";
-      one_graph = build("sequential", 1, nullptr, &one_footprint_factor, &one_gap_s, &one_reuse_s);
+      one_graph = build("sequential", 1, &one_terms);
     }
     const std::size_t one = configurations.size();
     configurations.emplace_back(baseline, 1, std::move(one_graph));
-    configurations.back().footprint_factor = one_footprint_factor;
-    configurations.back().task_gap_s = one_gap_s;
-    configurations.back().weight_reuse_s = one_reuse_s;
+    configurations.back().terms = one_terms;
     for (const int p : options.processors) {
       std::size_t at = one;
       if (p != 1 || baseline != schedule) {
         at = configurations.size();
-        double weight = 0, footprint_factor = 1, gap_s = 0, reuse_s = 0;
-        TaskGraph graph = build(schedule, p, &weight, &footprint_factor, &gap_s, &reuse_s);
+        TableTerms terms;
+        TaskGraph graph = build(schedule, p, &terms);
         configurations.emplace_back(schedule, p, std::move(graph));
-        configurations.back().co_run_weight = weight;
-        configurations.back().footprint_factor = footprint_factor;
-        configurations.back().task_gap_s = gap_s;
-        configurations.back().weight_reuse_s = reuse_s;
+        configurations.back().terms = terms;
       }
       plans.push_back({schedule, baseline, p, one, at});
     }
@@ -674,7 +713,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       if (r > 0 && options.calibrate) {
         recalibrate(r);
         for (auto& c : configurations) {
-          c.graph = build(c.schedule, c.processors, &c.co_run_weight, &c.footprint_factor, &c.task_gap_s, &c.weight_reuse_s);
+          c.graph = build(c.schedule, c.processors, &c.terms);
         }
       }
       predict_all();
@@ -698,7 +737,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
         c.pool_peaks.push_back(pool);
       }
       if (measured.result.tasks.size() == c.graph.tasks.size() && measured.result.iteration_s > 0) {
-        const TaskGraph replay = with_measured_costs(c.graph, measured.result, measured.copies_on_senders, c.task_gap_s);
+        const TaskGraph replay = with_measured_costs(c.graph, measured.result, measured.copies_on_senders, c.terms.task_gap_s);
         const double replayed_s = predict(replay).iteration_s;
         c.replayed_s.push_back(replayed_s);
         c.replay_errors.push_back(replayed_s / measured.result.iteration_s - 1);
@@ -784,9 +823,10 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     row.median_task_time_error = m.median_task_time_errors.empty() ? nan : median_of(m.median_task_time_errors);
     for (const auto& [part, errors] : m.part_time_errors) row.task_time_error_by_part[part] = median_of(errors);
     for (const auto& [wait, errors] : m.wait_time_errors) row.task_time_error_by_wait[wait] = median_of(errors);
-    row.co_run_weight = m.co_run_weight;
-    row.footprint_factor = m.footprint_factor;
-    row.weight_reuse_s = m.weight_reuse_s;
+    row.co_run_weight = m.terms.co_run_weight;
+    row.footprint_factor = m.terms.footprint_factor;
+    row.stash_far_share = m.terms.stash_far_share;
+    row.weight_reuse_s = m.terms.weight_reuse_s;
     row.wait_loss_s = m.wait_loss_s;
     row.error_ci = m.error_ci();
     row.predicted_rounds_s = m.predicted_s;

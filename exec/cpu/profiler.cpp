@@ -148,7 +148,7 @@ Calibration profile_cpu_layers(const GraphConfig& config, const Dataset& data, i
     options.handoff_spin_s = handoff_spin_s;
     options.transfer_threads = transfer_threads;
     if (auto timed = profile_layers_in_pipeline(config, data, repeats, seed, run, progress, concurrent, options,
-                                                kPipelineTimingSpan_s, reuse_curve, wait_curve)) {
+                                                kPipelineTimingSpan_s, reuse_curve, wait_curve, /*time_far_point=*/true)) {
       return *timed;
     }
     if (progress) progress("timing " + std::to_string(concurrent) + " copies at once instead");

@@ -19,7 +19,7 @@ namespace pipetwin {
 Calibration calibration_from_json_text(const std::string& text, const std::string& source) {
   const nlohmann::json document = JsonReader::parse(text, source);
   const JsonReader root(document, source);
-  root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "pipeline_schedule", "co_run_slope", "co_run_share", "timed_footprint_bytes", "footprint_slowdown", "footprint_small_bytes", "footprint_large_bytes", "cores", "task_overhead_s", "overheads_from_unmarked_twins", "layer_overhead_s", "kind_overhead_s", "stage_kind_overhead_s", "input_load_s", "copy_bytes_per_s", "core_copy_bytes_per_s", "ranks", "message_send_core_s",
+  root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "pipeline_schedule", "co_run_slope", "co_run_share", "timed_footprint_bytes", "footprint_slowdown", "footprint_small_bytes", "footprint_large_bytes", "far_stash_distance_bytes", "cores", "task_overhead_s", "overheads_from_unmarked_twins", "layer_overhead_s", "kind_overhead_s", "stage_kind_overhead_s", "input_load_s", "copy_bytes_per_s", "core_copy_bytes_per_s", "ranks", "message_send_core_s",
                    "message_send_core_bytes_per_s", "message_receive_core_s", "message_receive_core_bytes_per_s",
                    "copy_latency_s", "handoff_s", "handoff_spin_s", "copy_seconds", "task_gap_s", "pipeline_copy_seconds", "reuse_extra_s_per_byte", "wait_extra_s_per_byte", "layers"});
   if (root.get_string("format", "") != "pipetwin-calibration-1") {
@@ -90,6 +90,8 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   if (c.footprint_slowdown >= 0 && !(c.footprint_small_bytes > 0 && c.footprint_large_bytes > c.footprint_small_bytes)) {
     root.at("footprint_slowdown").fail("footprints it was measured between: footprint_large_bytes above footprint_small_bytes > 0");
   }
+  c.far_stash_distance_bytes = root.get_int("far_stash_distance_bytes", 0);
+  if (c.far_stash_distance_bytes < 0) root.at("far_stash_distance_bytes").fail("bytes >= 0 (0: not measured)");
   const std::int64_t cores = root.get_int("cores", 0);
   if (cores < 0 || cores > 1048576) root.at("cores").fail("a number of CPUs from 0 (not recorded) to 1048576");
   c.cores = static_cast<std::int32_t>(cores);
@@ -169,7 +171,8 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   for (std::size_t i = 0; i < layers.array_size(); ++i) {
     const JsonReader layer = layers.at(i);
     layer.check_keys({"name", "F_s", "F_one_layer_s", "BA_s", "BW_s", "B_s", "U_s", "BA_to_linear_again_s",
-                      "BA_to_linear_one_layer_s", "BW_to_linear_again_s", "assembly_s", "BA_fixed_s", "F_weights_reuse_s", "B_weights_reuse_s", "B_gradient_reuse_s", "U_reuse_s"});
+                      "BA_to_linear_one_layer_s", "BW_to_linear_again_s", "assembly_s", "BA_fixed_s", "F_weights_reuse_s", "B_weights_reuse_s", "B_gradient_reuse_s", "U_reuse_s",
+                      "timed_stash_distance_bytes", "far_F_factor", "far_B_factor"});
     LayerTimes t;
     t.forward_s = seconds(layer, "F_s", std::nullopt, false);
     t.forward_one_layer_s = seconds(layer, "F_one_layer_s", -1.0, true);  // older tables, P >= 2: not measured
@@ -187,6 +190,16 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
     t.backward_weights_reuse_s = seconds(layer, "B_weights_reuse_s", -1.0, true);
     t.backward_gradient_reuse_s = seconds(layer, "B_gradient_reuse_s", -1.0, true);
     t.update_reuse_s = seconds(layer, "U_reuse_s", -1.0, true);
+    t.timed_stash_distance_bytes = layer.get_double("timed_stash_distance_bytes", -1);
+    if (!(std::isfinite(t.timed_stash_distance_bytes) &&
+          (t.timed_stash_distance_bytes >= 0 || t.timed_stash_distance_bytes == -1))) {
+      layer.at("timed_stash_distance_bytes").fail("bytes >= 0, or -1 for not measured");
+    }
+    for (const auto& [key, factor] : {std::make_pair("far_F_factor", &t.far_forward_factor),
+                                      std::make_pair("far_B_factor", &t.far_backward_factor)}) {
+      *factor = layer.get_double(key, -1);
+      if (!(std::isfinite(*factor) && (*factor >= 1 || *factor == -1))) layer.at(key).fail("a factor >= 1, or -1 for not measured");
+    }
     const std::string name = layer.get_string("name");
     if (!c.layers.emplace(name, t).second) layer.at("name").fail("a layer not named before");
   }
@@ -218,6 +231,7 @@ std::string calibration_to_json_text(const Calibration& c) {
     j["footprint_small_bytes"] = c.footprint_small_bytes;
     j["footprint_large_bytes"] = c.footprint_large_bytes;
   }
+  if (c.far_stash_distance_bytes > 0) j["far_stash_distance_bytes"] = c.far_stash_distance_bytes;
   j["cores"] = c.cores;
   j["task_overhead_s"] = c.task_overhead_s;
   if (c.overheads_from_unmarked_twins) j["overheads_from_unmarked_twins"] = true;
@@ -274,6 +288,9 @@ std::string calibration_to_json_text(const Calibration& c) {
     if (t.backward_weights_reuse_s >= 0) layer["B_weights_reuse_s"] = t.backward_weights_reuse_s;
     if (t.backward_gradient_reuse_s >= 0) layer["B_gradient_reuse_s"] = t.backward_gradient_reuse_s;
     if (t.update_reuse_s >= 0) layer["U_reuse_s"] = t.update_reuse_s;
+    if (t.timed_stash_distance_bytes >= 0) layer["timed_stash_distance_bytes"] = t.timed_stash_distance_bytes;
+    if (t.far_forward_factor >= 1) layer["far_F_factor"] = t.far_forward_factor;
+    if (t.far_backward_factor >= 1) layer["far_B_factor"] = t.far_backward_factor;
     j["layers"].push_back(std::move(layer));
   }
   return j.dump(2) + "\n";

@@ -1,7 +1,10 @@
 // A calibration table between two measured ones: the table taken alone and the one taken with P
 // copies at once (every processor busy), mixed linearly by how many of the other processors a
 // pipeline's tasks see busy (blend_calibrations in calibration.hpp); and a table's compute times
-// scaled (with_compute_scaled), for a pipeline that overlaps more or less than the one timed.
+// scaled (with_compute_scaled), for a pipeline that overlaps more or less than the one timed; and
+// the stash term's share and its table (stash_far_share, with_far_share), for a graph whose
+// processors hold their stashes longer than the timed run's.
+#include <algorithm>
 #include <cmath>
 
 #include "pipetwin/models/calibration.hpp"
@@ -100,6 +103,52 @@ Calibration with_compute_scaled(const Calibration& calibration, double factor) {
     for (const auto& field : kLayerComputeTimes) scale(times.*field.seconds);
   }
   return scaled;
+}
+
+double stash_far_share(const std::vector<double>& distance_bytes, const std::vector<double>& timed_distance_bytes,
+                       double far_bytes, double floor_bytes) {
+  if (!(floor_bytes > 0)) throw Error("stash_far_share: the floor must be a positive number of bytes");
+  const double far = std::max(far_bytes, floor_bytes);
+  double share = 0;
+  for (std::size_t p = 0; p < distance_bytes.size() && p < timed_distance_bytes.size(); ++p) {
+    if (distance_bytes[p] < 0 || timed_distance_bytes[p] < 0) continue;  // reads back no stash of its own
+    const double timed = std::max(timed_distance_bytes[p], floor_bytes);
+    if (!(far > timed)) continue;  // the far point no farther than the table: nothing to go by
+    const double own = std::max(distance_bytes[p], floor_bytes);
+    share = std::max(share, std::clamp(std::log(own / timed) / std::log(far / timed), 0.0, 1.0));
+  }
+  return share;
+}
+
+double stash_distance_floor_bytes(const Calibration& calibration) {
+  constexpr double kNoCurveFloorBytes = 1 << 20;
+  const auto& curve = calibration.reuse_extra_s_per_byte;
+  if (curve.empty() || !(curve.back().second > 0)) return kNoCurveFloorBytes;
+  for (const auto& [bytes, s] : curve) {
+    if (s >= curve.back().second / 2) return static_cast<double>(std::max<std::int64_t>(bytes, 1));
+  }
+  return static_cast<double>(curve.back().first);
+}
+
+Calibration with_far_share(const Calibration& calibration, double share) {
+  if (!(share >= 0 && share <= 1)) {
+    throw Error("with_far_share: the share must be in [0, 1], got " + std::to_string(share));
+  }
+  Calibration moved = calibration;
+  for (auto& [name, times] : moved.layers) {
+    if (times.far_forward_factor < 1 || times.far_backward_factor < 1) continue;  // no far point
+    const double forward = 1 + share * (times.far_forward_factor - 1), backward = 1 + share * (times.far_backward_factor - 1);
+    for (const auto field : {&LayerTimes::forward_s, &LayerTimes::forward_one_layer_s}) {
+      if (times.*field > 0) times.*field *= forward;  // -1 (not measured) stays
+    }
+    for (const auto field : {&LayerTimes::activation_grad_s, &LayerTimes::weight_grad_s, &LayerTimes::backward_s,
+                             &LayerTimes::activation_grad_to_linear_one_layer_s, &LayerTimes::activation_grad_to_linear_again_s,
+                             &LayerTimes::weight_grad_to_linear_again_s, &LayerTimes::activation_grad_fixed_s,
+                             &LayerTimes::assembly_s}) {
+      if (times.*field > 0) times.*field *= backward;
+    }
+  }
+  return moved;
 }
 
 }  // namespace pipetwin

@@ -145,13 +145,16 @@ inline constexpr std::int32_t kMostSpanMinibatches = 1024;
 // short zb-h1 run on as many times split tasks over a stage (Calibration::stage_kind_overhead_s).
 // Device, copies and handoffs are left for the caller. Empty where the network cannot be cut into
 // that many stages (the reason goes to `progress`); a run's errors are thrown. A `reuse_curve` and a
-// `wait_curve` go into the table as profile_layers puts them.
+// `wait_curve` go into the table as profile_layers puts them. With `time_far_point` (CPUs), the
+// network also runs as one-processor gpipe on every processor's thread at once, for the stash
+// term (Calibration::far_stash_distance_bytes).
 std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config, const Dataset& data, int repeats,
                                                       std::uint64_t seed, const Runner& run,
                                                       const std::function<void(const std::string&)>& progress,
                                                       int processors, const TrainingOptions& options,
                                                       double span_s = kPipelineTimingSpan_s,
                                                       const std::vector<std::pair<std::int64_t, double>>& reuse_curve = {},
-                                                      const std::vector<std::pair<double, double>>& wait_curve = {});
+                                                      const std::vector<std::pair<double, double>>& wait_curve = {},
+                                                      bool time_far_point = false);
 
 }  // namespace pipetwin

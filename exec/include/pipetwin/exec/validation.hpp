@@ -96,6 +96,11 @@ struct ValidationRow {
   // its table was timed at (Calibration::footprint_factor; the latest round's). 1 where the
   // one-processor table did not measure what a footprint costs.
   double footprint_factor = 1;
+  // How far the row's layers were moved from its table's times toward the stash term's far point
+  // (Calibration::far_stash_distance_bytes, stash_far_share in calibration.hpp; the latest
+  // round's), in [0, 1]: 0 where the row's processors hold their stashes no longer than the run
+  // its table was timed in, or the table has no far point (then the footprint term applies).
+  double stash_far_share = 0;
   // What the weight-reuse model charged the row's tasks per step (after the first), all processors
   // together, for how warm its order leaves its weights against the table's timed order
   // (schedule/weight_reuse.hpp; the latest round's): negative where warmer. 0 without a reuse curve.

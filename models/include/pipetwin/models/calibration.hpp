@@ -68,6 +68,14 @@ struct LayerTimes {
   // back taken again (docs/executor.md, "Forwards of one layer"). -1: not measured (as
   // forward_one_layer_s).
   double activation_grad_to_linear_one_layer_s = -1;
+  // The stash term (Calibration::far_stash_distance_bytes): the stash reuse distance
+  // (schedule/stash_reuse.hpp) of the processor that ran this layer in the run the table was timed
+  // in, in bytes, and what that processor's forwards and backwards (its layers' F, and B or BA +
+  // BW, summed) took at the far point over this table's, at least 1. -1: not measured (tables
+  // not timed in a pipeline, GPUs, older tables).
+  double timed_stash_distance_bytes = -1;
+  double far_forward_factor = -1;
+  double far_backward_factor = -1;
   // Of a BA or BW; -1 for other kinds.
   double to_linear_again_s(TaskKind kind) const {
     return kind == TaskKind::BA ? activation_grad_to_linear_again_s
@@ -139,6 +147,16 @@ struct Calibration {
     if (bytes <= 0 || timed_bytes <= 0) return 1;
     return (1 + footprint_slowdown_at(bytes)) / (1 + footprint_slowdown_at(timed_bytes));
   }
+  // The stash term's far point: a table timed in a pipeline on a CPU also runs the network as
+  // one-processor gpipe on every one of its cores at once (every microbatch's stash held, every
+  // core missing its caches at once), and records per layer what its forwards and backwards took
+  // there over the pipeline's (LayerTimes::far_forward_factor, far_backward_factor), and here
+  // that run's stash reuse distance, in bytes (0: not measured). A row's processor whose
+  // stashes wait longer than the timed run's is priced between the two (stash_far_share): on
+  // resnet8 at P = 2 gpipe's and zb-h1's second processors (52-65 MiB against 1f1b's 12) ran
+  // their forwards 9-20% over the table, where 1f1b's and pipedream's ran at it (docs/executor.md,
+  // "Where gpipe's time at P = 2 goes").
+  std::int64_t far_stash_distance_bytes = 0;
   // The CPUs the profiling process could run on (0: not recorded). A graph with at least as many
   // processors as this runs a compute thread on every core, so that a transfer's copy, made by a
   // link thread, takes its time from a processor (charge_copies_to_cores, schedule/).
@@ -267,6 +285,28 @@ struct Calibration {
 // the one that did). The copies' and links' figures are `together`'s.
 // Throws for a weight outside [0, 1] or a layer the alone table lacks.
 Calibration blend_calibrations(const Calibration& alone, const Calibration& together, double weight);
+
+// A graph's share of the way from this table's stash reuse distances to the far point's, in [0,
+// 1]: per processor p, x_p = ln(d_p / t_p) / ln(far / t_p), where d_p is the processor's
+// distance in the graph (`distance_bytes[p]`, -1: none) and t_p the timed distance of the layers
+// it runs (`timed_distance_bytes[p]`), every distance at least `floor_bytes` (under it data is
+// as warm as it gets); the largest x_p, for every processor: where one core misses its caches,
+// the others' misses cost more (a convolution with its data pushed out lost 7-14% alone and 21-47%
+// while the other core streamed through memory; docs/executor.md, "Where gpipe's time at P = 2
+// goes"). 0 without a far point, or where no processor's stashes wait longer than the timed run's.
+double stash_far_share(const std::vector<double>& distance_bytes, const std::vector<double>& timed_distance_bytes,
+                       double far_bytes, double floor_bytes);
+
+// The distance under which a re-read costs about nothing: the working set at which
+// reuse_extra_s_per_byte first reaches half its far end's figure (the core's cache, as measured),
+// or 1 MiB (half the 2 MiB L2 of the machines the term was built on) without a curve.
+double stash_distance_floor_bytes(const Calibration& calibration);
+
+// `calibration` with each layer's compute times moved `share` of the way to the far point's
+// (LayerTimes::far_forward_factor for its forwards, far_backward_factor for its backward times);
+// layers without a far point, updates, copies and links as they are. Throws for a share outside
+// [0, 1].
+Calibration with_far_share(const Calibration& calibration, double share);
 
 // `calibration` with every compute time (each layer's F, BA, BW, B, U and ways back taken again,
 // the input's load and the task overheads) times `factor` (> 0); copies and links as they are.
