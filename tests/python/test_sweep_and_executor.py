@@ -111,6 +111,7 @@ def test_validate_from_python_and_its_plot():
     assert set(summary["kendall_tau"]) == {1, 2}
     assert summary["same_program_schedules"] == {}  # gpipe and 1f1b differ at both counts
     assert (table["footprint_factor"] > 0).all()
+    assert ((table["stash_far_share"] >= 0) & (table["stash_far_share"] <= 1)).all()
     # Profiled here: a table per processor count (two copies at once for P = 2) in the one round,
     # and each run replayed from its own task times.
     assert summary["calibrations"] == 2

@@ -236,7 +236,8 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     table was timed in a pipeline, concurrent_timing="pipeline" as in profile(), that share over
     the pipeline's, at most 1), its weight_reuse_s what the CPU cost model charged its tasks per
     step for how warm its order leaves their weights against the table's order (negative: warmer;
-    docs/executor.md, Calibration 8), its wait_loss_s what the engine charged its tasks per step for
+    docs/executor.md, Calibration 8), its stash_far_share how far its layers were moved toward
+    their times with every stash held (0 to 1; docs/executor.md, Calibration 10), its wait_loss_s what the engine charged its tasks per step for
     the waits before them in its prediction (the profile's wait curve; docs/executor.md, "Waits
     that cost the caches"), task_time_error_by_part its task time error per processor and task kind
     (each task's cost plus what the wait before it in the run costs by that curve, against its
