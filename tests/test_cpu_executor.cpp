@@ -1431,6 +1431,20 @@ TEST_CASE("a pipeline table's stash far point: one-processor gpipe on every proc
   CHECK(recorded.size() == 3);
   CHECK(near->far_stash_distance_bytes == 0);
   CHECK(std::any_of(said.begin(), said.end(), [](const std::string& m) { return m.rfind("no stash far point", 0) == 0; }));
+  // A far run the machine refuses (an Error, as a processor's memory would be): no far point
+  // either, the reason said, and the profile goes on.
+  const Runner refusing = [&](const TaskGraph& g, const Network& n, const BatchSampler& s, const TrainingOptions& o) {
+    if (g.schedule == "gpipe") throw Error("out of memory (refused by the test)");
+    return recording(g, n, s, o);
+  };
+  recorded.clear();
+  said.clear();
+  const std::optional<Calibration> refused = profile_layers_in_pipeline(
+      config, data, 4, 7, refusing, [&](const std::string& m) { said.push_back(m); }, 2, options, 0, curve, {}, true);
+  REQUIRE(refused.has_value());
+  CHECK(recorded.size() == 3);
+  CHECK(refused->far_stash_distance_bytes == 0);
+  CHECK(std::any_of(said.begin(), said.end(), [](const std::string& m) { return m == "no stash far point: out of memory (refused by the test)"; }));
 }
 
 TEST_CASE("a pipeline table's co-run slope: what each layer's time grows by with its task's overlap") {

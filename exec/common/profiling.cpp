@@ -522,7 +522,7 @@ void time_footprint_slowdown(const GraphConfig& config, const Network& network, 
 // speed a layer up) put on each of its layers with the pipeline's stash reuse distance on that
 // processor. Left unmeasured (the reason to `progress`) where the far point is within the floor
 // (stash_distance_floor_bytes: nothing to gain), or the copies would hold more than
-// half this machine's memory or cannot be built.
+// half this machine's memory, cannot be built, or a run is refused (an Error).
 void time_stash_far_point(const GraphConfig& config, const Network& network, const Dataset& data, std::uint64_t seed,
                           const TaskGraph& pipeline_graph, std::int32_t minibatches, std::int32_t warm_up, int processors,
                           const Runner& run, const TrainingOptions& options,
@@ -546,7 +546,8 @@ void time_stash_far_point(const GraphConfig& config, const Network& network, con
   const std::vector<StashReuse> far = stash_reuse(graph, network), timed = stash_reuse(pipeline_graph, network);
   // A far point within the floor's reach is as warm as the table: nothing to measure (and the
   // runs not made: on mlp, whose far point is under 1 MiB, making them before each validate
-  // round's runs put its one-processor rows 10-23% slow, where they were 0-11% without).
+  // round's runs put its one-processor rows 9.5-23% slow, where they were -3.9% to +11% without;
+  // docs/executor.md, Calibration 10).
   const double floor_bytes = stash_distance_floor_bytes(calibration);
   if (far.empty() || !(far[0].distance_bytes > floor_bytes)) {
     if (progress) {
@@ -581,8 +582,16 @@ void time_stash_far_point(const GraphConfig& config, const Network& network, con
     });
   }
   for (auto& copy : copies) copy.join();
+  // A run the machine refuses (more than a processor's capacity): the table goes without the
+  // figure, as without the footprint's; anything else is thrown.
   for (const auto& error : errors) {
-    if (error) std::rethrow_exception(error);
+    if (!error) continue;
+    try {
+      std::rethrow_exception(error);
+    } catch (const Error& e) {
+      if (progress) progress(std::string("no stash far point: ") + e.what());
+      return;
+    }
   }
   const Calibration far_table = calibration_from_runs(graph, network, measured, warm_up, wait_curve);
   // Each pipeline processor's layers: those its forwards ran.
