@@ -514,6 +514,43 @@ void time_footprint_slowdown(const GraphConfig& config, const Network& network, 
   calibration.footprint_large_bytes = large_bytes;
 }
 
+// `copies` runs of `graph` by `run` at once, one thread each (one: on the calling thread), with
+// `options` but for each copy's pinning and index: copy k runs where processor k of a run pinned
+// to `pin_cpus` would (empty: unpinned), as copy k of `copies`. The first copy's error is thrown
+// once all have ended.
+std::vector<TrainingRun> run_copies_at_once(const Runner& run, const TaskGraph& graph, const Network& network,
+                                            const BatchSampler& sampler, const TrainingOptions& options, int copies,
+                                            const std::vector<int>& pin_cpus) {
+  std::vector<TrainingRun> measured(static_cast<std::size_t>(copies));
+  const auto options_of_copy = [&](std::size_t k) {
+    TrainingOptions mine = options;
+    if (!pin_cpus.empty()) mine.pin_cpus = {pinned_cpu(pin_cpus, static_cast<int>(k))};
+    mine.copy = static_cast<int>(k);
+    mine.copies = copies;
+    return mine;
+  };
+  if (copies == 1) {
+    measured[0] = run(graph, network, sampler, options_of_copy(0));
+    return measured;
+  }
+  std::vector<std::exception_ptr> errors(measured.size());
+  std::vector<std::thread> threads;
+  for (std::size_t k = 0; k < measured.size(); ++k) {
+    threads.emplace_back([&, k] {
+      try {
+        measured[k] = run(graph, network, sampler, options_of_copy(k));
+      } catch (...) {
+        errors[k] = std::current_exception();
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (const auto& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+  return measured;
+}
+
 // The stash term's far point (Calibration::far_stash_distance_bytes): `config`'s network as
 // one-processor gpipe on each of the `processors` threads of the pipeline run `pipeline_graph` at
 // once (pinned where its processors were), as many minibatches as that run, `warm_up` of them
@@ -563,35 +600,17 @@ void time_stash_far_point(const GraphConfig& config, const Network& network, con
              " one-processor gpipe runs at once (every stash held, every core missing its caches), for what holding stashes longer costs");
   }
   const BatchSampler sampler(data, network.batch, gpipe.microbatches, gpipe.minibatches, seed);
-  std::vector<TrainingRun> measured(static_cast<std::size_t>(processors));
-  std::vector<std::exception_ptr> errors(measured.size());
-  std::vector<std::thread> copies;
-  for (std::size_t k = 0; k < measured.size(); ++k) {
-    copies.emplace_back([&, k] {
-      try {
-        TrainingOptions mine = options;
-        mine.seed = seed;
-        mine.record_layer_times = true;
-        mine.pin_cpus = options.pin_cpus.empty() ? std::vector<int>() : std::vector<int>{pinned_cpu(options.pin_cpus, static_cast<int>(k))};
-        mine.copy = static_cast<int>(k);
-        mine.copies = processors;
-        measured[k] = run(graph, network, sampler, mine);
-      } catch (...) {
-        errors[k] = std::current_exception();
-      }
-    });
-  }
-  for (auto& copy : copies) copy.join();
-  // A run the machine refuses (more than a processor's capacity): the table goes without the
-  // figure, as without the footprint's; anything else is thrown.
-  for (const auto& error : errors) {
-    if (!error) continue;
-    try {
-      std::rethrow_exception(error);
-    } catch (const Error& e) {
-      if (progress) progress(std::string("no stash far point: ") + e.what());
-      return;
-    }
+  TrainingOptions recording = options;
+  recording.seed = seed;
+  recording.record_layer_times = true;
+  std::vector<TrainingRun> measured;
+  try {
+    measured = run_copies_at_once(run, graph, network, sampler, recording, processors, options.pin_cpus);
+  } catch (const Error& e) {
+    // A run the machine refuses (more than a processor's capacity): the table goes without the
+    // figure, as without the footprint's; anything else is thrown.
+    if (progress) progress(std::string("no stash far point: ") + e.what());
+    return;
   }
   const Calibration far_table = calibration_from_runs(graph, network, measured, warm_up, wait_curve);
   // Each pipeline processor's layers: those its forwards ran.
@@ -878,35 +897,7 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
   options.record_layer_times = true;
   // `concurrent` copies of a run at once: they share the (read-only) graph, network and data.
   const auto run_copies = [&](const TaskGraph& graph, const BatchSampler& sampler) {
-    std::vector<TrainingRun> measured(static_cast<std::size_t>(concurrent));
-    // Copy k pinned where processor k of a pinned run would be.
-    const auto options_of_copy = [&](std::size_t k) {
-      TrainingOptions mine = options;
-      if (!pin_cpus.empty()) mine.pin_cpus = {pinned_cpu(pin_cpus, static_cast<int>(k))};
-      mine.copy = static_cast<int>(k);
-      mine.copies = concurrent;
-      return mine;
-    };
-    if (concurrent == 1) {
-      measured[0] = run(graph, request.network, sampler, options_of_copy(0));
-      return measured;
-    }
-    std::vector<std::exception_ptr> errors(measured.size());
-    std::vector<std::thread> copies;
-    for (std::size_t k = 0; k < measured.size(); ++k) {
-      copies.emplace_back([&, k] {
-        try {
-          measured[k] = run(graph, request.network, sampler, options_of_copy(k));
-        } catch (...) {
-          errors[k] = std::current_exception();
-        }
-      });
-    }
-    for (auto& copy : copies) copy.join();
-    for (const auto& error : errors) {
-      if (error) std::rethrow_exception(error);
-    }
-    return measured;
+    return run_copies_at_once(run, graph, request.network, sampler, options, concurrent, pin_cpus);
   };
   const TaskGraph graph = make_graph(sequential);
   const BatchSampler sampler(data, request.network.batch, sequential.microbatches, sequential.minibatches, seed);
