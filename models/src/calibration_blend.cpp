@@ -17,23 +17,26 @@ namespace {
 // (copies and links are neither).
 constexpr double Calibration::*kTableComputeTimes[] = {&Calibration::task_overhead_s, &Calibration::layer_overhead_s,
                                                        &Calibration::input_load_s};
-// A layer's, each with whether -1 stands for "not measured" there.
+// A layer's, each with whether -1 stands for "not measured" there, and which pass it times (what
+// the stash term moves by its forward or its backward factor; not an update).
+enum class LayerPass { forward, backward, update };
 struct LayerComputeTime {
   double LayerTimes::*seconds;
   bool may_be_unmeasured;
+  LayerPass pass;
 };
 constexpr LayerComputeTime kLayerComputeTimes[] = {
-    {&LayerTimes::forward_s, false},
-    {&LayerTimes::forward_one_layer_s, true},
-    {&LayerTimes::activation_grad_to_linear_one_layer_s, true},
-    {&LayerTimes::activation_grad_s, false},
-    {&LayerTimes::weight_grad_s, false},
-    {&LayerTimes::backward_s, true},
-    {&LayerTimes::update_s, false},
-    {&LayerTimes::activation_grad_to_linear_again_s, true},
-    {&LayerTimes::weight_grad_to_linear_again_s, true},
-    {&LayerTimes::activation_grad_fixed_s, true},
-    {&LayerTimes::assembly_s, true},
+    {&LayerTimes::forward_s, false, LayerPass::forward},
+    {&LayerTimes::forward_one_layer_s, true, LayerPass::forward},
+    {&LayerTimes::activation_grad_to_linear_one_layer_s, true, LayerPass::backward},
+    {&LayerTimes::activation_grad_s, false, LayerPass::backward},
+    {&LayerTimes::weight_grad_s, false, LayerPass::backward},
+    {&LayerTimes::backward_s, true, LayerPass::backward},
+    {&LayerTimes::update_s, false, LayerPass::update},
+    {&LayerTimes::activation_grad_to_linear_again_s, true, LayerPass::backward},
+    {&LayerTimes::weight_grad_to_linear_again_s, true, LayerPass::backward},
+    {&LayerTimes::activation_grad_fixed_s, true, LayerPass::backward},
+    {&LayerTimes::assembly_s, true, LayerPass::backward},
 };
 
 }  // namespace
@@ -73,7 +76,7 @@ Calibration blend_calibrations(const Calibration& alone, const Calibration& toge
       throw Error("blend_calibrations: layer " + name + " is in the table taken at once but not in the one taken alone");
     }
     const LayerTimes& a = it->second;
-    for (const auto& [seconds, may_be_unmeasured] : kLayerComputeTimes) {
+    for (const auto& [seconds, may_be_unmeasured, pass] : kLayerComputeTimes) {
       const bool both_measured = a.*seconds >= 0 && times.*seconds >= 0;
       times.*seconds = !may_be_unmeasured || both_measured ? mix(a.*seconds, times.*seconds) : -1;
     }
@@ -138,14 +141,9 @@ Calibration with_far_share(const Calibration& calibration, double share) {
   for (auto& [name, times] : moved.layers) {
     if (times.far_forward_factor < 1 || times.far_backward_factor < 1) continue;  // no far point
     const double forward = 1 + share * (times.far_forward_factor - 1), backward = 1 + share * (times.far_backward_factor - 1);
-    for (const auto field : {&LayerTimes::forward_s, &LayerTimes::forward_one_layer_s}) {
-      if (times.*field > 0) times.*field *= forward;  // -1 (not measured) stays
-    }
-    for (const auto field : {&LayerTimes::activation_grad_s, &LayerTimes::weight_grad_s, &LayerTimes::backward_s,
-                             &LayerTimes::activation_grad_to_linear_one_layer_s, &LayerTimes::activation_grad_to_linear_again_s,
-                             &LayerTimes::weight_grad_to_linear_again_s, &LayerTimes::activation_grad_fixed_s,
-                             &LayerTimes::assembly_s}) {
-      if (times.*field > 0) times.*field *= backward;
+    for (const auto& field : kLayerComputeTimes) {
+      if (field.pass == LayerPass::update || !(times.*field.seconds > 0)) continue;  // -1 (not measured) stays
+      times.*field.seconds *= field.pass == LayerPass::forward ? forward : backward;
     }
   }
   return moved;
