@@ -161,3 +161,19 @@ TEST_CASE("stash term: a table moved toward its far point scales each layer's fo
   CHECK(with_far_share(c, 0).layers.at("far").backward_s == 4);
   CHECK_THROWS_AS(with_far_share(c, 1.5), Error);
 }
+
+TEST_CASE("stash reuse: each processor's forward layers, from the first microbatch's forwards") {
+  // Processor 1 runs layer 1, processor 0 layer 0; later minibatches, backwards and other
+  // placements do not count.
+  TaskGraph g = graph_of({task(TaskKind::F, 1, 1, 1, 0, 0, 0), task(TaskKind::F, 0, 0, 0, 0, 0, 0),
+                          task(TaskKind::F, 0, 1, 0, 1, 1, 0), task(TaskKind::B, 0, 1, 0, 2, 0, 0)},
+                         1);
+  Task link = task(TaskKind::F, 0, 1, 2, 0, 0, 0);
+  link.placement = Placement::link;
+  link.id = 4;
+  g.tasks.push_back(link);
+  const std::vector<std::vector<std::int32_t>> layers = forward_layers_by_processor(g);
+  REQUIRE(layers.size() == 2);
+  CHECK(layers[0] == std::vector<std::int32_t>{0});
+  CHECK(layers[1] == std::vector<std::int32_t>{1});
+}

@@ -460,6 +460,16 @@ double reuse_charge_cycles_per_minibatch(const TaskGraph& graph, const Network& 
          graph.clock_hz;
 }
 
+// Whether `copies` runs of `graph` at once would hold more than half this machine's memory (by
+// its predicted peaks, all processors together): a profile then goes without the figure such runs
+// would give rather than failing or swapping. False where the machine's memory is not known.
+bool over_half_the_memory(const Result& predicted, int copies) {
+  std::int64_t peak_bytes = 0;
+  for (const std::int64_t peak : predicted.peak_memory_bytes) peak_bytes += peak;
+  const long pages = sysconf(_SC_PHYS_PAGES), page_bytes = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page_bytes > 0 && peak_bytes * copies > static_cast<std::int64_t>(pages) * page_bytes / 2;
+}
+
 // Calibration::footprint_slowdown: `config`'s network also run on one processor under gpipe, as
 // long as the sequential run (`sequential_runs` of `sequential_graph`, whose footprint
 // `calibration` records as timed_footprint_bytes; after as many warm-up minibatches), which holds every microbatch's stash at once where sequential holds one; how much
@@ -481,13 +491,9 @@ void time_footprint_slowdown(const GraphConfig& config, const Network& network, 
     // Where gpipe holds no more than the sequential run did while computing, there is nothing to
     // measure: no run.
     const Result predicted = evaluate(graph);
-    std::int64_t peak_bytes = 0;
-    for (const std::int64_t peak : predicted.peak_memory_bytes) peak_bytes += peak;
     if (max_peak(predicted.step_compute_peak_memory_bytes) <= calibration.timed_footprint_bytes) return;
-    // Every stash at once can be more than this machine holds where one at a time was not: then
-    // the table goes without the figure rather than the profile failing or swapping.
-    const long pages = sysconf(_SC_PHYS_PAGES), page_bytes = sysconf(_SC_PAGE_SIZE);
-    if (pages > 0 && page_bytes > 0 && peak_bytes > static_cast<std::int64_t>(pages) * page_bytes / 2) {
+    // Every stash at once can be more than this machine holds where one at a time was not.
+    if (over_half_the_memory(predicted, 1)) {
       if (progress) progress("no footprint figure: a one-processor gpipe run would hold more than half this machine's memory");
       return;
     }
@@ -573,13 +579,6 @@ void time_stash_far_point(const GraphConfig& config, const Network& network, con
     if (progress) progress(std::string("no stash far point: ") + e.what());
     return;
   }
-  std::int64_t peak_bytes = 0;
-  for (const std::int64_t peak : evaluate(graph).peak_memory_bytes) peak_bytes += peak;
-  const long pages = sysconf(_SC_PHYS_PAGES), page_bytes = sysconf(_SC_PAGE_SIZE);
-  if (pages > 0 && page_bytes > 0 && peak_bytes * processors > static_cast<std::int64_t>(pages) * page_bytes / 2) {
-    if (progress) progress("no stash far point: " + std::to_string(processors) + " one-processor gpipe runs would hold more than half this machine's memory");
-    return;
-  }
   const std::vector<StashReuse> far = stash_reuse(graph, network), timed = stash_reuse(pipeline_graph, network);
   // A far point within the floor's reach is as warm as the table: nothing to measure (and the
   // runs not made: on mlp, whose far point is under 1 MiB, making them before each validate
@@ -593,6 +592,10 @@ void time_stash_far_point(const GraphConfig& config, const Network& network, con
                " KiB, within the " + std::to_string(static_cast<std::int64_t>(floor_bytes) >> 10) +
                " KiB a re-read costs nothing under");
     }
+    return;
+  }
+  if (over_half_the_memory(evaluate(graph), processors)) {
+    if (progress) progress("no stash far point: " + std::to_string(processors) + " one-processor gpipe runs would hold more than half this machine's memory");
     return;
   }
   if (progress) {
@@ -613,13 +616,9 @@ void time_stash_far_point(const GraphConfig& config, const Network& network, con
     return;
   }
   const Calibration far_table = calibration_from_runs(graph, network, measured, warm_up, wait_curve);
-  // Each pipeline processor's layers: those its forwards ran.
-  std::map<std::int32_t, std::vector<std::int32_t>> layers_of;
-  for (const Task& t : pipeline_graph.tasks) {
-    if (t.kind != TaskKind::F || t.placement != Placement::processor || t.minibatch != 0 || t.microbatch != 0) continue;
-    for (std::int32_t l = t.first_layer; l <= t.last_layer; ++l) layers_of[t.resource].push_back(l);
-  }
-  for (const auto& [processor, layers] : layers_of) {
+  const std::vector<std::vector<std::int32_t>> layers_of = forward_layers_by_processor(pipeline_graph);
+  for (std::size_t p = 0; p < layers_of.size(); ++p) {
+    const std::vector<std::int32_t>& layers = layers_of[p];
     double table_forward_s = 0, far_forward_s = 0, table_backward_s = 0, far_backward_s = 0;
     for (const std::int32_t l : layers) {
       const std::string& name = network.layers[static_cast<std::size_t>(l)].name;
@@ -630,7 +629,6 @@ void time_stash_far_point(const GraphConfig& config, const Network& network, con
       far_backward_s += there.fused_backward_s();
     }
     if (!(table_forward_s > 0 && table_backward_s > 0)) continue;
-    const auto p = static_cast<std::size_t>(processor);
     const double distance = p < timed.size() ? timed[p].distance_bytes : -1.0;
     for (const std::int32_t l : layers) {
       LayerTimes& times = calibration.layers.at(network.layers[static_cast<std::size_t>(l)].name);

@@ -597,20 +597,18 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     std::vector<double> distance(reuse.size(), -1.0), timed(reuse.size(), -1.0);
     for (std::size_t p = 0; p < reuse.size(); ++p) distance[p] = reuse[p].distance_bytes;
     // Per processor, the timed distance of the layers its forwards run, weighted by their stashes.
-    std::vector<double> weighted(reuse.size(), 0.0), weights(reuse.size(), 0.0);
-    for (const Task& t : graph.tasks) {
-      if (t.kind != TaskKind::F || t.placement != Placement::processor || t.minibatch != 0 || t.microbatch != 0) continue;
-      for (std::int32_t l = t.first_layer; l <= t.last_layer; ++l) {
+    const std::vector<std::vector<std::int32_t>> layers_of = forward_layers_by_processor(graph);
+    for (std::size_t p = 0; p < reuse.size() && p < layers_of.size(); ++p) {
+      double weighted = 0, weights = 0;
+      for (const std::int32_t l : layers_of[p]) {
         const Layer& layer = request.network.layers[static_cast<std::size_t>(l)];
         const auto it = table.layers.find(layer.name);
         if (it == table.layers.end() || it->second.timed_stash_distance_bytes < 0) continue;
         const double weight = static_cast<double>(std::max<std::int64_t>(1, layer.stash_bytes));
-        weighted[static_cast<std::size_t>(t.resource)] += weight * it->second.timed_stash_distance_bytes;
-        weights[static_cast<std::size_t>(t.resource)] += weight;
+        weighted += weight * it->second.timed_stash_distance_bytes;
+        weights += weight;
       }
-    }
-    for (std::size_t p = 0; p < reuse.size(); ++p) {
-      if (weights[p] > 0) timed[p] = weighted[p] / weights[p];
+      if (weights > 0) timed[p] = weighted / weights;
     }
     return stash_far_share(distance, timed, static_cast<double>(table.far_stash_distance_bytes), stash_distance_floor_bytes(table));
   };

@@ -77,4 +77,14 @@ std::vector<StashReuse> stash_reuse(const TaskGraph& graph, const Network& netwo
   return result;
 }
 
+std::vector<std::vector<std::int32_t>> forward_layers_by_processor(const TaskGraph& graph) {
+  std::vector<std::vector<std::int32_t>> layers;
+  for (const Task& t : graph.tasks) {
+    if (t.kind != TaskKind::F || t.placement != Placement::processor || t.minibatch != 0 || t.microbatch != 0) continue;
+    if (static_cast<std::size_t>(t.resource) >= layers.size()) layers.resize(static_cast<std::size_t>(t.resource) + 1);
+    for (std::int32_t l = t.first_layer; l <= t.last_layer; ++l) layers[static_cast<std::size_t>(t.resource)].push_back(l);
+  }
+  return layers;
+}
+
 }  // namespace pipetwin

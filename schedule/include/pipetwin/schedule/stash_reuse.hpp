@@ -32,4 +32,9 @@ struct StashReuse {
 // task whose layers `network` lacks.
 std::vector<StashReuse> stash_reuse(const TaskGraph& graph, const Network& network);
 
+// Per processor of `graph` (by index, 0 to the largest processor a forward runs on): the layers
+// its forwards run, first to last, as the first minibatch's first microbatch lays them out (the
+// layers whose stashes it holds; what a table timed in that graph timed on it).
+std::vector<std::vector<std::int32_t>> forward_layers_by_processor(const TaskGraph& graph);
+
 }  // namespace pipetwin
