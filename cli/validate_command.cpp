@@ -19,6 +19,7 @@
 #include "executor_setup.hpp"
 #include "graph_options.hpp"
 #include "profile_calibration.hpp"
+#include "pipetwin/exec/cpu/speed_probe.hpp"
 #include "pipetwin/exec/cpu/validation.hpp"
 #include "pipetwin/models/calibration.hpp"
 #include "pipetwin/models/output_file.hpp"
@@ -56,6 +57,8 @@ struct ValidateOptions {
   bool json = false;
   bool quiet = false;
   double target = 0.05;  // the step-time error a verdict is asked for
+  double machine_tolerance = 0.06;  // --device cpu: how far off its usual speed the machine may run (0: no readings)
+  int machine_retakes = 2;
   bool distributed = false;
   double message_timeout_s = 60;
 };
@@ -164,6 +167,15 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
   }
   validation.ci_target = options.target;
   validation.training = training_options(options.executor);
+  // On the CPU, the machine's speed read on the CPUs the runs may use, beside every calibration
+  // and run (ValidationOptions::read_machine).
+  if (options.executor.device == "cpu" && session == nullptr && options.machine_tolerance > 0) {
+    const std::vector<int> cpus =
+        cpu::cpus_to_read(validation.training.pin_cpus, *std::max_element(counts.begin(), counts.end()));
+    validation.read_machine = [cpus] { return cpu::time_fixed_work_s(cpus); };
+    validation.machine_tolerance = options.machine_tolerance;
+    validation.machine_retakes = options.machine_retakes;
+  }
   if (!options.quiet) validation.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
   std::string placement;
   ValidationReport report;
@@ -253,6 +265,14 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
                              "median over rows)\n",
                              100 * report.mean_abs_speedup_error, 100 * report.max_abs_speedup_error,
                              100 * report.speedup_error_ci);
+  }
+  if (report.machine_state) {
+    const ValidationReport::MachineState& m = *report.machine_state;
+    std::cout << fmt::format("machine: {} readings of its speed (a fixed piece of arithmetic on each CPU), {:.0f}% of them "
+                             "more than {:.0f}% off the usual; {} runs and {} calibrations taken again, {} runs and {} "
+                             "calibrations kept off it once their retakes ran out (--machine-tolerance, --machine-retakes)\n",
+                             m.readings, 100 * m.off_fraction, 100 * m.tolerance, m.retaken_runs, m.retaken_calibrations,
+                             m.kept_off_runs, m.kept_off_calibrations);
   }
   for (const auto& [p, slowdown] : report.co_run_slowdown) {
     std::cout << fmt::format("co-run: layers ran {:+.1f}% slower in the tables for {} processors ({}) than alone (rows at P={} "
@@ -441,6 +461,18 @@ void add_validate_command(CLI::App& app) {
                       "MODEL-SCHEDULE-pP-roundR.json: the measured tasks beside the round's prediction of the same "
                       "graph, to see which tasks of a row ran off their table")
       ->check(CLI::ExistingDirectory);
+  command->add_option("--machine-tolerance", options->machine_tolerance,
+                      "cpu: read the machine's speed (a fixed piece of arithmetic timed on each CPU) before and after "
+                      "every calibration and run, and take one again when a reading beside it is more than this "
+                      "fraction off the usual (the median reading so far): a host that lends a core's other "
+                      "hyperthread out now and then slows everything by 20-40% meanwhile (0: no readings)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  command->add_option("--machine-retakes", options->machine_retakes,
+                      "cpu: at most this many more tries of a calibration or run taken off the usual speed; the last "
+                      "one is kept and counted")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 10));
   command->add_flag("--json", options->json, "print the table as JSON");
   command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");
   command->add_flag("--distributed", options->distributed,

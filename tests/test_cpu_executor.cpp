@@ -976,6 +976,91 @@ TEST_CASE("validation runs warm-up rounds it does not keep and hands each kept r
   }
 }
 
+TEST_CASE("validation takes a calibration or a run again when the machine's speed read beside it is off its usual") {
+  const Dataset data = data_for(kMlp);
+  const GraphConfig config = config_for(kMlp, "gpipe", 1, 2, 2);
+  const Network network = make_request(config).network;
+  ValidationOptions options = gpipe_at_one_and_two(2);
+  // A machine whose fixed work takes 1 s, but 1.3 s in the reading right after the first kept
+  // calibration for 2 processors and after the second run: both taken while a neighbour slowed it.
+  bool slow_next = false;
+  int readings = 0;
+  options.read_machine = [&] {
+    ++readings;
+    const double seconds = slow_next ? 1.3 : 1.0;
+    slow_next = false;
+    return std::vector<double>{seconds};
+  };
+  int calibrations = 0;
+  options.calibrate = [&](int processors) {
+    ++calibrations;
+    if (calibrations == 3) {  // the process's warm-up, round 1 at P = 1, then this one at P = 2
+      REQUIRE(processors == 2);
+      slow_next = true;
+    }
+    return scaled_calibration(network, config, 1.0);
+  };
+  int runs = 0;
+  const Runner runner = [&](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
+    TrainingRun run;
+    run.result.iteration_s = g.processors.size() == 2 ? 1.0 : 2.0;
+    if (++runs == 2) {
+      slow_next = true;
+      run.result.iteration_s = 9.0;  // the slowed run's step
+    }
+    return run;
+  };
+  const auto steps_measured = [](const ValidationReport& report) {
+    std::vector<double> steps;
+    for (const auto& row : report.rows) steps.insert(steps.end(), row.measured_rounds_s.begin(), row.measured_rounds_s.end());
+    return steps;
+  };
+  SUBCASE("taken again, the retake kept") {
+    const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, runner);
+    CHECK(calibrations == 6);  // warm-up, then P = 1 and 2 in each of 2 rounds, and one retake
+    CHECK(runs == 5);          // 2 configurations in 2 rounds, and one retake
+    REQUIRE(report.machine_state.has_value());
+    const auto& m = *report.machine_state;
+    CHECK(m.readings == readings);
+    CHECK(m.readings == 2 * (4 + 1 + 4 + 1));  // before and after each kept calibration and run, and each retake
+    CHECK(m.retaken_calibrations == 1);
+    CHECK(m.retaken_runs == 1);
+    CHECK(m.kept_off_calibrations == 0);
+    CHECK(m.kept_off_runs == 0);
+    CHECK(m.off_fraction == doctest::Approx(2.0 / 20));
+    CHECK(m.usual_s == std::vector<double>{1.0});
+    for (const double step_s : steps_measured(report)) CHECK(step_s != 9.0);
+    CHECK(report.calibrations == 4);  // the kept tables: a retake replaces its first try
+  }
+  SUBCASE("without retakes, kept and counted") {
+    options.machine_retakes = 0;
+    const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, runner);
+    CHECK(calibrations == 5);
+    CHECK(runs == 4);
+    REQUIRE(report.machine_state.has_value());
+    CHECK(report.machine_state->retaken_runs == 0);
+    CHECK(report.machine_state->kept_off_calibrations == 1);
+    CHECK(report.machine_state->kept_off_runs == 1);
+    const std::vector<double> steps = steps_measured(report);
+    CHECK(std::count(steps.begin(), steps.end(), 9.0) == 1);
+  }
+  SUBCASE("a tolerance wider than the jump takes nothing again") {
+    options.machine_tolerance = 0.5;
+    const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, runner);
+    CHECK(runs == 4);
+    CHECK(report.machine_state->retaken_runs + report.machine_state->retaken_calibrations == 0);
+    CHECK(report.machine_state->off_fraction == 0);
+  }
+}
+
+TEST_CASE("validation without machine readings reports no machine state") {
+  const Dataset data = data_for(kMlp);
+  const GraphConfig config = config_for(kMlp, "gpipe", 1, 2, 2);
+  const ValidationReport report = validate(config, data, gpipe_at_one_and_two(1), [](const TaskGraph& g) { return evaluate(g); },
+                                           scripted_steps({{"gpipe", {2.0, 1.0}}}));
+  CHECK_FALSE(report.machine_state.has_value());
+}
+
 TEST_CASE("validation prices each link's transfers: measured durations over the copy and the round trip") {
   const Dataset data = data_for(kMlp);
   const GraphConfig config = config_for(kMlp, "gpipe", 1, 2, 2);
@@ -1271,6 +1356,49 @@ TEST_CASE("validation scales a row's table by the bytes its graph holds against 
   for (const auto& row : validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, as_predicted).rows) {
     CHECK(row.footprint_factor == 1);
   }
+}
+
+TEST_CASE("validation scales rows by the median of the rounds' footprint slowdowns, not the last table's alone") {
+  const Dataset data = data_for(kMlp);
+  const GraphConfig config = config_for(kMlp, "gpipe", 1, 4, 2);
+  const Network network = make_request(config).network;
+  GraphConfig sequential_at = config_for(kMlp, "sequential", 1, 4, 2), gpipe_at = config_for(kMlp, "gpipe", 1, 4, 2);
+  for (GraphConfig* at : {&sequential_at, &gpipe_at}) {
+    at->calibration = std::make_shared<const Calibration>(scaled_calibration(network, config, 1.0));
+  }
+  const auto peak = [](const GraphConfig& at) {
+    std::int64_t bytes = 0;
+    for (const std::int64_t p : evaluate(make_graph(at)).step_compute_peak_memory_bytes) bytes = std::max(bytes, p);
+    return bytes;
+  };
+  const std::int64_t small = peak(sequential_at), large = peak(gpipe_at);
+  REQUIRE(large > small);
+  ValidationOptions options;
+  options.schedules = {"gpipe"};
+  options.processors = {1};
+  options.runs = 3;
+  // The one-processor tables' slowdowns: the process's warm-up table's, then the three rounds':
+  // the last round's an outlier, as a change of the machine's speed between a profile's two runs
+  // makes one.
+  const std::vector<double> slowdowns = {0.1, 0.1, 0.1, 0.6};
+  std::size_t calls = 0;
+  options.calibrate = [&](int) {
+    Calibration c = scaled_calibration(network, config, 1.0);
+    c.timed_footprint_bytes = small;
+    c.footprint_slowdown = slowdowns.at(calls++);
+    c.footprint_small_bytes = small;
+    c.footprint_large_bytes = large;
+    return c;
+  };
+  const ValidationReport report =
+      validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, runs_as_predicted());
+  REQUIRE(report.rows.size() == 1);
+  CHECK(report.footprint_slowdown == doctest::Approx(0.1));  // the median of 0.1, 0.1 and 0.6
+  CHECK(report.rows[0].footprint_factor == doctest::Approx(1.1));  // gpipe holds the large footprint: 1 + 0.1
+  // Every round predicted gpipe's step from a table scaled by 1.1, the last one too.
+  gpipe_at.calibration = std::make_shared<const Calibration>(scaled_calibration(network, config, 1.1));
+  const double expected_s = evaluate(make_graph(gpipe_at)).iteration_s;
+  for (const double predicted_s : report.rows[0].predicted_rounds_s) CHECK(predicted_s == doctest::Approx(expected_s));
 }
 
 TEST_CASE("validation moves a P-processor row's table toward its stash far point by how long the row holds its stashes") {

@@ -1,6 +1,7 @@
 // The executors from Python: train a graph for real, profile a network into a calibration table,
 // validate predictions against measurements (CPU threads, or GPUs through the CUDA executor's
 // plug-in). Long runs release the GIL.
+#include <algorithm>
 #include <optional>
 
 #include <pybind11/numpy.h>
@@ -9,6 +10,7 @@
 #include "bindings.hpp"
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
 #include "pipetwin/exec/cpu/profiler.hpp"
+#include "pipetwin/exec/cpu/speed_probe.hpp"
 #include "pipetwin/exec/cpu/validation.hpp"
 #include "pipetwin/exec/cuda/cuda_plugin.hpp"
 #include "pipetwin/exec/host_allocator.hpp"
@@ -246,7 +248,8 @@ void bind_executor(py::module_& m) {
                        const std::string& calibration, const std::string& engine, int runs, const std::string& data,
                        const std::string& data_dir, double learning_rate, std::uint64_t seed, int max_runs,
                        double target, bool pin_threads, const std::string& transfer_threads,
-                       const std::string& concurrent_timing, int warmup_rounds, const std::string& device,
+                       const std::string& concurrent_timing, int warmup_rounds, double machine_tolerance,
+                       int machine_retakes, const std::string& device,
                        const std::string& placement, int partition_sms, int gpu, bool tf32, const std::string& gpu_wait) {
     const cuda::CudaOptions cuda_options = checked_cuda_options(device, placement, partition_sms, gpu, tf32, gpu_wait);
     const bool on_gpu = device == "cuda";
@@ -277,6 +280,16 @@ void bind_executor(py::module_& m) {
     options.training.transfer_threads = parse_transfer_threads(transfer_threads);
     const std::vector<int> pinned = pin_threads ? cpus_to_pin() : std::vector<int>{};
     options.training.pin_cpus = pinned;
+    if (!(machine_tolerance >= 0 && machine_tolerance <= 1)) {
+      throw Error("machine_tolerance must be a fraction from 0 to 1, got " + std::to_string(machine_tolerance));
+    }
+    if (machine_retakes < 0) throw Error("machine_retakes must be 0 or more, got " + std::to_string(machine_retakes));
+    if (!on_gpu && machine_tolerance > 0 && !processors.empty()) {  // as the CLI's --machine-tolerance
+      const std::vector<int> cpus = cpu::cpus_to_read(pinned, *std::max_element(processors.begin(), processors.end()));
+      options.read_machine = [cpus] { return cpu::time_fixed_work_s(cpus); };
+      options.machine_tolerance = machine_tolerance;
+      options.machine_retakes = machine_retakes;
+    }
     ValidationReport report;
     {
       py::gil_scoped_release release;
@@ -322,18 +335,21 @@ void bind_executor(py::module_& m) {
      py::arg("data_dir") = kFashionMnistDir, py::arg("learning_rate") = 0.05, py::arg("seed") = 1,
      py::arg("max_runs") = 0, py::arg("target") = 0.05, py::arg("pin_threads") = false,
      py::arg("transfer_threads") = "auto", py::arg("concurrent_timing") = "pipeline", py::arg("warmup_rounds") = 0,
+     py::arg("machine_tolerance") = 0.06, py::arg("machine_retakes") = 2,
      "Predicted (from a calibration; profiled first when none is given) against measured (the CPU executor, or "
      "with device='cuda' the CUDA executor placed as train's; SM partitions need partition_sms) step "
      "time, speedup and peak memory per schedule and processor count, and the replay error (the engine fed each "
      "run's own task times). Returns {'rows': [...], 'mean_abs_step_error', 'max_abs_step_error', "
      "'mean_abs_speedup_error', 'max_abs_speedup_error', 'speedup_error_ci', 'mean_abs_replay_error', "
      "'max_abs_replay_error', 'noise_floor', 'calibrations', 'calibration_drift', 'calibration_spread', "
-     "'co_run_slowdown': {P: slowdown}, 'error_ci', 'rounds', 'kendall_tau': {P: tau}, "
+     "'co_run_slowdown': {P: slowdown}, 'footprint_slowdown' (the rounds' median), 'error_ci', 'rounds', 'kendall_tau': {P: tau}, "
      "'same_program_schedules': {P: [[schedules that run one program there, tied in the ranking]]}, "
      "'separable_kendall_tau': {P: {'tau', 'pairs', 'of'}}, 'pair_order': {P: {'in_order', 'against', "
      "'predicted_equal', 'measured_equal', 'widest_predicted_equal_gap'}}}. "
      "With max_runs > runs, rounds are added until every row's step and speedup errors are known within target (95% "
-     "confidence). warmup_rounds: whole rounds run first, none of their figures kept.");
+     "confidence). warmup_rounds: whole rounds run first, none of their figures kept. On the CPU, with "
+     "machine_tolerance > 0, the machine's speed is read before and after every calibration and run and one taken "
+     "off its usual speed by more than that fraction is taken again, up to machine_retakes times ('machine_state').");
 }
 
 }  // namespace pipetwin::python

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <random>
 #include <utility>
 
+#include "pipetwin/exec/machine_state.hpp"
 #include "pipetwin/exec/profiling.hpp"
 #include "pipetwin/models/calibration.hpp"
 #include "pipetwin/models/error.hpp"
@@ -434,6 +436,18 @@ nlohmann::ordered_json validation_summary_json(const ValidationReport& report) {
   j["calibration_drift"] = report.calibration_drift;
   j["calibration_spread"] = report.calibration_spread;
   j["co_run_slowdown"] = by_processor_count(report.co_run_slowdown);
+  j["footprint_slowdown"] = report.footprint_slowdown;
+  if (report.machine_state) {
+    const ValidationReport::MachineState& m = *report.machine_state;
+    j["machine_state"] = {{"readings", m.readings},
+                          {"tolerance", m.tolerance},
+                          {"off_fraction", m.off_fraction},
+                          {"retaken_calibrations", m.retaken_calibrations},
+                          {"retaken_runs", m.retaken_runs},
+                          {"kept_off_calibrations", m.kept_off_calibrations},
+                          {"kept_off_runs", m.kept_off_runs},
+                          {"usual_s", m.usual_s}};
+  }
   return j;
 }
 
@@ -472,8 +486,40 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     throw Error("validate: the most runs (" + std::to_string(options.max_runs) + ") must be at least the runs (" +
                 std::to_string(options.runs) + "), or 0");
   }
+  if (options.read_machine && options.machine_retakes < 0) throw Error("validate: machine retakes must be at least 0");
   const int most_runs = std::max(options.runs, options.max_runs);
   const ScheduleRequest request = make_request(config);
+  // The machine's speed read before and after each kept calibration and run (read_machine): a
+  // calibration or run with a reading off the usual speed beside it is taken again.
+  std::optional<MachineReadings> readings;
+  if (options.read_machine) readings.emplace(options.machine_tolerance);
+  ValidationReport::MachineState machine;
+  const auto percent = [](double fraction) { return std::to_string(static_cast<int>(std::lround(100 * fraction))) + "%"; };
+  // `work` (a run when `is_run`, a calibration otherwise; `what` names it) between two readings,
+  // again while either is off the usual speed, up to machine_retakes more times.
+  const auto between_readings = [&](const std::string& what, bool is_run, const std::function<void()>& work) {
+    if (!readings) {
+      work();
+      return;
+    }
+    for (int attempt = 0;; ++attempt) {
+      const double before = readings->add(options.read_machine());
+      work();
+      const double after = readings->add(options.read_machine());
+      const double off = std::max(before, after);
+      if (readings->as_usual(off)) return;
+      if (attempt == options.machine_retakes) {
+        ++(is_run ? machine.kept_off_runs : machine.kept_off_calibrations);
+        if (options.progress) options.progress(what + ": the machine was still " + percent(off) + " off its usual speed; kept");
+        return;
+      }
+      ++(is_run ? machine.retaken_runs : machine.retaken_calibrations);
+      if (options.progress) {
+        options.progress(what + ": the machine ran " + percent(off) + " off its usual speed beside it; again (" +
+                         std::to_string(attempt + 1) + " of at most " + std::to_string(options.machine_retakes) + ")");
+      }
+    }
+  };
   // The latest round's calibration per processor count (the config's own throughout without
   // `calibrate`).
   std::map<int, GraphConfig> calibrated;
@@ -489,6 +535,12 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   for (const int p : counts) calibrated[p] = given;
   ValidationReport report;
   std::map<int, std::vector<double>> calibrated_steps_s;  // per P, per round
+  // Each round's one-processor table's footprint slowdown (Calibration::footprint_slowdown), for
+  // their median: the figure is the ratio of two runs of one profile, and a change of the
+  // machine's speed between them carries whole into it (mlp on a 2-vCPU AMD EPYC VM: 0 in about
+  // half the rounds, 0.09-0.22 in others, where gpipe's runs measured as sequential's;
+  // docs/executor.md, "A machine whose speed jumps").
+  std::vector<double> footprint_slowdowns;
   // Rounds counted from 0 with the warm-up ones first: "warm-up round 2/3", "round 1/10".
   const int warmup = std::max(0, options.warmup_rounds);
   const auto round_label = [&](int round) {
@@ -497,12 +549,14 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   };
   auto recalibrate = [&](int round) {
     for (const int p : counts) {
-      if (options.progress) {
-        options.progress(round_label(round) + ": calibrating" +
-                         (p > 1 ? " for " + std::to_string(p) + " processors" : std::string()));
-      }
-      calibrated[p].calibration = std::make_shared<const Calibration>(options.calibrate(p));
+      const std::string what =
+          round_label(round) + ": calibrating" + (p > 1 ? " for " + std::to_string(p) + " processors" : std::string());
+      if (options.progress) options.progress(what);
+      between_readings(what, false, [&] { calibrated[p].calibration = std::make_shared<const Calibration>(options.calibrate(p)); });
       calibrated_steps_s[p].push_back(calibrated_step_s(*calibrated[p].calibration));
+      if (p == 1 && calibrated[p].calibration->footprint_slowdown >= 0) {
+        footprint_slowdowns.push_back(calibrated[p].calibration->footprint_slowdown);
+      }
       ++report.calibrations;
       if (options.on_calibration && round >= warmup) options.on_calibration(round - warmup, p, *calibrated[p].calibration);
     }
@@ -631,8 +685,10 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
         chosen.calibration->timed_footprint_bytes <= 0) {
       return graph;
     }
+    Calibration pooled = *alone;  // its slowdown the median over the rounds so far
+    if (!footprint_slowdowns.empty()) pooled.footprint_slowdown = median_of(footprint_slowdowns);
     const double factor =
-        alone->footprint_factor(max_peak(predict(graph).step_compute_peak_memory_bytes), chosen.calibration->timed_footprint_bytes);
+        pooled.footprint_factor(max_peak(predict(graph).step_compute_peak_memory_bytes), chosen.calibration->timed_footprint_bytes);
     out.footprint_factor = factor;
     if (factor == 1) return graph;
     chosen.calibration = std::make_shared<const Calibration>(with_compute_scaled(*chosen.calibration, factor));
@@ -705,6 +761,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     if (kept == 0 && warmup > 0) {  // the warm-up rounds' figures go
       for (auto& c : configurations) c.forget_rounds();
       calibrated_steps_s.clear();
+      footprint_slowdowns.clear();
     }
     if (kept >= 0) ++report.rounds;
     if (r == 0 || options.calibrate || kept == 0) {  // the first kept round predicts again
@@ -718,13 +775,14 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     }
     for (const std::size_t index : run_order(block_sizes, options.training.seed, kept >= 0 ? kept : r)) {
       Configuration& c = configurations[index];
-      if (options.progress) {
-        options.progress((kept >= 0 ? "run " + std::to_string(kept + 1) + "/" + std::to_string(most_runs)
-                                    : "warm-up run " + std::to_string(r + 1) + "/" + std::to_string(warmup)) +
-                         ": " + c.schedule + " on " + std::to_string(c.processors) + (c.processors == 1 ? " processor" : " processors"));
-      }
+      const std::string what = (kept >= 0 ? "run " + std::to_string(kept + 1) + "/" + std::to_string(most_runs)
+                                          : "warm-up run " + std::to_string(r + 1) + "/" + std::to_string(warmup)) +
+                               ": " + c.schedule + " on " + std::to_string(c.processors) +
+                               (c.processors == 1 ? " processor" : " processors");
+      if (options.progress) options.progress(what);
       const BatchSampler sampler = graph_sampler(data, c.graph, request.network, options.training.seed);  // its replicas' batches
-      const TrainingRun measured = run(c.graph, request.network, sampler, options.training);
+      TrainingRun measured;
+      between_readings(what, true, [&] { measured = run(c.graph, request.network, sampler, options.training); });
       c.steps_s.push_back(measured.result.iteration_s);
       c.measured_peaks.push_back(max_peak(measured.result.peak_memory_bytes));
       c.measured_step_peaks.push_back(max_peak(measured.result.step_peak_memory_bytes));
@@ -768,6 +826,14 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
         }
       }
     }
+  }
+  report.footprint_slowdown = footprint_slowdowns.empty() ? -1.0 : median_of(footprint_slowdowns);
+  if (readings) {
+    machine.readings = readings->count();
+    machine.off_fraction = readings->off_fraction();
+    machine.tolerance = readings->tolerance();
+    machine.usual_s = readings->usual_s();
+    report.machine_state = machine;
   }
   if (calibrated_steps_s[1].size() > 1) {
     const std::vector<double>& alone = calibrated_steps_s[1];

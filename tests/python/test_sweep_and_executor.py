@@ -1,5 +1,6 @@
 """sweep() in worker processes gives what serial runs give; the CPU executor from Python."""
 import math
+import os
 
 import pytest
 
@@ -152,6 +153,23 @@ def test_validate_warms_up_with_rounds_it_does_not_keep():
     assert all(len(rounds) == 1 for rounds in table["measured_rounds_s"])
     with pytest.raises(pipetwin.PipetwinError, match="warmup_rounds must be 0 or more"):
         pipetwin.validate("mlp", "gpipe", [1], runs=1, warmup_rounds=-1, data="synthetic")
+
+
+def test_validate_reads_the_machine_beside_every_calibration_and_run():
+    args = dict(minibatches=4, runs=2, params={"widths": "32,16,8", "batch": 8}, data="synthetic")
+    table, summary = pipetwin.validate("mlp", "gpipe", [1, 2], **args)
+    state = summary["machine_state"]
+    # Two readings for each kept calibration (2 rounds, P = 1 and 2) and each run (2 rounds, two
+    # configurations), and two more for each try taken again.
+    taken = summary["calibrations"] + 2 * 2 + state["retaken_calibrations"] + state["retaken_runs"]
+    assert state["readings"] == 2 * taken
+    assert state["tolerance"] == pytest.approx(0.06)
+    assert len(state["usual_s"]) == min(8, len(os.sched_getaffinity(0))) and min(state["usual_s"]) > 0  # every CPU
+    assert 0 <= state["off_fraction"] <= 1
+    _, unread = pipetwin.validate("mlp", "gpipe", [1, 2], machine_tolerance=0, **args)
+    assert "machine_state" not in unread
+    with pytest.raises(pipetwin.PipetwinError, match="machine_retakes must be 0 or more"):
+        pipetwin.validate("mlp", "gpipe", [1], machine_retakes=-1, **args)
 
 
 def test_tensor_parallel_training_from_python_matches_the_unsplit_network():

@@ -223,7 +223,8 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
              data_dir: PathArg = _DATA_DIR, learning_rate: float = 0.05,
              seed: int = 1, max_runs: int = 0, target: float = 0.05,
              pin_threads: bool = False, transfer_threads: str = "auto",
-             concurrent_timing: str = "pipeline", warmup_rounds: int = 0, placement: str = "partitions",
+             concurrent_timing: str = "pipeline", warmup_rounds: int = 0, machine_tolerance: float = 0.06,
+             machine_retakes: int = 2, placement: str = "partitions",
              partition_sms: int = 0, gpu: int = 0, tf32: bool = False,
              gpu_wait: str = "spin") -> Tuple[Table, Dict[str, Any]]:
     """Predicted (from a calibration table; profiled first without one) against measured step time,
@@ -251,7 +252,9 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     mean_abs_replay_error, max_abs_replay_error, kendall_tau per processor count, noise_floor (the
     median spread), and without a calibration table the number of calibration tables taken (per run,
     one per processor count: for P processors, timed as concurrent_timing says), the one-processor tables' drift
-    (last over first) and spread, co_run_slowdown per P, error_ci (the median over rows of each
+    (last over first) and spread, co_run_slowdown per P, footprint_slowdown (the median over rounds of
+    the one-processor tables' footprint slowdown the rows were scaled by; -1 where none measured one),
+    error_ci (the median over rows of each
     step error's 95% confidence half-width), rounds, and separable_kendall_tau per P (tau over the
     pairs of schedules whose measured order is known, with their count), and pair_order per P (the pairs of
     schedules in the predicted order, against it, predicted the same step with the widest measured gap
@@ -266,6 +269,13 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     minibatch and steps a stalled thread reorders, and step_peak_memory_error their error, paired
     by round as step_error.
 
+    On the CPU, with machine_tolerance > 0, the machine's speed (a fixed piece of arithmetic timed on
+    each CPU the runs may use, at most 8) is read before and after every calibration and run,
+    and one with a reading beside it more than machine_tolerance off the usual (the median reading so
+    far) is taken again, up to machine_retakes times, the last try kept: the summary's
+    machine_state gives the readings, the fraction off the usual, and the calibrations and runs
+    taken again or kept off it (docs/executor.md, "A machine whose speed jumps").
+
     device="cuda" validates the CUDA executor, as `pipetwin validate --device cuda` does, placed by
     run()'s placement, partition_sms, gpu, tf32 and gpu_wait; on SM partitions partition_sms must be
     given (one size for every processor count: the CLI takes the largest share for the largest P,
@@ -277,7 +287,8 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
                             engine=engine or default_engine(), runs=runs, data=data, data_dir=_path(data_dir),
                             learning_rate=learning_rate, seed=seed, max_runs=max_runs, target=target,
                             pin_threads=pin_threads, transfer_threads=transfer_threads,
-                            concurrent_timing=concurrent_timing, warmup_rounds=warmup_rounds, device=device,
+                            concurrent_timing=concurrent_timing, warmup_rounds=warmup_rounds,
+                            machine_tolerance=machine_tolerance, machine_retakes=machine_retakes, device=device,
                             placement=placement, partition_sms=partition_sms, gpu=gpu, tf32=tf32, gpu_wait=gpu_wait)
     summary = {k: v for k, v in report.items() if k != "rows"}
     return frame(report["rows"]), summary

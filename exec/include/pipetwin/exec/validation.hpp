@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -166,6 +167,19 @@ struct ValidationReport {
   // slower a minibatch's layers ran in the P table (P copies at once, or a P-processor pipeline)
   // than alone (its calibrated step over the same round's one-processor table's, minus 1).
   std::map<int, double> co_run_slowdown;
+  // The one-processor tables' footprint slowdown the rows were scaled by (the median over the
+  // rounds' tables of Calibration::footprint_slowdown); -1 where none measured one.
+  double footprint_slowdown = -1;
+  // With ValidationOptions::read_machine: the readings taken (two per calibration and per run,
+  // warm-up rounds' and retakes included), the calibrations and runs taken again because a reading beside them was
+  // off the machine's usual speed, those kept off it once their retakes ran out, the fraction of
+  // readings off it when taken, and per CPU the usual reading's seconds (their median).
+  struct MachineState {
+    int readings = 0, retaken_calibrations = 0, retaken_runs = 0, kept_off_calibrations = 0, kept_off_runs = 0;
+    double off_fraction = 0, tolerance = 0;
+    std::vector<double> usual_s;
+  };
+  std::optional<MachineState> machine_state;
 };
 
 struct ValidationOptions {
@@ -204,6 +218,18 @@ struct ValidationOptions {
   // kept: for a machine whose runs speed up over their first rounds (an H100's 8-partition
   // runs did over three, docs/cuda-executor.md). 0: none.
   int warmup_rounds = 0;
+  // When set, a reading of the machine's speed (seconds a fixed piece of work takes, per CPU:
+  // cpu::time_fixed_work_s) is taken before and after every calibration and run of the rounds
+  // (the process's first, warming calibration aside), and one
+  // whose two readings are not both within machine_tolerance of the machine's usual speed (the
+  // median of the readings so far, MachineReadings) is taken again, up to machine_retakes more
+  // times, the last try kept: a host that lends a core's other hyperthread to another guest now and
+  // then runs everything 20-40% slower meanwhile, and a table timed in one state predicts runs
+  // taken in the other by as much (docs/executor.md, "A machine whose speed jumps"). Empty: no
+  // readings.
+  std::function<std::vector<double>()> read_machine;
+  double machine_tolerance = 0.06;
+  int machine_retakes = 2;
   TrainingOptions training;
   std::function<void(const std::string&)> progress;  // a line per configuration, or empty
 };
