@@ -16,8 +16,8 @@ TEST_CASE("machine readings: each is judged against the per-CPU median of the re
   MachineReadings readings(0.1);
   CHECK(readings.usual_s().empty());
   CHECK(readings.add({1.0, 2.0}) == doctest::Approx(0.0));  // the first reading is the usual one
-  CHECK(readings.add({1.05, 2.0}) == doctest::Approx(0.025 / 1.025));  // against the median of 1 and 1.05
-  CHECK(readings.usual_s() == std::vector<double>{1.025, 2.0});
+  CHECK(readings.add({1.05, 2.0}) == doctest::Approx(0.0));  // the upper median of 1 and 1.05: itself
+  CHECK(readings.usual_s() == std::vector<double>{1.05, 2.0});
   // The second CPU 40% slower: off by 2.8 / 2.0 - 1 against the median of 2, 2, 2.8.
   const double off = readings.add({1.0, 2.8});
   CHECK(off == doctest::Approx(0.4));

@@ -5,18 +5,10 @@
 #include <cmath>
 #include <string>
 
+#include "pipetwin/exec/profiling.hpp"
 #include "pipetwin/models/error.hpp"
 
 namespace pipetwin {
-namespace {
-
-double median(std::vector<double> values) {
-  const std::size_t n = values.size();
-  std::sort(values.begin(), values.end());
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-}  // namespace
 
 MachineReadings::MachineReadings(double tolerance) : tolerance_(tolerance) {
   if (!(tolerance >= 0)) throw Error("machine readings: the tolerance must be a fraction >= 0");
@@ -45,7 +37,7 @@ std::vector<double> MachineReadings::usual_s() const {
   for (std::size_t cpu = 0; cpu < readings_.front().size(); ++cpu) {
     std::vector<double> values;
     for (const auto& reading : readings_) values.push_back(reading[cpu]);
-    usual.push_back(median(values));
+    usual.push_back(median_of(values));
   }
   return usual;
 }

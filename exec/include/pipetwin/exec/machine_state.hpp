@@ -6,7 +6,8 @@
 namespace pipetwin {
 
 // Every reading a validation took (each a vector: seconds a fixed piece of work took per CPU,
-// cpu::time_fixed_work_s), and the usual one: per CPU, the median of all readings so far. A
+// cpu::time_fixed_work_s), and the usual one: per CPU, the median of all readings so far (the
+// upper one of an even count, median_of). A
 // reading is "as usual" where on every CPU it is within `tolerance` (a fraction) of that median,
 // the reading itself counted in.
 class MachineReadings {
