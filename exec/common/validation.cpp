@@ -681,12 +681,10 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       return graph_of(chosen, schedule, processors);
     }
     const auto& alone = calibrated.at(1).calibration;
-    if (!alone || !chosen.calibration || !(alone->footprint_slowdown > 0) ||
-        chosen.calibration->timed_footprint_bytes <= 0) {
-      return graph;
-    }
+    if (!alone || !chosen.calibration || chosen.calibration->timed_footprint_bytes <= 0) return graph;
     Calibration pooled = *alone;  // its slowdown the median over the rounds so far
     if (!footprint_slowdowns.empty()) pooled.footprint_slowdown = median_of(footprint_slowdowns);
+    if (!(pooled.footprint_slowdown > 0)) return graph;
     const double factor =
         pooled.footprint_factor(max_peak(predict(graph).step_compute_peak_memory_bytes), chosen.calibration->timed_footprint_bytes);
     out.footprint_factor = factor;

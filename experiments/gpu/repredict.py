@@ -26,7 +26,8 @@ drift between them, as well as by whatever the model changed. A validation run w
 `--tables-out DIR` kept them, one per round and processor count (MODEL-roundR-pP.json); with
 `--tables DIR` each row is predicted again from each round's tables and paired with that round's
 run, as `validate` pairs them (the error is the median over rounds of prediction over run, minus
-1), so that with the model unchanged the file's own errors come back:
+1), each round's footprint slowdown the median of the rounds' up to it as validate takes it, so
+that with the model unchanged the file's own errors come back:
 
     python3 experiments/gpu/repredict.py --validation validate-resnet56.json --tables tables-resnet56
 """
@@ -240,6 +241,15 @@ def main():
             rounds.append((table(alone_path), together))
         if not rounds:
             sys.exit(f"repredict: no {model}-round1-p1.json in {args.tables}")
+        # validate scales a round's rows by the median of the one-processor tables' footprint
+        # slowdowns up to that round (docs/executor.md, "What a footprint costs"), not by the
+        # round's own.
+        slowdowns = []
+        for alone, _ in rounds:
+            if alone.get("footprint_slowdown", -1) >= 0:
+                slowdowns.append(alone["footprint_slowdown"])
+            if slowdowns:
+                alone["footprint_slowdown"] = median(slowdowns)
     else:
         together = {}
         for item in args.together:
