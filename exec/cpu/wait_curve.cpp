@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "../common/spin_wait.hpp"
+#include "pipetwin/exec/profiling.hpp"
 #include "pipetwin/models/error.hpp"
 
 namespace pipetwin::cpu {
@@ -32,11 +33,6 @@ float multiply_adds(float* y, const float* w, std::size_t rows, int passes) {
     }
   }
   return y[0];
-}
-
-double median(std::vector<double> values) {
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2), values.end());
-  return values[values.size() / 2];
 }
 
 }  // namespace
@@ -76,11 +72,11 @@ std::vector<std::pair<double, double>> measure_wait_curve(std::int64_t footprint
   }
   volatile float observed = sink;  // the work is observed: not optimised away
   static_cast<void>(observed);
-  const double base_s = median(back_to_back_s);
+  const double base_s = median_of(back_to_back_s);
   std::vector<std::pair<double, double>> curve;
   double highest = 0;
   for (std::size_t k = 0; k < waits_s.size(); ++k) {
-    highest = std::max(highest, (median(after_s[k]) - base_s) / static_cast<double>(rows * 1024));
+    highest = std::max(highest, (median_of(after_s[k]) - base_s) / static_cast<double>(rows * 1024));
     curve.emplace_back(waits_s[k], highest);
   }
   return curve;
