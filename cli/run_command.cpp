@@ -186,6 +186,9 @@ void run(RunOptions& options, mpi::MpiSession* session) {
       for (const auto& [gpu, bytes] : trained.device_pool_peak_bytes) pools[std::to_string(gpu)] = bytes;
       j["device_pool_peak_bytes"] = pools;
     }
+    if (trained.host_tensors_reused + trained.host_tensors_allocated > 0) {
+      j["host_tensors"] = {{"reused", trained.host_tensors_reused}, {"allocated", trained.host_tensors_allocated}};
+    }
     if (test_data) {
       j["test_loss"] = accuracy.loss;
       j["test_accuracy"] = accuracy.accuracy;
@@ -207,6 +210,10 @@ void run(RunOptions& options, mpi::MpiSession* session) {
   for (const auto& [gpu, bytes] : trained.device_pool_peak_bytes) {
     std::cout << fmt::format("GPU {}: the memory pool held at most {} (graph buffers, caches and convolution workspaces)\n", gpu,
                              human_bytes(bytes));
+  }
+  if (trained.host_tensors_reused + trained.host_tensors_allocated > 0) {
+    std::cout << fmt::format("tensors: {} made in buffers earlier tensors gave back, {} allocated (the processors' pools)\n",
+                             trained.host_tensors_reused, trained.host_tensors_allocated);
   }
   if (test_data) {
     std::cout << fmt::format("test ({} samples): accuracy {:.2f}%, loss {:.4f}\n", test_data->size(),

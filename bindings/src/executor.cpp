@@ -34,6 +34,7 @@ struct TrainingResult {
   std::optional<double> test_accuracy;
   std::optional<double> test_loss;
   std::vector<cpu::Vector> weights;
+  std::int64_t host_tensors_reused = 0, host_tensors_allocated = 0;  // TrainingRun's (the CPU's pools)
 };
 
 // A process's MPI session for runs across ranks (docs/distributed.md), held by the Python object:
@@ -115,6 +116,10 @@ void bind_executor(py::module_& m) {
       .def_readonly("minibatch_loss", &TrainingResult::minibatch_loss)
       .def_readonly("test_accuracy", &TrainingResult::test_accuracy)
       .def_readonly("test_loss", &TrainingResult::test_loss)
+      .def_readonly("host_tensors_reused", &TrainingResult::host_tensors_reused,
+                    "CPU: tensors made in a buffer a dead tensor gave back to its processor's pool (0 on GPUs)")
+      .def_readonly("host_tensors_allocated", &TrainingResult::host_tensors_allocated,
+                    "CPU: tensors that allocated their buffer (after the first steps, none; 0 on GPUs)")
       .def("weights", [](const TrainingResult& t) {
         py::typing::List<py::array_t<float>> out;
         for (const auto& w : t.weights) out.append(py::array_t<float>(w.size(), w.data()));
@@ -178,7 +183,7 @@ void bind_executor(py::module_& m) {
     }
     if (session != nullptr && session->open().rank() != 0) return std::nullopt;  // rank 0 reports
     TrainingResult out{PyResult{graph.graph, std::move(run.result)}, run.minibatch_loss, std::nullopt, std::nullopt,
-                       std::move(run.final_weights)};
+                       std::move(run.final_weights), run.host_tensors_reused, run.host_tensors_allocated};
     if (test) {
       const Dataset test_data = load_dataset_for(data, data_dir, network, "test");
       const cpu::Accuracy accuracy = cpu::evaluate_accuracy(network, out.weights, test_data);

@@ -1,10 +1,15 @@
 // The CPU executor: the shared graph execution (exec/common/graph_execution.hpp) with layers in
 // Eigen (fp32) on host threads. Shared memory stands in for each processor's memory: a transfer
-// is a copy into a new buffer, accounted to the processor (or host memory) at its far end.
+// is a copy into a new buffer, accounted to the processor (or host memory) at its far end. Each
+// processor's lane has a TensorPool: the tensors its layers make take their buffers from it and
+// give them back when they die (a copy takes its buffer from its original's pool), so that after
+// the first steps a step allocates no tensor memory.
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
 
 #include <chrono>
 #include <cstring>
+#include <map>
+#include <memory>
 
 #include "../common/graph_execution.hpp"
 #include "../common/thread_plan.hpp"
@@ -19,13 +24,15 @@ namespace {
 class CpuBackend {
  public:
   using Params = Vector;
-  using Tensor = Matrix;
+  using Tensor = PooledMatrix;
   using Activation = cpu::Activation;
   using Gradient = cpu::Gradient;
   using LayerStash = cpu::LayerStash;
   using Linear = cpu::Linear;
   using Labels = std::vector<std::int32_t>;
-  struct Lane {};
+  struct Lane {
+    std::shared_ptr<TensorPool> pool;  // a processor's; none on a link's lane (its copies take their originals')
+  };
   // The layers add their weight gradients into `grad` where it holds a sum, and write them into
   // gradient_buffer's room (uninitialised) where they begin one: a backward adds straight into
   // its update's sum (graph_execution.hpp), and no buffer is zeroed.
@@ -36,8 +43,13 @@ class CpuBackend {
 
   CpuBackend(const Network& network, const BatchSampler& data) : ops_(make_layer_ops(network.layers)), data_(data) {}
 
-  Lane& processor_lane(std::int32_t) { return lane_; }
-  Lane& link_lane(std::int32_t) { return lane_; }
+  // Called before the threads start, one processor at a time.
+  Lane& processor_lane(std::int32_t p) {
+    Lane& lane = processor_lanes_[p];
+    if (!lane.pool) lane.pool = std::make_shared<TensorPool>();
+    return lane;
+  }
+  Lane& link_lane(std::int32_t) { return link_lane_; }
   void enter(Lane&) {}
   void finish(Lane&) {}
   using LayerMark = std::chrono::steady_clock::time_point;
@@ -47,7 +59,10 @@ class CpuBackend {
   }
   static void forget_layer_marks(Lane&) {}
 
-  void load(Lane&, std::int32_t minibatch, std::int32_t microbatch, Activation* samples, Labels* labels) const {
+  void load(Lane& lane, std::int32_t minibatch, std::int32_t microbatch, Activation* samples, Labels* labels) const {
+    if (samples != nullptr && lane.pool) {  // the sampler writes every float of it
+      samples->main = Tensor(lane.pool->take(ops_.front().spec().in_features(), data_.samples_per_microbatch()), lane.pool);
+    }
     data_.fill(minibatch, microbatch, samples != nullptr ? &samples->main : nullptr, labels);
   }
   static std::int64_t samples_of(const Activation& a) { return a.main.cols(); }
@@ -57,27 +72,27 @@ class CpuBackend {
   // shortcut sent on beside the stash's input was a copy (2 MiB per microbatch at resnet8's first
   // stage).
   static constexpr bool lends_block_inputs = true;
-  Activation forward(Lane&, std::int32_t l, const Params& w, Activation in, LayerStash& stash,
+  Activation forward(Lane& lane, std::int32_t l, const Params& w, Activation in, LayerStash& stash,
                      const Labels* labels, double loss_scale, double* loss, exec::ShortcutHandoff handoff) const {
-    return op(l).forward(w, std::move(in), stash, labels, loss_scale, loss, handoff);
+    return op(l).forward(w, std::move(in), stash, labels, loss_scale, loss, handoff, lane.pool);
   }
-  Linear to_linear(Lane&, std::int32_t l, const Params& w, const LayerStash& stash, const Gradient* out,
+  Linear to_linear(Lane& lane, std::int32_t l, const Params& w, const LayerStash& stash, const Gradient* out,
                    bool want_shortcut, Params* grad, bool add) const {
-    return op(l).to_linear(w, stash, out, want_shortcut, grad, mode(add));
+    return op(l).to_linear(w, stash, out, want_shortcut, grad, mode(add), lane.pool);
   }
-  Gradient input_gradient(Lane&, std::int32_t l, const Params& w, const Linear& linear, const Gradient* out,
+  Gradient input_gradient(Lane& lane, std::int32_t l, const Params& w, const Linear& linear, const Gradient* out,
                           std::int64_t begin, std::int64_t end) const {
-    return op(l).input_gradient(w, linear, out, begin, end);
+    return op(l).input_gradient(w, linear, out, begin, end, lane.pool);
   }
   Params gradient_buffer(Lane&, std::int32_t l) const { return op(l).gradient_buffer(WeightGradient::write); }
   void weight_gradient(Lane&, std::int32_t l, const LayerStash& stash, const Linear& linear, Params& grad,
                        bool add) const {
     op(l).weight_gradient(stash, linear, grad, mode(add));
   }
-  static Gradient assemble(Lane&, const std::vector<const Gradient*>& slices, std::int64_t n) {
+  static Gradient assemble(Lane& lane, const std::vector<const Gradient*>& slices, std::int64_t n) {
     Gradient whole;
-    whole.main = Matrix::Zero(slices.front()->main.rows(), n);
-    if (slices.front()->shortcut.size() > 0) whole.shortcut = Matrix::Zero(slices.front()->shortcut.rows(), n);
+    whole.main = zeros(lane, slices.front()->main.rows(), n);
+    if (slices.front()->shortcut.size() > 0) whole.shortcut = zeros(lane, slices.front()->shortcut.rows(), n);
     for (const Gradient* slice : slices) {
       whole.main.middleCols(slice->first_sample, slice->main.cols()) = slice->main;
       if (slice->shortcut.size() > 0) whole.shortcut.middleCols(slice->first_sample, slice->shortcut.cols()) = slice->shortcut;
@@ -151,6 +166,20 @@ class CpuBackend {
   template <typename T>
   static std::int64_t bytes(const T& x) { return bytes_of(x); }
 
+  // The processors' tensor pools' counts, together.
+  TensorPool::Counts tensor_pool_counts() const {
+    TensorPool::Counts total;
+    for (const auto& [p, lane] : processor_lanes_) {
+      const TensorPool::Counts counts = lane.pool->counts();
+      total.reused += counts.reused;
+      total.made += counts.made;
+      total.kept += counts.kept;
+      total.freed += counts.freed;
+      total.held_bytes += counts.held_bytes;
+    }
+    return total;
+  }
+
  private:
   static void pack_floats(exec::ByteWriter& w, std::int64_t rows, std::int64_t cols, const float* data) {
     const exec::TensorHeader header = w.tensor_header(rows, cols, true);
@@ -172,10 +201,16 @@ class CpuBackend {
     r.values(into, header.count());
   }
   const LayerOp& op(std::int32_t l) const { return ops_[static_cast<std::size_t>(l)]; }
+  static Tensor zeros(const Lane& lane, std::int64_t rows, std::int64_t cols) {  // [rows x cols] of zeros
+    Tensor z(lane.pool ? lane.pool->take(rows, cols) : Matrix(rows, cols), lane.pool);
+    z.setZero();
+    return z;
+  }
   static WeightGradient mode(bool add) { return add ? WeightGradient::add : WeightGradient::write; }
   std::vector<LayerOp> ops_;
   const BatchSampler& data_;
-  Lane lane_;
+  std::map<std::int32_t, Lane> processor_lanes_;
+  Lane link_lane_;
 };
 
 }  // namespace
@@ -203,7 +238,11 @@ TrainingRun run_cpu(const TaskGraph& graph, const Network& network, const BatchS
   resolved.handoff_spin_s = handoff_spin_of_run(graph, options);
   CpuBackend backend(network, data);
   exec::GraphExecution<CpuBackend> execution(backend, graph, network, resolved, "cpu");
-  return execution.run();
+  TrainingRun run = execution.run();
+  const TensorPool::Counts counts = backend.tensor_pool_counts();
+  run.host_tensors_reused = counts.reused;
+  run.host_tensors_allocated = counts.made;
+  return run;
 }
 
 }  // namespace pipetwin::cpu

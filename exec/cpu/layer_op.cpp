@@ -18,9 +18,10 @@ LayerOp::LayerOp(exec::LayerSpec spec, std::shared_ptr<onednn::PlanCache> plans)
     : composition_(std::make_shared<const exec::LayerComposition<CpuLayerKernels>>(std::move(spec))),
       plans_(plans != nullptr ? std::move(plans) : std::make_shared<onednn::PlanCache>()) {}
 
-CpuLayerKernels LayerOp::kernels_on_plans() const {
+CpuLayerKernels LayerOp::kernels_on_plans(const std::shared_ptr<TensorPool>& pool) const {
   CpuLayerKernels kernels;
   kernels.plans = plans_.get();
+  kernels.tensors = pool;
   return kernels;
 }
 
@@ -28,15 +29,15 @@ const Layer& LayerOp::layer() const { return composition_->spec().layer(); }
 const exec::LayerSpec& LayerOp::spec() const { return composition_->spec(); }
 
 Linear LayerOp::to_linear(const Vector& params, const LayerStash& stash, const Gradient* out, bool want_shortcut,
-                          Vector* grad, WeightGradient mode) const {
-  CpuLayerKernels kernels = kernels_on_plans();
+                          Vector* grad, WeightGradient mode, const std::shared_ptr<TensorPool>& pool) const {
+  CpuLayerKernels kernels = kernels_on_plans(pool);
   kernels.grad_mode = mode;
   return composition_->to_linear(kernels, params, stash, out, want_shortcut, grad);
 }
 
 Gradient LayerOp::input_gradient(const Vector& params, const Linear& linear, const Gradient* out, std::int64_t begin,
-                                 std::int64_t end) const {
-  CpuLayerKernels kernels = kernels_on_plans();
+                                 std::int64_t end, const std::shared_ptr<TensorPool>& pool) const {
+  CpuLayerKernels kernels = kernels_on_plans(pool);
   return composition_->input_gradient(kernels, params, linear, out, begin, end);
 }
 
@@ -63,8 +64,8 @@ std::vector<LayerOp> make_layer_ops(const std::vector<Layer>& layers) {
 
 Activation LayerOp::forward(const Vector& params, Activation in, LayerStash& stash,
                             const std::vector<std::int32_t>* labels, double loss_scale, double* loss,
-                            exec::ShortcutHandoff handoff) const {
-  CpuLayerKernels kernels = kernels_on_plans();
+                            exec::ShortcutHandoff handoff, const std::shared_ptr<TensorPool>& pool) const {
+  CpuLayerKernels kernels = kernels_on_plans(pool);
   return composition_->forward(kernels, params, std::move(in), stash, labels, loss_scale, loss, handoff);
 }
 
@@ -76,13 +77,14 @@ Matrix LayerOp::logits(const Vector& params, const Activation& in) const {
 }
 
 Gradient LayerOp::backward_input(const Vector& params, const LayerStash& stash, const Gradient* out,
-                                 std::int64_t begin, std::int64_t end) const {
-  CpuLayerKernels kernels = kernels_on_plans();
+                                 std::int64_t begin, std::int64_t end, const std::shared_ptr<TensorPool>& pool) const {
+  CpuLayerKernels kernels = kernels_on_plans(pool);
   return composition_->backward_input(kernels, params, stash, out, begin, end);
 }
 
-Vector LayerOp::backward_weight(const Vector& params, const LayerStash& stash, const Gradient* out) const {
-  CpuLayerKernels kernels = kernels_on_plans();
+Vector LayerOp::backward_weight(const Vector& params, const LayerStash& stash, const Gradient* out,
+                                const std::shared_ptr<TensorPool>& pool) const {
+  CpuLayerKernels kernels = kernels_on_plans(pool);
   return composition_->backward_weight(kernels, params, stash, out);
 }
 

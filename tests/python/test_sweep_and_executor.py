@@ -62,6 +62,10 @@ def test_training_from_python_reduces_the_loss_and_reports_the_schedule_it_ran()
     assert late < early
     assert [w.size for w in t.weights()] == [32 * 16 + 16, 16 * 8 + 8]
     assert t.test_accuracy is None
+    # Tensors come from the processors' pools: 40 minibatches make far more tensors than the first
+    # step allocates.
+    assert t.host_tensors_allocated > 0
+    assert t.host_tensors_reused > 20 * t.host_tensors_allocated
 
 
 def test_profile_of_copies_at_once(tmp_path):

@@ -10,10 +10,15 @@ std::int64_t stride_of(const ShortcutGeometry& g) { return g.in_height / g.out_h
 
 }  // namespace
 
-Matrix shortcut_forward(const ShortcutGeometry& g, const Matrix& x) {
-  if (g.identity()) return x;
+Matrix shortcut_forward(const ShortcutGeometry& g, const Matrix& x, Matrix room) {
+  if (g.identity()) {
+    Matrix y = shaped(std::move(room), x.rows(), x.cols());
+    y = x;
+    return y;
+  }
   const std::int64_t stride = stride_of(g), offset = channel_offset(g);
-  Matrix y = Matrix::Zero(g.out_channels * g.out_height * g.out_width, x.cols());
+  Matrix y = shaped(std::move(room), g.out_channels * g.out_height * g.out_width, x.cols());
+  y.setZero();
   for (std::int64_t s = 0; s < x.cols(); ++s) {
     for (std::int64_t c = 0; c < g.in_channels; ++c) {
       for (std::int64_t oy = 0; oy < g.out_height; ++oy) {
@@ -27,10 +32,15 @@ Matrix shortcut_forward(const ShortcutGeometry& g, const Matrix& x) {
   return y;
 }
 
-Matrix shortcut_backward(const ShortcutGeometry& g, const Matrix& dy) {
-  if (g.identity()) return dy;
+Matrix shortcut_backward(const ShortcutGeometry& g, const Matrix& dy, Matrix room) {
+  if (g.identity()) {
+    Matrix dx = shaped(std::move(room), dy.rows(), dy.cols());
+    dx = dy;
+    return dx;
+  }
   const std::int64_t stride = stride_of(g), offset = channel_offset(g);
-  Matrix dx = Matrix::Zero(g.in_channels * g.in_height * g.in_width, dy.cols());
+  Matrix dx = shaped(std::move(room), g.in_channels * g.in_height * g.in_width, dy.cols());
+  dx.setZero();
   for (std::int64_t s = 0; s < dy.cols(); ++s) {
     for (std::int64_t c = 0; c < g.in_channels; ++c) {
       for (std::int64_t oy = 0; oy < g.out_height; ++oy) {

@@ -118,6 +118,9 @@ struct TrainingRun {
   // caches and the convolution workspaces included, which result.peak_memory_bytes, the graph's
   // buffers per processor, does not count). Empty on the CPU.
   std::map<int, std::int64_t> device_pool_peak_bytes;
+  // The CPU executor's tensor pools (exec/cpu/tensor_pool.hpp), its processors' together: tensors
+  // made in a buffer a dead tensor gave back, and tensors that allocated one. 0 on other executors.
+  std::int64_t host_tensors_reused = 0, host_tensors_allocated = 0;
 };
 
 // Initial parameters of every layer, from `seed` (the same as every executor's version 0).

@@ -4,10 +4,15 @@
 // Eigen; every other kernel is Eigen's (exec/cpu/kernels/). Weight gradients (dW, db, dgamma,
 // dbeta) go into `grad` as `grad_mode` says: added (a backward adds straight into its update's
 // sum over microbatches; param_buffer gives zeros) or written (the sum's first backward, into the
-// uninitialised room param_buffer gives: no pass to zero it).
+// uninitialised room param_buffer gives: no pass to zero it). Tensors are PooledMatrix: with a
+// pool of `tensors` (the CPU executor gives each processor's kernels its own), every tensor a
+// kernel makes takes its buffer from the pool and gives it back when it dies; without one they
+// are plain matrices.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "pipetwin/models/layer.hpp"
@@ -18,7 +23,7 @@
 namespace pipetwin::cpu {
 
 struct CpuLayerKernels {
-  using Tensor = Matrix;
+  using Tensor = PooledMatrix;
   using Params = Vector;
   using Index = std::vector<std::int32_t>;
   using BatchNormStash = cpu::BatchNormStash;
@@ -27,6 +32,12 @@ struct CpuLayerKernels {
   bool use_onednn = onednn::available();  // false: the Eigen convolutions and dense layers
   onednn::PlanCache* plans = nullptr;  // the network's oneDNN convolution plans, kept between calls (or none)
   WeightGradient grad_mode = WeightGradient::add;  // how weight gradients go into `grad`
+  std::shared_ptr<TensorPool> tensors;  // the pool the tensors made take their buffers from (or none)
+
+  // Room for a tensor [rows x cols], uninitialised: a buffer from the pool, or a new one.
+  Matrix room(std::int64_t rows, std::int64_t cols) const { return tensors ? tensors->take(rows, cols) : Matrix(rows, cols); }
+  // A kernel's result, its buffer to go back to the pool.
+  Tensor made(Matrix m) const { return Tensor(std::move(m), tensors); }
 
   // A weight gradient's part into its place in `grad`, as grad_mode says.
   template <typename Place, typename Part>
@@ -55,6 +66,13 @@ struct CpuLayerKernels {
     return Eigen::Map<const Matrix>(t.data() + begin * t.rows(), t.rows(), count);
   }
 
+  // The same copied into a tensor of its own, its buffer from the pool.
+  Tensor copy_columns(const Matrix& t, std::int64_t begin, std::int64_t count) const {
+    Tensor copy = made(room(t.rows(), count));
+    copy = columns(t, begin, count);
+    return copy;
+  }
+
   // A part of the flat parameters (empty when `at` is -1).
   static Eigen::Map<const Vector> part(const Vector& p, std::int64_t at, std::int64_t n) {
     return at < 0 ? Eigen::Map<const Vector>(nullptr, 0) : Eigen::Map<const Vector>(p.data() + at, n);
@@ -75,13 +93,13 @@ struct CpuLayerKernels {
     shard(0);
     for (auto& thread : threads) thread.join();
   }
-  Matrix dense_split(const Vector& p, std::int64_t rows, std::int64_t cols, std::int64_t bias_at, const Matrix& x,
+  Tensor dense_split(const Vector& p, std::int64_t rows, std::int64_t cols, std::int64_t bias_at, const Matrix& x,
                      std::int64_t ranks, TensorSplit split) {
     const auto w = weights(p, rows, cols);
     const auto b = part(p, bias_at, rows);
     if (split == TensorSplit::columns) {
       const std::int64_t n = rows / ranks;
-      Matrix y(rows, x.cols());  // [out x samples]: each rank's rows
+      Tensor y = made(room(rows, x.cols()));  // [out x samples]: each rank's rows
       on_ranks(ranks, [&](std::int64_t i) {
         y.middleRows(i * n, n).noalias() = w.middleRows(i * n, n) * x;
         if (b.size() > 0) y.middleRows(i * n, n).colwise() += b.segment(i * n, n);
@@ -91,17 +109,18 @@ struct CpuLayerKernels {
     const std::int64_t n = cols / ranks;
     std::vector<Matrix> partial(static_cast<std::size_t>(ranks));  // [out x samples] each
     on_ranks(ranks, [&](std::int64_t i) { partial[static_cast<std::size_t>(i)].noalias() = w.middleCols(i * n, n) * x.middleRows(i * n, n); });
-    Matrix y = partial[0];
+    Tensor y = made(room(rows, x.cols()));
+    y = partial[0];
     for (std::int64_t i = 1; i < ranks; ++i) y += partial[static_cast<std::size_t>(i)];
     if (b.size() > 0) y.colwise() += b;
     return y;
   }
-  Matrix dense_split_backward_input(const Vector& p, std::int64_t rows, std::int64_t cols, const ConstColumns& dz,
+  Tensor dense_split_backward_input(const Vector& p, std::int64_t rows, std::int64_t cols, const ConstColumns& dz,
                                     std::int64_t ranks, TensorSplit split) {
     const auto w = weights(p, rows, cols);
     if (split == TensorSplit::rows) {  // each rank's input shard: its columns of W
       const std::int64_t n = cols / ranks;
-      Matrix dx(cols, dz.cols());
+      Tensor dx = made(room(cols, dz.cols()));
       on_ranks(ranks, [&](std::int64_t i) { dx.middleRows(i * n, n).noalias() = w.middleCols(i * n, n).transpose() * dz; });
       return dx;
     }
@@ -110,7 +129,8 @@ struct CpuLayerKernels {
     on_ranks(ranks, [&](std::int64_t i) {
       partial[static_cast<std::size_t>(i)].noalias() = w.middleRows(i * n, n).transpose() * dz.middleRows(i * n, n);
     });
-    Matrix dx = partial[0];
+    Tensor dx = made(room(cols, dz.cols()));
+    dx = partial[0];
     for (std::int64_t i = 1; i < ranks; ++i) dx += partial[static_cast<std::size_t>(i)];
     return dx;
   }
@@ -127,32 +147,34 @@ struct CpuLayerKernels {
     if (bias_at >= 0) into(grad.segment(bias_at, rows), dz.rowwise().sum());
   }
 
-  Matrix dense(const Vector& p, std::int64_t rows, std::int64_t cols, std::int64_t bias_at, const Matrix& x) {
-    return use_onednn ? onednn::dense_forward(weights(p, rows, cols), part(p, bias_at, rows), x)
-                      : dense_forward(weights(p, rows, cols), part(p, bias_at, rows), x);
+  Tensor dense(const Vector& p, std::int64_t rows, std::int64_t cols, std::int64_t bias_at, const Matrix& x) {
+    return made(use_onednn ? onednn::dense_forward(weights(p, rows, cols), part(p, bias_at, rows), x, room(rows, x.cols()))
+                           : dense_forward(weights(p, rows, cols), part(p, bias_at, rows), x, room(rows, x.cols())));
   }
-  Matrix conv2d(const ConvGeometry& g, const Vector& p, std::int64_t bias_at, const Matrix& x) {
+  Tensor conv2d(const ConvGeometry& g, const Vector& p, std::int64_t bias_at, const Matrix& x) {
     return convolve(g, p, bias_at, x, false);
   }
   // The same followed by ReLU (the composition takes it where nothing comes between): oneDNN
   // applies it as it writes the output; the Eigen convolution is followed by relu_forward.
-  Matrix conv2d_relu(const ConvGeometry& g, const Vector& p, std::int64_t bias_at, const Matrix& x) {
+  Tensor conv2d_relu(const ConvGeometry& g, const Vector& p, std::int64_t bias_at, const Matrix& x) {
     return convolve(g, p, bias_at, x, true);
   }
   // Over z's own buffer (the composition moves it in): the convolution's output is read once here.
-  Matrix batch_norm(std::int64_t channels, std::int64_t, const Vector& p, std::int64_t gamma_at, std::int64_t beta_at,
-                    Matrix z, BatchNormStash& stash) {
+  Tensor batch_norm(std::int64_t channels, std::int64_t, const Vector& p, std::int64_t gamma_at, std::int64_t beta_at,
+                    Tensor z, BatchNormStash& stash) {
+    stash_room(stash, z);
     batch_norm_forward_in_place(channels, part(p, gamma_at, channels), part(p, beta_at, channels), z, stash);
     return z;
   }
   // Batch norm's epilogue in one pass (the composition takes it where the kernels have it): batch
   // norm over z's own buffer, the shortcut of the block input `x` added (when not null) and ReLU
   // (when `relu`), each channel's run finished while it is in the cache.
-  Matrix batch_norm_add_relu(std::int64_t channels, std::int64_t, const Vector& p, std::int64_t gamma_at,
-                             std::int64_t beta_at, Matrix z, BatchNormStash& stash, const ShortcutGeometry& g,
+  Tensor batch_norm_add_relu(std::int64_t channels, std::int64_t, const Vector& p, std::int64_t gamma_at,
+                             std::int64_t beta_at, Tensor z, BatchNormStash& stash, const ShortcutGeometry& g,
                              const Matrix* x, bool relu) {
-    Matrix shortcut;  // S(x) where the shortcut is not the block input itself [C*HW x n]
-    if (x != nullptr && !g.identity()) shortcut = shortcut_forward(g, *x);
+    Tensor shortcut;  // S(x) where the shortcut is not the block input itself [C*HW x n]
+    if (x != nullptr && !g.identity()) shortcut = made(shortcut_forward(g, *x, room(shortcut_rows(g), x->cols())));
+    stash_room(stash, z);
     const Matrix* residual = x == nullptr ? nullptr : g.identity() ? x : &shortcut;
     batch_norm_add_relu_in_place(channels, part(p, gamma_at, channels), part(p, beta_at, channels), z, stash, residual,
                                  relu);
@@ -162,42 +184,54 @@ struct CpuLayerKernels {
     if (g.identity()) {
       z += x;  // no copy of the block input
     } else {
-      z += shortcut_forward(g, x);
+      z += made(shortcut_forward(g, x, room(shortcut_rows(g), x.cols())));
     }
   }
   void relu(Matrix& z) { relu_forward(z); }
-  Matrix pool(const PoolGeometry& g, const Matrix& z, Index* argmax) { return pool_forward(g, z, argmax); }
-  double softmax_cross_entropy(const Matrix& z, const Labels* labels, double loss_scale, Matrix* dlogits) {
+  Tensor pool(const PoolGeometry& g, const Matrix& z, Index* argmax) {
+    return made(pool_forward(g, z, argmax, room(g.channels * g.out_height() * g.out_width(), z.cols())));
+  }
+  double softmax_cross_entropy(const Matrix& z, const Labels* labels, double loss_scale, Tensor* dlogits) {
+    if (dlogits != nullptr) *dlogits = made(room(z.rows(), z.cols()));
     return cpu::softmax_cross_entropy(z, *labels, loss_scale, dlogits);
   }
-  Matrix zeros(std::int64_t rows, std::int64_t n) { return Matrix::Zero(rows, n); }
-
-  Matrix pool_backward(const PoolGeometry& g, const Matrix& dy, const Index& argmax) {
-    return cpu::pool_backward(g, dy, argmax);
+  Tensor zeros(std::int64_t rows, std::int64_t n) {
+    Tensor z = made(room(rows, n));
+    z.setZero();
+    return z;
   }
-  Matrix relu_backward(const Matrix& out, const Matrix& dy) { return cpu::relu_backward(out, dy); }
+
+  Tensor pool_backward(const PoolGeometry& g, const Matrix& dy, const Index& argmax) {
+    return made(cpu::pool_backward(g, dy, argmax, room(g.channels * g.height * g.width, dy.cols())));
+  }
+  Tensor relu_backward(const Matrix& out, const Matrix& dy) { return made(cpu::relu_backward(out, dy, room(dy.rows(), dy.cols()))); }
   // The same over dy's own buffer (a gradient the layer made itself, e.g. pooling's).
   void relu_backward_in_place(const Matrix& out, Matrix& dy) { cpu::relu_backward(out.data(), dy.data(), dy.data(), dy.size()); }
-  Matrix shortcut_backward(const ShortcutGeometry& g, const Matrix& dy) { return cpu::shortcut_backward(g, dy); }
-  Matrix batch_norm_backward(std::int64_t channels, std::int64_t, const Vector& p, std::int64_t gamma_at,
+  Tensor shortcut_backward(const ShortcutGeometry& g, const Matrix& dy) {
+    const std::int64_t rows = g.identity() ? dy.rows() : g.in_channels * g.in_height * g.in_width;
+    return made(cpu::shortcut_backward(g, dy, room(rows, dy.cols())));
+  }
+  Tensor batch_norm_backward(std::int64_t channels, std::int64_t, const Vector& p, std::int64_t gamma_at,
                              const BatchNormStash& stash, const Matrix& dy, Vector* grad, std::int64_t dgamma_at,
                              std::int64_t dbeta_at) {
     return batch_norm_backward_into(channels, p, gamma_at, stash, nullptr, dy, grad, dgamma_at, dbeta_at, nullptr);
   }
   // batch_norm_backward of dy masked by ReLU's output `out`, without the masked copy; `masked`, when
   // not null, gets it too.
-  Matrix batch_norm_backward_through_relu(std::int64_t channels, std::int64_t, const Vector& p, std::int64_t gamma_at,
+  Tensor batch_norm_backward_through_relu(std::int64_t channels, std::int64_t, const Vector& p, std::int64_t gamma_at,
                                           const BatchNormStash& stash, const Matrix& out, const Matrix& dy, Vector* grad,
-                                          std::int64_t dgamma_at, std::int64_t dbeta_at, Matrix* masked) {
+                                          std::int64_t dgamma_at, std::int64_t dbeta_at, Tensor* masked) {
     return batch_norm_backward_into(channels, p, gamma_at, stash, &out, dy, grad, dgamma_at, dbeta_at, masked);
   }
-  Matrix dense_backward_input(const Vector& p, std::int64_t rows, std::int64_t cols, const ConstColumns& dz) {
-    return use_onednn ? onednn::dense_backward_input(weights(p, rows, cols), dz)
-                      : cpu::dense_backward_input(weights(p, rows, cols), dz);
+  Tensor dense_backward_input(const Vector& p, std::int64_t rows, std::int64_t cols, const ConstColumns& dz) {
+    return made(use_onednn ? onednn::dense_backward_input(weights(p, rows, cols), dz, room(cols, dz.cols()))
+                           : cpu::dense_backward_input(weights(p, rows, cols), dz, room(cols, dz.cols())));
   }
-  Matrix conv2d_backward_input(const ConvGeometry& g, const Vector& p, const ConstColumns& dz) {
+  Tensor conv2d_backward_input(const ConvGeometry& g, const Vector& p, const ConstColumns& dz) {
     const auto w = weights(p, g.out_channels, g.patch());
-    return use_onednn ? onednn::conv2d_backward_input(g, w, dz, plans) : cpu::conv2d_backward_input(g, w, dz);
+    Matrix dx = room(g.in_channels * g.height * g.width, dz.cols());  // [C*H*W x n]
+    return made(use_onednn ? onednn::conv2d_backward_input(g, w, dz, plans, std::move(dx))
+                           : cpu::conv2d_backward_input(g, w, dz, std::move(dx)));
   }
   void add(Matrix& x, const ConstColumns& y) { x += y; }
   // Room for a layer's parameter gradient: zeros to add into, or uninitialised to write.
@@ -226,26 +260,35 @@ struct CpuLayerKernels {
   }
 
  private:
-  Matrix convolve(const ConvGeometry& g, const Vector& p, std::int64_t bias_at, const Matrix& x, bool relu) {
+  Tensor convolve(const ConvGeometry& g, const Vector& p, std::int64_t bias_at, const Matrix& x, bool relu) {
     const auto w = weights(p, g.out_channels, g.patch());
     const auto b = part(p, bias_at, g.out_channels);
-    if (use_onednn) return onednn::conv2d_forward(g, w, b, x, relu, plans);
-    Matrix z = conv2d_forward(g, w, b, x);
+    Matrix z = room(g.out_channels * g.out_height() * g.out_width(), x.cols());  // [Cout*Ho*Wo x n]
+    if (use_onednn) return made(onednn::conv2d_forward(g, w, b, x, relu, plans, std::move(z)));
+    z = conv2d_forward(g, w, b, x, std::move(z));
     if (relu) relu_forward(z);
-    return z;
+    return made(std::move(z));
+  }
+  static std::int64_t shortcut_rows(const ShortcutGeometry& g) { return g.out_channels * g.out_height * g.out_width; }
+  // Batch norm's xhat [C*HW x n] in a buffer from the pool (the kernel writes it whole).
+  void stash_room(BatchNormStash& stash, const Matrix& z) const {
+    if (tensors) stash.normalized = made(room(z.rows(), z.cols()));
   }
   // Batch norm's backward (through ReLU where `relu_output` is not null), dgamma and dbeta into
   // grad when it is not null.
-  Matrix batch_norm_backward_into(std::int64_t channels, const Vector& p, std::int64_t gamma_at,
+  Tensor batch_norm_backward_into(std::int64_t channels, const Vector& p, std::int64_t gamma_at,
                                   const BatchNormStash& stash, const Matrix* relu_output, const Matrix& dy, Vector* grad,
-                                  std::int64_t dgamma_at, std::int64_t dbeta_at, Matrix* masked) {
+                                  std::int64_t dgamma_at, std::int64_t dbeta_at, Tensor* masked) {
     Vector dgamma, dbeta;
     Vector* const dgamma_out = grad ? &dgamma : nullptr;
     Vector* const dbeta_out = grad ? &dbeta : nullptr;
     const auto gamma = part(p, gamma_at, channels);
-    Matrix dz = relu_output != nullptr
-                    ? cpu::batch_norm_backward_through_relu(channels, gamma, stash, *relu_output, dy, dgamma_out, dbeta_out, masked)
-                    : cpu::batch_norm_backward(channels, gamma, stash, dy, dgamma_out, dbeta_out);
+    if (masked != nullptr) *masked = made(room(dy.rows(), dy.cols()));
+    Tensor dz = made(relu_output != nullptr ? cpu::batch_norm_backward_through_relu(channels, gamma, stash, *relu_output, dy,
+                                                                                    dgamma_out, dbeta_out, masked,
+                                                                                    room(dy.rows(), dy.cols()))
+                                            : cpu::batch_norm_backward(channels, gamma, stash, dy, dgamma_out, dbeta_out,
+                                                                       room(dy.rows(), dy.cols())));
     if (grad != nullptr) {
       into(grad->segment(dgamma_at, channels), dgamma);
       into(grad->segment(dbeta_at, channels), dbeta);

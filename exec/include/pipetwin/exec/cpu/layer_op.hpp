@@ -17,8 +17,8 @@
 
 namespace pipetwin::cpu {
 
-using Activation = exec::ActivationOf<Matrix>;   // main [out_features x n], shortcut (block input) or empty
-using Gradient = exec::GradientOf<Matrix>;       // at the input, columns [first_sample, first_sample + cols)
+using Activation = exec::ActivationOf<PooledMatrix>;  // main [out_features x n], shortcut (block input) or empty
+using Gradient = exec::GradientOf<PooledMatrix>;      // at the input, columns [first_sample, first_sample + cols)
 using LayerStash = exec::LayerStashOf<CpuLayerKernels>;
 using Linear = exec::LayerComposition<CpuLayerKernels>::Linear;  // the gradient at the conv / dense output
 
@@ -41,15 +41,16 @@ class LayerOp {
   // (or the shortcut sent on, with handoff.lend_input: exec::ShortcutHandoff).
   Activation forward(const Vector& params, Activation in, LayerStash& stash,
                      const std::vector<std::int32_t>* labels, double loss_scale, double* loss,
-                     exec::ShortcutHandoff handoff = {}) const;
+                     exec::ShortcutHandoff handoff = {}, const std::shared_ptr<TensorPool>& pool = nullptr) const;
   // The loss layer's logits [classes x n] (no loss, no stash): for measuring accuracy.
   Matrix logits(const Vector& params, const Activation& in) const;
   // Gradient at the input for samples [begin, end); `out` is the gradient at the output
   // (assembled over all samples), null for the loss layer.
   Gradient backward_input(const Vector& params, const LayerStash& stash, const Gradient* out,
-                          std::int64_t begin, std::int64_t end) const;
+                          std::int64_t begin, std::int64_t end, const std::shared_ptr<TensorPool>& pool = nullptr) const;
   // Gradient of every parameter, laid out as the parameters are.
-  Vector backward_weight(const Vector& params, const LayerStash& stash, const Gradient* out) const;
+  Vector backward_weight(const Vector& params, const LayerStash& stash, const Gradient* out,
+                         const std::shared_ptr<TensorPool>& pool = nullptr) const;
 
   // The backward in the composition's three steps (layer_composition.hpp), for a fused B that
   // goes back to the linear output once: to_linear, then input_gradient and weight_gradient.
@@ -57,15 +58,16 @@ class LayerOp {
   // gives zeros), or written (gradient_buffer(write) gives room, uninitialised); to_linear's
   // dgamma and dbeta and weight_gradient's dW and db are written once each.
   Linear to_linear(const Vector& params, const LayerStash& stash, const Gradient* out, bool want_shortcut,
-                   Vector* grad, WeightGradient mode = WeightGradient::add) const;
+                   Vector* grad, WeightGradient mode = WeightGradient::add, const std::shared_ptr<TensorPool>& pool = nullptr) const;
   Gradient input_gradient(const Vector& params, const Linear& linear, const Gradient* out, std::int64_t begin,
-                          std::int64_t end) const;
+                          std::int64_t end, const std::shared_ptr<TensorPool>& pool = nullptr) const;
   Vector gradient_buffer(WeightGradient mode = WeightGradient::add) const;
   void weight_gradient(const LayerStash& stash, const Linear& linear, Vector& grad,
                        WeightGradient mode = WeightGradient::add) const;
 
  private:
-  CpuLayerKernels kernels_on_plans() const;  // the kernels on this layer's plans
+  // The kernels on this layer's plans, making their tensors in `pool`'s buffers (or new ones).
+  CpuLayerKernels kernels_on_plans(const std::shared_ptr<TensorPool>& pool = nullptr) const;
 
   std::shared_ptr<const exec::LayerComposition<CpuLayerKernels>> composition_;
   // The oneDNN convolution plans, kept between calls (shared with the network's other layers and

@@ -2,8 +2,8 @@
 // found it: the same signatures and layouts as the Eigen kernels in kernels.hpp, which stay the
 // fallback and the reference the tests compare against. oneDNN picks its vector ISA (SSE4.1,
 // AVX2, AVX-512) at run time and JIT-compiles for it, so one binary uses whatever core it runs
-// on. Every call runs on the calling thread alone (one OpenMP thread): a processor of the CPU
-// executor is one thread. A convolution given a PlanCache keeps what it made for the call (the
+// on. A kernel that makes a tensor makes it in `room`, as the Eigen ones do. Every call runs on
+// the calling thread alone (one OpenMP thread): a processor of the CPU executor is one thread. A convolution given a PlanCache keeps what it made for the call (the
 // primitive and its reorders) and runs it again next time, on the thread's workspace.
 #pragma once
 #include <cstddef>
@@ -41,8 +41,8 @@ class PlanCache {
 };
 
 // dense: y = W x + b; W [out x in], b [out] (may be empty), x [in x n] -> y [out x n].
-Matrix dense_forward(const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const Vector>& b, const Matrix& x);
-Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const ConstColumns& dy);  // dx [in x n]
+Matrix dense_forward(const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const Vector>& b, const Matrix& x, Matrix room = {});
+Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const ConstColumns& dy, Matrix room = {});  // dx [in x n]
 void dense_backward_weight(const Matrix& x, const Matrix& dy, Eigen::Ref<Matrix> dw, Vector* db,
                            WeightGradient mode = WeightGradient::write);
 
@@ -53,9 +53,9 @@ void dense_backward_weight(const Matrix& x, const Matrix& dy, Eigen::Ref<Matrix>
 // Each takes the plans of the network it runs for, or none (`cache` null: everything is made for
 // the call and dropped after it).
 Matrix conv2d_forward(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const Vector>& b,
-                      const Matrix& x, bool relu = false, PlanCache* cache = nullptr);
+                      const Matrix& x, bool relu = false, PlanCache* cache = nullptr, Matrix room = {});
 Matrix conv2d_backward_input(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const ConstColumns& dz,
-                             PlanCache* cache = nullptr);
+                             PlanCache* cache = nullptr, Matrix room = {});
 // Writes dW, or adds it (`mode`; oneDNN's primitive has no accumulating form: it writes into the
 // thread's workspace, which is then added); db is written either way.
 void conv2d_backward_weight(const ConvGeometry& g, const Matrix& x, const Matrix& dz, Eigen::Ref<Matrix> dw,

@@ -10,6 +10,8 @@
 //            tensors a task received are never written), Params (a layer's flat parameters,
 //            W | bias | gamma | beta), Index (max-pooling winners), BatchNormStash, Labels
 //   shapes   rows(t), cols(t), empty(t), columns(t, begin, count) (columns [begin, begin + count),
+//            optionally copy_columns(t, begin, count) (the same as a tensor of its own, where a
+//            tensor assigned from columns() would not come from the kernels' memory),
 //            a view the input-gradient kernels and add read in place, or a tensor)
 //   forward  dense(p, rows, cols, bias_at, x), conv2d(g, p, bias_at, x),
 //            batch_norm(channels, positions, p, gamma_at, beta_at, z, stash&) -> y,
@@ -86,6 +88,13 @@ template <typename K>
 struct FusesEpilogues<K, std::void_t<decltype(&K::batch_norm_add_relu), decltype(&K::batch_norm_backward_through_relu),
                                      decltype(&K::conv2d_relu), decltype(&K::relu_backward_in_place)>>
     : std::true_type {};
+
+// Whether kernels K copy columns into a tensor themselves (copy_columns): the CPU kernels do, into
+// their pool's buffer.
+template <typename K, typename = void>
+struct CopiesColumns : std::false_type {};
+template <typename K>
+struct CopiesColumns<K, std::void_t<decltype(&K::copy_columns)>> : std::true_type {};
 
 template <typename K>
 class LayerComposition {
@@ -203,7 +212,13 @@ class LayerComposition {
     if (s_.feeds_residual() && out != nullptr && !K::empty(out->shortcut)) {
       k.add(in.main, K::columns(out->shortcut, begin, end - begin));
     }
-    if (!K::empty(linear.shortcut_grad)) in.shortcut = K::columns(linear.shortcut_grad, begin, end - begin);
+    if (!K::empty(linear.shortcut_grad)) {
+      if constexpr (CopiesColumns<K>::value) {
+        in.shortcut = k.copy_columns(linear.shortcut_grad, begin, end - begin);
+      } else {
+        in.shortcut = K::columns(linear.shortcut_grad, begin, end - begin);
+      }
+    }
     return in;
   }
   Params gradient_buffer(K& k) const { return k.param_buffer(s_.parameter_count()); }
