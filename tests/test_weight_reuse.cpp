@@ -83,9 +83,10 @@ TEST_CASE("weight reuse: an update reads its sum and old version at once, writes
   const std::vector<WeightTouch> touches = weight_touches(graph, net);
   const WeightTouch& second_forward = touch_of(graph, touches, TaskKind::F, 0, 1, 0, WeightBlock::forward_weights);
   CHECK(second_forward.working_set_bytes == 2 * w(0) + 2 * w(1) + 2 * w(2));
-  // Its backward adds into a sum that took the old version's memory, read in that update beside
-  // the sum: since then every layer's new version and next sum (all six blocks), and the second
-  // microbatch's activations as its forward and backward passed them (layer 0's after its touch).
+  // Its backward writes a sum (one microbatch an update: the sum's first backward, which reads
+  // nothing) in the old version's memory, read in that update beside the sum: since then every
+  // layer's new version and next sum (all six blocks), and the second microbatch's activations as
+  // its forward and backward passed them (layer 0's after its touch).
   const std::int64_t n = graph.samples_per_microbatch;
   const auto passed = [&](int l, std::int64_t Layer::*bytes) { return net.layers[static_cast<std::size_t>(l)].*bytes * n; };
   const WeightTouch& second_sum = touch_of(graph, touches, TaskKind::B, 0, 1, 0, WeightBlock::backward_gradient);
@@ -93,6 +94,7 @@ TEST_CASE("weight reuse: an update reads its sum and old version at once, writes
                                             passed(1, &Layer::output_bytes) + passed(2, &Layer::output_bytes) +
                                             passed(2, &Layer::input_bytes) + passed(2, &Layer::stash_bytes) +
                                             passed(1, &Layer::input_bytes) + passed(1, &Layer::stash_bytes));
+  CHECK(second_sum.written);
   // The update reads the old version beside the sum: its working set counts the sum.
   const Task* first_update = nullptr;
   for (const auto& t : graph.tasks) {
@@ -110,6 +112,59 @@ TEST_CASE("weight reuse: an update reads its sum and old version at once, writes
   CHECK(update_sets[1] == w(2) + w(2) + w(1) + w(1) + w(0) + w(0) + passed(2, &Layer::input_bytes) +
                               passed(2, &Layer::stash_bytes) + passed(1, &Layer::input_bytes) +
                               passed(1, &Layer::stash_bytes) + passed(0, &Layer::stash_bytes));
+}
+
+TEST_CASE("weight reuse: a sum's first backward writes it, reading nothing, and is priced at nothing") {
+  // sequential, four microbatches an update: the first backward of each minibatch writes each
+  // layer's sum, the other three add into it.
+  const GraphConfig config = mlp_config("sequential", 4, 2);
+  const TaskGraph graph = make_graph(config);
+  const Network net = make_request(config).network;
+  const std::vector<WeightTouch> touches = weight_touches(graph, net);
+  int written = 0, added = 0;
+  for (const auto& touch : touches) {
+    if (touch.block != WeightBlock::backward_gradient) {
+      CHECK_FALSE(touch.written);
+      continue;
+    }
+    const Task& t = graph.tasks[static_cast<std::size_t>(touch.task)];
+    CAPTURE(task_label(t));
+    CHECK(touch.written == (t.microbatch == 0));
+    ++(touch.written ? written : added);
+  }
+  CHECK(written == 2 * 3);  // two minibatches, three layers
+  CHECK(added == 2 * 3 * 3);
+  // The table's mean for the sums is its adds' alone; pipedream (an update a microbatch) writes
+  // every sum, so its backwards are charged for their weights read back only.
+  Calibration table = curve_table(net);
+  record_weight_reuse(table, graph, net, 0);
+  for (std::size_t l = 0; l < net.size(); ++l) {
+    double adds_s = 0;
+    int count = 0;
+    for (const auto& touch : touches) {
+      if (touch.layer != static_cast<std::int32_t>(l) || touch.block != WeightBlock::backward_gradient || touch.written) continue;
+      adds_s += table.reuse_extra_s(touch.working_set_bytes, touch.bytes);
+      ++count;
+    }
+    REQUIRE(count == 2 * 3);
+    CHECK(table.layers.at(net.layers[l].name).backward_gradient_reuse_s == doctest::Approx(adds_s / count));
+  }
+  const TaskGraph pipedream = make_graph(mlp_config("pipedream", 4, 2));
+  const std::vector<double> charge_s = weight_reuse_charge_s(pipedream, net, table);
+  for (const Task& t : pipedream.tasks) {
+    if (t.kind != TaskKind::B) continue;
+    CAPTURE(task_label(t));
+    double weights_s = 0;  // what its reads of the weights cost over the table's
+    for (const auto& touch : weight_touches(pipedream, net)) {
+      if (touch.task != t.id) continue;
+      CHECK((touch.block == WeightBlock::backward_weights || touch.written));
+      if (touch.block == WeightBlock::backward_weights) {
+        weights_s += table.reuse_extra_s(touch.working_set_bytes, touch.bytes) -
+                     table.layers.at(net.layers[static_cast<std::size_t>(touch.layer)].name).backward_weights_reuse_s;
+      }
+    }
+    CHECK(charge_s[static_cast<std::size_t>(t.id)] == doctest::Approx(weights_s).scale(1e-9));
+  }
 }
 
 TEST_CASE("weight reuse: the table's own order is charged nothing on the whole, gpipe's forwards less") {

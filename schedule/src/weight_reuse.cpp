@@ -127,6 +127,14 @@ std::vector<WeightTouch> weight_touches(const TaskGraph& graph, const Network& n
     }
     ReuseStack stack(most_events);
     std::vector<std::int32_t> sum_of_layer(network.size(), 0);  // the gradient sum each layer adds into
+    // Whether the layer's current sum has had its first backward (which writes it), and whether
+    // its updates run here at all (where they do not, every backward writes a gradient of its own
+    // and sends it: exec/common/graph_execution.hpp).
+    std::vector<bool> sum_begun(network.size(), false), updated_here(network.size(), false);
+    for (const Task* t : tasks) {
+      if (t->kind != TaskKind::U) continue;
+      for (std::int32_t l = t->first_layer; l <= t->last_layer; ++l) updated_here[static_cast<std::size_t>(l)] = true;
+    }
     for (std::size_t i = 0; i < tasks.size(); ++i) {
       const Task* t = tasks[i];
       const std::int32_t version = std::max(0, t->version_read);
@@ -139,7 +147,10 @@ std::vector<WeightTouch> weight_touches(const TaskGraph& graph, const Network& n
         if (bytes <= 0) return;
         const bool gradient = block == WeightBlock::backward_gradient;
         const std::int64_t working_set = stack.touch(gradient ? sum_key(l) : weights_key(l, version), bytes);
-        touches.push_back({t->id, l, block, bytes, working_set});
+        const auto at = static_cast<std::size_t>(l);
+        const bool written = gradient && (!sum_begun[at] || !updated_here[at]);
+        if (gradient) sum_begun[at] = true;
+        touches.push_back({t->id, l, block, bytes, working_set, written});
       };
       const bool forward = t->kind == TaskKind::F || t->kind == TaskKind::RC;
       const bool update = t->kind == TaskKind::U;
@@ -163,6 +174,7 @@ std::vector<WeightTouch> weight_touches(const TaskGraph& graph, const Network& n
           touches.push_back({t->id, l, WeightBlock::update, bytes, stack.touch(old_weights, bytes, /*same_event=*/true)});
           stack.rename(sum, weights_key(l, t->version_written));
           ++sum_of_layer[static_cast<std::size_t>(l)];
+          sum_begun[static_cast<std::size_t>(l)] = false;
           const auto reader = last_reader.find({l, version});
           if (reader == last_reader.end() || reader->second <= i) stack.rename(old_weights, sum_key(l));
         } else {
@@ -187,7 +199,7 @@ std::vector<LayerReuseSeconds> mean_reuse_seconds(const TaskGraph& graph, const 
   };
   std::vector<std::map<WeightBlock, Sum>> sums(network.size());
   for (const WeightTouch& touch : weight_touches(graph, network)) {
-    if (graph.tasks[static_cast<std::size_t>(touch.task)].minibatch < skip_minibatches) continue;
+    if (graph.tasks[static_cast<std::size_t>(touch.task)].minibatch < skip_minibatches || touch.written) continue;
     Sum& sum = sums[static_cast<std::size_t>(touch.layer)][touch.block];
     sum.seconds += calibration.reuse_extra_s(touch.working_set_bytes, touch.bytes);
     ++sum.count;
@@ -222,6 +234,7 @@ std::vector<double> weight_reuse_charge_s(const TaskGraph& graph, const Network&
   std::vector<double> charge_s(graph.tasks.size(), 0.0);
   if (calibration.reuse_extra_s_per_byte.empty()) return charge_s;
   for (const WeightTouch& touch : weight_touches(graph, network)) {
+    if (touch.written) continue;  // reads nothing: no price, and the table's means leave it out
     const auto it = calibration.layers.find(network.layers[static_cast<std::size_t>(touch.layer)].name);
     if (it == calibration.layers.end()) continue;
     const double table_s = table_reuse_s(it->second, touch.block);

@@ -9,13 +9,15 @@
 //
 // The model: each processor's tasks, in order, layer by layer (a forward first to last, a backward
 // last to first), touch their layers' blocks, each weight version a block of its own: a forward
-// reads the version it reads; a B or BW adds into the layer's gradient sum, then a B or BA reads
-// the version for its input gradient (not at the network's first layer, whose input gradient
+// reads the version it reads; a B or BW adds into the layer's gradient sum (the sum's first B or
+// BW writes it, reading nothing, as does one whose update runs on another processor: it writes a
+// gradient of its own to send), then a B or BA reads the version for its input gradient (not at the network's first layer, whose input gradient
 // nothing needs); an update reads the sum and the old version at once and writes the new version
 // over the sum. Their activations, gradients and stashes count as data touched once. A block's
 // working set at a touch is the bytes of the distinct blocks and activations touched since its
 // previous touch on that processor, its own included (an LRU stack distance), and the block's
-// extra seconds are Calibration::reuse_extra_s of that working set times its bytes.
+// extra seconds are Calibration::reuse_extra_s of that working set times its bytes; a sum written
+// without being read costs none (the curve is a re-read's).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -40,6 +42,10 @@ struct WeightTouch {
   // The distinct bytes touched on the task's processor since this block's previous touch there,
   // its own included; -1 for its first touch in the graph.
   std::int64_t working_set_bytes = -1;
+  // A backward's gradient sum that it writes rather than adds into (the sum's first backward, or
+  // one whose update runs on another processor): it reads nothing, so it is priced at nothing and
+  // left out of the table's means; it still moves the block to the top of the stack.
+  bool written = false;
 };
 
 // Every touch of a weight block by a processor task of `graph`, in each processor's order (a
