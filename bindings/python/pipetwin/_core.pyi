@@ -212,6 +212,16 @@ class TrainingResult:
         Per layer, the newest weight version as a flat float32 array (W, bias, gamma, beta).
         """
     @property
+    def host_tensors_allocated(self) -> int:
+        """
+        CPU: tensors that allocated their buffer (after the first steps, none; 0 on GPUs)
+        """
+    @property
+    def host_tensors_reused(self) -> int:
+        """
+        CPU: tensors made in a buffer a dead tensor gave back to its processor's pool (0 on GPUs)
+        """
+    @property
     def minibatch_loss(self) -> list[float]:
         ...
     @property
