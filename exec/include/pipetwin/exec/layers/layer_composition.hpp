@@ -10,9 +10,9 @@
 //            tensors a task received are never written), Params (a layer's flat parameters,
 //            W | bias | gamma | beta), Index (max-pooling winners), BatchNormStash, Labels
 //   shapes   rows(t), cols(t), empty(t), columns(t, begin, count) (columns [begin, begin + count),
-//            optionally copy_columns(t, begin, count) (the same as a tensor of its own, where a
-//            tensor assigned from columns() would not come from the kernels' memory),
-//            a view the input-gradient kernels and add read in place, or a tensor)
+//            a view the input-gradient kernels and add read in place, or a tensor), optionally
+//            copy_columns(t, begin, count) (the same as a tensor of its own, where a tensor
+//            assigned from columns() would not come from the kernels' memory)
 //   forward  dense(p, rows, cols, bias_at, x), conv2d(g, p, bias_at, x),
 //            batch_norm(channels, positions, p, gamma_at, beta_at, z, stash&) -> y,
 //            add_shortcut(g, x, z&) (z += S(x)), relu(z&), pool(g, z, argmax*),
