@@ -104,13 +104,13 @@ namespace {
 // the masked run is written into dz's room (and *masked's) and read from there, so the sums and
 // dz see the very floats a masked copy would hold.
 Matrix backward(std::int64_t channels, const Eigen::Ref<const Vector>& gamma, const BatchNormStash& stash,
-                const Matrix* relu_output, const Matrix& dy, Vector* dgamma, Vector* dbeta, Matrix* masked, Matrix room) {
+                const Matrix* relu_output, const Matrix& dy, Vector* dgamma, Vector* dbeta, Matrix* masked, const Room& room) {
   const std::int64_t n = dy.cols();
   const Runs run{dy.rows(), dy.rows() / channels};
   const float count = static_cast<float>(run.positions * n);
   if (dgamma != nullptr) dgamma->resize(channels);
   if (dbeta != nullptr) dbeta->resize(channels);
-  Matrix dz = shaped(std::move(room), dy.rows(), n);
+  Matrix dz = room.take(dy.rows(), n);
   if (masked != nullptr) masked->resize(dy.rows(), n);
   // What the sums read: dy, or its masked runs in dz.
   const Matrix& gradient = relu_output != nullptr ? dz : dy;
@@ -141,15 +141,15 @@ Matrix backward(std::int64_t channels, const Eigen::Ref<const Vector>& gamma, co
 }  // namespace
 
 Matrix batch_norm_backward(std::int64_t channels, const Eigen::Ref<const Vector>& gamma,
-                           const BatchNormStash& stash, const Matrix& dy, Vector* dgamma, Vector* dbeta, Matrix room) {
-  return backward(channels, gamma, stash, nullptr, dy, dgamma, dbeta, nullptr, std::move(room));
+                           const BatchNormStash& stash, const Matrix& dy, Vector* dgamma, Vector* dbeta, const Room& room) {
+  return backward(channels, gamma, stash, nullptr, dy, dgamma, dbeta, nullptr, room);
 }
 
 Matrix batch_norm_backward_through_relu(std::int64_t channels, const Eigen::Ref<const Vector>& gamma,
                                         const BatchNormStash& stash, const Matrix& relu_output, const Matrix& dy,
-                                        Vector* dgamma, Vector* dbeta, Matrix* masked, Matrix room) {
+                                        Vector* dgamma, Vector* dbeta, Matrix* masked, const Room& room) {
   check_same_shape("ReLU output", relu_output, "gradient", dy);
-  return backward(channels, gamma, stash, &relu_output, dy, dgamma, dbeta, masked, std::move(room));
+  return backward(channels, gamma, stash, &relu_output, dy, dgamma, dbeta, masked, room);
 }
 
 }  // namespace pipetwin::cpu

@@ -90,9 +90,9 @@ Eigen::Map<const Matrix> as_positions(const ConstColumns& m, std::int64_t s, std
 // Per sample: patches [Ho*Wo x C*k*k] * W^T [C*k*k x Cout], written straight into the sample's
 // output column (no microbatch-sized patch matrix, no layout copies).
 Matrix conv2d_forward(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w,
-                      const Eigen::Ref<const Vector>& b, const Matrix& x, Matrix room) {
+                      const Eigen::Ref<const Vector>& b, const Matrix& x, const Room& room) {
   const std::int64_t positions = g.out_height() * g.out_width(), n = x.cols();
-  Matrix out = shaped(std::move(room), g.out_channels * positions, n);  // [Cout*Ho*Wo x n]
+  Matrix out = room.take(g.out_channels * positions, n);  // [Cout*Ho*Wo x n]
   Matrix cols;                                // [Ho*Wo x C*k*k], one sample's
   for (std::int64_t s = 0; s < n; ++s) {
     im2col_sample(g, x.col(s).data(), cols);
@@ -104,9 +104,9 @@ Matrix conv2d_forward(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w,
 }
 
 Matrix conv2d_backward_input(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const ConstColumns& dz,
-                             Matrix room) {
+                             const Room& room) {
   const std::int64_t positions = g.out_height() * g.out_width(), n = dz.cols();
-  Matrix dx = shaped(std::move(room), g.in_channels * g.height * g.width, n);
+  Matrix dx = room.take(g.in_channels * g.height * g.width, n);
   dx.setZero();
   Matrix dcols;  // [Ho*Wo x C*k*k], one sample's
   for (std::int64_t s = 0; s < n; ++s) {

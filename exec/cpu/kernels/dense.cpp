@@ -3,15 +3,15 @@
 
 namespace pipetwin::cpu {
 
-Matrix dense_forward(const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const Vector>& b, const Matrix& x, Matrix room) {
-  Matrix y = shaped(std::move(room), w.rows(), x.cols());  // [out x n]
+Matrix dense_forward(const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const Vector>& b, const Matrix& x, const Room& room) {
+  Matrix y = room.take(w.rows(), x.cols());  // [out x n]
   y.noalias() = w * x;
   if (b.size() > 0) y.colwise() += b;
   return y;
 }
 
-Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const ConstColumns& dy, Matrix room) {
-  Matrix dx = shaped(std::move(room), w.cols(), dy.cols());  // [in x n]
+Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const ConstColumns& dy, const Room& room) {
+  Matrix dx = room.take(w.cols(), dy.cols());  // [in x n]
   dx.noalias() = w.transpose() * dy;
   return dx;
 }

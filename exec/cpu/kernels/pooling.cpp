@@ -5,10 +5,10 @@
 
 namespace pipetwin::cpu {
 
-Matrix pool_forward(const PoolGeometry& g, const Matrix& x, std::vector<std::int32_t>* argmax, Matrix room) {
+Matrix pool_forward(const PoolGeometry& g, const Matrix& x, std::vector<std::int32_t>* argmax, const Room& room) {
   const std::int64_t oh = g.out_height(), ow = g.out_width(), n = x.cols();
   const std::int64_t in_plane = g.height * g.width, out_plane = oh * ow;
-  Matrix y = shaped(std::move(room), g.channels * out_plane, n);
+  Matrix y = room.take(g.channels * out_plane, n);
   if (g.kind == PoolKind::global_avg) {
     for (std::int64_t c = 0; c < g.channels; ++c) {
       y.row(c) = x.middleRows(c * in_plane, in_plane).colwise().sum() / static_cast<float>(in_plane);
@@ -49,10 +49,10 @@ Matrix pool_forward(const PoolGeometry& g, const Matrix& x, std::vector<std::int
   return y;
 }
 
-Matrix pool_backward(const PoolGeometry& g, const Matrix& dy, const std::vector<std::int32_t>& argmax, Matrix room) {
+Matrix pool_backward(const PoolGeometry& g, const Matrix& dy, const std::vector<std::int32_t>& argmax, const Room& room) {
   const std::int64_t oh = g.out_height(), ow = g.out_width(), n = dy.cols();
   const std::int64_t in_plane = g.height * g.width, out_plane = oh * ow;
-  Matrix dx = shaped(std::move(room), g.channels * in_plane, n);  // [C*H*W x n]
+  Matrix dx = room.take(g.channels * in_plane, n);  // [C*H*W x n]
   if (g.kind == PoolKind::global_avg) {  // every run written whole, in place (no temporary row)
     for (std::int64_t s = 0; s < n; ++s) {
       for (std::int64_t c = 0; c < g.channels; ++c) {

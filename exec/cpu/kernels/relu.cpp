@@ -17,8 +17,8 @@ void relu_backward(const float* output, const float* dy, float* dx, std::int64_t
 
 void relu_forward(Matrix& x) { relu_forward(x.data(), x.size()); }
 
-Matrix relu_backward(const Matrix& output, const Matrix& dy, Matrix room) {
-  Matrix dx = shaped(std::move(room), dy.rows(), dy.cols());
+Matrix relu_backward(const Matrix& output, const Matrix& dy, const Room& room) {
+  Matrix dx = room.take(dy.rows(), dy.cols());
   relu_backward(output.data(), dy.data(), dx.data(), dy.size());
   return dx;
 }

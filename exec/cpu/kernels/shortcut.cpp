@@ -10,14 +10,14 @@ std::int64_t stride_of(const ShortcutGeometry& g) { return g.in_height / g.out_h
 
 }  // namespace
 
-Matrix shortcut_forward(const ShortcutGeometry& g, const Matrix& x, Matrix room) {
+Matrix shortcut_forward(const ShortcutGeometry& g, const Matrix& x, const Room& room) {
   if (g.identity()) {
-    Matrix y = shaped(std::move(room), x.rows(), x.cols());
+    Matrix y = room.take(x.rows(), x.cols());
     y = x;
     return y;
   }
   const std::int64_t stride = stride_of(g), offset = channel_offset(g);
-  Matrix y = shaped(std::move(room), g.out_channels * g.out_height * g.out_width, x.cols());
+  Matrix y = room.take(g.out_channels * g.out_height * g.out_width, x.cols());
   y.setZero();
   for (std::int64_t s = 0; s < x.cols(); ++s) {
     for (std::int64_t c = 0; c < g.in_channels; ++c) {
@@ -32,14 +32,14 @@ Matrix shortcut_forward(const ShortcutGeometry& g, const Matrix& x, Matrix room)
   return y;
 }
 
-Matrix shortcut_backward(const ShortcutGeometry& g, const Matrix& dy, Matrix room) {
+Matrix shortcut_backward(const ShortcutGeometry& g, const Matrix& dy, const Room& room) {
   if (g.identity()) {
-    Matrix dx = shaped(std::move(room), dy.rows(), dy.cols());
+    Matrix dx = room.take(dy.rows(), dy.cols());
     dx = dy;
     return dx;
   }
   const std::int64_t stride = stride_of(g), offset = channel_offset(g);
-  Matrix dx = shaped(std::move(room), g.in_channels * g.in_height * g.in_width, dy.cols());
+  Matrix dx = room.take(g.in_channels * g.in_height * g.in_width, dy.cols());
   dx.setZero();
   for (std::int64_t s = 0; s < dy.cols(); ++s) {
     for (std::int64_t c = 0; c < g.in_channels; ++c) {

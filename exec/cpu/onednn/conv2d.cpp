@@ -129,9 +129,9 @@ std::unique_ptr<Plan> weight_gradient_plan(const ConvShapes& s, bool with_bias) 
 }  // namespace
 
 Matrix conv2d_forward(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const Vector>& b,
-                      const Matrix& x, bool relu, PlanCache* cache, Matrix room) {
+                      const Matrix& x, bool relu, PlanCache* cache, const Room& room) {
   const Call call("conv2d forward");
-  Matrix out = shaped(std::move(room), g.out_channels * g.out_height() * g.out_width(), x.cols());  // [Cout*Ho*Wo x n]
+  Matrix out = room.take(g.out_channels * g.out_height() * g.out_width(), x.cols());  // [Cout*Ho*Wo x n]
   try {
     const bool with_bias = b.size() > 0;
     PlanLease plan(cache, key_of(ConvKernel::forward, g, x.cols(), with_bias, relu),
@@ -144,10 +144,10 @@ Matrix conv2d_forward(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, 
 }
 
 Matrix conv2d_backward_input(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const ConstColumns& dz,
-                             PlanCache* cache, Matrix room) {
+                             PlanCache* cache, const Room& room) {
   const Call call("conv2d input gradient");
   if (dz.outerStride() != dz.rows()) throw Error("internal: conv2d input gradient of columns that are not contiguous");
-  Matrix dx = shaped(std::move(room), g.in_channels * g.height * g.width, dz.cols());  // [C*H*W x n]
+  Matrix dx = room.take(g.in_channels * g.height * g.width, dz.cols());  // [C*H*W x n]
   try {
     PlanLease plan(cache, key_of(ConvKernel::input_gradient, g, dz.cols(), false, false),
                    [&] { return input_gradient_plan(ConvShapes(g, dz.cols())); });

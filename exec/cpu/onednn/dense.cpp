@@ -17,9 +17,9 @@ void gemm(const Call& call, bool transpose_a, bool transpose_b, std::int64_t m, 
 
 }  // namespace
 
-Matrix dense_forward(const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const Vector>& b, const Matrix& x, Matrix room) {
+Matrix dense_forward(const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const Vector>& b, const Matrix& x, const Room& room) {
   const Call call("dense forward");
-  Matrix y = shaped(std::move(room), w.rows(), x.cols());  // [out x n]
+  Matrix y = room.take(w.rows(), x.cols());  // [out x n]
   float beta = 0.0f;
   if (b.size() > 0) {
     y.colwise() = b;
@@ -29,9 +29,9 @@ Matrix dense_forward(const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const V
   return y;
 }
 
-Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const ConstColumns& dy, Matrix room) {
+Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const ConstColumns& dy, const Room& room) {
   const Call call("dense input gradient");
-  Matrix dx = shaped(std::move(room), w.cols(), dy.cols());  // [in x n] = W^T dy
+  Matrix dx = room.take(w.cols(), dy.cols());  // [in x n] = W^T dy
   if (dx.size() > 0) gemm(call, true, false, w.cols(), dy.cols(), w.rows(), w.data(), w.outerStride(), dy.data(), dy.outerStride(), 0.0f, dx.data(), dx.rows());
   return dx;
 }

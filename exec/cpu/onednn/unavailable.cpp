@@ -21,14 +21,14 @@ std::size_t PlanCache::idle_plans() const { return 0; }
 
 std::string description() { return ""; }
 
-Matrix dense_forward(const Eigen::Ref<const Matrix>&, const Eigen::Ref<const Vector>&, const Matrix&, Matrix) { unavailable(); }
-Matrix dense_backward_input(const Eigen::Ref<const Matrix>&, const ConstColumns&, Matrix) { unavailable(); }
+Matrix dense_forward(const Eigen::Ref<const Matrix>&, const Eigen::Ref<const Vector>&, const Matrix&, const Room&) { unavailable(); }
+Matrix dense_backward_input(const Eigen::Ref<const Matrix>&, const ConstColumns&, const Room&) { unavailable(); }
 void dense_backward_weight(const Matrix&, const Matrix&, Eigen::Ref<Matrix>, Vector*, WeightGradient) { unavailable(); }
 Matrix conv2d_forward(const ConvGeometry&, const Eigen::Ref<const Matrix>&, const Eigen::Ref<const Vector>&, const Matrix&, bool,
-                      PlanCache*, Matrix) {
+                      PlanCache*, const Room&) {
   unavailable();
 }
-Matrix conv2d_backward_input(const ConvGeometry&, const Eigen::Ref<const Matrix>&, const ConstColumns&, PlanCache*, Matrix) {
+Matrix conv2d_backward_input(const ConvGeometry&, const Eigen::Ref<const Matrix>&, const ConstColumns&, PlanCache*, const Room&) {
   unavailable();
 }
 void conv2d_backward_weight(const ConvGeometry&, const Matrix&, const Matrix&, Eigen::Ref<Matrix>, Vector*, WeightGradient,

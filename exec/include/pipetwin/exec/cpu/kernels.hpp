@@ -28,13 +28,9 @@ using ConstColumns = Eigen::Ref<const Matrix>;
 inline std::int64_t bytes_of(const Matrix& m) { return static_cast<std::int64_t>(m.size()) * 4; }
 inline std::int64_t bytes_of(const Vector& v) { return static_cast<std::int64_t>(v.size()) * 4; }
 
-// Every kernel that makes a tensor takes `room`, a buffer to make it in: resized to the output's
-// shape, which keeps the buffer where it holds as many floats (the CPU executor hands its kernels
-// buffers from the processor's TensorPool, tensor_pool.hpp). By default a new one.
-inline Matrix shaped(Matrix room, std::int64_t rows, std::int64_t cols) {
-  room.resize(rows, cols);
-  return room;
-}
+// Every kernel that makes a tensor takes `room` (tensor_pool.hpp) and makes it in room.take(its
+// shape): a buffer from the processor's TensorPool where the CPU executor gives one, by default a
+// new one.
 
 // Whether a weight gradient kernel writes dW, or adds it to what dW holds (a gradient sum over
 // microbatches, with no buffer and no pass of its own). db is written either way.
@@ -42,8 +38,8 @@ enum class WeightGradient { write, add };
 
 // ---- dense: y = W x + b --------------------------------------------------------------------
 // W [out x in], b [out] (may be empty), x [in x n], y [out x n].
-Matrix dense_forward(const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const Vector>& b, const Matrix& x, Matrix room = {});
-Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const ConstColumns& dy, Matrix room = {});  // dx [in x n]
+Matrix dense_forward(const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const Vector>& b, const Matrix& x, const Room& room = {});
+Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const ConstColumns& dy, const Room& room = {});  // dx [in x n]
 // dW [out x in] and db [out] (when `db` is not null).
 void dense_backward_weight(const Matrix& x, const Matrix& dy, Eigen::Ref<Matrix> dw, Vector* db,
                            WeightGradient mode = WeightGradient::write);
@@ -52,8 +48,8 @@ void dense_backward_weight(const Matrix& x, const Matrix& dy, Eigen::Ref<Matrix>
 // W [out_channels x C*k*k] (c, kh, kw order), b [out_channels] (may be empty),
 // x [C*H*W x n] -> z [out_channels*Ho*Wo x n].
 Matrix conv2d_forward(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w,
-                      const Eigen::Ref<const Vector>& b, const Matrix& x, Matrix room = {});
-Matrix conv2d_backward_input(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const ConstColumns& dz, Matrix room = {});
+                      const Eigen::Ref<const Vector>& b, const Matrix& x, const Room& room = {});
+Matrix conv2d_backward_input(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const ConstColumns& dz, const Room& room = {});
 void conv2d_backward_weight(const ConvGeometry& g, const Matrix& x, const Matrix& dz,
                             Eigen::Ref<Matrix> dw, Vector* db, WeightGradient mode = WeightGradient::write);
 
@@ -79,7 +75,7 @@ void batch_norm_add_relu_in_place(std::int64_t channels, const Eigen::Ref<const 
                                   const Matrix* residual, bool relu);
 // dy -> dz; dgamma, dbeta when not null.
 Matrix batch_norm_backward(std::int64_t channels, const Eigen::Ref<const Vector>& gamma,
-                           const BatchNormStash& stash, const Matrix& dy, Vector* dgamma, Vector* dbeta, Matrix room = {});
+                           const BatchNormStash& stash, const Matrix& dy, Vector* dgamma, Vector* dbeta, const Room& room = {});
 // The same for a layer whose ReLU follows its batch norm: dy at ReLU's output, masked by that
 // output (`relu_output`, the forward's) as relu_backward does, without a masked copy of dy (the
 // masked gradient is written into dz's room, then dz over it). Bit for bit
@@ -87,12 +83,12 @@ Matrix batch_norm_backward(std::int64_t channels, const Eigen::Ref<const Vector>
 // not null, also receives the masked gradient (what an identity shortcut sends back).
 Matrix batch_norm_backward_through_relu(std::int64_t channels, const Eigen::Ref<const Vector>& gamma,
                                         const BatchNormStash& stash, const Matrix& relu_output, const Matrix& dy,
-                                        Vector* dgamma, Vector* dbeta, Matrix* masked = nullptr, Matrix room = {});
+                                        Vector* dgamma, Vector* dbeta, Matrix* masked = nullptr, const Room& room = {});
 constexpr float kBatchNormEpsilon = 1e-5f;
 
 // ---- ReLU (in place on the forward; the backward masks by the forward's output) -------------
 void relu_forward(Matrix& x);
-Matrix relu_backward(const Matrix& output, const Matrix& dy, Matrix room = {});
+Matrix relu_backward(const Matrix& output, const Matrix& dy, const Room& room = {});
 // The same over `size` floats (the fused epilogues' runs): v[i] = max(v[i], 0), NaN kept;
 // dx[i] = output[i] > 0 ? dy[i] : 0.
 void relu_forward(float* v, std::int64_t size);
@@ -100,12 +96,12 @@ void relu_backward(const float* output, const float* dy, float* dx, std::int64_t
 
 // ---- pooling (no padding) ---------------------------------------------------------------------
 // x [C*H*W x n] -> [C*Ho*Wo x n]; max pooling records the winning input row per output element.
-Matrix pool_forward(const PoolGeometry& g, const Matrix& x, std::vector<std::int32_t>* argmax, Matrix room = {});
-Matrix pool_backward(const PoolGeometry& g, const Matrix& dy, const std::vector<std::int32_t>& argmax, Matrix room = {});
+Matrix pool_forward(const PoolGeometry& g, const Matrix& x, std::vector<std::int32_t>* argmax, const Room& room = {});
+Matrix pool_backward(const PoolGeometry& g, const Matrix& dy, const std::vector<std::int32_t>& argmax, const Room& room = {});
 
 // ---- residual shortcut, option A (He et al. 2016): subsample by the stride, zero-pad channels --
-Matrix shortcut_forward(const ShortcutGeometry& g, const Matrix& x, Matrix room = {});
-Matrix shortcut_backward(const ShortcutGeometry& g, const Matrix& dy, Matrix room = {});
+Matrix shortcut_forward(const ShortcutGeometry& g, const Matrix& x, const Room& room = {});
+Matrix shortcut_backward(const ShortcutGeometry& g, const Matrix& dy, const Room& room = {});
 
 // ---- softmax cross-entropy --------------------------------------------------------------------
 // logits [classes x n], labels [n]. Returns the summed loss over the n samples; `dlogits` gets the

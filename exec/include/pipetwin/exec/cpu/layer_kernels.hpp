@@ -34,8 +34,8 @@ struct CpuLayerKernels {
   WeightGradient grad_mode = WeightGradient::add;  // how weight gradients go into `grad`
   std::shared_ptr<TensorPool> tensors;  // the pool the tensors made take their buffers from (or none)
 
-  // Room for a tensor [rows x cols], uninitialised: a buffer from the pool, or a new one.
-  Matrix room(std::int64_t rows, std::int64_t cols) const { return tensors ? tensors->take(rows, cols) : Matrix(rows, cols); }
+  // Where the kernels make their tensors: the pool, or new buffers.
+  Room room() const { return Room{tensors.get()}; }
   // A kernel's result, its buffer to go back to the pool.
   Tensor made(Matrix m) const { return Tensor(std::move(m), tensors); }
 
@@ -68,7 +68,7 @@ struct CpuLayerKernels {
 
   // The same copied into a tensor of its own, its buffer from the pool.
   Tensor copy_columns(const Matrix& t, std::int64_t begin, std::int64_t count) const {
-    Tensor copy = made(room(t.rows(), count));
+    Tensor copy = made(room().take(t.rows(), count));
     copy = columns(t, begin, count);
     return copy;
   }
@@ -99,7 +99,7 @@ struct CpuLayerKernels {
     const auto b = part(p, bias_at, rows);
     if (split == TensorSplit::columns) {
       const std::int64_t n = rows / ranks;
-      Tensor y = made(room(rows, x.cols()));  // [out x samples]: each rank's rows
+      Tensor y = made(room().take(rows, x.cols()));  // [out x samples]: each rank's rows
       on_ranks(ranks, [&](std::int64_t i) {
         y.middleRows(i * n, n).noalias() = w.middleRows(i * n, n) * x;
         if (b.size() > 0) y.middleRows(i * n, n).colwise() += b.segment(i * n, n);
@@ -109,7 +109,7 @@ struct CpuLayerKernels {
     const std::int64_t n = cols / ranks;
     std::vector<Matrix> partial(static_cast<std::size_t>(ranks));  // [out x samples] each
     on_ranks(ranks, [&](std::int64_t i) { partial[static_cast<std::size_t>(i)].noalias() = w.middleCols(i * n, n) * x.middleRows(i * n, n); });
-    Tensor y = made(room(rows, x.cols()));
+    Tensor y = made(room().take(rows, x.cols()));
     y = partial[0];
     for (std::int64_t i = 1; i < ranks; ++i) y += partial[static_cast<std::size_t>(i)];
     if (b.size() > 0) y.colwise() += b;
@@ -120,7 +120,7 @@ struct CpuLayerKernels {
     const auto w = weights(p, rows, cols);
     if (split == TensorSplit::rows) {  // each rank's input shard: its columns of W
       const std::int64_t n = cols / ranks;
-      Tensor dx = made(room(cols, dz.cols()));
+      Tensor dx = made(room().take(cols, dz.cols()));
       on_ranks(ranks, [&](std::int64_t i) { dx.middleRows(i * n, n).noalias() = w.middleCols(i * n, n).transpose() * dz; });
       return dx;
     }
@@ -129,7 +129,7 @@ struct CpuLayerKernels {
     on_ranks(ranks, [&](std::int64_t i) {
       partial[static_cast<std::size_t>(i)].noalias() = w.middleRows(i * n, n).transpose() * dz.middleRows(i * n, n);
     });
-    Tensor dx = made(room(cols, dz.cols()));
+    Tensor dx = made(room().take(cols, dz.cols()));
     dx = partial[0];
     for (std::int64_t i = 1; i < ranks; ++i) dx += partial[static_cast<std::size_t>(i)];
     return dx;
@@ -148,8 +148,8 @@ struct CpuLayerKernels {
   }
 
   Tensor dense(const Vector& p, std::int64_t rows, std::int64_t cols, std::int64_t bias_at, const Matrix& x) {
-    return made(use_onednn ? onednn::dense_forward(weights(p, rows, cols), part(p, bias_at, rows), x, room(rows, x.cols()))
-                           : dense_forward(weights(p, rows, cols), part(p, bias_at, rows), x, room(rows, x.cols())));
+    return made(use_onednn ? onednn::dense_forward(weights(p, rows, cols), part(p, bias_at, rows), x, room())
+                           : dense_forward(weights(p, rows, cols), part(p, bias_at, rows), x, room()));
   }
   Tensor conv2d(const ConvGeometry& g, const Vector& p, std::int64_t bias_at, const Matrix& x) {
     return convolve(g, p, bias_at, x, false);
@@ -173,7 +173,7 @@ struct CpuLayerKernels {
                              std::int64_t beta_at, Tensor z, BatchNormStash& stash, const ShortcutGeometry& g,
                              const Matrix* x, bool relu) {
     Tensor shortcut;  // S(x) where the shortcut is not the block input itself [C*HW x n]
-    if (x != nullptr && !g.identity()) shortcut = made(shortcut_forward(g, *x, room(shortcut_rows(g), x->cols())));
+    if (x != nullptr && !g.identity()) shortcut = made(shortcut_forward(g, *x, room()));
     stash_room(stash, z);
     const Matrix* residual = x == nullptr ? nullptr : g.identity() ? x : &shortcut;
     batch_norm_add_relu_in_place(channels, part(p, gamma_at, channels), part(p, beta_at, channels), z, stash, residual,
@@ -184,33 +184,30 @@ struct CpuLayerKernels {
     if (g.identity()) {
       z += x;  // no copy of the block input
     } else {
-      z += made(shortcut_forward(g, x, room(shortcut_rows(g), x.cols())));
+      z += made(shortcut_forward(g, x, room()));
     }
   }
   void relu(Matrix& z) { relu_forward(z); }
   Tensor pool(const PoolGeometry& g, const Matrix& z, Index* argmax) {
-    return made(pool_forward(g, z, argmax, room(g.channels * g.out_height() * g.out_width(), z.cols())));
+    return made(pool_forward(g, z, argmax, room()));
   }
   double softmax_cross_entropy(const Matrix& z, const Labels* labels, double loss_scale, Tensor* dlogits) {
-    if (dlogits != nullptr) *dlogits = made(room(z.rows(), z.cols()));
+    if (dlogits != nullptr) *dlogits = made(room().take(z.rows(), z.cols()));
     return cpu::softmax_cross_entropy(z, *labels, loss_scale, dlogits);
   }
   Tensor zeros(std::int64_t rows, std::int64_t n) {
-    Tensor z = made(room(rows, n));
+    Tensor z = made(room().take(rows, n));
     z.setZero();
     return z;
   }
 
   Tensor pool_backward(const PoolGeometry& g, const Matrix& dy, const Index& argmax) {
-    return made(cpu::pool_backward(g, dy, argmax, room(g.channels * g.height * g.width, dy.cols())));
+    return made(cpu::pool_backward(g, dy, argmax, room()));
   }
-  Tensor relu_backward(const Matrix& out, const Matrix& dy) { return made(cpu::relu_backward(out, dy, room(dy.rows(), dy.cols()))); }
+  Tensor relu_backward(const Matrix& out, const Matrix& dy) { return made(cpu::relu_backward(out, dy, room())); }
   // The same over dy's own buffer (a gradient the layer made itself, e.g. pooling's).
   void relu_backward_in_place(const Matrix& out, Matrix& dy) { cpu::relu_backward(out.data(), dy.data(), dy.data(), dy.size()); }
-  Tensor shortcut_backward(const ShortcutGeometry& g, const Matrix& dy) {
-    const std::int64_t rows = g.identity() ? dy.rows() : g.in_channels * g.in_height * g.in_width;
-    return made(cpu::shortcut_backward(g, dy, room(rows, dy.cols())));
-  }
+  Tensor shortcut_backward(const ShortcutGeometry& g, const Matrix& dy) { return made(cpu::shortcut_backward(g, dy, room())); }
   Tensor batch_norm_backward(std::int64_t channels, std::int64_t, const Vector& p, std::int64_t gamma_at,
                              const BatchNormStash& stash, const Matrix& dy, Vector* grad, std::int64_t dgamma_at,
                              std::int64_t dbeta_at) {
@@ -224,14 +221,12 @@ struct CpuLayerKernels {
     return batch_norm_backward_into(channels, p, gamma_at, stash, &out, dy, grad, dgamma_at, dbeta_at, masked);
   }
   Tensor dense_backward_input(const Vector& p, std::int64_t rows, std::int64_t cols, const ConstColumns& dz) {
-    return made(use_onednn ? onednn::dense_backward_input(weights(p, rows, cols), dz, room(cols, dz.cols()))
-                           : cpu::dense_backward_input(weights(p, rows, cols), dz, room(cols, dz.cols())));
+    return made(use_onednn ? onednn::dense_backward_input(weights(p, rows, cols), dz, room())
+                           : cpu::dense_backward_input(weights(p, rows, cols), dz, room()));
   }
   Tensor conv2d_backward_input(const ConvGeometry& g, const Vector& p, const ConstColumns& dz) {
     const auto w = weights(p, g.out_channels, g.patch());
-    Matrix dx = room(g.in_channels * g.height * g.width, dz.cols());  // [C*H*W x n]
-    return made(use_onednn ? onednn::conv2d_backward_input(g, w, dz, plans, std::move(dx))
-                           : cpu::conv2d_backward_input(g, w, dz, std::move(dx)));
+    return made(use_onednn ? onednn::conv2d_backward_input(g, w, dz, plans, room()) : cpu::conv2d_backward_input(g, w, dz, room()));
   }
   void add(Matrix& x, const ConstColumns& y) { x += y; }
   // Room for a layer's parameter gradient: zeros to add into, or uninitialised to write.
@@ -263,16 +258,14 @@ struct CpuLayerKernels {
   Tensor convolve(const ConvGeometry& g, const Vector& p, std::int64_t bias_at, const Matrix& x, bool relu) {
     const auto w = weights(p, g.out_channels, g.patch());
     const auto b = part(p, bias_at, g.out_channels);
-    Matrix z = room(g.out_channels * g.out_height() * g.out_width(), x.cols());  // [Cout*Ho*Wo x n]
-    if (use_onednn) return made(onednn::conv2d_forward(g, w, b, x, relu, plans, std::move(z)));
-    z = conv2d_forward(g, w, b, x, std::move(z));
+    if (use_onednn) return made(onednn::conv2d_forward(g, w, b, x, relu, plans, room()));
+    Matrix z = conv2d_forward(g, w, b, x, room());
     if (relu) relu_forward(z);
     return made(std::move(z));
   }
-  static std::int64_t shortcut_rows(const ShortcutGeometry& g) { return g.out_channels * g.out_height * g.out_width; }
   // Batch norm's xhat [C*HW x n] in a buffer from the pool (the kernel writes it whole).
   void stash_room(BatchNormStash& stash, const Matrix& z) const {
-    if (tensors) stash.normalized = made(room(z.rows(), z.cols()));
+    if (tensors) stash.normalized = made(room().take(z.rows(), z.cols()));
   }
   // Batch norm's backward (through ReLU where `relu_output` is not null), dgamma and dbeta into
   // grad when it is not null.
@@ -283,12 +276,10 @@ struct CpuLayerKernels {
     Vector* const dgamma_out = grad ? &dgamma : nullptr;
     Vector* const dbeta_out = grad ? &dbeta : nullptr;
     const auto gamma = part(p, gamma_at, channels);
-    if (masked != nullptr) *masked = made(room(dy.rows(), dy.cols()));
+    if (masked != nullptr) *masked = made(room().take(dy.rows(), dy.cols()));
     Tensor dz = made(relu_output != nullptr ? cpu::batch_norm_backward_through_relu(channels, gamma, stash, *relu_output, dy,
-                                                                                    dgamma_out, dbeta_out, masked,
-                                                                                    room(dy.rows(), dy.cols()))
-                                            : cpu::batch_norm_backward(channels, gamma, stash, dy, dgamma_out, dbeta_out,
-                                                                       room(dy.rows(), dy.cols())));
+                                                                                    dgamma_out, dbeta_out, masked, room())
+                                            : cpu::batch_norm_backward(channels, gamma, stash, dy, dgamma_out, dbeta_out, room()));
     if (grad != nullptr) {
       into(grad->segment(dgamma_at, channels), dgamma);
       into(grad->segment(dbeta_at, channels), dbeta);

@@ -41,8 +41,8 @@ class PlanCache {
 };
 
 // dense: y = W x + b; W [out x in], b [out] (may be empty), x [in x n] -> y [out x n].
-Matrix dense_forward(const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const Vector>& b, const Matrix& x, Matrix room = {});
-Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const ConstColumns& dy, Matrix room = {});  // dx [in x n]
+Matrix dense_forward(const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const Vector>& b, const Matrix& x, const Room& room = {});
+Matrix dense_backward_input(const Eigen::Ref<const Matrix>& w, const ConstColumns& dy, const Room& room = {});  // dx [in x n]
 void dense_backward_weight(const Matrix& x, const Matrix& dy, Eigen::Ref<Matrix> dw, Vector* db,
                            WeightGradient mode = WeightGradient::write);
 
@@ -53,9 +53,9 @@ void dense_backward_weight(const Matrix& x, const Matrix& dy, Eigen::Ref<Matrix>
 // Each takes the plans of the network it runs for, or none (`cache` null: everything is made for
 // the call and dropped after it).
 Matrix conv2d_forward(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const Eigen::Ref<const Vector>& b,
-                      const Matrix& x, bool relu = false, PlanCache* cache = nullptr, Matrix room = {});
+                      const Matrix& x, bool relu = false, PlanCache* cache = nullptr, const Room& room = {});
 Matrix conv2d_backward_input(const ConvGeometry& g, const Eigen::Ref<const Matrix>& w, const ConstColumns& dz,
-                             PlanCache* cache = nullptr, Matrix room = {});
+                             PlanCache* cache = nullptr, const Room& room = {});
 // Writes dW, or adds it (`mode`; oneDNN's primitive has no accumulating form: it writes into the
 // thread's workspace, which is then added); db is written either way.
 void conv2d_backward_weight(const ConvGeometry& g, const Matrix& x, const Matrix& dz, Eigen::Ref<Matrix> dw,

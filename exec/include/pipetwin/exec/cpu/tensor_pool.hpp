@@ -50,6 +50,16 @@ class TensorPool {
   Counts counts_;
 };
 
+// Where a kernel makes its output: a buffer of the output's shape from a pool, or (no pool) a new
+// one. The kernel asks for the shape it computes itself.
+struct Room {
+  TensorPool* pool = nullptr;
+  // A [rows x cols] matrix, uninitialised.
+  Eigen::MatrixXf take(std::int64_t rows, std::int64_t cols) const {
+    return pool != nullptr ? pool->take(rows, cols) : Eigen::MatrixXf(rows, cols);
+  }
+};
+
 // A matrix whose buffer goes back to its pool when it dies (or is assigned over); without a pool
 // it is a plain Eigen matrix. It is one (public base), so every kernel that takes a Matrix takes it.
 // A copy takes its buffer from the same pool; a move takes the buffer and the pool along.
