@@ -57,7 +57,7 @@ void run(const ProfileCommandOptions& options, mpi::MpiSession* session) {
                                        cpu::parse_concurrent_timing(options.concurrent_timing));
   if (!rank0) return;
   const double us = 1e6;
-  // A forward alone in its task (forward_one_layer_s: one processor's tables). The way back to the
+  // A forward alone in its task (forward_one_layer_s). The way back to the
   // linear output the first time through (LayerTimes::to_linear_s), by a BA part the first time
   // (one processor's tables), taken again right after by a BA part and by a BW
   // (warm_to_linear.hpp), what a BA part's dx costs whatever its samples

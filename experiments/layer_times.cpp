@@ -7,16 +7,19 @@
 //
 //   pipetwin_layer_times_benchmark [--model resnet8] [--schedules sequential,layerpipe]
 //                                  [--processors 1] [--microbatches 4] [--minibatches 10] [--rounds 3]
+//                                  [--calibration FILE]
 //
 // Prints per layer and task kind the median of its layer times (each layer's part of a task, as
 // `pipetwin profile` times it) over the second half of every round's minibatches, per schedule,
 // and each schedule's difference from the first; then per processor and kind those medians
 // summed over its layers (docs/executor.md, "Where gpipe's time at P = 2 goes"); then the step
-// times. Asserts nothing.
+// times. With --calibration the graphs are laid out (LayerPipe's partition) by that table, as
+// `pipetwin validate` lays out its rows; without, by the roofline. Asserts nothing.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
@@ -25,6 +28,7 @@
 #include "pipetwin/exec/cpu/cpu_executor.hpp"
 #include "pipetwin/exec/dataset.hpp"
 #include "pipetwin/exec/host_allocator.hpp"
+#include "pipetwin/models/calibration.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/registry.hpp"
 
@@ -39,6 +43,7 @@ struct Options {
   int microbatches = 4;
   int minibatches = 10;
   int rounds = 3;
+  std::string calibration_path;  // empty: graphs laid out by the roofline
 };
 
 double median(std::vector<double> values) {
@@ -70,9 +75,11 @@ std::vector<std::string> split_names(const std::string& text) {
 const char* kUsage =
     "usage: pipetwin_layer_times_benchmark [--model NAME] [--schedules A,B,...] [--processors P]\n"
     "                                      [--microbatches M] [--minibatches N] [--rounds R]\n"
+    "                                      [--calibration FILE]\n"
     "  each layer's part of each task kind, per schedule, the schedules run in turn in one process\n"
     "  (defaults: resnet8, sequential,layerpipe, P 1, M 4, N 10, R 3; the first half of each run's\n"
-    "  minibatches is warm-up)\n";
+    "  minibatches is warm-up; --calibration: a `pipetwin profile` table that lays out the graphs,\n"
+    "  as `pipetwin validate` does, in place of the roofline)\n";
 
 // The layer times (seconds) of one run of `schedule`, keyed by (task kind, layer), after its
 // first half of minibatches, with the processor each key ran on; and its step time.
@@ -82,8 +89,10 @@ struct RunTimes {
   double step_s = 0;
 };
 
-RunTimes run_once(const Options& o, const std::string& schedule, const Dataset& data) {
-  const GraphConfig config = graph_config(o.model, schedule, "cpu-core", o.processors, o.microbatches, o.minibatches);
+RunTimes run_once(const Options& o, const std::string& schedule, const Dataset& data,
+                  const std::shared_ptr<const Calibration>& calibration) {
+  GraphConfig config = graph_config(o.model, schedule, "cpu-core", o.processors, o.microbatches, o.minibatches);
+  config.calibration = calibration;
   const TaskGraph graph = make_graph(config);
   const Network network = make_request(config).network;
   const BatchSampler sampler(data, network.batch, o.microbatches, o.minibatches, 1);
@@ -159,12 +168,14 @@ int run_benchmark(const Options& o) {
                                                     o.microbatches, o.minibatches))
                               .network;
   const Dataset data = load_dataset_for("auto", kFashionMnistDir, network, "train");
+  std::shared_ptr<const Calibration> calibration;
+  if (!o.calibration_path.empty()) calibration = std::make_shared<const Calibration>(load_calibration(o.calibration_path));
   std::map<std::string, RunTimes> all;  // per schedule, every round's samples together
   std::map<std::string, std::vector<double>> steps_s;
   for (int round = 0; round < o.rounds; ++round) {
     for (const auto& schedule : o.schedules) {
       std::fprintf(stderr, "round %d of %d: %s on %d processor(s)\n", round + 1, o.rounds, schedule.c_str(), o.processors);
-      RunTimes times = run_once(o, schedule, data);
+      RunTimes times = run_once(o, schedule, data, calibration);
       steps_s[schedule].push_back(times.step_s);
       for (auto& [key, seconds] : times.layer_s) {
         auto& into = all[schedule].layer_s[key];
@@ -230,6 +241,8 @@ int main(int argc, char** argv) {
         o.minibatches = parse_count(arg, value, 100000);
       } else if (arg == "--rounds") {
         o.rounds = parse_count(arg, value, 1000);
+      } else if (arg == "--calibration") {
+        o.calibration_path = value;
       } else {
         throw Error("unknown option '" + arg + "'");
       }

@@ -1852,7 +1852,7 @@ TEST_CASE("a profile times what split tasks over a stage cost beyond their layer
 
 TEST_CASE("a table for P processors takes the copies of sizes its pipeline did not make from LayerPipe's run") {
   // lenet5 on 2 processors, 2 microbatches a minibatch, 4 repeats: the 1f1b run times 2
-  // minibatches after 2, the one-layer layerpipe run 2 after 2. Each size's figure is the upper
+  // minibatches after 2, the one-layer layerpipe run 5 after 5. Each size's figure is the upper
   // median of block means of the copies its senders' threads made, from the 1f1b run where that
   // made copies of the size, else from the layerpipe run (its stashes sent to their BW).
   const PipelineProfile profile = lenet5_pipeline_profile();
@@ -1864,7 +1864,7 @@ TEST_CASE("a table for P processors takes the copies of sizes its pipeline did n
     const std::vector<std::int32_t> after = copied_after(graph);
     std::map<std::int32_t, std::vector<std::pair<std::int64_t, const Task*>>> by_thread;  // start, task
     for (const Task& t : graph.tasks) {
-      if (t.placement != Placement::link || t.minibatch < 2) continue;
+      if (t.placement != Placement::link || t.minibatch < graph.minibatches / 2) continue;
       REQUIRE(after[static_cast<std::size_t>(t.id)] >= 0);
       const std::int32_t thread = graph.tasks[static_cast<std::size_t>(after[static_cast<std::size_t>(t.id)])].resource;
       by_thread[thread].emplace_back(run.result.tasks[static_cast<std::size_t>(t.id)].start_cycles, &t);
@@ -1962,8 +1962,31 @@ TEST_CASE("a table for P processors is timed once the pipeline's threads have ru
       CAPTURE(l);
       CHECK(samples.size() == static_cast<std::size_t>(warm_up) * 2);  // the timed minibatches x 2 microbatches
       CHECK(timed->layers.at(network.layers[l].name).forward_s == doctest::Approx(median_of_block_means(samples)).epsilon(1e-12));
-      // Its one-layer run's forwards also hold the other processor's work: no figure alone.
-      CHECK(timed->layers.at(network.layers[l].name).forward_one_layer_s == -1);
+      // Its one-layer run (five minibatches timed after five) prices a forward alone in its task:
+      // each of its one-layer forwards taken from its task's overlap x to the table's share o, by
+      // the table's co-run slope s, (1 + s o) / (1 + s x), where the table has them; the median of
+      // block means of those (no reuse curve: nothing taken off for the weights' reuse). Its BA
+      // parts' way back also holds the other processor's work: no figure for it.
+      const TaskGraph& layer_graph = graphs[graphs.size() - 2];
+      const TrainingRun& layer_run = runs[runs.size() - 2];
+      REQUIRE(layer_graph.minibatches == 10);
+      const bool co_run = timed->co_run_slope >= 0 && timed->co_run_share >= 0;
+      const std::vector<double> shares = other_busy_shares(layer_graph, layer_run.result);
+      std::vector<double> alone_s;
+      for (const auto& time : layer_run.layer_times) {
+        const Task& t = layer_graph.tasks[static_cast<std::size_t>(time.task)];
+        if (time.layer != static_cast<std::int32_t>(l) || time.kind != TaskKind::F || t.kind != TaskKind::F ||
+            t.minibatch < 5) {
+          continue;
+        }
+        REQUIRE(t.first_layer == t.last_layer);
+        const double x = shares[static_cast<std::size_t>(time.task)];
+        alone_s.push_back(co_run ? time.seconds * (1 + timed->co_run_slope * timed->co_run_share) / (1 + timed->co_run_slope * x)
+                                 : time.seconds);
+      }
+      REQUIRE(alone_s.size() == 5 * 2);  // the timed minibatches x 2 microbatches
+      CHECK(timed->layers.at(network.layers[l].name).forward_one_layer_s ==
+            doctest::Approx(median_of_block_means(alone_s)).epsilon(1e-12));
       CHECK(timed->layers.at(network.layers[l].name).activation_grad_to_linear_one_layer_s == -1);
     }
   }

@@ -190,19 +190,36 @@ void record_activation_grad_fixed(const TaskGraph& graph, const Network& network
 }
 
 // Per layer of `network`: LayerTimes::forward_one_layer_s, from the forwards of one layer alone
-// in `runs` of `graph` (the one-processor one-layer run; after the warm-up minibatches): the median
-// of means of their layer times, less what the weight-reuse model charges that run's forwards of
-// the layer beyond what it charged the table's (LayerTimes::forward_weights_reuse_s), so that a
-// graph's reuse charge applies to it as to forward_s. Layers without such forwards keep theirs.
+// in `runs` of `graph` (the profile's one-layer run, on as many processors as the table is for;
+// after the warm-up minibatches): the median of means of their layer times, less what the
+// weight-reuse model charges that run's forwards of the layer beyond what it charged the table's
+// (LayerTimes::forward_weights_reuse_s), so that a graph's reuse charge applies to it as to
+// forward_s. On two or more processors each time is first taken to the overlap the table's layers
+// were timed at: where `calibration` has a co-run slope s and share o (fit_co_run of its pipeline
+// run), a forward whose task the other processors overlapped by x is taken times (1 + s o) /
+// (1 + s x), so that validation's co-run scaling applies to it as to forward_s. Layers without such
+// forwards keep theirs.
 void record_one_layer_forwards(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
                                std::int32_t skip_minibatches, Calibration& calibration) {
   if (graph.samples_per_microbatch != calibration.samples) return;  // the times would not compare
-  const auto forward_s = layer_values(
-      graph, network, runs, skip_minibatches,
-      [](const Task& t, const LayerTime& time) {
-        return t.kind == TaskKind::F && time.kind == TaskKind::F && t.first_layer == t.last_layer;
-      },
-      [](const LayerTime& time) { return time.seconds; });
+  const bool co_run = calibration.co_run_slope >= 0 && calibration.co_run_share >= 0;
+  const double s = calibration.co_run_slope, table_share = calibration.co_run_share;
+  std::vector<std::vector<double>> forward_s(network.size());  // per layer
+  for (const auto& run : runs) {
+    const std::vector<double> shares = co_run ? other_busy_shares(graph, run.result) : std::vector<double>{};
+    for (const auto& time : run.layer_times) {
+      const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
+      if (t.minibatch < skip_minibatches || time.layer < 0 || t.kind != TaskKind::F || time.kind != TaskKind::F ||
+          t.first_layer != t.last_layer) {
+        continue;
+      }
+      const double share = co_run && static_cast<std::size_t>(time.task) < shares.size()
+                               ? shares[static_cast<std::size_t>(time.task)]
+                               : table_share;
+      forward_s[static_cast<std::size_t>(time.layer)].push_back(co_run ? time.seconds * (1 + s * table_share) / (1 + s * share)
+                                                                       : time.seconds);
+    }
+  }
   const std::vector<LayerReuseSeconds> reuse = mean_reuse_seconds(graph, network, calibration, skip_minibatches);
   for (std::size_t l = 0; l < network.size(); ++l) {
     if (forward_s[l].empty()) continue;
@@ -235,6 +252,8 @@ void record_part_to_linear(const TaskGraph& graph, const Network& network, const
 // The short runs a profile makes beside its timed one: two minibatches timed, after two to warm
 // up (profile_minibatches).
 constexpr std::int32_t kShortRunWarmUp = 2;
+// Runs that a short one's few samples would leave too noisy: five timed after five.
+constexpr std::int32_t kLongerRunWarmUp = 5;
 
 // The graph of such a run (`run_config`), or none where its schedule cannot cut the network so:
 // `progress` is told which run is made ("timing the overhead of <what>") or why none is, and what
@@ -375,11 +394,12 @@ void add_pipeline_copies(const TaskGraph& graph, const std::vector<TrainingRun>&
 // Tasks spanning the same layers cannot tell what a task costs beyond its layers from what each
 // layer in it costs: refits `calibration`'s overhead line to the tasks of `timed` (runs of
 // `graph`, after their first `skip_minibatches`) and those of a short layerpipe run of `network`
-// (a task per layer; two minibatches timed after two of warm-up) on `processors`, which `run_all`
-// makes. A network LayerPipe cannot cut keeps the line `timed` gave. The one-layer run also gives
+// (a task per layer; two minibatches timed after two of warm-up, five after five on two or more
+// processors) on `processors`, which `run_all` makes. A network LayerPipe cannot cut keeps the
+// line `timed` gave. The one-layer run also gives
 // the table its way back to the linear output taken again (record_to_linear_again) and what a BA
-// part costs whatever its samples (record_activation_grad_fixed), on one processor what a forward of
-// one layer costs alone in its task (record_one_layer_forwards) and a BA part's way back to the
+// part costs whatever its samples (record_activation_grad_fixed), what a forward of one layer costs
+// alone in its task (record_one_layer_forwards), on one processor a BA part's way back to the
 // linear output the first time (record_part_to_linear), and on two or more processors its
 // senders' copies of sizes `timed` made none of (add_pipeline_copies); then a short zb-h1 run what
 // split tasks over a stage cost beyond the line (record_stage_split_overheads).
@@ -389,11 +409,16 @@ void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network
                                         const ProfileRuns& run_all,
                                         const std::function<void(const std::string&)>& progress,
                                         Calibration& calibration) {
-  constexpr std::int32_t kWarmUp = kShortRunWarmUp;
+  // On two or more processors a longer run, whose one-layer forwards price LayerPipe's there
+  // (record_one_layer_forwards): on resnet8 at P = 2, runs of two minibatches' warm-up and two
+  // timed had those forwards 20-35% over their layers' table times in two profiles of three and
+  // -10 to +21% in the third; runs of five and five, -3 to +23% in all three, as LayerPipe's own runs
+  // (docs/executor.md, "Forwards of one layer on two processors"). About 0.6 s more on resnet8.
+  const std::int32_t warm_up = processors > 1 ? kLongerRunWarmUp : kShortRunWarmUp;
   // Laid out by the table timed so far, as the graphs it will price are: a run laid out by the
   // roofline split layers over processors where the table's graphs do not, and its one-layer
   // tasks then ran 2-3 times as long (docs/executor.md, "LayerPipe's BA parts at P = 2").
-  GraphConfig per_layer = profile_run_config(config, "layerpipe", processors, 2 * kWarmUp);
+  GraphConfig per_layer = profile_run_config(config, "layerpipe", processors, 2 * warm_up);
   per_layer.calibration = std::make_shared<const Calibration>(calibration);
   const std::optional<TaskGraph> made =
       short_run_graph(per_layer, "the overhead line is the timed run's alone", "one-layer tasks", progress);
@@ -405,19 +430,20 @@ void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network
   const BatchSampler layer_sampler(data, network.batch, per_layer.microbatches, per_layer.minibatches, seed);
   std::vector<TaskOverhead> overheads = task_overheads(graph, timed, skip_minibatches);
   const std::vector<TrainingRun> layer_runs = run_all(layer_graph, layer_sampler);
-  const auto one_layer = task_overheads(layer_graph, layer_runs, kWarmUp);
+  const auto one_layer = task_overheads(layer_graph, layer_runs, warm_up);
   overheads.insert(overheads.end(), one_layer.begin(), one_layer.end());
   fit_task_overheads(overheads, calibration);
-  record_to_linear_again(layer_graph, network, layer_runs, kWarmUp, calibration);
-  record_activation_grad_fixed(layer_graph, network, layer_runs, kWarmUp, calibration);
-  // Alone on the machine only: on more processors the one-layer run's tasks also hold the others'
-  // work, at that run's overlap, which the table's co-run figures price apart.
-  if (processors == 1) {
-    record_one_layer_forwards(layer_graph, network, layer_runs, kWarmUp, calibration);
-    record_part_to_linear(layer_graph, network, layer_runs, kWarmUp, calibration);
-  }
-  record_gradient_assemblies(layer_graph, network, layer_runs, kWarmUp, calibration);
-  if (processors > 1) add_pipeline_copies(layer_graph, layer_runs, kWarmUp, calibration);
+  record_to_linear_again(layer_graph, network, layer_runs, warm_up, calibration);
+  record_activation_grad_fixed(layer_graph, network, layer_runs, warm_up, calibration);
+  // On every table: a layer's forward runs at another speed alone in its task than in a stage's
+  // (on resnet8 at P = 2 LayerPipe's second processor's forwards 7-10% over the 1f1b table's,
+  // docs/executor.md, "Forwards of one layer on two processors").
+  record_one_layer_forwards(layer_graph, network, layer_runs, warm_up, calibration);
+  // Alone on the machine only: on more processors the one-layer run's BA parts also hold the
+  // others' work, at that run's overlap.
+  if (processors == 1) record_part_to_linear(layer_graph, network, layer_runs, warm_up, calibration);
+  record_gradient_assemblies(layer_graph, network, layer_runs, warm_up, calibration);
+  if (processors > 1) add_pipeline_copies(layer_graph, layer_runs, warm_up, calibration);
   record_stage_split_overheads(config, network, processors, data, seed, run_all, progress, calibration);
 }
 

@@ -175,7 +175,7 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
                       "timed_stash_distance_bytes", "far_F_factor", "far_B_factor"});
     LayerTimes t;
     t.forward_s = seconds(layer, "F_s", std::nullopt, false);
-    t.forward_one_layer_s = seconds(layer, "F_one_layer_s", -1.0, true);  // older tables, P >= 2: not measured
+    t.forward_one_layer_s = seconds(layer, "F_one_layer_s", -1.0, true);  // older tables: not measured
     t.activation_grad_to_linear_one_layer_s = seconds(layer, "BA_to_linear_one_layer_s", -1.0, true);  // likewise
     t.activation_grad_s = seconds(layer, "BA_s", std::nullopt, false);
     t.weight_grad_s = seconds(layer, "BW_s", std::nullopt, false);

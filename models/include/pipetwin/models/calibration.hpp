@@ -51,22 +51,25 @@ struct LayerTimes {
   double backward_weights_reuse_s = -1;
   double backward_gradient_reuse_s = -1;
   double update_reuse_s = -1;
-  // The forward in a task of this layer alone, on one processor: timed in the profile's
-  // one-processor one-layer (LayerPipe) run, less what the weight-reuse model
+  // The forward in a task of this layer alone: timed in the profile's one-layer (LayerPipe) run
+  // on the table's processors, less what the weight-reuse model
   // (schedule/weight_reuse.hpp) says that run's order gained or lost on the layer's weights
   // against the table's, so that the reuse charge applies to it as to forward_s. A forward that
   // is the only layer of its task is priced by it: such tasks ran resnet8's block-first
   // convolutions 18-24% faster than the table's whole-network tasks, most likely by the memory the
-  // heap hands their outputs (docs/executor.md, "Forwards of one layer"). -1: not measured
-  // (tables for two or more processors, whose one-layer run also holds the other processors'
-  // work; older tables).
+  // heap hands their outputs (docs/executor.md, "Forwards of one layer"). Tables for two or more
+  // processors take it from their own one-layer run, each forward taken to the overlap the table
+  // was timed at by co_run_slope and co_run_share (since 2026-11-30: LayerPipe's second processor's
+  // forwards ran 7-10% over the 1f1b-timed table on resnet8, docs/executor.md, "Forwards of one
+  // layer on two processors"). -1: not measured (older tables).
   double forward_one_layer_s = -1;
   // The way back to the linear output the first time, by a one-layer BA part (LayerPipe's first
   // part of a layer and microbatch): timed in the same one-processor one-layer run, in place of
   // to_linear_s() (BA + BW - B of the table's whole-network tasks) for such parts. On resnet8 it
   // took 4-27% less than to_linear_s() on the six convolutions with a BA, about as long as the way
-  // back taken again (docs/executor.md, "Forwards of one layer"). -1: not measured (as
-  // forward_one_layer_s).
+  // back taken again (docs/executor.md, "Forwards of one layer"). -1: not measured (tables for
+  // two or more processors, whose one-layer run's parts also hold the other processors' work;
+  // older tables).
   double activation_grad_to_linear_one_layer_s = -1;
   // The stash term (Calibration::far_stash_distance_bytes): the stash reuse distance
   // (schedule/stash_reuse.hpp) of the processor that ran this layer in the run the table was timed
