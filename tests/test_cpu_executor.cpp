@@ -3030,6 +3030,65 @@ TEST_CASE("a one-processor profile times forwards alone in their task and a BA p
   }
 }
 
+TEST_CASE("a forward alone in its task is taken to the overlap its table was timed at") {
+  // lenet5's layerpipe graph on 2 processors, its task times made up: processor 0's tasks 1000
+  // cycles each, back to back, processor 1's 700, so their shares of overlap x vary. Each one-layer
+  // forward of layer l after the warm-up took a_l (1 + s x) seconds, a_l = (1 + l) ms: with the
+  // table's co-run slope s = 0.5 and share o = 0.4 every one of them is taken to a_l (1 + s o), so
+  // that is the layer's figure (no weight-reuse term: the table has none). With no co-run figures
+  // the times are kept as they are: their median of block means, computed here again.
+  const GraphConfig config = config_for(kLenet, "layerpipe", 2, 2, 4);
+  const TaskGraph graph = make_graph(config);
+  const Network network = make_request(config).network;
+  const std::int32_t skip = 2;
+  TrainingRun run;
+  run.result.tasks.resize(graph.tasks.size());
+  std::vector<std::int64_t> next_start(2, 0);
+  std::vector<const Task*> in_order;
+  for (const Task& t : graph.tasks) {
+    if (t.placement == Placement::processor) in_order.push_back(&t);
+  }
+  std::sort(in_order.begin(), in_order.end(), [](const Task* a, const Task* b) {
+    return std::tie(a->resource, a->order) < std::tie(b->resource, b->order);
+  });
+  for (const Task* t : in_order) {
+    const std::int64_t length = t->resource == 0 ? 1000 : 700;
+    TaskTiming& timing = run.result.tasks[static_cast<std::size_t>(t->id)];
+    timing.start_cycles = next_start[static_cast<std::size_t>(t->resource)];
+    timing.end_cycles = timing.start_cycles + length;
+    next_start[static_cast<std::size_t>(t->resource)] = timing.end_cycles;
+  }
+  const std::vector<double> shares = other_busy_shares(graph, run.result);
+  const double s = 0.5, o = 0.4;
+  std::vector<std::vector<double>> raw_s(network.size());
+  std::set<double> distinct_shares;
+  for (const Task& t : graph.tasks) {
+    if (t.kind != TaskKind::F || t.first_layer != t.last_layer || t.minibatch < skip) continue;
+    const double x = shares[static_cast<std::size_t>(t.id)];
+    distinct_shares.insert(x);
+    const double seconds = 1e-3 * (1 + t.first_layer) * (1 + s * x);
+    run.layer_times.push_back({t.id, t.first_layer, TaskKind::F, seconds, 0.0});
+    raw_s[static_cast<std::size_t>(t.first_layer)].push_back(seconds);
+  }
+  REQUIRE(distinct_shares.size() > 1);  // the test would not tell the shares apart otherwise
+  Calibration table;
+  table.samples = graph.samples_per_microbatch;
+  for (const Layer& layer : network.layers) table.layers[layer.name].forward_s = 1e-3;
+  Calibration with_co_run = table;
+  with_co_run.co_run_slope = s;
+  with_co_run.co_run_share = o;
+  record_one_layer_forwards(graph, network, {run}, skip, with_co_run);
+  record_one_layer_forwards(graph, network, {run}, skip, table);
+  for (std::size_t l = 0; l < network.size(); ++l) {
+    CAPTURE(l);
+    REQUIRE(!raw_s[l].empty());
+    const double a = 1e-3 * static_cast<double>(1 + l);
+    CHECK(with_co_run.layers.at(network.layers[l].name).forward_one_layer_s == doctest::Approx(a * (1 + s * o)).epsilon(1e-12));
+    CHECK(table.layers.at(network.layers[l].name).forward_one_layer_s ==
+          doctest::Approx(median_of_block_means(raw_s[l])).epsilon(1e-12));
+  }
+}
+
 TEST_CASE("a profile's one-layer run gives what a BA part costs whatever its samples") {
   // lenet5, 2 microbatches of S = 2 samples: the one-layer (layerpipe) run splits each BA into 2
   // parts of S / 2. Per layer, the line through the parts' dx (seconds past the way back to the

@@ -189,16 +189,11 @@ void record_activation_grad_fixed(const TaskGraph& graph, const Network& network
   }
 }
 
-// Per layer of `network`: LayerTimes::forward_one_layer_s, from the forwards of one layer alone
-// in `runs` of `graph` (the profile's one-layer run, on as many processors as the table is for;
-// after the warm-up minibatches): the median of means of their layer times, less what the
-// weight-reuse model charges that run's forwards of the layer beyond what it charged the table's
-// (LayerTimes::forward_weights_reuse_s), so that a graph's reuse charge applies to it as to
-// forward_s. On two or more processors each time is first taken to the overlap the table's layers
-// were timed at: where `calibration` has a co-run slope s and share o (fit_co_run of its pipeline
-// run), a forward whose task the other processors overlapped by x is taken times (1 + s o) /
-// (1 + s x), so that validation's co-run scaling applies to it as to forward_s. Layers without such
-// forwards keep theirs.
+}  // namespace
+
+// A forward alone in its task, from the one-layer run (profiling.hpp). The reuse term keeps a
+// graph's reuse charge applying to it as to forward_s; the co-run term, validation's co-run
+// scaling (docs/executor.md, "Forwards of one layer on two processors").
 void record_one_layer_forwards(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
                                std::int32_t skip_minibatches, Calibration& calibration) {
   if (graph.samples_per_microbatch != calibration.samples) return;  // the times would not compare
@@ -229,6 +224,8 @@ void record_one_layer_forwards(const TaskGraph& graph, const Network& network, c
     times.forward_one_layer_s = std::max(0.0, median_of_means(forward_s[l]) - beyond_table_s);
   }
 }
+
+namespace {
 
 // Per layer of `network`: LayerTimes::activation_grad_to_linear_one_layer_s, the median of means
 // of the way back to the linear output taken by the one-layer BA parts of `runs` of `graph` (the

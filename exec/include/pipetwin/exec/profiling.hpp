@@ -61,6 +61,16 @@ bool takes_unmarked_twins(const std::string& mode, bool on_gpu, int concurrent);
 // a block: their median.
 void fit_task_overheads(const std::vector<TaskOverhead>& overheads, Calibration& calibration);
 
+// Per layer of `network`: LayerTimes::forward_one_layer_s from the forwards of one layer alone in
+// `runs` of `graph` (a profile's one-layer run, after `skip_minibatches`): the median of means of
+// their layer times, each first taken to the overlap the table was timed at where `calibration`
+// has a co-run slope s and share o, times (1 + s o) / (1 + s x), x the share of its task the other
+// processors were busy (other_busy_shares); less what the weight-reuse model charges that run's
+// forwards of the layer beyond what it charged the table's. Layers without such forwards, and
+// runs of another sample count than the table's, leave the table as it was.
+void record_one_layer_forwards(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
+                               std::int32_t skip_minibatches, Calibration& calibration);
+
 // The calibration table from a run recorded with `record_layer_times` (one processor): per layer
 // and task kind the mean measured time (robust to stalls: the median of up to 8 blocks' means,
 // the samples in the order taken), and per task what it took beyond its layers, likewise
