@@ -208,11 +208,8 @@ void record_one_layer_forwards(const TaskGraph& graph, const Network& network, c
           t.first_layer != t.last_layer) {
         continue;
       }
-      const double share = co_run && static_cast<std::size_t>(time.task) < shares.size()
-                               ? shares[static_cast<std::size_t>(time.task)]
-                               : table_share;
-      forward_s[static_cast<std::size_t>(time.layer)].push_back(co_run ? time.seconds * (1 + s * table_share) / (1 + s * share)
-                                                                       : time.seconds);
+      const double to_table = co_run ? (1 + s * table_share) / (1 + s * shares[static_cast<std::size_t>(time.task)]) : 1.0;
+      forward_s[static_cast<std::size_t>(time.layer)].push_back(time.seconds * to_table);
     }
   }
   const std::vector<LayerReuseSeconds> reuse = mean_reuse_seconds(graph, network, calibration, skip_minibatches);
