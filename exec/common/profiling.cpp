@@ -390,13 +390,13 @@ void add_pipeline_copies(const TaskGraph& graph, const std::vector<TrainingRun>&
 // `graph`, after their first `skip_minibatches`) and those of a short layerpipe run of `network`
 // (a task per layer; two minibatches timed after two of warm-up, five after five on two or more
 // processors) on `processors`, which `run_all` makes. A network LayerPipe cannot cut keeps the
-// line `timed` gave. The one-layer run also gives
-// the table its way back to the linear output taken again (record_to_linear_again) and what a BA
-// part costs whatever its samples (record_activation_grad_fixed), what a forward of one layer costs
-// alone in its task (record_one_layer_forwards), on one processor a BA part's way back to the
-// linear output the first time (record_part_to_linear), and on two or more processors its
-// senders' copies of sizes `timed` made none of (add_pipeline_copies); then a short zb-h1 run what
-// split tasks over a stage cost beyond the line (record_stage_split_overheads).
+// line `timed` gave. The one-layer run also gives the table its way back to the linear output
+// taken again (record_to_linear_again), what a BA part costs whatever its samples
+// (record_activation_grad_fixed), what a forward of one layer costs alone in its task
+// (record_one_layer_forwards), on one processor a BA part's way back to the linear output the
+// first time (record_part_to_linear), and on two or more processors its senders' copies of sizes
+// `timed` made none of (add_pipeline_copies); then a short zb-h1 run what split tasks over a stage
+// cost beyond the line (record_stage_split_overheads).
 void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network& network, std::int32_t processors,
                                         const Dataset& data, std::uint64_t seed, const TaskGraph& graph,
                                         const std::vector<TrainingRun>& timed, std::int32_t skip_minibatches,
@@ -406,8 +406,9 @@ void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network
   // On two or more processors a longer run, whose one-layer forwards price LayerPipe's there
   // (record_one_layer_forwards): on resnet8 at P = 2, runs of two minibatches' warm-up and two
   // timed had those forwards 20-35% over their layers' table times in two profiles of three and
-  // -10 to +21% in the third; runs of five and five, -3 to +23% in all three, as LayerPipe's own runs
-  // (docs/executor.md, "Forwards of one layer on two processors"). About 0.6 s more on resnet8.
+  // -10 to +21% in the third; runs of five and five, -3 to +23% in all three, as LayerPipe's own
+  // runs (docs/executor.md, "Forwards of one layer on two processors"). About 0.6 s more on
+  // resnet8.
   const std::int32_t warm_up = processors > 1 ? kLongerRunWarmUp : kShortRunWarmUp;
   // Laid out by the table timed so far, as the graphs it will price are: a run laid out by the
   // roofline split layers over processors where the table's graphs do not, and its one-layer
