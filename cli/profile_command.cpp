@@ -57,20 +57,21 @@ void run(const ProfileCommandOptions& options, mpi::MpiSession* session) {
                                        cpu::parse_concurrent_timing(options.concurrent_timing));
   if (!rank0) return;
   const double us = 1e6;
-  // A forward alone in its task (forward_one_layer_s). The way back to the
+  // A forward alone in its task (forward_one_layer_s), and a BW's dW alone in its task
+  // (weight_grad_dw_one_layer_s). The way back to the
   // linear output the first time through (LayerTimes::to_linear_s), by a BA part the first time
   // (one processor's tables), taken again right after by a BA part and by a BW
   // (warm_to_linear.hpp), what a BA part's dx costs whatever its samples
   // (activation_grad_fixed_s), and the gradient at its output assembled from the next layer's BA
   // parts (assembly_s): "-" where the table cannot tell.
-  Table table({"layer", "F_us", "F_alone_us", "BA_us", "BW_us", "B_us", "U_us", "to_linear_us", "BA_first_us",
-               "BA_again_us", "BW_again_us", "BA_fixed_us", "assembly_us"});
+  Table table({"layer", "F_us", "F_alone_us", "BA_us", "BW_us", "BW_dW_alone_us", "B_us", "U_us", "to_linear_us",
+               "BA_first_us", "BA_again_us", "BW_again_us", "BA_fixed_us", "assembly_us"});
   const auto or_dash = [&](double seconds) { return seconds >= 0 ? fmt::format("{:.1f}", seconds * us) : std::string("-"); };
   for (const auto& layer : request.network.layers) {
     const LayerTimes& t = calibration.layers.at(layer.name);
     table.add_row({layer.name, fmt::format("{:.1f}", t.forward_s * us), or_dash(t.forward_one_layer_s),
                    fmt::format("{:.1f}", t.activation_grad_s * us), fmt::format("{:.1f}", t.weight_grad_s * us),
-                   or_dash(t.backward_s), fmt::format("{:.1f}", t.update_s * us),
+                   or_dash(t.weight_grad_dw_one_layer_s), or_dash(t.backward_s), fmt::format("{:.1f}", t.update_s * us),
                    or_dash(t.to_linear_s()), or_dash(t.activation_grad_to_linear_one_layer_s),
                    or_dash(t.activation_grad_to_linear_again_s),
                    or_dash(t.weight_grad_to_linear_again_s), or_dash(t.activation_grad_fixed_s), or_dash(t.assembly_s)});

@@ -3030,17 +3030,9 @@ TEST_CASE("a one-processor profile times forwards alone in their task and a BA p
   }
 }
 
-TEST_CASE("a forward alone in its task is taken to the overlap its table was timed at") {
-  // lenet5's layerpipe graph on 2 processors, its task times made up: processor 0's tasks 1000
-  // cycles each, back to back, processor 1's 700, so their shares of overlap x vary. Each one-layer
-  // forward of layer l after the warm-up took a_l (1 + s x) seconds, a_l = (1 + l) ms: with the
-  // table's co-run slope s = 0.5 and share o = 0.4 every one of them is taken to a_l (1 + s o), so
-  // that is the layer's figure (no weight-reuse term: the table has none). With no co-run figures
-  // the times are kept as they are: their median of block means, computed here again.
-  const GraphConfig config = config_for(kLenet, "layerpipe", 2, 2, 4);
-  const TaskGraph graph = make_graph(config);
-  const Network network = make_request(config).network;
-  const std::int32_t skip = 2;
+// A run of `graph` (on 2 processors) with made-up task times and no layer times: processor 0's
+// tasks 1000 cycles each, back to back, processor 1's 700, so their shares of overlap vary.
+TrainingRun run_with_made_up_task_times(const TaskGraph& graph) {
   TrainingRun run;
   run.result.tasks.resize(graph.tasks.size());
   std::vector<std::int64_t> next_start(2, 0);
@@ -3058,6 +3050,21 @@ TEST_CASE("a forward alone in its task is taken to the overlap its table was tim
     timing.end_cycles = timing.start_cycles + length;
     next_start[static_cast<std::size_t>(t->resource)] = timing.end_cycles;
   }
+  return run;
+}
+
+TEST_CASE("a forward alone in its task is taken to the overlap its table was timed at") {
+  // lenet5's layerpipe graph on 2 processors, its task times made up so that their shares of
+  // overlap x vary. Each one-layer
+  // forward of layer l after the warm-up took a_l (1 + s x) seconds, a_l = (1 + l) ms: with the
+  // table's co-run slope s = 0.5 and share o = 0.4 every one of them is taken to a_l (1 + s o), so
+  // that is the layer's figure (no weight-reuse term: the table has none). With no co-run figures
+  // the times are kept as they are: their median of block means, computed here again.
+  const GraphConfig config = config_for(kLenet, "layerpipe", 2, 2, 4);
+  const TaskGraph graph = make_graph(config);
+  const Network network = make_request(config).network;
+  const std::int32_t skip = 2;
+  TrainingRun run = run_with_made_up_task_times(graph);
   const std::vector<double> shares = other_busy_shares(graph, run.result);
   const double s = 0.5, o = 0.4;
   std::vector<std::vector<double>> raw_s(network.size());
@@ -3086,6 +3093,59 @@ TEST_CASE("a forward alone in its task is taken to the overlap its table was tim
     CHECK(with_co_run.layers.at(network.layers[l].name).forward_one_layer_s == doctest::Approx(a * (1 + s * o)).epsilon(1e-12));
     CHECK(table.layers.at(network.layers[l].name).forward_one_layer_s ==
           doctest::Approx(median_of_block_means(raw_s[l])).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("a BW alone in its task: its dW past the way back, taken to its table's overlap, where the table has a fused B") {
+  // The same made-up run as above. Each one-layer BW of layer l after the warm-up went back to the
+  // linear output in w_l = 0.1 (1 + l) ms and then took d_l (1 + s x), d_l = (2 + l) ms, for its dW:
+  // with s = 0.5 and o = 0.4 the layer's figure is d_l (1 + s o), the way back left out; without
+  // co-run figures, the median of block means of the dW parts, computed here again. A layer whose
+  // table has no fused B, and the first layer, whose table has no BA, cannot tell the way back:
+  // they get none.
+  const GraphConfig config = config_for(kLenet, "layerpipe", 2, 2, 4);
+  const TaskGraph graph = make_graph(config);
+  const Network network = make_request(config).network;
+  const std::int32_t skip = 2;
+  TrainingRun run = run_with_made_up_task_times(graph);
+  const std::vector<double> shares = other_busy_shares(graph, run.result);
+  const double s = 0.5, o = 0.4;
+  std::vector<std::vector<double>> raw_dw_s(network.size());
+  std::set<double> distinct_shares;
+  for (const Task& t : graph.tasks) {
+    if (t.kind != TaskKind::BW || t.first_layer != t.last_layer || t.minibatch < skip) continue;
+    const double x = shares[static_cast<std::size_t>(t.id)];
+    distinct_shares.insert(x);
+    const double way_back_s = 1e-4 * (1 + t.first_layer), dw_s = 1e-3 * (2 + t.first_layer) * (1 + s * x);
+    run.layer_times.push_back({t.id, t.first_layer, TaskKind::BW, way_back_s + dw_s, way_back_s});
+    raw_dw_s[static_cast<std::size_t>(t.first_layer)].push_back(dw_s);
+  }
+  REQUIRE(distinct_shares.size() > 1);
+  const std::size_t without_b = 1;
+  Calibration table;
+  table.samples = graph.samples_per_microbatch;
+  for (const Layer& layer : network.layers) table.layers[layer.name] = {1e-3, 2e-3, 3e-3, 4e-3, 1e-4};
+  table.layers[network.layers[without_b].name].backward_s = -1;
+  table.layers[network.layers[0].name].activation_grad_s = 0;  // as the profile times it: no BA
+  Calibration with_co_run = table;
+  with_co_run.co_run_slope = s;
+  with_co_run.co_run_share = o;
+  record_one_layer_weight_grads(graph, network, {run}, skip, with_co_run);
+  record_one_layer_weight_grads(graph, network, {run}, skip, table);
+  for (std::size_t l = 0; l < network.size(); ++l) {
+    CAPTURE(l);
+    REQUIRE(!raw_dw_s[l].empty());
+    const LayerTimes& plain = table.layers.at(network.layers[l].name);
+    const LayerTimes& co_run = with_co_run.layers.at(network.layers[l].name);
+    CHECK(plain.forward_one_layer_s == -1);  // forwards are another record's
+    if (l == without_b || l == 0) {
+      CHECK(plain.weight_grad_dw_one_layer_s == -1);
+      CHECK(co_run.weight_grad_dw_one_layer_s == -1);
+      continue;
+    }
+    const double d = 1e-3 * static_cast<double>(2 + l);
+    CHECK(co_run.weight_grad_dw_one_layer_s == doctest::Approx(d * (1 + s * o)).epsilon(1e-12));
+    CHECK(plain.weight_grad_dw_one_layer_s == doctest::Approx(median_of_block_means(raw_dw_s[l])).epsilon(1e-12));
   }
 }
 

@@ -153,6 +153,23 @@ TEST_CASE("a calibrated task costs its layers, its overhead, and the overhead pe
   CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::BW, 1, 1, 8)) ==
         doctest::Approx((3e-3 + 2e-6 + 5e-6) * cycles_per_s).epsilon(1e-6));
   calibration->layers[net.layers[1].name].forward_one_layer_s = -1;
+  // A BW alone in its task: the table's way back to the linear output (BA + BW - B = 2 + 3 - 4 ms)
+  // plus the one-layer dW, scaled with its samples; over several layers, and without a fused B to
+  // tell the way back, the table's BW.
+  calibration->layers[net.layers[1].name].weight_grad_dw_one_layer_s = 1.5e-3;  // for 8 samples
+  CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::BW, 1, 1, 8)) ==
+        doctest::Approx((1e-3 + 1.5e-3 + 2e-6 + 5e-6) * cycles_per_s).epsilon(1e-6));
+  CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::BW, 1, 1, 4)) ==
+        doctest::Approx((0.5e-3 + 0.75e-3 + 2e-6 + 5e-6) * cycles_per_s).epsilon(1e-6));
+  CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::BW, 0, 1, 8)) ==
+        doctest::Approx((2 * (3e-3 + 2e-6) + 5e-6) * cycles_per_s).epsilon(1e-6));
+  CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::F, 1, 1, 8)) ==
+        doctest::Approx((1e-3 + 2e-6 + 9e-6) * cycles_per_s).epsilon(1e-6));  // other kinds: their own
+  calibration->layers[net.layers[1].name].backward_s = -1;
+  CHECK(static_cast<double>(compute_task_cycles(hw, net, TaskKind::BW, 1, 1, 8)) ==
+        doctest::Approx((3e-3 + 2e-6 + 5e-6) * cycles_per_s).epsilon(1e-6));
+  calibration->layers[net.layers[1].name].backward_s = 4e-3;
+  calibration->layers[net.layers[1].name].weight_grad_dw_one_layer_s = -1;
   hw.calibration.reset();
   hw.processor.task_overhead_s = 3e-6;
   CHECK(compute_task_cycles(hw, net, TaskKind::BA, 0, 0, 8) == 0);

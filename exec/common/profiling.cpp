@@ -189,36 +189,75 @@ void record_activation_grad_fixed(const TaskGraph& graph, const Network& network
   }
 }
 
-}  // namespace
-
-// A forward alone in its task, from the one-layer run (profiling.hpp). The reuse term keeps a
-// graph's reuse charge applying to it as to forward_s; the co-run term, validation's co-run
-// scaling (docs/executor.md, "Forwards of one layer on two processors").
-void record_one_layer_forwards(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
-                               std::int32_t skip_minibatches, Calibration& calibration) {
-  if (graph.samples_per_microbatch != calibration.samples) return;  // the times would not compare
+// Per layer of `network`: what `value` says of each one-layer task of `kind` in `runs` of `graph`
+// (after the warm-up minibatches), taken to the overlap `calibration` was timed at by its co-run
+// slope s and share o, (1 + s o) / (1 + s x) with x the task's share (other_busy_shares), where the
+// table has them (validation's co-run scaling, docs/executor.md, "Forwards of one layer on two
+// processors"); as they are otherwise.
+std::vector<std::vector<double>> one_layer_seconds(const TaskGraph& graph, const Network& network,
+                                                   const std::vector<TrainingRun>& runs, std::int32_t skip_minibatches,
+                                                   const Calibration& calibration, TaskKind kind,
+                                                   const std::function<double(const LayerTime&)>& value) {
   const bool co_run = calibration.co_run_slope >= 0 && calibration.co_run_share >= 0;
   const double s = calibration.co_run_slope, table_share = calibration.co_run_share;
-  std::vector<std::vector<double>> forward_s(network.size());  // per layer
+  std::vector<std::vector<double>> seconds(network.size());  // per layer
   for (const auto& run : runs) {
     const std::vector<double> shares = co_run ? other_busy_shares(graph, run.result) : std::vector<double>{};
     for (const auto& time : run.layer_times) {
       const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
-      if (t.minibatch < skip_minibatches || time.layer < 0 || t.kind != TaskKind::F || time.kind != TaskKind::F ||
+      if (t.minibatch < skip_minibatches || time.layer < 0 || t.kind != kind || time.kind != kind ||
           t.first_layer != t.last_layer) {
         continue;
       }
       const double to_table = co_run ? (1 + s * table_share) / (1 + s * shares[static_cast<std::size_t>(time.task)]) : 1.0;
-      forward_s[static_cast<std::size_t>(time.layer)].push_back(time.seconds * to_table);
+      seconds[static_cast<std::size_t>(time.layer)].push_back(value(time) * to_table);
     }
   }
+  return seconds;
+}
+
+// The median of means of `seconds`, less what the weight-reuse model says the run's order cost on
+// the same weight block beyond the table's (`run_reuse_s` and `table_reuse_s`, -1 where not
+// priced), so that a graph's reuse charge applies to the figure as to the table's own; at least 0.
+double at_table_reuse_s(const std::vector<double>& seconds, double run_reuse_s, double table_reuse_s) {
+  const double beyond_table_s = run_reuse_s >= 0 && table_reuse_s >= 0 ? run_reuse_s - table_reuse_s : 0.0;
+  return std::max(0.0, median_of_means(seconds) - beyond_table_s);
+}
+
+}  // namespace
+
+// A forward alone in its task, from the one-layer run (profiling.hpp): the reuse term on its
+// weights W.
+void record_one_layer_forwards(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
+                               std::int32_t skip_minibatches, Calibration& calibration) {
+  if (graph.samples_per_microbatch != calibration.samples) return;  // the times would not compare
+  const auto forward_s = one_layer_seconds(graph, network, runs, skip_minibatches, calibration, TaskKind::F,
+                                           [](const LayerTime& time) { return time.seconds; });
   const std::vector<LayerReuseSeconds> reuse = mean_reuse_seconds(graph, network, calibration, skip_minibatches);
   for (std::size_t l = 0; l < network.size(); ++l) {
     if (forward_s[l].empty()) continue;
     LayerTimes& times = calibration.layers[network.layers[l].name];
-    const double run_reuse_s = reuse[l].forward_weights_s, table_reuse_s = times.forward_weights_reuse_s;
-    const double beyond_table_s = run_reuse_s >= 0 && table_reuse_s >= 0 ? run_reuse_s - table_reuse_s : 0.0;
-    times.forward_one_layer_s = std::max(0.0, median_of_means(forward_s[l]) - beyond_table_s);
+    times.forward_one_layer_s = at_table_reuse_s(forward_s[l], reuse[l].forward_weights_s, times.forward_weights_reuse_s);
+  }
+}
+
+// A BW alone in its task, past its way back to the linear output, from the one-layer run
+// (profiling.hpp): the reuse term on its gradient sum dW. Only where the table can tell the way
+// back, which prices the rest of such a BW: a fused B, and a BA to tell it by (at the network's
+// first layer, which has none, to_linear_s() is 0 whatever the way back costs: resnet8's conv1
+// went back through its batch norm and ReLU in about half its one-layer BW's time).
+void record_one_layer_weight_grads(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
+                                   std::int32_t skip_minibatches, Calibration& calibration) {
+  if (graph.samples_per_microbatch != calibration.samples) return;  // the times would not compare
+  const auto dw_s = one_layer_seconds(graph, network, runs, skip_minibatches, calibration, TaskKind::BW,
+                                      [](const LayerTime& time) { return std::max(0.0, time.seconds - time.to_linear_s); });
+  const std::vector<LayerReuseSeconds> reuse = mean_reuse_seconds(graph, network, calibration, skip_minibatches);
+  for (std::size_t l = 0; l < network.size(); ++l) {
+    if (dw_s[l].empty()) continue;
+    LayerTimes& times = calibration.layers[network.layers[l].name];
+    if (times.to_linear_s() < 0 || !(times.activation_grad_s > 0)) continue;
+    times.weight_grad_dw_one_layer_s =
+        at_table_reuse_s(dw_s[l], reuse[l].backward_gradient_s, times.backward_gradient_reuse_s);
   }
 }
 
@@ -434,6 +473,9 @@ void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network
   // (on resnet8 at P = 2 LayerPipe's second processor's forwards 7-10% over the 1f1b table's,
   // docs/executor.md, "Forwards of one layer on two processors").
   record_one_layer_forwards(layer_graph, network, layer_runs, warm_up, calibration);
+  // And a BW's dW (on resnet8 at P = 2 LayerPipe's first processor's BWs ran 2-10% over the price
+  // from the table's whole-network tasks, docs/executor.md, "A BW of one layer").
+  record_one_layer_weight_grads(layer_graph, network, layer_runs, warm_up, calibration);
   // Alone on the machine only: on more processors the one-layer run's BA parts also hold the
   // others' work, at that run's overlap.
   if (processors == 1) record_part_to_linear(layer_graph, network, layer_runs, warm_up, calibration);

@@ -170,13 +170,14 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   const JsonReader layers = root.at("layers");
   for (std::size_t i = 0; i < layers.array_size(); ++i) {
     const JsonReader layer = layers.at(i);
-    layer.check_keys({"name", "F_s", "F_one_layer_s", "BA_s", "BW_s", "B_s", "U_s", "BA_to_linear_again_s",
+    layer.check_keys({"name", "F_s", "F_one_layer_s", "BW_dW_one_layer_s", "BA_s", "BW_s", "B_s", "U_s", "BA_to_linear_again_s",
                       "BA_to_linear_one_layer_s", "BW_to_linear_again_s", "assembly_s", "BA_fixed_s", "F_weights_reuse_s", "B_weights_reuse_s", "B_gradient_reuse_s", "U_reuse_s",
                       "timed_stash_distance_bytes", "far_F_factor", "far_B_factor"});
     LayerTimes t;
     t.forward_s = seconds(layer, "F_s", std::nullopt, false);
     t.forward_one_layer_s = seconds(layer, "F_one_layer_s", -1.0, true);  // older tables: not measured
     t.activation_grad_to_linear_one_layer_s = seconds(layer, "BA_to_linear_one_layer_s", -1.0, true);  // likewise
+    t.weight_grad_dw_one_layer_s = seconds(layer, "BW_dW_one_layer_s", -1.0, true);  // likewise
     t.activation_grad_s = seconds(layer, "BA_s", std::nullopt, false);
     t.weight_grad_s = seconds(layer, "BW_s", std::nullopt, false);
     t.backward_s = seconds(layer, "B_s", -1.0, true);  // tables from before it: not measured
@@ -277,6 +278,7 @@ std::string calibration_to_json_text(const Calibration& c) {
     nlohmann::ordered_json layer = {{"name", name}, {"F_s", t.forward_s}, {"BA_s", t.activation_grad_s},
                                     {"BW_s", t.weight_grad_s}, {"B_s", t.backward_s}, {"U_s", t.update_s}};
     if (t.forward_one_layer_s >= 0) layer["F_one_layer_s"] = t.forward_one_layer_s;
+    if (t.weight_grad_dw_one_layer_s >= 0) layer["BW_dW_one_layer_s"] = t.weight_grad_dw_one_layer_s;
     if (t.activation_grad_to_linear_one_layer_s >= 0) {
       layer["BA_to_linear_one_layer_s"] = t.activation_grad_to_linear_one_layer_s;
     }

@@ -28,6 +28,7 @@ struct LayerComputeTime {
 constexpr LayerComputeTime kLayerComputeTimes[] = {
     {&LayerTimes::forward_s, false, LayerPass::forward},
     {&LayerTimes::forward_one_layer_s, true, LayerPass::forward},
+    {&LayerTimes::weight_grad_dw_one_layer_s, true, LayerPass::backward},
     {&LayerTimes::activation_grad_to_linear_one_layer_s, true, LayerPass::backward},
     {&LayerTimes::activation_grad_s, false, LayerPass::backward},
     {&LayerTimes::weight_grad_s, false, LayerPass::backward},

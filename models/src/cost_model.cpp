@@ -159,6 +159,26 @@ std::int64_t lone_forward_cycles(const HardwareProfile& hw, const Layer& layer, 
   return ceil_cycles((c.scaled_s(times->forward_one_layer_s, samples) + c.layer_overhead_s) * hw.clock_hz());
 }
 
+// A BW that is the only layer of its task, by a calibration that timed such BWs' dW apart
+// (LayerTimes::weight_grad_dw_one_layer_s): the table's way back to the linear output (the first
+// time; warm_to_linear.hpp swaps in the way back taken again) plus that dW, with the executor's cost
+// between layers; -1 otherwise.
+std::int64_t lone_weight_grad_cycles(const HardwareProfile& hw, const Layer& layer, std::int64_t samples) {
+  const LayerTimes* times = calibrated_times(hw, layer);
+  if (times == nullptr || times->weight_grad_dw_one_layer_s < 0 || times->to_linear_s() < 0) return -1;
+  const Calibration& c = *hw.calibration;
+  const double seconds = c.scaled_s(times->to_linear_s() + times->weight_grad_dw_one_layer_s, samples);
+  return ceil_cycles((seconds + c.layer_overhead_s) * hw.clock_hz());
+}
+
+// A one-layer task's price by its table's one-layer figure, where the table has one for its kind;
+// -1 otherwise.
+std::int64_t lone_layer_cycles(const HardwareProfile& hw, const Layer& layer, TaskKind kind, std::int64_t samples) {
+  if (kind == TaskKind::F) return lone_forward_cycles(hw, layer, samples);
+  if (kind == TaskKind::BW) return lone_weight_grad_cycles(hw, layer, samples);
+  return -1;
+}
+
 }  // namespace
 
 std::int64_t layer_work_cycles(const HardwareProfile& hw, const Layer& layer, TaskKind kind,
@@ -209,8 +229,7 @@ std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, 
   }
   std::int64_t cycles = 0;
   for (int l = first_layer; l <= last_layer; ++l) {
-    const std::int64_t alone =
-        kind == TaskKind::F && first_layer == last_layer ? lone_forward_cycles(hw, net.layers[l], samples) : -1;
+    const std::int64_t alone = first_layer == last_layer ? lone_layer_cycles(hw, net.layers[l], kind, samples) : -1;
     cycles += alone >= 0 ? alone : layer_cycles(hw, net.layers[l], kind, samples, net.optimizer);
   }
   // A task with nothing to compute is free on a roofline (nothing to launch), but an executor

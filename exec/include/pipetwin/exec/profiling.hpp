@@ -71,6 +71,15 @@ void fit_task_overheads(const std::vector<TaskOverhead>& overheads, Calibration&
 void record_one_layer_forwards(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
                                std::int32_t skip_minibatches, Calibration& calibration);
 
+// Per layer of `network`: LayerTimes::weight_grad_dw_one_layer_s from the BWs of one layer alone
+// in `runs` of `graph`, as record_one_layer_forwards does for forwards, of each BW's seconds past
+// its way back to the linear output (LayerTime::to_linear_s), less the reuse model's extra on
+// the layer's gradient sum (backward_gradient_s) over the table's. Only layers whose table tells
+// that way back (LayerTimes::to_linear_s(): a fused B, and a BA, which the network's first layer
+// lacks) are given one.
+void record_one_layer_weight_grads(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
+                                   std::int32_t skip_minibatches, Calibration& calibration);
+
 // The calibration table from a run recorded with `record_layer_times` (one processor): per layer
 // and task kind the mean measured time (robust to stalls: the median of up to 8 blocks' means,
 // the samples in the order taken), and per task what it took beyond its layers, likewise

@@ -63,6 +63,14 @@ struct LayerTimes {
   // forwards ran 7-10% over the 1f1b-timed table on resnet8, docs/executor.md, "Forwards of one
   // layer on two processors"). -1: not measured (older tables).
   double forward_one_layer_s = -1;
+  // A BW alone in its task (LayerPipe's), its work past the way back to the linear output (the
+  // gradient sum dW): timed in the same one-layer run and taken to the table's overlap and weight
+  // reuse as forward_one_layer_s is. A one-layer BW is priced at to_linear_s() plus this (and its
+  // way back taken again where warm_to_linear.hpp says so), in place of weight_grad_s, which was
+  // timed in whole-network tasks (since 2026-11-30, thirty-sixth session: LayerPipe's BWs on
+  // resnet8's first processor at P = 2 ran 2-10% over that price, docs/executor.md, "A BW of one
+  // layer"). -1: not measured (older tables, tables without a fused B, the network's first layer).
+  double weight_grad_dw_one_layer_s = -1;
   // The way back to the linear output the first time, by a one-layer BA part (LayerPipe's first
   // part of a layer and microbatch): timed in the same one-processor one-layer run, in place of
   // to_linear_s() (BA + BW - B of the table's whole-network tasks) for such parts. On resnet8 it

@@ -18,7 +18,8 @@ enum class SplitTaskSpan { stage, layer };
 
 // Cycles of one compute task (F, B, BA, BW, U, RC) covering layers [first, last] for `samples`
 // samples; a U costs the same whatever the samples. A forward of one layer takes the calibration's
-// LayerTimes::forward_one_layer_s where it has one.
+// LayerTimes::forward_one_layer_s where it has one, a BW of one layer its to_linear_s() plus
+// weight_grad_dw_one_layer_s.
 std::int64_t compute_task_cycles(const HardwareProfile& hw, const Network& net, TaskKind kind,
                                  int first_layer, int last_layer, std::int64_t samples,
                                  SplitTaskSpan span = SplitTaskSpan::stage);
