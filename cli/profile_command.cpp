@@ -150,6 +150,10 @@ void run(const ProfileCommandOptions& options, mpi::MpiSession* session) {
     for (const auto& [wait_s, s_per_byte] : calibration.wait_extra_s_per_byte) {
       std::cout << fmt::format(" {:g} ms {:.1f} ps/B", wait_s * 1e3, s_per_byte * 1e12);
     }
+    if (calibration.wait_curve_footprint_bytes > 0) {
+      std::cout << fmt::format(" (measured over {:.0f} MiB: no task is charged for more bytes)",
+                               static_cast<double>(calibration.wait_curve_footprint_bytes) / (1 << 20));
+    }
     std::cout << "; both engines charge each task for the wait before it (docs/executor.md, \"Waits that cost the caches\")\n";
   }
   if (!calibration.copy_seconds.empty()) {

@@ -34,6 +34,7 @@
 #include "pipetwin/schedule/gradient_assembly.hpp"
 #include "pipetwin/schedule/registry.hpp"
 #include "pipetwin/schedule/stash_reuse.hpp"
+#include "pipetwin/schedule/wait_loss.hpp"
 #include "pipetwin/schedule/weight_reuse.hpp"
 #include "synthetic_data.hpp"
 #include "temporary_folder.hpp"
@@ -2396,7 +2397,10 @@ TEST_CASE("a table timed with waits: each layer time less what the wait before i
   // mlp, sequential on one processor, its tasks laid out by hand one after the other, each
   // forward after a wait of 0, 5 or 20 ms in turn. Layer 0's forward takes 10 us plus what the
   // curve charges that wait for its bytes (its weights, its output and, the task's first layer,
-  // its input, for the microbatch's samples); the table, told the curve, keeps 10 us.
+  // its input, for the microbatch's samples); the table, told the curve, keeps 10 us. Told too
+  // that the curve was measured over half the task's bytes (the forward's task holds every layer),
+  // it charges the task for that half, the layer its share of it: a run that lost so much gives
+  // 10 us again, and the first run, which lost twice that, more.
   const GraphConfig config = config_for(kMlp, "sequential", 1, 4, 5);
   const ScheduleRequest request = make_request(config);
   const TaskGraph graph = make_graph(config);
@@ -2406,37 +2410,58 @@ TEST_CASE("a table timed with waits: each layer time less what the wait before i
   const double bytes = static_cast<double>(first.param_bytes + (first.output_bytes + first.input_bytes) * n);
   const double waits_s[] = {0, 0.005, 0.02};
   const double per_byte_s[] = {0, 0.5e-10, 1e-10 + (2e-10 - 1e-10) * (0.02 - 0.01) / (0.04 - 0.01)};
-  TrainingRun run;
-  run.result.tasks.assign(graph.tasks.size(), {});
-  std::vector<const Task*> in_order;
-  for (const auto& t : graph.tasks) {
-    if (t.placement == Placement::processor) in_order.push_back(&t);
+  std::int64_t task_bytes = 0;  // a forward's: every layer's
+  for (const Task& t : graph.tasks) {
+    if (t.kind == TaskKind::F) task_bytes = task_wait_exposed_bytes(graph, t, request.network);
   }
-  std::sort(in_order.begin(), in_order.end(), [](const Task* a, const Task* b) { return a->order < b->order; });
-  double now_s = 0;
-  int forwards = 0;
-  double plain_sum_s = 0;
-  for (const Task* t : in_order) {
-    const int which = t->kind == TaskKind::F ? forwards % 3 : 0;
-    now_s += waits_s[which];
-    const double seconds = 10e-6 + per_byte_s[which] * bytes;
-    if (t->kind == TaskKind::F && t->minibatch >= 1) {
-      run.layer_times.push_back({t->id, 0, TaskKind::F, seconds});
-      plain_sum_s += seconds;
+  REQUIRE(task_bytes > static_cast<std::int64_t>(bytes));
+  const auto run_losing = [&](double share_lost) {
+    TrainingRun run;
+    run.result.tasks.assign(graph.tasks.size(), {});
+    std::vector<const Task*> in_order;
+    for (const auto& t : graph.tasks) {
+      if (t.placement == Placement::processor) in_order.push_back(&t);
     }
-    if (t->kind == TaskKind::F) ++forwards;
-    run.result.tasks[static_cast<std::size_t>(t->id)] = {std::llround(now_s * graph.clock_hz), std::llround((now_s + 100e-6) * graph.clock_hz)};
-    now_s += 100e-6;
-  }
-  REQUIRE(run.layer_times.size() == 16);
-  const Calibration told = calibration_from_runs(graph, request.network, {run}, 1, curve);
+    std::sort(in_order.begin(), in_order.end(), [](const Task* a, const Task* b) { return a->order < b->order; });
+    double now_s = 0;
+    int forwards = 0;
+    double plain_sum_s = 0;
+    for (const Task* t : in_order) {
+      const int which = t->kind == TaskKind::F ? forwards % 3 : 0;
+      now_s += waits_s[which];
+      const double seconds = 10e-6 + share_lost * per_byte_s[which] * bytes;
+      if (t->kind == TaskKind::F && t->minibatch >= 1) {
+        run.layer_times.push_back({t->id, 0, TaskKind::F, seconds});
+        plain_sum_s += seconds;
+      }
+      if (t->kind == TaskKind::F) ++forwards;
+      run.result.tasks[static_cast<std::size_t>(t->id)] = {std::llround(now_s * graph.clock_hz), std::llround((now_s + 100e-6) * graph.clock_hz)};
+      now_s += 100e-6;
+    }
+    REQUIRE(run.layer_times.size() == 16);
+    CHECK(plain_sum_s > 16 * 10e-6);
+    return run;
+  };
+  const TrainingRun run = run_losing(1.0);
+  const Calibration told = calibration_from_runs(graph, request.network, {run}, 1, WaitCurve{curve, 0});
   CHECK(told.layers.at(first.name).forward_s == doctest::Approx(10e-6).epsilon(1e-6).scale(0));
   CHECK(told.wait_extra_s_per_byte == curve);
+  CHECK(told.wait_curve_footprint_bytes == 0);
+  const WaitCurve over_half{curve, task_bytes / 2};
+  const double half = static_cast<double>(task_bytes / 2) / static_cast<double>(task_bytes);
+  const Calibration capped = calibration_from_runs(graph, request.network, {run_losing(half)}, 1, over_half);
+  CHECK(capped.layers.at(first.name).forward_s == doctest::Approx(10e-6).epsilon(1e-6).scale(0));
+  CHECK(capped.wait_curve_footprint_bytes == task_bytes / 2);
+  // The first run's losses, half of each taken off: what is left of them stays in the table.
+  std::vector<double> left_s;
+  for (const LayerTime& time : run.layer_times) left_s.push_back(time.seconds - half * (time.seconds - 10e-6));
+  const double kept_s = calibration_from_runs(graph, request.network, {run}, 1, over_half).layers.at(first.name).forward_s;
+  CHECK(kept_s == doctest::Approx(median_of_block_means(left_s)).epsilon(1e-9).scale(0));
+  CHECK(kept_s > 10e-6);
   // Without the curve the table holds the waits' cost (and no curve).
   const Calibration untold = calibration_from_runs(graph, request.network, {run}, 1);
   CHECK(untold.layers.at(first.name).forward_s > 10e-6 + 0.5 * per_byte_s[1] * bytes);
   CHECK(untold.wait_extra_s_per_byte.empty());
-  CHECK(plain_sum_s > 16 * 10e-6);
 }
 
 TEST_CASE("task overheads: the line through the medians of the smallest and the largest tasks") {

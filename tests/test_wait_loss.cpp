@@ -115,6 +115,20 @@ TEST_CASE("wait loss: a task's bytes from its layers' sizes, and a calibrated gr
   CHECK(forwards == 4);
   CHECK(backwards == 4);
   CHECK(updates == 2);
+  // Told the footprint the curve was measured over, each task is charged for at most that many
+  // of its bytes.
+  std::int64_t largest = 0;
+  for (const auto& t : g.tasks) largest = std::max(largest, t.wait_exposed_bytes);
+  table.wait_curve_footprint_bytes = largest / 2;
+  config.calibration = std::make_shared<const Calibration>(table);
+  const TaskGraph capped = make_graph(config);
+  int at_cap = 0;
+  for (std::size_t i = 0; i < g.tasks.size(); ++i) {
+    CHECK(capped.tasks[i].wait_exposed_bytes == std::min(g.tasks[i].wait_exposed_bytes, largest / 2));
+    at_cap += capped.tasks[i].wait_exposed_bytes == largest / 2;
+  }
+  CHECK(at_cap > 0);
+  table.wait_curve_footprint_bytes = 0;
   // Without a curve in the table, no bytes and no curve.
   table.wait_extra_s_per_byte.clear();
   config.calibration = std::make_shared<const Calibration>(table);
@@ -136,6 +150,14 @@ TEST_CASE("wait loss: the calibration's curve interpolated, written and read, an
   REQUIRE(back.wait_extra_s_per_byte.size() == 2);
   CHECK(back.wait_extra_s_per_byte[1].first == 0.02);
   CHECK(back.wait_extra_s_per_byte[1].second == 1e-10);
+  CHECK(back.wait_curve_footprint_bytes == 0);  // not known: not written, read as 0
+  Calibration with_footprint = c;
+  with_footprint.wait_curve_footprint_bytes = std::int64_t{8} << 20;
+  CHECK(calibration_from_json_text(calibration_to_json_text(with_footprint), "test").wait_curve_footprint_bytes ==
+        std::int64_t{8} << 20);
+  CHECK(with_footprint.wait_charged_bytes(std::int64_t{20} << 20) == std::int64_t{8} << 20);
+  CHECK(with_footprint.wait_charged_bytes(1000) == 1000);
+  CHECK(c.wait_charged_bytes(std::int64_t{20} << 20) == std::int64_t{20} << 20);
   // The written table with its curve replaced by `curve`.
   const std::string text = calibration_to_json_text(c);
   const std::size_t key = text.find("\"wait_extra_s_per_byte\"");

@@ -367,8 +367,9 @@ std::vector<std::vector<std::int32_t>> thread_sequences(const TaskGraph& graph, 
 }
 
 // What the wait of `wait_s` before task `t` cost its record `time` of a layer, by `calibration`'s
-// wait curve: the layer's share of the task's charge (layer_wait_exposed_bytes; a fused B's BA and
-// BW records share its layer's charge by their own bytes), as the engines charge the task.
+// wait curve: the layer's share of the task's charge (layer_wait_exposed_bytes over the task's; a
+// fused B's BA and BW records share its layer's charge by their own bytes), as the engines charge
+// the task, for at most the curve's footprint of its bytes (Calibration::wait_charged_bytes).
 double own_wait_charge_s(const TaskGraph& graph, const Task& t, const LayerTime& time, const Network& network,
                          double wait_s, const Calibration& calibration) {
   if (calibration.wait_extra_s_per_byte.empty() || !(wait_s > 0) || time.layer < 0) return 0;
@@ -385,7 +386,10 @@ double own_wait_charge_s(const TaskGraph& graph, const Task& t, const LayerTime&
     if (ba + bw <= 0 || (time.kind != TaskKind::BA && time.kind != TaskKind::BW)) return 0;
     share = (time.kind == TaskKind::BA ? ba : bw) / (ba + bw);
   }
-  return share * calibration.wait_extra_s(wait_s, layer_bytes);
+  const std::int64_t task_bytes = task_wait_exposed_bytes(graph, t, network);
+  if (task_bytes <= 0) return 0;
+  const double charged = static_cast<double>(calibration.wait_charged_bytes(task_bytes)) / static_cast<double>(task_bytes);
+  return share * charged * calibration.wait_extra_s(wait_s, layer_bytes);
 }
 
 // The copies the senders' threads made in `runs` of `graph` (after their first
@@ -633,7 +637,7 @@ void time_stash_far_point(const GraphConfig& config, const Network& network, con
                           const TaskGraph& pipeline_graph, std::int32_t minibatches, std::int32_t warm_up, int processors,
                           const Runner& run, const TrainingOptions& options,
                           const std::function<void(const std::string&)>& progress,
-                          const std::vector<std::pair<double, double>>& wait_curve, Calibration& calibration) {
+                          const WaitCurve& wait_curve, Calibration& calibration) {
   const GraphConfig gpipe = profile_run_config(config, "gpipe", 1, minibatches);
   TaskGraph graph;
   try {
@@ -748,22 +752,23 @@ std::int64_t max_peak(const std::vector<std::int64_t>& peaks) {
 }
 
 Calibration calibration_from_run(const TaskGraph& graph, const Network& network, const TrainingRun& run,
-                                 std::int32_t skip_minibatches, const std::vector<std::pair<double, double>>& wait_curve) {
+                                 std::int32_t skip_minibatches, const WaitCurve& wait_curve) {
   return calibration_from_runs(graph, network, {run}, skip_minibatches, wait_curve);
 }
 
 Calibration calibration_from_runs(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
-                                  std::int32_t skip_minibatches, const std::vector<std::pair<double, double>>& wait_curve) {
+                                  std::int32_t skip_minibatches, const WaitCurve& wait_curve) {
   const std::size_t L = network.size();
   Calibration c;
-  c.wait_extra_s_per_byte = wait_curve;
+  c.wait_extra_s_per_byte = wait_curve.extra_s_per_byte;
+  c.wait_curve_footprint_bytes = wait_curve.footprint_bytes;
   std::vector<std::map<TaskKind, std::vector<double>>> seconds(L);
   std::vector<double> load_s;  // the forwards' loads at the input
   for (const auto& run : runs) {
     if (run.layer_times.empty()) throw Error("internal: calibration from a run without layer times");
     // Per task: the wait before it on its processor (waits_before_cycles; kNoWait: none).
     const std::vector<std::int64_t> waits =
-        wait_curve.empty() || run.result.tasks.size() != graph.tasks.size() ? std::vector<std::int64_t>()
+        wait_curve.extra_s_per_byte.empty() || run.result.tasks.size() != graph.tasks.size() ? std::vector<std::int64_t>()
                                                                             : waits_before_cycles(graph, run.result.tasks);
     for (const auto& time : run.layer_times) {
       const Task& t = graph.tasks[static_cast<std::size_t>(time.task)];
@@ -938,7 +943,7 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
                            const Runner& run, const std::function<void(const std::string&)>& progress,
                            int concurrent, const std::vector<int>& pin_cpus, bool time_footprint,
                            const std::vector<std::pair<std::int64_t, double>>& reuse_curve,
-                           const std::vector<std::pair<double, double>>& wait_curve) {
+                           const WaitCurve& wait_curve) {
   if (repeats < 1) throw Error("profile: repeats must be at least 1");
   if (concurrent < 1) throw Error("profile: concurrent copies must be at least 1");
   const ScheduleRequest request = make_request(config);
@@ -984,7 +989,7 @@ std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config,
                                                       const std::function<void(const std::string&)>& progress,
                                                       int processors, const TrainingOptions& options, double span_s,
                                                       const std::vector<std::pair<std::int64_t, double>>& reuse_curve,
-                                                      const std::vector<std::pair<double, double>>& wait_curve,
+                                                      const WaitCurve& wait_curve,
                                                       bool time_far_point) {
   if (repeats < 1) throw Error("profile: repeats must be at least 1");
   if (processors < 2) throw Error("profile: a pipeline needs at least 2 processors");

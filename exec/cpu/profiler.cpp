@@ -141,7 +141,7 @@ Calibration profile_cpu_layers(const GraphConfig& config, const Dataset& data, i
   // What a wait costs the work after it, waiting as this table's runs do (schedule/wait_loss.hpp).
   const double spin_s = handoff_spin_for(concurrent, handoff_spin_s, transfer_threads == TransferThreads::links);
   if (progress) progress("measuring what a wait of 1 to 50 ms costs the work after it, over " + std::to_string(kWaitCurveFootprintBytes >> 20) + " MiB");
-  const std::vector<std::pair<double, double>> wait_curve = measure_wait_curve(kWaitCurveFootprintBytes, kWaitCurveRepeats, spin_s);
+  const WaitCurve wait_curve{measure_wait_curve(kWaitCurveFootprintBytes, kWaitCurveRepeats, spin_s), kWaitCurveFootprintBytes};
   if (concurrent > 1 && timing == ConcurrentTiming::pipeline) {
     TrainingOptions options;
     options.pin_cpus = pin_cpus;

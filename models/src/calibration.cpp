@@ -21,7 +21,7 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   const JsonReader root(document, source);
   root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "pipeline_schedule", "co_run_slope", "co_run_share", "timed_footprint_bytes", "footprint_slowdown", "footprint_small_bytes", "footprint_large_bytes", "far_stash_distance_bytes", "cores", "task_overhead_s", "overheads_from_unmarked_twins", "layer_overhead_s", "kind_overhead_s", "stage_kind_overhead_s", "input_load_s", "copy_bytes_per_s", "core_copy_bytes_per_s", "ranks", "message_send_core_s",
                    "message_send_core_bytes_per_s", "message_receive_core_s", "message_receive_core_bytes_per_s",
-                   "copy_latency_s", "handoff_s", "handoff_spin_s", "copy_seconds", "task_gap_s", "pipeline_copy_seconds", "reuse_extra_s_per_byte", "wait_extra_s_per_byte", "layers"});
+                   "copy_latency_s", "handoff_s", "handoff_spin_s", "copy_seconds", "task_gap_s", "pipeline_copy_seconds", "reuse_extra_s_per_byte", "wait_extra_s_per_byte", "wait_curve_footprint_bytes", "layers"});
   if (root.get_string("format", "") != "pipetwin-calibration-1") {
     throw Error("calibration " + source + ": not a pipetwin calibration table (format pipetwin-calibration-1)");
   }
@@ -157,6 +157,8 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
       c.wait_extra_s_per_byte.emplace_back(wait_s, s);
     }
   }
+  c.wait_curve_footprint_bytes = root.get_int("wait_curve_footprint_bytes", 0);  // older tables: not known
+  if (c.wait_curve_footprint_bytes < 0) root.at("wait_curve_footprint_bytes").fail("bytes >= 0 (0: not known)");
   c.task_gap_s = seconds(root, "task_gap_s", -1.0, true);  // tables from before it: not measured
   c.handoff_s = seconds(root, "handoff_s", -1.0, true);
   c.handoff_spin_s = seconds(root, "handoff_spin_s", 0.0, false);
@@ -266,6 +268,7 @@ std::string calibration_to_json_text(const Calibration& c) {
     j["wait_extra_s_per_byte"] = nlohmann::ordered_json::array();
     for (const auto& [wait_s, s] : c.wait_extra_s_per_byte) j["wait_extra_s_per_byte"].push_back({wait_s, s});
   }
+  if (c.wait_curve_footprint_bytes > 0) j["wait_curve_footprint_bytes"] = c.wait_curve_footprint_bytes;
   if (!c.reuse_extra_s_per_byte.empty()) {
     j["reuse_extra_s_per_byte"] = nlohmann::ordered_json::array();
     for (const auto& [bytes, s] : c.reuse_extra_s_per_byte) j["reuse_extra_s_per_byte"].push_back({bytes, s});

@@ -105,7 +105,10 @@ void price_waits(TaskGraph& graph, const HardwareProfile& hardware, const Networ
   for (const auto& [wait_s, s_per_byte] : hardware.calibration->wait_extra_s_per_byte) {
     graph.wait_loss.push_back({std::llround(wait_s * graph.clock_hz), s_per_byte * graph.clock_hz});
   }
-  for (Task& t : graph.tasks) t.wait_exposed_bytes = task_wait_exposed_bytes(graph, t, network);
+  // At most the curve's footprint of each (Calibration::wait_charged_bytes).
+  for (Task& t : graph.tasks) {
+    t.wait_exposed_bytes = hardware.calibration->wait_charged_bytes(task_wait_exposed_bytes(graph, t, network));
+  }
 }
 
 }  // namespace pipetwin

@@ -86,15 +86,16 @@ void record_one_layer_weight_grads(const TaskGraph& graph, const Network& networ
 // (task_overhead_s); the first `skip_minibatches` minibatches are left out as warm-up.
 // Device, copy bandwidth and latency are left to the caller.
 // A `wait_curve` (the CPU's, exec/cpu/wait_curve.hpp; empty: none) goes into the table
-// (Calibration::wait_extra_s_per_byte), and each layer time is taken less what the curve charges
-// its task for the wait its thread had before it, its layer's share (schedule/wait_loss.hpp), so
+// (Calibration::wait_extra_s_per_byte, and its footprint wait_curve_footprint_bytes), and each
+// layer time is taken less what the curve charges its task for the wait its thread had before it,
+// for at most the footprint of the task's bytes, its layer's share (schedule/wait_loss.hpp), so
 // that a graph's engines, which charge every task for its own waits, do not charge the timed
 // run's twice.
 Calibration calibration_from_run(const TaskGraph& graph, const Network& network, const TrainingRun& run,
-                                 std::int32_t skip_minibatches, const std::vector<std::pair<double, double>>& wait_curve = {});
+                                 std::int32_t skip_minibatches, const WaitCurve& wait_curve = {});
 // The same from several runs of `graph` (copies run at once), their samples pooled.
 Calibration calibration_from_runs(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
-                                  std::int32_t skip_minibatches, const std::vector<std::pair<double, double>>& wait_curve = {});
+                                  std::int32_t skip_minibatches, const WaitCurve& wait_curve = {});
 
 // Seconds from one thread ending a task to another thread starting the task waiting on it: the
 // mean (over the fastest 95%) of mutex / condition-variable handoffs to a thread that has waited
@@ -126,7 +127,7 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
                            const Runner& run, const std::function<void(const std::string&)>& progress,
                            int concurrent = 1, const std::vector<int>& pin_cpus = {}, bool time_footprint = false,
                            const std::vector<std::pair<std::int64_t, double>>& reuse_curve = {},
-                           const std::vector<std::pair<double, double>>& wait_curve = {});
+                           const WaitCurve& wait_curve = {});
 
 // Microbatches a profile times per layer and task kind unless told otherwise (`--repeats`); with
 // 4 microbatches a minibatch, 16 minibatches after the warm-up one, so 16 samples of each update.
@@ -173,7 +174,7 @@ std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config,
                                                       int processors, const TrainingOptions& options,
                                                       double span_s = kPipelineTimingSpan_s,
                                                       const std::vector<std::pair<std::int64_t, double>>& reuse_curve = {},
-                                                      const std::vector<std::pair<double, double>>& wait_curve = {},
+                                                      const WaitCurve& wait_curve = {},
                                                       bool time_far_point = false);
 
 }  // namespace pipetwin

@@ -102,6 +102,13 @@ struct LayerTimes {
   double fused_backward_s() const { return backward_s >= 0 ? backward_s : activation_grad_s + weight_grad_s; }
 };
 
+// A wait curve as a profile measures it (Calibration::wait_extra_s_per_byte) with the footprint it
+// was measured over (Calibration::wait_curve_footprint_bytes); empty: none.
+struct WaitCurve {
+  std::vector<std::pair<double, double>> extra_s_per_byte;
+  std::int64_t footprint_bytes = 0;
+};
+
 struct Calibration {
   std::string device;             // "cpu" or "cuda"
   std::string device_name;        // what it ran on, for the record
@@ -282,9 +289,20 @@ struct Calibration {
   // The layer times of a table timed in a pipeline run have each task's own charge taken out.
   // Empty: not measured (older tables, GPUs): waits cost nothing.
   std::vector<std::pair<double, double>> wait_extra_s_per_byte;
+  // The footprint the wait curve was measured over (8 MiB in exec/cpu/profiler.cpp): a task is
+  // charged for at most that many of its bytes (wait_charged_bytes), since a wait can take from
+  // the caches no more than they held, and the curve says nothing of bytes beyond what it timed
+  // (since 2026-11-30, thirty-sixth session: resnet8's backwards of 15-23 MiB were charged for all
+  // of them and ran 2-8% under their price after waits of 5 ms or more, docs/executor.md,
+  // "Waits over a footprint"). 0: not known (older tables): every byte is charged.
+  std::int64_t wait_curve_footprint_bytes = 0;
   // Extra seconds for work over `bytes` after a wait of `wait_s`: linear between the curve's
   // points, from 0 at no wait, held beyond its last; 0 without a curve or for no wait.
   double wait_extra_s(double wait_s, std::int64_t bytes) const;
+  // Of a task's `bytes`, those a wait is charged for: at most wait_curve_footprint_bytes where known.
+  std::int64_t wait_charged_bytes(std::int64_t bytes) const {
+    return wait_curve_footprint_bytes > 0 ? std::min(bytes, wait_curve_footprint_bytes) : bytes;
+  }
   std::map<std::string, LayerTimes> layers;  // by layer name
   std::string source;             // the file it came from
 };

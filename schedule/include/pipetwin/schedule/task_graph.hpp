@@ -76,8 +76,9 @@ struct Task {
   std::int32_t parts = 1;          //     (samples [n part / parts, n (part + 1) / parts)); X: its source's
   std::int32_t collective = -1;    // X: the collective (TaskGraph::collectives) it is a step of; -1 none
   // Processor tasks: the distinct bytes its work reads and writes (weights, activations, stashes,
-  // gradients), which a wait before it may have cost its core's caches: the engines charge
-  // TaskGraph::wait_loss for them at its start (wait_loss.hpp). 0: nothing charged.
+  // gradients), which a wait before it may have cost its core's caches, at most the footprint
+  // the calibration's wait curve was measured over: the engines charge TaskGraph::wait_loss for
+  // them at its start (wait_loss.hpp). 0: nothing charged.
   std::int64_t wait_exposed_bytes = 0;
 };
 

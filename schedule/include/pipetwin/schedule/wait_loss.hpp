@@ -46,7 +46,8 @@ std::vector<std::int64_t> waits_before_cycles(const TaskGraph& graph, const std:
 std::vector<std::int64_t> wait_charges_cycles(const TaskGraph& graph, const std::vector<TaskTiming>& times);
 
 // Gives the graph the hardware's calibrated wait curve (in its cycles) and every processor task
-// its wait_exposed_bytes. Nothing without a calibration that has a wait curve.
+// its wait_exposed_bytes: task_wait_exposed_bytes, at most the curve's footprint
+// (Calibration::wait_charged_bytes). Nothing without a calibration that has a wait curve.
 void price_waits(TaskGraph& graph, const HardwareProfile& hardware, const Network& network);
 
 }  // namespace pipetwin
