@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -3078,37 +3079,58 @@ TrainingRun run_with_made_up_task_times(const TaskGraph& graph) {
   return run;
 }
 
+// lenet5's layerpipe graph on 2 processors, a run of it with made-up task times
+// (run_with_made_up_task_times), and the co-run slope s and share o the tests' tables take.
+struct MadeUpOneLayerRun {
+  GraphConfig config = config_for(kLenet, "layerpipe", 2, 2, 4);
+  TaskGraph graph = make_graph(config);
+  Network network = make_request(config).network;
+  std::int32_t skip = 2;
+  TrainingRun run = run_with_made_up_task_times(graph);
+  double s = 0.5, o = 0.4;
+
+  // Gives the run a layer time for each one-layer task of `kind` after `skip` minibatches:
+  // `way_back_s(l)` back to the linear output, then `past_way_back_s(l, x)`, x its task's share of
+  // overlap. Per layer, the latter, as given.
+  std::vector<std::vector<double>> add_one_layer_times(TaskKind kind, const std::function<double(int, double)>& past_way_back_s,
+                                                       const std::function<double(int)>& way_back_s) {
+    const std::vector<double> shares = other_busy_shares(graph, run.result);
+    std::vector<std::vector<double>> past_s(network.size());
+    std::set<double> distinct_shares;
+    for (const Task& t : graph.tasks) {
+      if (t.kind != kind || t.first_layer != t.last_layer || t.minibatch < skip) continue;
+      const double x = shares[static_cast<std::size_t>(t.id)];
+      distinct_shares.insert(x);
+      const double back_s = way_back_s(t.first_layer), past = past_way_back_s(t.first_layer, x);
+      run.layer_times.push_back({t.id, t.first_layer, kind, back_s + past, back_s});
+      past_s[static_cast<std::size_t>(t.first_layer)].push_back(past);
+    }
+    REQUIRE(distinct_shares.size() > 1);  // the tests would not tell the shares apart otherwise
+    return past_s;
+  }
+  // `table` with the co-run figures s and o.
+  Calibration with_co_run(Calibration table) const {
+    table.co_run_slope = s;
+    table.co_run_share = o;
+    return table;
+  }
+};
+
 TEST_CASE("a forward alone in its task is taken to the overlap its table was timed at") {
   // lenet5's layerpipe graph on 2 processors, its task times made up so that their shares of
-  // overlap x vary. Each one-layer
-  // forward of layer l after the warm-up took a_l (1 + s x) seconds, a_l = (1 + l) ms: with the
+  // overlap x vary. Each one-layer forward of layer l after the warm-up took a_l (1 + s x)
+  // seconds, a_l = (1 + l) ms: with the
   // table's co-run slope s = 0.5 and share o = 0.4 every one of them is taken to a_l (1 + s o), so
   // that is the layer's figure (no weight-reuse term: the table has none). With no co-run figures
   // the times are kept as they are: their median of block means, computed here again.
-  const GraphConfig config = config_for(kLenet, "layerpipe", 2, 2, 4);
-  const TaskGraph graph = make_graph(config);
-  const Network network = make_request(config).network;
-  const std::int32_t skip = 2;
-  TrainingRun run = run_with_made_up_task_times(graph);
-  const std::vector<double> shares = other_busy_shares(graph, run.result);
-  const double s = 0.5, o = 0.4;
-  std::vector<std::vector<double>> raw_s(network.size());
-  std::set<double> distinct_shares;
-  for (const Task& t : graph.tasks) {
-    if (t.kind != TaskKind::F || t.first_layer != t.last_layer || t.minibatch < skip) continue;
-    const double x = shares[static_cast<std::size_t>(t.id)];
-    distinct_shares.insert(x);
-    const double seconds = 1e-3 * (1 + t.first_layer) * (1 + s * x);
-    run.layer_times.push_back({t.id, t.first_layer, TaskKind::F, seconds, 0.0});
-    raw_s[static_cast<std::size_t>(t.first_layer)].push_back(seconds);
-  }
-  REQUIRE(distinct_shares.size() > 1);  // the test would not tell the shares apart otherwise
+  MadeUpOneLayerRun made_up;
+  const auto& [config, graph, network, skip, run, s, o] = made_up;
+  const std::vector<std::vector<double>> raw_s = made_up.add_one_layer_times(
+      TaskKind::F, [&](int l, double x) { return 1e-3 * (1 + l) * (1 + s * x); }, [](int) { return 0.0; });
   Calibration table;
   table.samples = graph.samples_per_microbatch;
   for (const Layer& layer : network.layers) table.layers[layer.name].forward_s = 1e-3;
-  Calibration with_co_run = table;
-  with_co_run.co_run_slope = s;
-  with_co_run.co_run_share = o;
+  Calibration with_co_run = made_up.with_co_run(table);
   record_one_layer_forwards(graph, network, {run}, skip, with_co_run);
   record_one_layer_forwards(graph, network, {run}, skip, table);
   for (std::size_t l = 0; l < network.size(); ++l) {
@@ -3128,33 +3150,17 @@ TEST_CASE("a BW alone in its task: its dW past the way back, taken to its table'
   // co-run figures, the median of block means of the dW parts, computed here again. A layer whose
   // table has no fused B, and the first layer, whose table has no BA, cannot tell the way back:
   // they get none.
-  const GraphConfig config = config_for(kLenet, "layerpipe", 2, 2, 4);
-  const TaskGraph graph = make_graph(config);
-  const Network network = make_request(config).network;
-  const std::int32_t skip = 2;
-  TrainingRun run = run_with_made_up_task_times(graph);
-  const std::vector<double> shares = other_busy_shares(graph, run.result);
-  const double s = 0.5, o = 0.4;
-  std::vector<std::vector<double>> raw_dw_s(network.size());
-  std::set<double> distinct_shares;
-  for (const Task& t : graph.tasks) {
-    if (t.kind != TaskKind::BW || t.first_layer != t.last_layer || t.minibatch < skip) continue;
-    const double x = shares[static_cast<std::size_t>(t.id)];
-    distinct_shares.insert(x);
-    const double way_back_s = 1e-4 * (1 + t.first_layer), dw_s = 1e-3 * (2 + t.first_layer) * (1 + s * x);
-    run.layer_times.push_back({t.id, t.first_layer, TaskKind::BW, way_back_s + dw_s, way_back_s});
-    raw_dw_s[static_cast<std::size_t>(t.first_layer)].push_back(dw_s);
-  }
-  REQUIRE(distinct_shares.size() > 1);
+  MadeUpOneLayerRun made_up;
+  const auto& [config, graph, network, skip, run, s, o] = made_up;
+  const std::vector<std::vector<double>> raw_dw_s = made_up.add_one_layer_times(
+      TaskKind::BW, [&](int l, double x) { return 1e-3 * (2 + l) * (1 + s * x); }, [](int l) { return 1e-4 * (1 + l); });
   const std::size_t without_b = 1;
   Calibration table;
   table.samples = graph.samples_per_microbatch;
   for (const Layer& layer : network.layers) table.layers[layer.name] = {1e-3, 2e-3, 3e-3, 4e-3, 1e-4};
   table.layers[network.layers[without_b].name].backward_s = -1;
   table.layers[network.layers[0].name].activation_grad_s = 0;  // as the profile times it: no BA
-  Calibration with_co_run = table;
-  with_co_run.co_run_slope = s;
-  with_co_run.co_run_share = o;
+  Calibration with_co_run = made_up.with_co_run(table);
   record_one_layer_weight_grads(graph, network, {run}, skip, with_co_run);
   record_one_layer_weight_grads(graph, network, {run}, skip, table);
   for (std::size_t l = 0; l < network.size(); ++l) {
