@@ -145,14 +145,14 @@ void run(const ProfileCommandOptions& options, mpi::MpiSession* session) {
     }
     std::cout << "; each task's weights are priced by that against the table's order (docs/executor.md, Calibration 8)\n";
   }
-  if (!calibration.wait_extra_s_per_byte.empty()) {
+  if (!calibration.wait_curve.extra_s_per_byte.empty()) {
     std::cout << "waits: the work after a wait costs more, per byte it touches:";
-    for (const auto& [wait_s, s_per_byte] : calibration.wait_extra_s_per_byte) {
+    for (const auto& [wait_s, s_per_byte] : calibration.wait_curve.extra_s_per_byte) {
       std::cout << fmt::format(" {:g} ms {:.1f} ps/B", wait_s * 1e3, s_per_byte * 1e12);
     }
-    if (calibration.wait_curve_footprint_bytes > 0) {
+    if (calibration.wait_curve.footprint_bytes > 0) {
       std::cout << fmt::format(" (measured over {:.0f} MiB: no task is charged for more bytes)",
-                               static_cast<double>(calibration.wait_curve_footprint_bytes) / (1 << 20));
+                               static_cast<double>(calibration.wait_curve.footprint_bytes) / (1 << 20));
     }
     std::cout << "; both engines charge each task for the wait before it (docs/executor.md, \"Waits that cost the caches\")\n";
   }

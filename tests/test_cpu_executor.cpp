@@ -1176,7 +1176,7 @@ TEST_CASE("validation groups the task time error by the wait before each task, a
     ValidationOptions options = gpipe_at_one_and_two(1);
     options.calibrate = [&](int) {  // tasks of 1-4 ms
       Calibration c = scaled_calibration(network, config, 1.0);
-      if (with_curve) c.wait_extra_s_per_byte = curve;
+      if (with_curve) c.wait_curve.extra_s_per_byte = curve;
       return c;
     };
     // Processor tasks start where the prediction has them and run their cost, three times it where
@@ -2446,13 +2446,13 @@ TEST_CASE("a table timed with waits: each layer time less what the wait before i
   const TrainingRun run = run_losing(1.0);
   const Calibration told = calibration_from_runs(graph, request.network, {run}, 1, WaitCurve{curve, 0});
   CHECK(told.layers.at(first.name).forward_s == doctest::Approx(10e-6).epsilon(1e-6).scale(0));
-  CHECK(told.wait_extra_s_per_byte == curve);
-  CHECK(told.wait_curve_footprint_bytes == 0);
+  CHECK(told.wait_curve.extra_s_per_byte == curve);
+  CHECK(told.wait_curve.footprint_bytes == 0);
   const WaitCurve over_half{curve, task_bytes / 2};
   const double half = static_cast<double>(task_bytes / 2) / static_cast<double>(task_bytes);
   const Calibration capped = calibration_from_runs(graph, request.network, {run_losing(half)}, 1, over_half);
   CHECK(capped.layers.at(first.name).forward_s == doctest::Approx(10e-6).epsilon(1e-6).scale(0));
-  CHECK(capped.wait_curve_footprint_bytes == task_bytes / 2);
+  CHECK(capped.wait_curve.footprint_bytes == task_bytes / 2);
   // The first run's losses, half of each taken off: what is left of them stays in the table.
   std::vector<double> left_s;
   for (const LayerTime& time : run.layer_times) left_s.push_back(time.seconds - half * (time.seconds - 10e-6));
@@ -2462,7 +2462,7 @@ TEST_CASE("a table timed with waits: each layer time less what the wait before i
   // Without the curve the table holds the waits' cost (and no curve).
   const Calibration untold = calibration_from_runs(graph, request.network, {run}, 1);
   CHECK(untold.layers.at(first.name).forward_s > 10e-6 + 0.5 * per_byte_s[1] * bytes);
-  CHECK(untold.wait_extra_s_per_byte.empty());
+  CHECK(untold.wait_curve.extra_s_per_byte.empty());
 }
 
 TEST_CASE("task overheads: the line through the medians of the smallest and the largest tasks") {

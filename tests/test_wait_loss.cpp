@@ -77,7 +77,7 @@ TEST_CASE("wait loss: a task's bytes from its layers' sizes, and a calibrated gr
   GraphConfig config = graph_config("mlp", "gpipe", "cpu-core", 2, 2, 1);
   config.params = {"widths=64,32,16,8", "batch=16"};
   Calibration table;
-  table.wait_extra_s_per_byte = {{0.001, 2e-11}, {0.02, 1e-10}};
+  table.wait_curve.extra_s_per_byte = {{0.001, 2e-11}, {0.02, 1e-10}};
   const Network net = make_request(config).network;
   for (const auto& layer : net.layers) table.layers[layer.name] = LayerTimes{1e-6, 1e-6, 1e-6, 1e-6};
   config.calibration = std::make_shared<const Calibration>(table);
@@ -119,7 +119,7 @@ TEST_CASE("wait loss: a task's bytes from its layers' sizes, and a calibrated gr
   // of its bytes.
   std::int64_t largest = 0;
   for (const auto& t : g.tasks) largest = std::max(largest, t.wait_exposed_bytes);
-  table.wait_curve_footprint_bytes = largest / 2;
+  table.wait_curve.footprint_bytes = largest / 2;
   config.calibration = std::make_shared<const Calibration>(table);
   const TaskGraph capped = make_graph(config);
   int at_cap = 0;
@@ -128,9 +128,9 @@ TEST_CASE("wait loss: a task's bytes from its layers' sizes, and a calibrated gr
     at_cap += capped.tasks[i].wait_exposed_bytes == largest / 2;
   }
   CHECK(at_cap > 0);
-  table.wait_curve_footprint_bytes = 0;
+  table.wait_curve.footprint_bytes = 0;
   // Without a curve in the table, no bytes and no curve.
-  table.wait_extra_s_per_byte.clear();
+  table.wait_curve.extra_s_per_byte.clear();
   config.calibration = std::make_shared<const Calibration>(table);
   const TaskGraph plain = make_graph(config);
   CHECK(plain.wait_loss.empty());
@@ -139,7 +139,7 @@ TEST_CASE("wait loss: a task's bytes from its layers' sizes, and a calibrated gr
 
 TEST_CASE("wait loss: the calibration's curve interpolated, written and read, and bad curves refused") {
   Calibration c;
-  c.wait_extra_s_per_byte = {{0.001, 1e-11}, {0.02, 1e-10}};
+  c.wait_curve.extra_s_per_byte = {{0.001, 1e-11}, {0.02, 1e-10}};
   CHECK(c.wait_extra_s(0.0005, 1000) == doctest::Approx(0.5e-11 * 1000).scale(0));  // from nothing at no wait
   CHECK(c.wait_extra_s(0.0105, 1000) == doctest::Approx(5.5e-11 * 1000).scale(0));  // halfway
   CHECK(c.wait_extra_s(0.5, 1000) == doctest::Approx(1e-10 * 1000).scale(0));       // held beyond the last
@@ -147,13 +147,13 @@ TEST_CASE("wait loss: the calibration's curve interpolated, written and read, an
   CHECK(c.wait_extra_s(0.01, 0) == 0);
   CHECK(Calibration().wait_extra_s(0.01, 1000) == 0);
   const Calibration back = calibration_from_json_text(calibration_to_json_text(c), "test");
-  REQUIRE(back.wait_extra_s_per_byte.size() == 2);
-  CHECK(back.wait_extra_s_per_byte[1].first == 0.02);
-  CHECK(back.wait_extra_s_per_byte[1].second == 1e-10);
-  CHECK(back.wait_curve_footprint_bytes == 0);  // not known: not written, read as 0
+  REQUIRE(back.wait_curve.extra_s_per_byte.size() == 2);
+  CHECK(back.wait_curve.extra_s_per_byte[1].first == 0.02);
+  CHECK(back.wait_curve.extra_s_per_byte[1].second == 1e-10);
+  CHECK(back.wait_curve.footprint_bytes == 0);  // not known: not written, read as 0
   Calibration with_footprint = c;
-  with_footprint.wait_curve_footprint_bytes = std::int64_t{8} << 20;
-  CHECK(calibration_from_json_text(calibration_to_json_text(with_footprint), "test").wait_curve_footprint_bytes ==
+  with_footprint.wait_curve.footprint_bytes = std::int64_t{8} << 20;
+  CHECK(calibration_from_json_text(calibration_to_json_text(with_footprint), "test").wait_curve.footprint_bytes ==
         std::int64_t{8} << 20);
   CHECK(with_footprint.wait_charged_bytes(std::int64_t{20} << 20) == std::int64_t{8} << 20);
   CHECK(with_footprint.wait_charged_bytes(1000) == 1000);
@@ -170,7 +170,7 @@ TEST_CASE("wait loss: the calibration's curve interpolated, written and read, an
   }
   ++end;
   const auto with_curve = [&](const std::string& curve) { return text.substr(0, value) + curve + text.substr(end); };
-  CHECK(calibration_from_json_text(with_curve("[[0.01, 1e-10]]"), "test").wait_extra_s_per_byte.size() == 1);
+  CHECK(calibration_from_json_text(with_curve("[[0.01, 1e-10]]"), "test").wait_curve.extra_s_per_byte.size() == 1);
   for (const std::string bad : {"[[0.02, 1e-10], [0.01, 1e-10]]", "[[0, 1e-10]]", "[[0.01, -1e-10]]", "[[0.01]]"}) {
     CAPTURE(bad);  // out of order, no wait, a negative charge, no pair
     CHECK_THROWS_WITH_AS(calibration_from_json_text(with_curve(bad), "test"), doctest::Contains("wait_extra_s_per_byte"), Error);

@@ -372,7 +372,7 @@ std::vector<std::vector<std::int32_t>> thread_sequences(const TaskGraph& graph, 
 // the task, for at most the curve's footprint of its bytes (Calibration::wait_charged_bytes).
 double own_wait_charge_s(const TaskGraph& graph, const Task& t, const LayerTime& time, const Network& network,
                          double wait_s, const Calibration& calibration) {
-  if (calibration.wait_extra_s_per_byte.empty() || !(wait_s > 0) || time.layer < 0) return 0;
+  if (calibration.wait_curve.extra_s_per_byte.empty() || !(wait_s > 0) || time.layer < 0) return 0;
   const SampleRange part = part_samples(t, graph.samples_per_microbatch);
   const std::int64_t samples = part.end - part.begin;
   const std::int64_t layer_bytes = layer_wait_exposed_bytes(t, network, time.layer, samples);
@@ -760,8 +760,7 @@ Calibration calibration_from_runs(const TaskGraph& graph, const Network& network
                                   std::int32_t skip_minibatches, const WaitCurve& wait_curve) {
   const std::size_t L = network.size();
   Calibration c;
-  c.wait_extra_s_per_byte = wait_curve.extra_s_per_byte;
-  c.wait_curve_footprint_bytes = wait_curve.footprint_bytes;
+  c.wait_curve = wait_curve;
   std::vector<std::map<TaskKind, std::vector<double>>> seconds(L);
   std::vector<double> load_s;  // the forwards' loads at the input
   for (const auto& run : runs) {

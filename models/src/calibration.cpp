@@ -148,17 +148,17 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
       const JsonReader point = points.at(i);
       if (point.array_size() != 2) point.fail("[wait seconds, extra seconds per byte]");
       const double wait_s = point.at(0).as_double();
-      const auto& curve = c.wait_extra_s_per_byte;
+      const auto& curve = c.wait_curve.extra_s_per_byte;
       if (!(std::isfinite(wait_s) && wait_s > 0 && wait_s < 3600) || (!curve.empty() && wait_s <= curve.back().first)) {
         point.at(0).fail("a wait in seconds in (0, 3600), above the previous point's");
       }
       const double s = point.at(1).as_double();
       if (!(std::isfinite(s) && s >= 0 && s < 1e-6)) point.at(1).fail("seconds per byte in [0, 1e-6)");
-      c.wait_extra_s_per_byte.emplace_back(wait_s, s);
+      c.wait_curve.extra_s_per_byte.emplace_back(wait_s, s);
     }
   }
-  c.wait_curve_footprint_bytes = root.get_int("wait_curve_footprint_bytes", 0);  // older tables: not known
-  if (c.wait_curve_footprint_bytes < 0) root.at("wait_curve_footprint_bytes").fail("bytes >= 0 (0: not known)");
+  c.wait_curve.footprint_bytes = root.get_int("wait_curve_footprint_bytes", 0);  // older tables: not known
+  if (c.wait_curve.footprint_bytes < 0) root.at("wait_curve_footprint_bytes").fail("bytes >= 0 (0: not known)");
   c.task_gap_s = seconds(root, "task_gap_s", -1.0, true);  // tables from before it: not measured
   c.handoff_s = seconds(root, "handoff_s", -1.0, true);
   c.handoff_spin_s = seconds(root, "handoff_spin_s", 0.0, false);
@@ -264,11 +264,11 @@ std::string calibration_to_json_text(const Calibration& c) {
     j["pipeline_copy_seconds"] = nlohmann::ordered_json::array();
     for (const auto& [bytes, s] : c.pipeline_copy_seconds) j["pipeline_copy_seconds"].push_back({bytes, s});
   }
-  if (!c.wait_extra_s_per_byte.empty()) {
+  if (!c.wait_curve.extra_s_per_byte.empty()) {
     j["wait_extra_s_per_byte"] = nlohmann::ordered_json::array();
-    for (const auto& [wait_s, s] : c.wait_extra_s_per_byte) j["wait_extra_s_per_byte"].push_back({wait_s, s});
+    for (const auto& [wait_s, s] : c.wait_curve.extra_s_per_byte) j["wait_extra_s_per_byte"].push_back({wait_s, s});
   }
-  if (c.wait_curve_footprint_bytes > 0) j["wait_curve_footprint_bytes"] = c.wait_curve_footprint_bytes;
+  if (c.wait_curve.footprint_bytes > 0) j["wait_curve_footprint_bytes"] = c.wait_curve.footprint_bytes;
   if (!c.reuse_extra_s_per_byte.empty()) {
     j["reuse_extra_s_per_byte"] = nlohmann::ordered_json::array();
     for (const auto& [bytes, s] : c.reuse_extra_s_per_byte) j["reuse_extra_s_per_byte"].push_back({bytes, s});
@@ -329,7 +329,7 @@ double Calibration::reuse_extra_s(std::int64_t working_set_bytes, std::int64_t b
 }
 
 double Calibration::wait_extra_s(double wait_s, std::int64_t bytes) const {
-  const auto& curve = wait_extra_s_per_byte;
+  const auto& curve = wait_curve.extra_s_per_byte;
   if (curve.empty() || bytes <= 0 || !(wait_s > 0)) return 0;
   const auto per_byte = [&]() -> double {
     if (wait_s >= curve.back().first) return curve.back().second;

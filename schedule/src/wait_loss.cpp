@@ -100,9 +100,9 @@ std::vector<std::int64_t> wait_charges_cycles(const TaskGraph& graph, const std:
 }
 
 void price_waits(TaskGraph& graph, const HardwareProfile& hardware, const Network& network) {
-  if (!hardware.calibration || hardware.calibration->wait_extra_s_per_byte.empty()) return;
+  if (!hardware.calibration || hardware.calibration->wait_curve.extra_s_per_byte.empty()) return;
   graph.wait_loss.clear();
-  for (const auto& [wait_s, s_per_byte] : hardware.calibration->wait_extra_s_per_byte) {
+  for (const auto& [wait_s, s_per_byte] : hardware.calibration->wait_curve.extra_s_per_byte) {
     graph.wait_loss.push_back({std::llround(wait_s * graph.clock_hz), s_per_byte * graph.clock_hz});
   }
   // At most the curve's footprint of each (Calibration::wait_charged_bytes).

@@ -86,7 +86,7 @@ void record_one_layer_weight_grads(const TaskGraph& graph, const Network& networ
 // (task_overhead_s); the first `skip_minibatches` minibatches are left out as warm-up.
 // Device, copy bandwidth and latency are left to the caller.
 // A `wait_curve` (the CPU's, exec/cpu/wait_curve.hpp; empty: none) goes into the table
-// (Calibration::wait_extra_s_per_byte, and its footprint wait_curve_footprint_bytes), and each
+// (Calibration::wait_curve, the curve and its footprint), and each
 // layer time is taken less what the curve charges its task for the wait its thread had before it,
 // for at most the footprint of the task's bytes, its layer's share (schedule/wait_loss.hpp), so
 // that a graph's engines, which charge every task for its own waits, do not charge the timed

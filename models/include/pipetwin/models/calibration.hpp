@@ -102,10 +102,22 @@ struct LayerTimes {
   double fused_backward_s() const { return backward_s >= 0 ? backward_s : activation_grad_s + weight_grad_s; }
 };
 
-// A wait curve as a profile measures it (Calibration::wait_extra_s_per_byte) with the footprint it
-// was measured over (Calibration::wait_curve_footprint_bytes); empty: none.
+// What a wait costs the work after it, per byte that work touches (Calibration::wait_curve): as
+// a CPU profile measures it, by timing work over a footprint right after its thread spun for each
+// wait, against the same work back to back (exec's measure_wait_curve). On a virtual machine
+// whose host runs other work on a core whose vCPU waits, the work after a wait refills its caches
+// and competes for them (docs/executor.md, "Waits that cost the caches"): on the 2-vCPU Intel Xeon
+// of 2026-11-29 about 15-60 ps a byte after 5 ms and 100-140 after 20 ms.
 struct WaitCurve {
+  // Waits in seconds ascending, extra seconds per byte. Empty: not measured (older tables, GPUs):
+  // waits cost nothing.
   std::vector<std::pair<double, double>> extra_s_per_byte;
+  // The footprint it was measured over (8 MiB in exec/cpu/profiler.cpp): a task is charged for at
+  // most that many of its bytes (Calibration::wait_charged_bytes), since a wait can take from the
+  // caches no more than they held, and the curve says nothing of bytes beyond what it timed (since
+  // 2026-11-30, thirty-sixth session: resnet8's backwards of 15-23 MiB were charged for all of
+  // them and ran 2-8% under their price after waits of 5 ms or more, docs/executor.md, "Waits over
+  // a footprint"). 0: not known (older tables): every byte is charged.
   std::int64_t footprint_bytes = 0;
 };
 
@@ -280,28 +292,16 @@ struct Calibration {
   // before, the curve's last point), linear between the curve's points and held beyond its ends;
   // 0 without a curve.
   double reuse_extra_s(std::int64_t working_set_bytes, std::int64_t bytes) const;
-  // What a wait costs the work after it, per byte that work touches: waits in seconds ascending,
-  // extra seconds per byte, measured by timing work over a footprint right after its thread spun
-  // for each wait, against the same work back to back (exec's measure_wait_curve). On a virtual
-  // machine whose host runs other work on a core whose vCPU waits, the work after a wait refills
-  // its caches and competes for them (docs/executor.md, "Waits that cost the caches"): on the
-  // 2-vCPU Intel Xeon of 2026-11-29 about 15-60 ps a byte after 5 ms and 100-140 after 20 ms.
-  // The layer times of a table timed in a pipeline run have each task's own charge taken out.
-  // Empty: not measured (older tables, GPUs): waits cost nothing.
-  std::vector<std::pair<double, double>> wait_extra_s_per_byte;
-  // The footprint the wait curve was measured over (8 MiB in exec/cpu/profiler.cpp): a task is
-  // charged for at most that many of its bytes (wait_charged_bytes), since a wait can take from
-  // the caches no more than they held, and the curve says nothing of bytes beyond what it timed
-  // (since 2026-11-30, thirty-sixth session: resnet8's backwards of 15-23 MiB were charged for all
-  // of them and ran 2-8% under their price after waits of 5 ms or more, docs/executor.md,
-  // "Waits over a footprint"). 0: not known (older tables): every byte is charged.
-  std::int64_t wait_curve_footprint_bytes = 0;
+  // What a wait costs the work after it (in the file: `wait_extra_s_per_byte` and
+  // `wait_curve_footprint_bytes`). The layer times of a table timed in a pipeline run have each
+  // task's own charge taken out.
+  WaitCurve wait_curve;
   // Extra seconds for work over `bytes` after a wait of `wait_s`: linear between the curve's
   // points, from 0 at no wait, held beyond its last; 0 without a curve or for no wait.
   double wait_extra_s(double wait_s, std::int64_t bytes) const;
-  // Of a task's `bytes`, those a wait is charged for: at most wait_curve_footprint_bytes where known.
+  // Of a task's `bytes`, those a wait is charged for: at most the curve's footprint where known.
   std::int64_t wait_charged_bytes(std::int64_t bytes) const {
-    return wait_curve_footprint_bytes > 0 ? std::min(bytes, wait_curve_footprint_bytes) : bytes;
+    return wait_curve.footprint_bytes > 0 ? std::min(bytes, wait_curve.footprint_bytes) : bytes;
   }
   std::map<std::string, LayerTimes> layers;  // by layer name
   std::string source;             // the file it came from

@@ -207,7 +207,7 @@ struct TaskGraph {
   std::map<std::string, double> schedule_metrics;
   // What a wait costs a processor's next task, by the wait (waits ascending; linear between the
   // points, from nothing at no wait, and held beyond the last): a calibration's measured curve
-  // (Calibration::wait_extra_s_per_byte). Empty: waits cost nothing.
+  // (Calibration::wait_curve). Empty: waits cost nothing.
   std::vector<WaitLossPoint> wait_loss;
 
   std::int32_t processor_count() const { return static_cast<std::int32_t>(processors.size()); }

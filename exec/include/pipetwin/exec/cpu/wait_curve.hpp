@@ -1,5 +1,5 @@
 // What a wait costs the work after it, per byte that work touches (Calibration::
-// wait_extra_s_per_byte): the curve both engines charge a processor's task after a wait with
+// wait_curve): the curve both engines charge a processor's task after a wait with
 // (schedule/wait_loss.hpp).
 #pragma once
 #include <cstdint>
