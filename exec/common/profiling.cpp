@@ -245,7 +245,7 @@ void record_one_layer_forwards(const TaskGraph& graph, const Network& network, c
 // (profiling.hpp): the reuse term on its gradient sum dW. Only where the table can tell the way
 // back, which prices the rest of such a BW: a fused B, and a BA to tell it by (at the network's
 // first layer, which has none, to_linear_s() is 0 whatever the way back costs: resnet8's conv1
-// went back through its batch norm and ReLU in about half its one-layer BW's time).
+// went back through its batch norm and ReLU in more than half its one-layer BW's time).
 void record_one_layer_weight_grads(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
                                    std::int32_t skip_minibatches, Calibration& calibration) {
   if (graph.samples_per_microbatch != calibration.samples) return;  // the times would not compare
