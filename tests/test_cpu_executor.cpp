@@ -3180,11 +3180,68 @@ TEST_CASE("a BW alone in its task: its dW past the way back, taken to its table'
   }
 }
 
+TEST_CASE("a BA of one layer in parts: the parts' dx at the table's overlap, where it meets no samples, and at the table's") {
+  // The same made-up run. Each BA part (n = S / 2 samples) of layer l after the warm-up went back
+  // to the linear output in 0.1 ms and then took d_l (1 + s x) for its dx. Every layer's table:
+  // BA 2 ms, BW 3 ms, B 4 ms, so 1 ms back to the linear output and a whole dx of 1 ms at S. With
+  // s = 0.5 and o = 0.4 the parts' dx is p = 1.2 d_l; the line through (n, p) and (S, 1 ms) meets
+  // no samples at 2 p - 1 ms, clamped to [0, p] (BA_fixed_s), and the line through (n, p) with
+  // that intercept reaches, at S, BA_dx_one_layer_s:
+  //   d = 0.3 ms: p = 0.36, intercept -0.28 -> 0, dx at S 0.72 ms (under the table's 1 ms);
+  //   d = 0.7 ms: p = 0.84, intercept 0.68, dx at S 1 ms (both lines are one);
+  //   d = 1.2 ms: p = 1.44, intercept 1.88 -> 1.44, dx at S 1.44 ms.
+  // Without co-run figures, p is the parts' median of block means, computed here again. A layer
+  // whose table has no fused B gets neither; the first layer has no BA.
+  MadeUpOneLayerRun made_up;
+  const auto& [config, graph, network, skip, run, s, o] = made_up;
+  REQUIRE(graph.samples_per_microbatch % 2 == 0);
+  const std::vector<double> d_s = {0.3e-3, 0.7e-3, 1.2e-3};
+  const auto d_of = [&](int l) { return d_s[static_cast<std::size_t>(l) % d_s.size()]; };
+  const std::vector<std::vector<double>> raw_dx_s = made_up.add_one_layer_times(
+      TaskKind::BA, [&](int l, double x) { return d_of(l) * (1 + s * x); }, [](int) { return 1e-4; });
+  const std::size_t without_b = 2;
+  Calibration table;
+  table.samples = graph.samples_per_microbatch;
+  for (const Layer& layer : network.layers) table.layers[layer.name] = {1e-3, 2e-3, 3e-3, 4e-3, 1e-4};
+  table.layers[network.layers[without_b].name].backward_s = -1;
+  Calibration with_co_run = made_up.with_co_run(table);
+  record_one_layer_activation_grads(graph, network, {run}, skip, with_co_run);
+  record_one_layer_activation_grads(graph, network, {run}, skip, table);
+  const std::map<double, std::pair<double, double>> expected_co_run = {  // d -> (intercept, dx at S)
+      {0.3e-3, {0.0, 0.72e-3}}, {0.7e-3, {0.68e-3, 1e-3}}, {1.2e-3, {1.44e-3, 1.44e-3}}};
+  int measured_layers = 0;
+  for (std::size_t l = 0; l < network.size(); ++l) {
+    CAPTURE(l);
+    const LayerTimes& plain = table.layers.at(network.layers[l].name);
+    const LayerTimes& co_run = with_co_run.layers.at(network.layers[l].name);
+    if (l == without_b || l == 0) {
+      CHECK(raw_dx_s[l].empty() == (l == 0));
+      for (const LayerTimes* times : {&plain, &co_run}) {
+        CHECK(times->activation_grad_fixed_s == -1);
+        CHECK(times->activation_grad_dx_one_layer_s == -1);
+      }
+      continue;
+    }
+    REQUIRE(!raw_dx_s[l].empty());
+    const auto& [intercept, dx] = expected_co_run.at(d_of(static_cast<int>(l)));
+    CHECK(co_run.activation_grad_fixed_s == doctest::Approx(intercept).epsilon(1e-9));
+    CHECK(co_run.activation_grad_dx_one_layer_s == doctest::Approx(dx).epsilon(1e-9));
+    const double p = median_of_block_means(raw_dx_s[l]);
+    const double plain_intercept = std::clamp(2 * p - 1e-3, 0.0, p);
+    CHECK(plain.activation_grad_fixed_s == doctest::Approx(plain_intercept).epsilon(1e-9));
+    CHECK(plain.activation_grad_dx_one_layer_s == doctest::Approx(plain_intercept + 2 * (p - plain_intercept)).epsilon(1e-9));
+    ++measured_layers;
+  }
+  CHECK(measured_layers == static_cast<int>(network.size()) - 2);
+}
+
 TEST_CASE("a profile's one-layer run gives what a BA part costs whatever its samples") {
   // lenet5, 2 microbatches of S = 2 samples: the one-layer (layerpipe) run splits each BA into 2
   // parts of S / 2. Per layer, the line through the parts' dx (seconds past the way back to the
   // linear output) at S / 2 samples and the whole BA's in the table at S, where it meets 0
-  // samples, clamped to [0, the parts' dx]: computed here again from the run's records.
+  // samples, clamped to [0, the parts' dx], and the line through that and the parts' dx, at S
+  // (the dx of one-layer parts; a one-processor table without a reuse curve or co-run figures
+  // takes the parts' times as they are): computed here again from the run's records.
   const OneLayerProfile profile = profile_with_one_layer_run();
   const Calibration& table = profile.table;
   const TaskGraph& one_layer = profile.one_layer;
@@ -3206,6 +3263,7 @@ TEST_CASE("a profile's one-layer run gives what a BA part costs whatever its sam
     const LayerTimes& times = table.layers.at(network.layers[l].name);
     if (part_dx[l].empty()) {  // the first layer: no BA
       CHECK(times.activation_grad_fixed_s == -1);
+      CHECK(times.activation_grad_dx_one_layer_s == -1);
       continue;
     }
     REQUIRE(part_dx[l].size() == 2 * 2 * 2);  // 2 minibatches x 2 microbatches x 2 parts after the warm-up
@@ -3214,6 +3272,7 @@ TEST_CASE("a profile's one-layer run gives what a BA part costs whatever its sam
     const double S = static_cast<double>(table.samples), s = S / 2;
     const double expected = std::clamp((part * S - whole * s) / (S - s), 0.0, part);
     CHECK(times.activation_grad_fixed_s == doctest::Approx(expected).epsilon(1e-9));
+    CHECK(times.activation_grad_dx_one_layer_s == doctest::Approx(expected + (part - expected) * S / s).epsilon(1e-9));
     ++measured_layers;
   }
   CHECK(measured_layers == static_cast<int>(network.size()) - 1);

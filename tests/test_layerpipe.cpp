@@ -306,6 +306,21 @@ TEST_CASE("layerpipe with a calibration: a BA part pays the dx the table says no
   const auto capped = part_ms("2");
   CHECK(capped.at(0) == doctest::Approx(3.0).epsilon(1e-6));
   CHECK(capped.at(1) == doctest::Approx(3.0).epsilon(1e-6));
+  // The dx of one-layer parts timed apart (BA_dx_one_layer_s: 0.6 ms for the 8 samples) in place
+  // of the table's 1 ms: a part of n costs 2 + 0.4 + 0.2 n / 8 ms, 2.5 ms for 2 parts of 4; 2.45,
+  // 2.475 and 2.475 ms for 3 parts of 2, 3 and 3; one part 2 + 0.6 ms.
+  for (auto& [name, times] : calibration->layers) {
+    times.activation_grad_fixed_s = 0.4e-3;
+    times.activation_grad_dx_one_layer_s = 0.6e-3;
+  }
+  const auto two_alone = part_ms("2");
+  CHECK(two_alone.at(0) == doctest::Approx(2.5).epsilon(1e-6));
+  CHECK(two_alone.at(1) == doctest::Approx(2.5).epsilon(1e-6));
+  const auto three_alone = part_ms("3");
+  CHECK(three_alone.at(0) == doctest::Approx(2.45).epsilon(1e-6));
+  CHECK(three_alone.at(1) == doctest::Approx(2.475).epsilon(1e-6));
+  CHECK(three_alone.at(2) == doctest::Approx(2.475).epsilon(1e-6));
+  CHECK(part_ms("1").at(0) == doctest::Approx(2.6).epsilon(1e-6));
 }
 
 TEST_CASE("layerpipe with a calibration: a BA part or BW right after another of its layer goes back to the linear output warm") {

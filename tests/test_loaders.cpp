@@ -375,6 +375,10 @@ TEST_CASE("calibration tables: a blend lies between the table taken alone and th
   CHECK(blend_calibrations(alone, together, 0.25).layers.at("fc").activation_grad_fixed_s == -1);  // in one only
   together.layers["fc"].activation_grad_fixed_s = 5e-4;
   CHECK(blend_calibrations(alone, together, 0.25).layers.at("fc").activation_grad_fixed_s == doctest::Approx(2e-4).scale(0));
+  alone.layers["fc"].activation_grad_dx_one_layer_s = 1e-4;
+  CHECK(blend_calibrations(alone, together, 0.25).layers.at("fc").activation_grad_dx_one_layer_s == -1);  // in one only
+  together.layers["fc"].activation_grad_dx_one_layer_s = 9e-4;
+  CHECK(blend_calibrations(alone, together, 0.25).layers.at("fc").activation_grad_dx_one_layer_s == doctest::Approx(3e-4).scale(0));
   CHECK(blended.assembly_s == -1);  // measured in neither
   alone.layers["fc"].assembly_s = 1e-4;
   CHECK(blend_calibrations(alone, together, 0.25).layers.at("fc").assembly_s == -1);  // in one only
@@ -412,6 +416,7 @@ TEST_CASE("calibration tables: a table's compute times scaled, its links and cop
   c.layers["fc"].forward_one_layer_s = 9e-4;
   c.layers["fc"].activation_grad_to_linear_one_layer_s = 4e-4;
   c.layers["fc"].weight_grad_dw_one_layer_s = 2.5e-3;
+  c.layers["fc"].activation_grad_dx_one_layer_s = 1.5e-3;
   c.task_gap_s = 3e-7;
   const Calibration twice = with_compute_scaled(c, 2);
   CHECK(twice.task_gap_s == 3e-7);  // the executor's step between tasks, not compute
@@ -435,6 +440,7 @@ TEST_CASE("calibration tables: a table's compute times scaled, its links and cop
   CHECK(fc.forward_one_layer_s == doctest::Approx(1.8e-3).scale(0));
   CHECK(fc.activation_grad_to_linear_one_layer_s == doctest::Approx(8e-4).scale(0));
   CHECK(fc.weight_grad_dw_one_layer_s == doctest::Approx(5e-3).scale(0));
+  CHECK(fc.activation_grad_dx_one_layer_s == doctest::Approx(3e-3).scale(0));
   CHECK(twice.copy_latency_s == 50e-6);
   CHECK(twice.copy_bytes_per_s == 1e9);
   CHECK_THROWS_AS(with_compute_scaled(c, 0), Error);
@@ -491,5 +497,6 @@ TEST_CASE("calibration tables: a B costs the measured fused backward, or BA + BW
   optional_layer_time("assembly_s", &LayerTimes::assembly_s);
   optional_layer_time("F_one_layer_s", &LayerTimes::forward_one_layer_s);
   optional_layer_time("BW_dW_one_layer_s", &LayerTimes::weight_grad_dw_one_layer_s);
+  optional_layer_time("BA_dx_one_layer_s", &LayerTimes::activation_grad_dx_one_layer_s);
   optional_layer_time("BA_to_linear_one_layer_s", &LayerTimes::activation_grad_to_linear_one_layer_s);
 }

@@ -153,42 +153,6 @@ void record_gradient_assemblies(const TaskGraph& graph, const Network& network, 
   keep_medians(network, assembly_s, to_table_samples(graph, calibration), &LayerTimes::assembly_s, calibration);
 }
 
-// Per layer of `network`: LayerTimes::activation_grad_fixed_s, from the BA parts of `runs` of
-// `graph` (LayerPipe's, each of fewer samples than the table's; after the warm-up minibatches):
-// the line through their dx (seconds beyond the way back to the linear output, the median of
-// means) at their samples and the whole BA's dx in `calibration` at its samples, taken where it
-// meets no samples, clamped to [0, the parts' dx]. Layers without a fused B (no way back to tell
-// apart) or without parts are left unmeasured.
-void record_activation_grad_fixed(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
-                                  std::int32_t skip_minibatches, Calibration& calibration) {
-  if (graph.samples_per_microbatch != calibration.samples) return;  // the two points' samples would not compare
-  const double whole_samples = static_cast<double>(calibration.samples);
-  const auto part = [](const Task& t, const LayerTime& time) {
-    return t.kind == TaskKind::BA && time.kind == TaskKind::BA && t.parts > 1;
-  };
-  const auto part_dx_s = layer_values(graph, network, runs, skip_minibatches, part, [](const LayerTime& time) {
-    return std::max(0.0, time.seconds - time.to_linear_s);
-  });
-  const auto samples_of_parts = layer_values(graph, network, runs, skip_minibatches, part, [&](const LayerTime& time) {
-    const SampleRange range = part_samples(graph.tasks[static_cast<std::size_t>(time.task)], graph.samples_per_microbatch);
-    return static_cast<double>(range.end - range.begin);
-  });
-  for (std::size_t l = 0; l < network.size(); ++l) {
-    if (part_dx_s[l].empty()) continue;
-    LayerTimes& times = calibration.layers[network.layers[l].name];
-    if (times.to_linear_s() < 0) continue;
-    const double whole_dx = times.activation_grad_s - times.to_linear_s();
-    const double part_dx = median_of_means(part_dx_s[l]);
-    double samples = 0;
-    for (const double n : samples_of_parts[l]) samples += n;
-    samples /= static_cast<double>(samples_of_parts[l].size());
-    if (!(samples > 0 && samples < whole_samples)) continue;
-    // dx(s) = fixed + (whole_dx - fixed) s / S through (s, part_dx) and (S, whole_dx).
-    const double fixed = (part_dx * whole_samples - whole_dx * samples) / (whole_samples - samples);
-    times.activation_grad_fixed_s = std::clamp(fixed, 0.0, part_dx);
-  }
-}
-
 // Per layer of `network`: what `value` says of each one-layer task of `kind` in `runs` of `graph`
 // (after the warm-up minibatches), taken to the overlap `calibration` was timed at by its co-run
 // slope s and share o, (1 + s o) / (1 + s x) with x the task's share (other_busy_shares), where the
@@ -258,6 +222,44 @@ void record_one_layer_weight_grads(const TaskGraph& graph, const Network& networ
     if (times.to_linear_s() < 0 || !(times.activation_grad_s > 0)) continue;
     times.weight_grad_dw_one_layer_s =
         at_table_reuse_s(dw_s[l], reuse[l].backward_gradient_s, times.backward_gradient_reuse_s);
+  }
+}
+
+// A BA of one layer split into parts by samples, from the one-layer run (profiling.hpp): the line
+// through the parts' dx (at the table's overlap and weight reuse on W) at their samples and the
+// table's whole dx, where it meets no samples (clamped to [0, the parts' dx]), and the line through
+// that and the parts' dx at the table's samples.
+void record_one_layer_activation_grads(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
+                                       std::int32_t skip_minibatches, Calibration& calibration) {
+  if (graph.samples_per_microbatch != calibration.samples) return;  // the two points' samples would not compare
+  const double whole_samples = static_cast<double>(calibration.samples);
+  const auto dx_s = one_layer_seconds(graph, network, runs, skip_minibatches, calibration, TaskKind::BA,
+                                      [](const LayerTime& time) { return std::max(0.0, time.seconds - time.to_linear_s); });
+  const auto samples_of_parts = layer_values(
+      graph, network, runs, skip_minibatches,
+      [](const Task& t, const LayerTime& time) {
+        return t.kind == TaskKind::BA && time.kind == TaskKind::BA && t.first_layer == t.last_layer;
+      },
+      [&](const LayerTime& time) {
+        const SampleRange range = part_samples(graph.tasks[static_cast<std::size_t>(time.task)], graph.samples_per_microbatch);
+        return static_cast<double>(range.end - range.begin);
+      });
+  const std::vector<LayerReuseSeconds> reuse = mean_reuse_seconds(graph, network, calibration, skip_minibatches);
+  for (std::size_t l = 0; l < network.size(); ++l) {
+    if (dx_s[l].empty() || samples_of_parts[l].size() != dx_s[l].size()) continue;
+    LayerTimes& times = calibration.layers[network.layers[l].name];
+    if (times.to_linear_s() < 0) continue;
+    double samples = 0;
+    for (const double n : samples_of_parts[l]) samples += n;
+    samples /= static_cast<double>(samples_of_parts[l].size());
+    if (!(samples > 0 && samples < whole_samples)) continue;  // no parts: nothing to draw a line through
+    const double part_dx = at_table_reuse_s(dx_s[l], reuse[l].backward_weights_s, times.backward_weights_reuse_s);
+    const double whole_dx = times.activation_grad_s - times.to_linear_s();
+    // dx(n) = fixed + (dx(S) - fixed) n / S through (n, part_dx), and through (S, whole_dx) where
+    // fixed is not clamped.
+    const double fixed = std::clamp((part_dx * whole_samples - whole_dx * samples) / (whole_samples - samples), 0.0, part_dx);
+    times.activation_grad_fixed_s = fixed;
+    times.activation_grad_dx_one_layer_s = fixed + (part_dx - fixed) * whole_samples / samples;
   }
 }
 
@@ -435,7 +437,7 @@ void add_pipeline_copies(const TaskGraph& graph, const std::vector<TrainingRun>&
 // processors) on `processors`, which `run_all` makes. A network LayerPipe cannot cut keeps the
 // line `timed` gave. The one-layer run also gives the table its way back to the linear output
 // taken again (record_to_linear_again), what a BA part costs whatever its samples
-// (record_activation_grad_fixed), what a forward of one layer costs alone in its task
+// and the dx of one-layer parts (record_one_layer_activation_grads), what a forward of one layer costs alone in its task
 // (record_one_layer_forwards), on one processor a BA part's way back to the linear output the
 // first time (record_part_to_linear), and on two or more processors its senders' copies of sizes
 // `timed` made none of (add_pipeline_copies); then a short zb-h1 run what split tasks over a stage
@@ -472,7 +474,9 @@ void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network
   overheads.insert(overheads.end(), one_layer.begin(), one_layer.end());
   fit_task_overheads(overheads, calibration);
   record_to_linear_again(layer_graph, network, layer_runs, warm_up, calibration);
-  record_activation_grad_fixed(layer_graph, network, layer_runs, warm_up, calibration);
+  // What a BA part costs whatever its samples, and the dx of one-layer parts (on mlp a part of 8
+  // of 16 samples took 0.36 of fc2's whole-network dx, docs/executor.md, "The dx of one layer").
+  record_one_layer_activation_grads(layer_graph, network, layer_runs, warm_up, calibration);
   // On every table: a layer's forward runs at another speed alone in its task than in a stage's
   // (on resnet8 at P = 2 LayerPipe's second processor's forwards 7-10% over the 1f1b table's,
   // docs/executor.md, "Forwards of one layer on two processors").

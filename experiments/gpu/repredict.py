@@ -43,7 +43,7 @@ KINDS = ("F_s", "BA_s", "BW_s", "B_s", "U_s")
 # A layer's times a table may lack (absent or -1: not measured); blended only where both tables
 # have them (calibration_blend.cpp).
 OPTIONAL = ("F_one_layer_s", "BW_dW_one_layer_s", "BA_to_linear_again_s", "BA_to_linear_one_layer_s",
-            "BW_to_linear_again_s", "BA_fixed_s", "assembly_s")
+            "BW_to_linear_again_s", "BA_fixed_s", "BA_dx_one_layer_s", "assembly_s")
 
 
 def simulate(pipetwin, validation, schedule, processors, calibration, params=()):

@@ -173,7 +173,7 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   for (std::size_t i = 0; i < layers.array_size(); ++i) {
     const JsonReader layer = layers.at(i);
     layer.check_keys({"name", "F_s", "F_one_layer_s", "BW_dW_one_layer_s", "BA_s", "BW_s", "B_s", "U_s", "BA_to_linear_again_s",
-                      "BA_to_linear_one_layer_s", "BW_to_linear_again_s", "assembly_s", "BA_fixed_s", "F_weights_reuse_s", "B_weights_reuse_s", "B_gradient_reuse_s", "U_reuse_s",
+                      "BA_to_linear_one_layer_s", "BW_to_linear_again_s", "assembly_s", "BA_fixed_s", "BA_dx_one_layer_s", "F_weights_reuse_s", "B_weights_reuse_s", "B_gradient_reuse_s", "U_reuse_s",
                       "timed_stash_distance_bytes", "far_F_factor", "far_B_factor"});
     LayerTimes t;
     t.forward_s = seconds(layer, "F_s", std::nullopt, false);
@@ -188,6 +188,7 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
     t.activation_grad_to_linear_again_s = seconds(layer, "BA_to_linear_again_s", -1.0, true);
     t.weight_grad_to_linear_again_s = seconds(layer, "BW_to_linear_again_s", -1.0, true);
     t.activation_grad_fixed_s = seconds(layer, "BA_fixed_s", -1.0, true);
+    t.activation_grad_dx_one_layer_s = seconds(layer, "BA_dx_one_layer_s", -1.0, true);
     t.assembly_s = seconds(layer, "assembly_s", -1.0, true);
     t.forward_weights_reuse_s = seconds(layer, "F_weights_reuse_s", -1.0, true);
     t.backward_weights_reuse_s = seconds(layer, "B_weights_reuse_s", -1.0, true);
@@ -288,6 +289,7 @@ std::string calibration_to_json_text(const Calibration& c) {
     if (t.activation_grad_to_linear_again_s >= 0) layer["BA_to_linear_again_s"] = t.activation_grad_to_linear_again_s;
     if (t.weight_grad_to_linear_again_s >= 0) layer["BW_to_linear_again_s"] = t.weight_grad_to_linear_again_s;
     if (t.activation_grad_fixed_s >= 0) layer["BA_fixed_s"] = t.activation_grad_fixed_s;
+    if (t.activation_grad_dx_one_layer_s >= 0) layer["BA_dx_one_layer_s"] = t.activation_grad_dx_one_layer_s;
     if (t.assembly_s >= 0) layer["assembly_s"] = t.assembly_s;
     if (t.forward_weights_reuse_s >= 0) layer["F_weights_reuse_s"] = t.forward_weights_reuse_s;
     if (t.backward_weights_reuse_s >= 0) layer["B_weights_reuse_s"] = t.backward_weights_reuse_s;

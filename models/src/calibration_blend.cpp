@@ -37,6 +37,7 @@ constexpr LayerComputeTime kLayerComputeTimes[] = {
     {&LayerTimes::activation_grad_to_linear_again_s, true, LayerPass::backward},
     {&LayerTimes::weight_grad_to_linear_again_s, true, LayerPass::backward},
     {&LayerTimes::activation_grad_fixed_s, true, LayerPass::backward},
+    {&LayerTimes::activation_grad_dx_one_layer_s, true, LayerPass::backward},
     {&LayerTimes::assembly_s, true, LayerPass::backward},
 };
 

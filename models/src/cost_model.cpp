@@ -215,6 +215,12 @@ std::int64_t activation_grad_fixed_cycles(const HardwareProfile& hw, const Layer
   return ceil_cycles(times->activation_grad_fixed_s * hw.clock_hz());
 }
 
+std::int64_t one_layer_dx_cycles(const HardwareProfile& hw, const Layer& layer, std::int64_t samples) {
+  const LayerTimes* times = calibrated_times(hw, layer);
+  if (times == nullptr || times->activation_grad_dx_one_layer_s < 0) return -1;
+  return ceil_cycles(hw.calibration->scaled_s(times->activation_grad_dx_one_layer_s, samples) * hw.clock_hz());
+}
+
 std::int64_t gradient_assembly_cycles(const HardwareProfile& hw, const Layer& layer, std::int64_t samples) {
   const LayerTimes* times = calibrated_times(hw, layer);
   if (times == nullptr || times->assembly_s < 0) return -1;

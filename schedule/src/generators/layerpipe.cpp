@@ -104,12 +104,13 @@ TaskGraph generate_layerpipe(const ScheduleRequest& request) {
       const std::int64_t work = layer_work_cycles(hw, net.layers[l], TaskKind::BA, samples);
       const std::int64_t overhead = compute_task_cycles(hw, net, TaskKind::BA, l, l, samples, SplitTaskSpan::layer) - work;
       // Every part goes back to the linear output over all samples (as a one-layer part does
-      // where the calibration timed that); the rest of the table's BA, past its way back, splits
-      // by samples, but for what a part costs whatever its samples, where the calibration
-      // measured it.
+      // where the calibration timed that); the dx splits by samples, but for what a part costs
+      // whatever its samples, where the calibration measured it: the dx of one-layer parts where
+      // the calibration timed that, else the rest of the table's BA past its way back.
       const std::int64_t way_back = std::min(work, to_linear_cycles(hw, net.layers[l], samples));
       const std::int64_t whole = part_to_linear_cycles(hw, net.layers[l], samples);
-      const std::int64_t split = work - way_back;
+      const std::int64_t one_layer_dx = one_layer_dx_cycles(hw, net.layers[l], samples);
+      const std::int64_t split = one_layer_dx >= 0 ? one_layer_dx : work - way_back;
       const std::int64_t fixed = parts > 1 ? std::min(split, activation_grad_fixed_cycles(hw, net.layers[l])) : -1;
       for (int i = 0; i < parts; ++i) {
         const std::int64_t part_samples = samples * (i + 1) / parts - samples * i / parts;

@@ -80,6 +80,18 @@ void record_one_layer_forwards(const TaskGraph& graph, const Network& network, c
 void record_one_layer_weight_grads(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
                                    std::int32_t skip_minibatches, Calibration& calibration);
 
+// Per layer of `network`, from the BAs of one layer split into parts by samples in `runs` of
+// `graph` (LayerPipe's, each of fewer samples n than the table's S): the parts' dx (each part's
+// seconds past its way back to the linear output, taken to the table's overlap as
+// record_one_layer_forwards takes forwards, their median of means less the reuse model's extra on
+// the layer's weights W over the table's), then LayerTimes::activation_grad_fixed_s, the line
+// through that at n and the table's whole dx (BA_s less to_linear_s()) at S where it meets no
+// samples, clamped to [0, the parts' dx], and LayerTimes::activation_grad_dx_one_layer_s, the
+// line through the parts' dx at n with that intercept, at S. Only layers whose table tells the
+// way back (a fused B) are given them.
+void record_one_layer_activation_grads(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
+                                       std::int32_t skip_minibatches, Calibration& calibration);
+
 // The calibration table from a run recorded with `record_layer_times` (one processor): per layer
 // and task kind the mean measured time (robust to stalls: the median of up to 8 blocks' means,
 // the samples in the order taken), and per task what it took beyond its layers, likewise

@@ -35,6 +35,17 @@ struct LayerTimes {
   // BA's, per the line through the two. A part of s of the table's S samples costs this plus
   // (dx - this) s / S. In [0, the part's dx]; -1: not measured.
   double activation_grad_fixed_s = -1;
+  // The dx of a whole microbatch (the table's samples) by a BA of one layer split into parts
+  // (LayerPipe's): the line through the profile's one-layer parts' dx at their samples, taken to
+  // the table's overlap and weight reuse as forward_one_layer_s is, with activation_grad_fixed_s
+  // where it meets no samples, at the table's samples. Where that line also goes through the
+  // table's whole dx (BA_s less to_linear_s()) it is that; where activation_grad_fixed_s was
+  // clamped it is not. A one-layer BA's parts share it in place of the whole-network tasks' dx
+  // (since 2026-11-30, thirty-seventh session: on mlp a part of 8 of 16 samples took 0.36 of
+  // fc2's whole dx, and LayerPipe's BA parts ran 10-27% under their price in every validation,
+  // docs/executor.md, "The dx of one layer"). -1: not measured (older tables, tables without a
+  // fused B, layers without parts).
+  double activation_grad_dx_one_layer_s = -1;
   // The gradient at this layer's output assembled from the slices of the next layer's split BA
   // (LayerPipe's parts), by the one-layer backward that assembles it (schedule/
   // gradient_assembly.hpp): a buffer of the whole microbatch's gradient filled from the parts,

@@ -61,6 +61,11 @@ std::int64_t to_linear_again_cycles(const HardwareProfile& hw, const Layer& laye
 // calibration's LayerTimes::activation_grad_fixed_s (not scaled: it does not shrink with
 // samples); -1 where it has none (a BA then splits in proportion to samples).
 std::int64_t activation_grad_fixed_cycles(const HardwareProfile& hw, const Layer& layer);
+// The dx a one-layer BA's parts share (LayerPipe's: its cycles beyond the way back, split by
+// samples with activation_grad_fixed_cycles): the calibration's
+// LayerTimes::activation_grad_dx_one_layer_s scaled to `samples`; -1 where it has none (the parts
+// then share the whole BA's dx, layer_work_cycles less to_linear_cycles).
+std::int64_t one_layer_dx_cycles(const HardwareProfile& hw, const Layer& layer, std::int64_t samples);
 // The gradient at the layer's output assembled from the next layer's BA parts, by the backward
 // that assembles it (schedule/gradient_assembly.hpp): the calibration's LayerTimes::assembly_s
 // scaled to `samples`; -1 where it has none.
