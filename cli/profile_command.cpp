@@ -62,9 +62,9 @@ void run(const ProfileCommandOptions& options, mpi::MpiSession* session) {
   // linear output the first time through (LayerTimes::to_linear_s), by a BA part the first time
   // (one processor's tables), taken again right after by a BA part and by a BW
   // (warm_to_linear.hpp), what a BA part's dx costs whatever its samples
-  // (activation_grad_fixed_s) and the dx of a whole microbatch so (activation_grad_dx_one_layer_s),
-  // and the gradient at its output assembled from the next layer's BA
-  // parts (assembly_s): "-" where the table cannot tell.
+  // (activation_grad_fixed_s) and the dx of a whole microbatch by such parts
+  // (activation_grad_dx_one_layer_s), and the gradient at its output assembled from the next
+  // layer's BA parts (assembly_s): "-" where the table cannot tell.
   Table table({"layer", "F_us", "F_alone_us", "BA_us", "BW_us", "BW_dW_alone_us", "B_us", "U_us", "to_linear_us",
                "BA_first_us", "BA_again_us", "BW_again_us", "BA_fixed_us", "BA_dx_alone_us", "assembly_us"});
   const auto or_dash = [&](double seconds) { return seconds >= 0 ? fmt::format("{:.1f}", seconds * us) : std::string("-"); };

@@ -436,12 +436,12 @@ void add_pipeline_copies(const TaskGraph& graph, const std::vector<TrainingRun>&
 // (a task per layer; two minibatches timed after two of warm-up, five after five on two or more
 // processors) on `processors`, which `run_all` makes. A network LayerPipe cannot cut keeps the
 // line `timed` gave. The one-layer run also gives the table its way back to the linear output
-// taken again (record_to_linear_again), what a BA part costs whatever its samples
-// and the dx of one-layer parts (record_one_layer_activation_grads), what a forward of one layer costs alone in its task
-// (record_one_layer_forwards), on one processor a BA part's way back to the linear output the
-// first time (record_part_to_linear), and on two or more processors its senders' copies of sizes
-// `timed` made none of (add_pipeline_copies); then a short zb-h1 run what split tasks over a stage
-// cost beyond the line (record_stage_split_overheads).
+// taken again (record_to_linear_again), what a BA part costs whatever its samples and the dx of
+// one-layer parts (record_one_layer_activation_grads), what a forward of one layer costs alone in
+// its task (record_one_layer_forwards), on one processor a BA part's way back to the linear
+// output the first time (record_part_to_linear), and on two or more processors its senders'
+// copies of sizes `timed` made none of (add_pipeline_copies); then a short zb-h1 run what split
+// tasks over a stage cost beyond the line (record_stage_split_overheads).
 void fit_overheads_with_one_layer_tasks(const GraphConfig& config, const Network& network, std::int32_t processors,
                                         const Dataset& data, std::uint64_t seed, const TaskGraph& graph,
                                         const std::vector<TrainingRun>& timed, std::int32_t skip_minibatches,
