@@ -198,7 +198,7 @@ void add_profile_command(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--param", options->config.params, "key=value for the model, e.g. batch=64")->take_all();
   add_executor_options(*command, options->executor, false);
-  command->add_option("--repeats", options->repeats, "timings per task kind and layer: microbatches run (their mean is kept: the median of 8 blocks' means, robust to stalls)")
+  command->add_option("--repeats", options->repeats, "timings per task kind and layer: microbatches run (their mean is kept: the median of 8 blocks' means, robust to stalls); at least: a CPU's one-processor table is timed over 100 ms or more of steps")
       ->capture_default_str();
   command->add_option("--concurrent", options->concurrent,
                       "the table for a pipeline of this many processors, which slow each other down (cpu: one thread "

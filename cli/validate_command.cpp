@@ -425,7 +425,7 @@ void add_validate_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   command->add_option("--engine", options->engine, "predicting engine: systemc (default when built) or analytic");
   add_executor_options(*command, options->executor, true);
-  command->add_option("--repeats", options->repeats, "profiling: timings per task kind and layer")->capture_default_str();
+  command->add_option("--repeats", options->repeats, "profiling: timings per task kind and layer (at least: a CPU's one-processor table is timed over 100 ms or more of steps)")->capture_default_str();
   add_concurrent_timing_option(*command, options->concurrent_timing);
   add_unmarked_twins_option(*command, options->executor);
   command->add_option("--target", options->target,

@@ -1999,6 +1999,61 @@ TEST_CASE("a table for P processors is timed once the pipeline's threads have ru
   CHECK_THROWS_AS(profile_layers_in_pipeline(config, data, 4, 7, never, {}, 2, options, -1), Error);
 }
 
+TEST_CASE("a one-processor table is timed over at least its span, and its footprint run as long") {
+  // lenet5, 2 microbatches a minibatch, 4 repeats: 2 minibatches timed after 2. The runner says
+  // the first run's steps took `first_step_s` each; where 2 of them span less than the span, the
+  // sequential run is made again with warm-up and timed part each ceil(span / step) minibatches
+  // long, the table is that run's, timed after its warm-up, and the gpipe run for the footprint
+  // figure is as long.
+  const Dataset data = data_for(kLenet);
+  const GraphConfig config = config_for(kLenet, "sequential", 1, 2, 3);
+  const Network network = make_request(config).network;
+  for (const double span_s : {0.0, 10e-3}) {
+    for (const double first_step_s : {1e-3, 0.5}) {
+      CAPTURE(span_s);
+      CAPTURE(first_step_s);
+      std::vector<TaskGraph> graphs;
+      std::vector<TrainingRun> runs;
+      const Runner stepping = [&](const TaskGraph& g, const Network& n, const BatchSampler& s, const TrainingOptions& o) {
+        graphs.push_back(g);
+        runs.push_back(cpu::run_cpu(g, n, s, o));
+        if (runs.size() == 1) runs.back().result.iteration_s = first_step_s;
+        return runs.back();
+      };
+      const Calibration table = profile_layers(config, data, 4, 7, stepping, {}, 1, {}, /*time_footprint=*/true, {}, {}, span_s);
+      const bool again = first_step_s * 2 < span_s;  // 2 timed minibatches of 1 ms: 2 ms, less than 10
+      const std::int32_t warm_up = again ? 10 : 2;     // ceil(10 ms / 1 ms)
+      // The sequential run (twice where again), gpipe's, then the layerpipe and zb-h1 runs.
+      REQUIRE(graphs.size() == (again ? 5u : 4u));
+      const std::size_t timed_run = again ? 1 : 0;
+      CHECK(graphs[0].minibatches == 4);
+      CHECK(graphs[timed_run].schedule == "sequential");
+      CHECK(graphs[timed_run].minibatches == 2 * warm_up);
+      CHECK(graphs[timed_run + 1].schedule == "gpipe");
+      CHECK(graphs[timed_run + 1].minibatches == 2 * warm_up);
+      CHECK(graphs[timed_run + 2].schedule == "layerpipe");
+      CHECK(graphs[timed_run + 3].schedule == "zb-h1");
+      for (std::size_t l = 0; l < network.size(); ++l) {
+        std::vector<double> samples;
+        for (const auto& time : runs[timed_run].layer_times) {
+          const Task& t = graphs[timed_run].tasks[static_cast<std::size_t>(time.task)];
+          if (time.layer == static_cast<std::int32_t>(l) && time.kind == TaskKind::F && t.minibatch >= warm_up) {
+            samples.push_back(time.seconds);
+          }
+        }
+        CAPTURE(l);
+        CHECK(samples.size() == static_cast<std::size_t>(warm_up) * 2);  // the timed minibatches x 2 microbatches
+        CHECK(table.layers.at(network.layers[l].name).forward_s == doctest::Approx(median_of_block_means(samples)).epsilon(1e-12));
+      }
+    }
+  }
+  const Runner never = [](const TaskGraph&, const Network&, const BatchSampler&, const TrainingOptions&) -> TrainingRun {
+    FAIL("no run for a span that is not a duration");
+    return {};
+  };
+  CHECK_THROWS_AS(profile_layers(config, data, 4, 7, never, {}, 1, {}, false, {}, {}, -1), Error);
+}
+
 TEST_CASE("validation pairs each round's prediction with that round's runs") {
   const Dataset data = data_for(kMlp);
   const GraphConfig config = config_for(kMlp, "gpipe", 1, 2, 2);

@@ -69,18 +69,21 @@ GraphConfig profile_run_config(const GraphConfig& config, const std::string& sch
   return single_replica(without_other_schedules_params(c));
 }
 
-// A profile's timed minibatches: about `repeats` microbatches per layer and kind.
+// A profile's timed minibatches: about `repeats` microbatches per layer and kind. A profile's run
+// makes as many warm-up minibatches before them. A run's step time is its second half's
+// (steady_state_iteration_cycles), and the table times the same part of a run: a thread whose
+// core was idle runs its first milliseconds slow (docs/executor.md, "A core after a sleep"),
+// which a short run's first minibatches after the first still held (mlp at P = 2: the second
+// minibatch's backwards 2-3 times the later ones', spikes up to the seventh).
 std::int32_t profile_timed_minibatches(int repeats, std::int32_t microbatches) {
   return std::max(1, (repeats + microbatches - 1) / microbatches);
 }
 
-// A profile's run: as many warm-up minibatches as timed ones before them. A run's step time is
-// its second half's (steady_state_iteration_cycles), and the table times the same part of a run:
-// a thread whose core was idle runs its first milliseconds slow (docs/executor.md, "A core after
-// a sleep"), which a short run's first minibatches after the first still held (mlp at P = 2: the
-// second minibatch's backwards 2-3 times the later ones', spikes up to the seventh).
-std::int32_t profile_minibatches(int repeats, std::int32_t microbatches) {
-  return 2 * profile_timed_minibatches(repeats, microbatches);
+// The minibatches a profile's run times (and warms up over) for its timed part to span at least
+// `span_s` at `step_s` a step, up to kMostSpanMinibatches; 0 without a step.
+std::int32_t spanning_minibatches(double span_s, double step_s) {
+  if (!(step_s > 0) || !(span_s > 0)) return 0;
+  return static_cast<std::int32_t>(std::min(std::ceil(span_s / step_s), static_cast<double>(kMostSpanMinibatches)));
 }
 
 // Runs of a graph as a profile makes them (one, or copies at once), with its sampler.
@@ -543,18 +546,18 @@ bool over_half_the_memory(const Result& predicted, int copies) {
 
 // Calibration::footprint_slowdown: `config`'s network also run on one processor under gpipe, as
 // long as the sequential run (`sequential_runs` of `sequential_graph`, whose footprint
-// `calibration` records as timed_footprint_bytes; after as many warm-up minibatches), which holds every microbatch's stash at once where sequential holds one; how much
+// `calibration` records as timed_footprint_bytes; `warm_up` minibatches, then as many timed),
+// which holds every microbatch's stash at once where sequential holds one; how much
 // longer its forwards and backwards took, whole tasks, as a fraction (a negative one is the
 // samples' noise: 0), between the two runs' footprints. Whole tasks, not the layers' own times
 // (the table's): a task also takes and frees its buffers, and on lenet5 the layers' times gave
 // 0.2-1.2% where whole runs of the two schedules differed by 0.9-4.4%. Left unmeasured where
 // gpipe holds no more.
-void time_footprint_slowdown(const GraphConfig& config, const Network& network, const Dataset& data, int repeats,
+void time_footprint_slowdown(const GraphConfig& config, const Network& network, const Dataset& data, std::int32_t warm_up,
                              std::uint64_t seed, const TaskGraph& sequential_graph,
                              const std::vector<TrainingRun>& sequential_runs, const ProfileRuns& run_all,
                              const std::function<void(const std::string&)>& progress, Calibration& calibration) {
-  const GraphConfig gpipe = profile_run_config(config, "gpipe", 1, profile_minibatches(repeats, config.microbatches));
-  const std::int32_t warm_up = profile_timed_minibatches(repeats, config.microbatches);
+  const GraphConfig gpipe = profile_run_config(config, "gpipe", 1, 2 * warm_up);
   TaskGraph graph;
   std::vector<TrainingRun> measured;
   try {
@@ -946,21 +949,23 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
                            const Runner& run, const std::function<void(const std::string&)>& progress,
                            int concurrent, const std::vector<int>& pin_cpus, bool time_footprint,
                            const std::vector<std::pair<std::int64_t, double>>& reuse_curve,
-                           const WaitCurve& wait_curve) {
+                           const WaitCurve& wait_curve, double span_s) {
   if (repeats < 1) throw Error("profile: repeats must be at least 1");
   if (concurrent < 1) throw Error("profile: concurrent copies must be at least 1");
+  if (!(span_s >= 0)) throw Error("profile: a run's timed span must be at least 0 seconds");
   const ScheduleRequest request = make_request(config);
   // Every task kind of every layer, timed inside a real run: the one-processor sequential
   // schedule, each layer's part of each task recorded; its first half left out (warm-up).
-  const GraphConfig sequential =
-      profile_run_config(config, "sequential", 1, profile_minibatches(repeats, config.microbatches));
-  const std::int32_t warm_up = profile_timed_minibatches(repeats, config.microbatches);
-  if (progress) {
+  std::int32_t warm_up = profile_timed_minibatches(repeats, config.microbatches);
+  GraphConfig sequential = profile_run_config(config, "sequential", 1, 2 * warm_up);
+  const auto announce = [&](const std::string& why) {
+    if (!progress) return;
     progress("profiling " + request.network.name + ": every layer's F, BA, BW, U in a one-processor run (" +
              std::to_string(request.network.batch / config.microbatches) + " samples per task, " +
              std::to_string(sequential.minibatches) + " minibatches" +
-             (concurrent > 1 ? ", " + std::to_string(concurrent) + " copies at once" : std::string()) + ")");
-  }
+             (concurrent > 1 ? ", " + std::to_string(concurrent) + " copies at once" : std::string()) + ")" + why);
+  };
+  announce("");
   TrainingOptions options;
   options.seed = seed;
   options.record_layer_times = true;
@@ -968,16 +973,29 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
   const auto run_copies = [&](const TaskGraph& graph, const BatchSampler& sampler) {
     return run_copies_at_once(run, graph, request.network, sampler, options, concurrent, pin_cpus);
   };
-  const TaskGraph graph = make_graph(sequential);
-  const BatchSampler sampler(data, request.network.batch, sequential.microbatches, sequential.minibatches, seed);
-  const std::vector<TrainingRun> measured = run_copies(graph, sampler);
+  TaskGraph graph = make_graph(sequential);
+  auto sampler = std::make_unique<BatchSampler>(data, request.network.batch, sequential.microbatches, sequential.minibatches, seed);
+  std::vector<TrainingRun> measured = run_copies(graph, *sampler);
+  // A machine whose speed changes for tens of milliseconds at a time puts a short timed part in
+  // one state or the other, where a longer run averages them (kOneProcessorTimingSpan_s): where
+  // the timed part spans less than span_s of this run's steps, the run is made again with its
+  // warm-up and timed part that long, and the table is timed in the second.
+  const std::int32_t spanning = spanning_minibatches(span_s, measured.front().result.iteration_s);
+  if (spanning > warm_up) {
+    warm_up = spanning;
+    sequential.minibatches = 2 * warm_up;
+    graph = make_graph(sequential);
+    announce(" again: its timed half spans at least " + std::to_string(static_cast<int>(std::lround(1e3 * span_s))) + " ms");
+    sampler = std::make_unique<BatchSampler>(data, request.network.batch, sequential.microbatches, sequential.minibatches, seed);
+    measured = run_copies(graph, *sampler);
+  }
   Calibration calibration = calibration_from_runs(graph, request.network, measured, warm_up, wait_curve);
   calibration.source = "profile of " + request.network.name;
   calibration.timed_footprint_bytes = footprint_bytes(measured);
   calibration.reuse_extra_s_per_byte = reuse_curve;
   record_weight_reuse(calibration, graph, request.network, warm_up);
   if (time_footprint && concurrent == 1 && sequential.microbatches > 1) {
-    time_footprint_slowdown(config, request.network, data, repeats, seed, graph, measured, run_copies, progress, calibration);
+    time_footprint_slowdown(config, request.network, data, warm_up, seed, graph, measured, run_copies, progress, calibration);
   }
   // Sequential tasks each span the whole network: the line's other end from one-layer tasks.
   if (request.network.size() > 1) {
@@ -1029,9 +1047,7 @@ std::optional<Calibration> profile_layers_in_pipeline(const GraphConfig& config,
   // the warm-up (and so the timed part) spans less than span_s of this run's steps, the run is
   // made again with both that long, and the table is timed in the second.
   // Up to kMostSpanMinibatches; a run already that long (or longer, as asked) is not made again.
-  const double step_s = measured.result.iteration_s;
-  const std::int32_t spanning =
-      step_s > 0 ? static_cast<std::int32_t>(std::min(std::ceil(span_s / step_s), static_cast<double>(kMostSpanMinibatches))) : 0;
+  const std::int32_t spanning = spanning_minibatches(span_s, measured.result.iteration_s);
   if (spanning > warm_up) {
     warm_up = spanning;
     pipeline.minibatches = 2 * warm_up;

@@ -155,7 +155,7 @@ Calibration profile_cpu_layers(const GraphConfig& config, const Dataset& data, i
   }
   // One processor: also what a larger footprint costs the layers (Calibration::footprint_slowdown).
   return profile_layers(config, data, repeats, seed, run, progress, concurrent, pin_cpus, /*time_footprint=*/true, reuse_curve,
-                        wait_curve);
+                        wait_curve, kOneProcessorTimingSpan_s);
 }
 
 }  // namespace

@@ -134,12 +134,24 @@ double typical_task_s(const Calibration& calibration);
 // CPU's, exec/cpu/reuse_curve.hpp; empty: none) goes into the table with what the weight-reuse
 // model charges the timed run's layers (record_weight_reuse), and the footprint figure is taken
 // net of what that model says gpipe's order gains or loses in the caches. A `wait_curve` goes into
-// the table as calibration_from_runs puts it.
+// the table as calibration_from_runs puts it. Where the sequential run's timed part spans less
+// than `span_s` of its steps (0: any), it is made again with its warm-up and timed part that long
+// (up to kMostSpanMinibatches each), the table is timed in the second, and the gpipe run is as long.
 Calibration profile_layers(const GraphConfig& config, const Dataset& data, int repeats, std::uint64_t seed,
                            const Runner& run, const std::function<void(const std::string&)>& progress,
                            int concurrent = 1, const std::vector<int>& pin_cpus = {}, bool time_footprint = false,
                            const std::vector<std::pair<std::int64_t, double>>& reuse_curve = {},
-                           const WaitCurve& wait_curve = {});
+                           const WaitCurve& wait_curve = {}, double span_s = 0);
+
+// How long the timed part of a CPU table's one-processor run (and its warm-up) lasts at least
+// (profile_layers' span_s; also each copy's where `--concurrent-timing copies` runs copies at
+// once). Measured on a 2-vCPU AMD EPYC VM on 2026-11-30 (docs/executor.md, "A table timed as long
+// as a run"): its steps ran about 20% slower for stretches of tens of milliseconds at a time.
+// mlp's table, timed over 16 minibatches (15 ms), predicted a one-processor step of 1.00 ms or
+// more (the fast state: 0.90-0.95 ms) in 4 to 14 of 30 rounds in seven of eight validations (1
+// in the eighth), where the runs (64 timed steps, about 60 ms) did in 1 to 5; timed over about 60
+// ms (256 repeats), in 3 and 1 of 30. Not fitted: a tenth of a second, a round figure above the 60 ms that measured so.
+inline constexpr double kOneProcessorTimingSpan_s = 100e-3;
 
 // Microbatches a profile times per layer and task kind unless told otherwise (`--repeats`); with
 // 4 microbatches a minibatch, 16 minibatches after the warm-up one, so 16 samples of each update.
