@@ -1920,6 +1920,17 @@ OneLayerProfile profile_with_one_layer_run() {
   return {std::move(table), std::move(recorded[1].first), std::move(recorded[1].second), make_request(config).network};
 }
 
+// A CPU runner that keeps every graph it runs and its run in `graphs` and `runs`, and says the
+// first run's steps took `first_step_s` each (a profile's span rule reads that).
+Runner first_step_runner(double first_step_s, std::vector<TaskGraph>& graphs, std::vector<TrainingRun>& runs) {
+  return [first_step_s, &graphs, &runs](const TaskGraph& g, const Network& n, const BatchSampler& s, const TrainingOptions& o) {
+    graphs.push_back(g);
+    runs.push_back(cpu::run_cpu(g, n, s, o));
+    if (runs.size() == 1) runs.back().result.iteration_s = first_step_s;
+    return runs.back();
+  };
+}
+
 }  // namespace
 
 TEST_CASE("a table for P processors is timed once the pipeline's threads have run together for its span") {
@@ -1936,12 +1947,7 @@ TEST_CASE("a table for P processors is timed once the pipeline's threads have ru
     CAPTURE(first_step_s);
     std::vector<TaskGraph> graphs;
     std::vector<TrainingRun> runs;
-    const Runner stepping = [&](const TaskGraph& g, const Network& n, const BatchSampler& s, const TrainingOptions& o) {
-      graphs.push_back(g);
-      runs.push_back(cpu::run_cpu(g, n, s, o));
-      if (runs.size() == 1) runs.back().result.iteration_s = first_step_s;
-      return runs.back();
-    };
+    const Runner stepping = first_step_runner(first_step_s, graphs, runs);
     const std::optional<Calibration> timed = profile_layers_in_pipeline(config, data, 4, 7, stepping, {}, 2, options, 10e-3);
     REQUIRE(timed.has_value());
     REQUIRE(graphs.size() >= 2);
@@ -2014,12 +2020,7 @@ TEST_CASE("a one-processor table is timed over at least its span, and its footpr
       CAPTURE(first_step_s);
       std::vector<TaskGraph> graphs;
       std::vector<TrainingRun> runs;
-      const Runner stepping = [&](const TaskGraph& g, const Network& n, const BatchSampler& s, const TrainingOptions& o) {
-        graphs.push_back(g);
-        runs.push_back(cpu::run_cpu(g, n, s, o));
-        if (runs.size() == 1) runs.back().result.iteration_s = first_step_s;
-        return runs.back();
-      };
+      const Runner stepping = first_step_runner(first_step_s, graphs, runs);
       const Calibration table = profile_layers(config, data, 4, 7, stepping, {}, 1, {}, /*time_footprint=*/true, {}, {}, span_s);
       const bool again = first_step_s * 2 < span_s;  // 2 timed minibatches of 1 ms: 2 ms, less than 10
       const std::int32_t warm_up = again ? 10 : 2;     // ceil(10 ms / 1 ms)
