@@ -150,7 +150,8 @@ Calibration profile_layers(const GraphConfig& config, const Dataset& data, int r
 // mlp's table, timed over 16 minibatches (15 ms), predicted a one-processor step of 1.00 ms or
 // more (the fast state: 0.90-0.95 ms) in 4 to 14 of 30 rounds in seven of eight validations (1
 // in the eighth), where the runs (64 timed steps, about 60 ms) did in 1 to 5; timed over about 60
-// ms (256 repeats), in 3 and 1 of 30. Not fitted: a tenth of a second, a round figure above the 60 ms that measured so.
+// ms (256 repeats), in 3 and 1 of 30. Not fitted: a tenth of a second, a round figure above the
+// 60 ms that measured so.
 inline constexpr double kOneProcessorTimingSpan_s = 100e-3;
 
 // Microbatches a profile times per layer and task kind unless told otherwise (`--repeats`); with
