@@ -59,6 +59,7 @@ struct ValidateOptions {
   double target = 0.05;  // the step-time error a verdict is asked for
   double machine_tolerance = 0.06;  // --device cpu: how far off its usual speed the machine may run (0: no readings)
   int machine_retakes = 2;
+  double co_run_tolerance = 0.25;  // a table for P >= 2 this far over its peers' co-run slowdown is taken again (0: none)
   bool distributed = false;
   double message_timeout_s = 60;
 };
@@ -174,8 +175,9 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
         cpu::cpus_to_read(validation.training.pin_cpus, *std::max_element(counts.begin(), counts.end()));
     validation.read_machine = [cpus] { return cpu::time_fixed_work_s(cpus); };
     validation.machine_tolerance = options.machine_tolerance;
-    validation.machine_retakes = options.machine_retakes;
   }
+  validation.machine_retakes = options.machine_retakes;
+  validation.co_run_tolerance = options.co_run_tolerance;
   if (!options.quiet) validation.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
   std::string placement;
   ValidationReport report;
@@ -273,6 +275,12 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
                              "calibrations kept off it once their retakes ran out (--machine-tolerance, --machine-retakes)\n",
                              m.readings, 100 * m.off_fraction, 100 * m.tolerance, m.retaken_runs, m.retaken_calibrations,
                              m.kept_off_runs, m.kept_off_calibrations);
+  }
+  if (report.retaken_co_run_tables + report.kept_off_co_run_tables > 0) {
+    std::cout << fmt::format("co-run: {} tables for two or more processors taken again, their layers more than {:.0f}% "
+                             "slower against their round's one-processor table than the earlier rounds' were, {} kept "
+                             "so once their retakes ran out (--co-run-tolerance, --machine-retakes)\n",
+                             report.retaken_co_run_tables, 100 * options.co_run_tolerance, report.kept_off_co_run_tables);
   }
   for (const auto& [p, slowdown] : report.co_run_slowdown) {
     std::cout << fmt::format("co-run: layers ran {:+.1f}% slower in the tables for {} processors ({}) than alone (rows at P={} "
@@ -469,10 +477,18 @@ void add_validate_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   command->add_option("--machine-retakes", options->machine_retakes,
-                      "cpu: at most this many more tries of a calibration or run taken off the usual speed; the last "
-                      "one is kept and counted")
+                      "at most this many more tries of a calibration or run taken off the usual speed (cpu), or of a "
+                      "table judged off by --co-run-tolerance; the last one is kept and counted")
       ->capture_default_str()
       ->check(CLI::Range(0, 10));
+  command->add_option("--co-run-tolerance", options->co_run_tolerance,
+                      "without --calibration: take a round's table for two or more processors again when its layers ran more than this "
+                      "fraction slower, against the same round's one-processor table, than the earlier rounds' "
+                      "median (from the fourth round): a 2-vCPU VM's host now and then runs both vCPUs as one "
+                      "core's hyperthreads, and a table timed then has every layer 1.6-1.8x its usual time (0: none "
+                      "judged)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 10.0));
   command->add_flag("--json", options->json, "print the table as JSON");
   command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");
   command->add_flag("--distributed", options->distributed,

@@ -843,7 +843,6 @@ double pairwise_overlap(const TaskGraph& graph) {
   return overlap / busy - 1;
 }
 
-// A table whose layers take k times 1, 2, 3 and 4 ms and 0.1 ms.
 // A machine that runs every graph as the analytic evaluator predicts it.
 Runner runs_as_predicted() {
   return [](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
@@ -853,6 +852,7 @@ Runner runs_as_predicted() {
   };
 }
 
+// A table whose layers take k times 1, 2, 3 and 4 ms and 0.1 ms.
 Calibration scaled_calibration(const Network& network, const GraphConfig& config, double k) {
   Calibration c;
   c.samples = network.batch / config.microbatches;
@@ -1052,6 +1052,64 @@ TEST_CASE("validation takes a calibration or a run again when the machine's spee
     CHECK(runs == 4);
     CHECK(report.machine_state->retaken_runs + report.machine_state->retaken_calibrations == 0);
     CHECK(report.machine_state->off_fraction == 0);
+  }
+}
+
+TEST_CASE("validation takes a table for two processors again when its co-run slowdown is off its peers'") {
+  const Dataset data = data_for(kMlp);
+  const GraphConfig config = config_for(kMlp, "gpipe", 1, 2, 2);
+  const Network network = make_request(config).network;
+  ValidationOptions options = gpipe_at_one_and_two(6);
+  // Per round, how fast the machine runs a layer alone (its one-processor table's scale), and the
+  // tries of its two-processor table, each over that scale (1.1: the usual co-run slowdown).
+  const std::vector<double> alone = {1, 2, 1, 1.5, 1, 1};
+  const std::vector<std::vector<double>> together = {
+      {1.1}, {1.1},
+      {1.65},              // 1.5x its peers, but with two earlier rounds only: not judged
+      {1.32},              // 1.2x the median of 1.1, 1.1 and 1.65: within 25%
+      {1.76, 1.76, 1.1},   // 1.33x the (upper) median of 1.1, 1.1, 1.32 and 1.65: twice again
+      {1.76, 1.76, 1.76},  // 1.6x that of those and 1.1: again until the retakes run out, the last kept
+  };
+  int calibrations = 0, round = -1, attempt = 0;
+  options.calibrate = [&](int processors) {
+    ++calibrations;
+    if (calibrations == 1) return scaled_calibration(network, config, 1.0);  // the process's warm-up
+    if (processors == 1) {
+      ++round;
+      attempt = 0;
+      return scaled_calibration(network, config, alone.at(static_cast<std::size_t>(round)));
+    }
+    const auto r = static_cast<std::size_t>(round);
+    return scaled_calibration(network, config, alone.at(r) * together.at(r).at(static_cast<std::size_t>(attempt++)));
+  };
+  std::map<int, double> kept_scale;  // per round, the kept two-processor table's scale
+  options.on_calibration = [&](int r, int processors, const Calibration& c) {
+    if (processors == 2) kept_scale[r] = c.layers.begin()->second.forward_s / 1e-3;
+  };
+  SUBCASE("judged from the fourth round") {
+    const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, runs_as_predicted());
+    CHECK(calibrations == 1 + 2 * 6 + 4);
+    CHECK(report.retaken_co_run_tables == 4);
+    CHECK(report.kept_off_co_run_tables == 1);
+    CHECK(report.calibrations == 12);
+    CHECK(kept_scale.at(2) == doctest::Approx(1.65));
+    CHECK(kept_scale.at(3) == doctest::Approx(1.5 * 1.32));
+    CHECK(kept_scale.at(4) == doctest::Approx(1.1));
+    CHECK(kept_scale.at(5) == doctest::Approx(1.76));
+    // The rounds' co-run slowdowns as kept, 1.1 1.1 1.65 1.32 1.1 1.76: their upper median, 1.32.
+    CHECK(report.co_run_slowdown.at(2) == doctest::Approx(0.32));
+  }
+  SUBCASE("a tolerance of 0 judges none") {
+    options.co_run_tolerance = 0;
+    const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, runs_as_predicted());
+    CHECK(calibrations == 1 + 2 * 6);
+    CHECK(report.retaken_co_run_tables + report.kept_off_co_run_tables == 0);
+    CHECK(kept_scale.at(4) == doctest::Approx(1.76));
+  }
+  SUBCASE("a negative tolerance is refused") {
+    options.co_run_tolerance = -0.1;
+    CHECK_THROWS_WITH_AS(validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, runs_as_predicted()),
+                         "validate: the co-run tolerance must be at least 0 (0: none judged)", Error);
   }
 }
 

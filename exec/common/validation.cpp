@@ -437,6 +437,8 @@ nlohmann::ordered_json validation_summary_json(const ValidationReport& report) {
   j["calibration_spread"] = report.calibration_spread;
   j["co_run_slowdown"] = by_processor_count(report.co_run_slowdown);
   j["footprint_slowdown"] = report.footprint_slowdown;
+  j["retaken_co_run_tables"] = report.retaken_co_run_tables;
+  j["kept_off_co_run_tables"] = report.kept_off_co_run_tables;
   if (report.machine_state) {
     const ValidationReport::MachineState& m = *report.machine_state;
     j["machine_state"] = {{"readings", m.readings},
@@ -486,7 +488,10 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     throw Error("validate: the most runs (" + std::to_string(options.max_runs) + ") must be at least the runs (" +
                 std::to_string(options.runs) + "), or 0");
   }
-  if (options.read_machine && options.machine_retakes < 0) throw Error("validate: machine retakes must be at least 0");
+  if (!(options.co_run_tolerance >= 0)) throw Error("validate: the co-run tolerance must be at least 0 (0: none judged)");
+  if ((options.read_machine || options.co_run_tolerance > 0) && options.machine_retakes < 0) {
+    throw Error("validate: machine retakes must be at least 0");
+  }
   const int most_runs = std::max(options.runs, options.max_runs);
   const ScheduleRequest request = make_request(config);
   // The machine's speed read before and after each kept calibration and run (read_machine): a
@@ -547,12 +552,46 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     return round < warmup ? "warm-up round " + std::to_string(round + 1) + "/" + std::to_string(warmup)
                           : "round " + std::to_string(round - warmup + 1) + "/" + std::to_string(most_runs);
   };
+  // How much slower than the earlier rounds' median a table for p processors ran its layers
+  // against the same round's one-processor table (its co-run slowdown's ratio, minus 1), taken
+  // after this round's one-processor table; 0 with fewer than three earlier rounds to judge by.
+  const auto co_run_off = [&](int p, double step_s) {
+    const std::vector<double>& alone = calibrated_steps_s[1];
+    const std::vector<double>& earlier = calibrated_steps_s[p];
+    constexpr std::size_t kLeastPeers = 3;
+    if (earlier.size() < kLeastPeers || alone.size() != earlier.size() + 1) return 0.0;
+    std::vector<double> ratios;
+    for (std::size_t r = 0; r < earlier.size(); ++r) ratios.push_back(earlier[r] / alone[r]);
+    return step_s / alone.back() / median_of(ratios) - 1;
+  };
+  // Calibrates for p processors between readings, and again while a table for two or more is off
+  // its peers (co_run_off over ValidationOptions::co_run_tolerance), up to machine_retakes more
+  // times, the last try kept.
+  const auto take_table = [&](int p, const std::string& what) {
+    for (int attempt = 0;; ++attempt) {
+      between_readings(what, false, [&] { calibrated[p].calibration = std::make_shared<const Calibration>(options.calibrate(p)); });
+      if (p == 1 || !(options.co_run_tolerance > 0)) return;
+      const double off = co_run_off(p, calibrated_step_s(*calibrated[p].calibration));
+      if (off <= options.co_run_tolerance) return;
+      if (attempt == options.machine_retakes) {
+        ++report.kept_off_co_run_tables;
+        if (options.progress) options.progress(what + ": its layers still " + percent(off) + " slower than its peers'; kept");
+        return;
+      }
+      ++report.retaken_co_run_tables;
+      if (options.progress) {
+        options.progress(what + ": its layers ran " + percent(off) + " slower against this round's one-processor table " +
+                         "than the earlier rounds' tables for " + std::to_string(p) + " processors did; again (" +
+                         std::to_string(attempt + 1) + " of at most " + std::to_string(options.machine_retakes) + ")");
+      }
+    }
+  };
   auto recalibrate = [&](int round) {
     for (const int p : counts) {
       const std::string what =
           round_label(round) + ": calibrating" + (p > 1 ? " for " + std::to_string(p) + " processors" : std::string());
       if (options.progress) options.progress(what);
-      between_readings(what, false, [&] { calibrated[p].calibration = std::make_shared<const Calibration>(options.calibrate(p)); });
+      take_table(p, what);
       calibrated_steps_s[p].push_back(calibrated_step_s(*calibrated[p].calibration));
       if (p == 1 && calibrated[p].calibration->footprint_slowdown >= 0) {
         footprint_slowdowns.push_back(calibrated[p].calibration->footprint_slowdown);

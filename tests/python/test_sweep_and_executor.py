@@ -164,8 +164,11 @@ def test_validate_reads_the_machine_beside_every_calibration_and_run():
     table, summary = pipetwin.validate("mlp", "gpipe", [1, 2], **args)
     state = summary["machine_state"]
     # Two readings for each kept calibration (2 rounds, P = 1 and 2) and each run (2 rounds, two
-    # configurations), and two more for each try taken again.
-    taken = summary["calibrations"] + 2 * 2 + state["retaken_calibrations"] + state["retaken_runs"]
+    # configurations), and two more for each try taken again (a table judged off its peers' co-run
+    # slowdown included, though two rounds are too few to judge one by).
+    assert summary["retaken_co_run_tables"] == summary["kept_off_co_run_tables"] == 0
+    taken = (summary["calibrations"] + 2 * 2 + state["retaken_calibrations"] + state["retaken_runs"] +
+             summary["retaken_co_run_tables"])
     assert state["readings"] == 2 * taken
     assert state["tolerance"] == pytest.approx(0.06)
     assert len(state["usual_s"]) == min(8, len(os.sched_getaffinity(0))) and min(state["usual_s"]) > 0  # every CPU
@@ -174,6 +177,8 @@ def test_validate_reads_the_machine_beside_every_calibration_and_run():
     assert "machine_state" not in unread
     with pytest.raises(pipetwin.PipetwinError, match="machine_retakes must be 0 or more"):
         pipetwin.validate("mlp", "gpipe", [1], machine_retakes=-1, **args)
+    with pytest.raises(pipetwin.PipetwinError, match="co_run_tolerance must be 0 or more"):
+        pipetwin.validate("mlp", "gpipe", [1], co_run_tolerance=-0.5, **args)
 
 
 def test_tensor_parallel_training_from_python_matches_the_unsplit_network():
