@@ -482,11 +482,11 @@ void add_validate_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(0, 10));
   command->add_option("--co-run-tolerance", options->co_run_tolerance,
-                      "without --calibration: take a round's table for two or more processors again when its layers ran more than this "
-                      "fraction slower, against the same round's one-processor table, than the earlier rounds' "
-                      "median (from the fourth round): a 2-vCPU VM's host now and then runs both vCPUs as one "
-                      "core's hyperthreads, and a table timed then has every layer 1.6-1.8x its usual time (0: none "
-                      "judged)")
+                      "without --calibration: take a round's table for two or more processors again when its "
+                      "layers ran more than this fraction slower, against the same round's one-processor table, "
+                      "than the earlier rounds' median (from the fourth round): a 2-vCPU VM's host now and then "
+                      "runs both vCPUs as one core's hyperthreads, and a table timed then has every layer 1.6-1.8x "
+                      "its usual time (0: none judged)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 10.0));
   command->add_flag("--json", options->json, "print the table as JSON");
