@@ -59,6 +59,7 @@ struct ValidateOptions {
   double target = 0.05;  // the step-time error a verdict is asked for
   double machine_tolerance = 0.06;  // --device cpu: how far off its usual speed the machine may run (0: no readings)
   int machine_retakes = 2;
+  double table_tolerance = 0.10;   // a one-processor table this far over its peers' minibatch is taken again (0: none)
   double co_run_tolerance = 0.25;  // a table for P >= 2 this far over its peers' co-run slowdown is taken again (0: none)
   bool distributed = false;
   double message_timeout_s = 60;
@@ -177,6 +178,7 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
     validation.machine_tolerance = options.machine_tolerance;
   }
   validation.machine_retakes = options.machine_retakes;
+  validation.table_tolerance = options.table_tolerance;
   validation.co_run_tolerance = options.co_run_tolerance;
   if (!options.quiet) validation.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
   std::string placement;
@@ -276,11 +278,22 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
                              m.readings, 100 * m.off_fraction, 100 * m.tolerance, m.retaken_runs, m.retaken_calibrations,
                              m.kept_off_runs, m.kept_off_calibrations);
   }
-  if (report.retaken_co_run_tables + report.kept_off_co_run_tables > 0) {
-    std::cout << fmt::format("co-run: {} tables for two or more processors taken again, their layers more than {:.0f}% "
-                             "slower against their round's one-processor table than the earlier rounds' were, {} kept "
-                             "so once their retakes ran out (--co-run-tolerance, --machine-retakes)\n",
-                             report.retaken_co_run_tables, 100 * options.co_run_tolerance, report.kept_off_co_run_tables);
+  std::set<int> judged_off;  // processor counts with a table taken again or kept off its peers
+  for (const auto* tables : {&report.retaken_tables, &report.kept_off_tables}) {
+    for (const auto& [p, count] : *tables) judged_off.insert(p);
+  }
+  for (const int p : judged_off) {
+    const auto retaken = report.retaken_tables.find(p);
+    const auto kept = report.kept_off_tables.find(p);
+    std::cout << fmt::format("tables: {} for {} taken again, off their earlier peers ({}), {} kept so once their retakes "
+                             "ran out (--machine-retakes)\n",
+                             retaken == report.retaken_tables.end() ? 0 : retaken->second,
+                             p == 1 ? std::string("one processor") : std::to_string(p) + " processors",
+                             p == 1 ? fmt::format("a minibatch more than {:.0f}% over theirs, --table-tolerance",
+                                                  100 * options.table_tolerance)
+                                    : fmt::format("a co-run slowdown more than {:.0f}% over theirs, --co-run-tolerance",
+                                                  100 * options.co_run_tolerance),
+                             kept == report.kept_off_tables.end() ? 0 : kept->second);
   }
   for (const auto& [p, slowdown] : report.co_run_slowdown) {
     std::cout << fmt::format("co-run: layers ran {:+.1f}% slower in the tables for {} processors ({}) than alone (rows at P={} "
@@ -478,9 +491,17 @@ void add_validate_command(CLI::App& app) {
       ->check(CLI::Range(0.0, 1.0));
   command->add_option("--machine-retakes", options->machine_retakes,
                       "at most this many more tries of a calibration or run taken off the usual speed (cpu), or of a "
-                      "table judged off by --co-run-tolerance; the last one is kept and counted")
+                      "table judged off its peers (--table-tolerance, --co-run-tolerance); the last one is kept and "
+                      "counted")
       ->capture_default_str()
       ->check(CLI::Range(0, 10));
+  command->add_option("--table-tolerance", options->table_tolerance,
+                      "without --calibration: take a round's one-processor table again when its minibatch ran more "
+                      "than this fraction slower than the earlier rounds' median (from the fourth round): a "
+                      "2-vCPU VM's steps now and then run about 20% slower for tens of milliseconds, and a table "
+                      "timed then predicts the round's runs as slow (0: none judged)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 10.0));
   command->add_option("--co-run-tolerance", options->co_run_tolerance,
                       "without --calibration: take a round's table for two or more processors again when its "
                       "layers ran more than this fraction slower, against the same round's one-processor table, "

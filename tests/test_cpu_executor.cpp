@@ -1060,6 +1060,7 @@ TEST_CASE("validation takes a table for two processors again when its co-run slo
   const GraphConfig config = config_for(kMlp, "gpipe", 1, 2, 2);
   const Network network = make_request(config).network;
   ValidationOptions options = gpipe_at_one_and_two(6);
+  options.table_tolerance = 0;  // the one-processor tables' own speeds are this test's to set
   // Per round, how fast the machine runs a layer alone (its one-processor table's scale), and the
   // tries of its two-processor table, each over that scale (1.1: the usual co-run slowdown).
   const std::vector<double> alone = {1, 2, 1, 1.5, 1, 1};
@@ -1089,8 +1090,8 @@ TEST_CASE("validation takes a table for two processors again when its co-run slo
   SUBCASE("judged from the fourth round") {
     const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, runs_as_predicted());
     CHECK(calibrations == 1 + 2 * 6 + 4);
-    CHECK(report.retaken_co_run_tables == 4);
-    CHECK(report.kept_off_co_run_tables == 1);
+    CHECK(report.retaken_tables == std::map<int, int>{{2, 4}});
+    CHECK(report.kept_off_tables == std::map<int, int>{{2, 1}});
     CHECK(report.calibrations == 12);
     CHECK(kept_scale.at(2) == doctest::Approx(1.65));
     CHECK(kept_scale.at(3) == doctest::Approx(1.5 * 1.32));
@@ -1103,7 +1104,8 @@ TEST_CASE("validation takes a table for two processors again when its co-run slo
     options.co_run_tolerance = 0;
     const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, runs_as_predicted());
     CHECK(calibrations == 1 + 2 * 6);
-    CHECK(report.retaken_co_run_tables + report.kept_off_co_run_tables == 0);
+    CHECK(report.retaken_tables.empty());
+    CHECK(report.kept_off_tables.empty());
     CHECK(kept_scale.at(4) == doctest::Approx(1.76));
   }
   SUBCASE("a negative tolerance is refused") {
@@ -1111,6 +1113,49 @@ TEST_CASE("validation takes a table for two processors again when its co-run slo
     CHECK_THROWS_WITH_AS(validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, runs_as_predicted()),
                          "validate: the co-run tolerance must be at least 0 (0: none judged)", Error);
   }
+}
+
+TEST_CASE("validation takes a one-processor table again when its minibatch is off its peers'") {
+  const Dataset data = data_for(kMlp);
+  const GraphConfig config = config_for(kMlp, "gpipe", 1, 2, 2);
+  const Network network = make_request(config).network;
+  ValidationOptions options;
+  options.schedules = {"gpipe"};
+  options.processors = {1};
+  options.runs = 6;
+  // Per round, the tries of its one-processor table, each a scale of every layer's times.
+  const std::vector<std::vector<double>> tries = {
+      {1.0}, {1.3},
+      {1.0},               // the median of 1.0 and 1.3 is 1.3, but two earlier rounds judge nothing
+      {1.09},              // 9% over the (upper) median of 1.0, 1.3 and 1.0: within 10%
+      {1.2, 1.0},          // 20% over that of 1.0, 1.3, 1.0 and 1.09: again
+      {1.3, 1.25, 1.12},   // 12-30% over 1.09: again until the retakes run out, the last kept
+  };
+  // One run per round: a try taken after more runs than the last is the next round's first.
+  int calibrations = 0, runs = 0, runs_at_last_try = -1, attempt = 0;
+  options.calibrate = [&](int processors) {
+    REQUIRE(processors == 1);
+    if (++calibrations == 1) return scaled_calibration(network, config, 1.0);  // the process's warm-up
+    if (runs != runs_at_last_try) attempt = 0;
+    runs_at_last_try = runs;
+    return scaled_calibration(network, config, tries.at(static_cast<std::size_t>(runs)).at(static_cast<std::size_t>(attempt++)));
+  };
+  std::map<int, double> kept_scale;  // per round, the kept table's scale
+  options.on_calibration = [&](int r, int, const Calibration& c) { kept_scale[r] = c.layers.begin()->second.forward_s / 1e-3; };
+  const Runner runner = [&](const TaskGraph& g, const Network& n, const BatchSampler& b, const TrainingOptions& o) {
+    ++runs;
+    return runs_as_predicted()(g, n, b, o);
+  };
+  const ValidationReport report = validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, runner);
+  CHECK(calibrations == 1 + 6 + 3);
+  CHECK(report.retaken_tables == std::map<int, int>{{1, 3}});
+  CHECK(report.kept_off_tables == std::map<int, int>{{1, 1}});
+  CHECK(kept_scale.at(3) == doctest::Approx(1.09));
+  CHECK(kept_scale.at(4) == doctest::Approx(1.0));
+  CHECK(kept_scale.at(5) == doctest::Approx(1.12));
+  options.table_tolerance = -0.1;
+  CHECK_THROWS_WITH_AS(validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, runner),
+                       "validate: the table tolerance must be at least 0 (0: none judged)", Error);
 }
 
 TEST_CASE("validation without machine readings reports no machine state") {
@@ -2118,6 +2163,7 @@ TEST_CASE("validation pairs each round's prediction with that round's runs") {
   const GraphConfig config = config_for(kMlp, "gpipe", 1, 2, 2);
   const Network network = make_request(config).network;
   ValidationOptions options = gpipe_at_one_and_two(5);
+  options.table_tolerance = 0;  // round 4's table, twice its peers', taken as it comes
   // A machine whose speed is 1 during the calibrations of rounds 1-3 and 2 in rounds 4-5, but 2
   // already during the runs of rounds 2 and 3; its tasks take 10% longer than calibrated at the
   // same speed. Rounds 1, 4 and 5 saw one speed throughout: the model's own error is 1 / 1.1 - 1.

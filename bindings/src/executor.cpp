@@ -254,7 +254,7 @@ void bind_executor(py::module_& m) {
                        const std::string& data_dir, double learning_rate, std::uint64_t seed, int max_runs,
                        double target, bool pin_threads, const std::string& transfer_threads,
                        const std::string& concurrent_timing, int warmup_rounds, double machine_tolerance,
-                       int machine_retakes, double co_run_tolerance, const std::string& device,
+                       int machine_retakes, double table_tolerance, double co_run_tolerance, const std::string& device,
                        const std::string& placement, int partition_sms, int gpu, bool tf32, const std::string& gpu_wait) {
     const cuda::CudaOptions cuda_options = checked_cuda_options(device, placement, partition_sms, gpu, tf32, gpu_wait);
     const bool on_gpu = device == "cuda";
@@ -294,8 +294,10 @@ void bind_executor(py::module_& m) {
       options.read_machine = [cpus] { return cpu::time_fixed_work_s(cpus); };
       options.machine_tolerance = machine_tolerance;
     }
+    if (!(table_tolerance >= 0)) throw Error("table_tolerance must be 0 or more, got " + std::to_string(table_tolerance));
     if (!(co_run_tolerance >= 0)) throw Error("co_run_tolerance must be 0 or more, got " + std::to_string(co_run_tolerance));
     options.machine_retakes = machine_retakes;
+    options.table_tolerance = table_tolerance;
     options.co_run_tolerance = co_run_tolerance;
     ValidationReport report;
     {
@@ -342,7 +344,8 @@ void bind_executor(py::module_& m) {
      py::arg("data_dir") = kFashionMnistDir, py::arg("learning_rate") = 0.05, py::arg("seed") = 1,
      py::arg("max_runs") = 0, py::arg("target") = 0.05, py::arg("pin_threads") = false,
      py::arg("transfer_threads") = "auto", py::arg("concurrent_timing") = "pipeline", py::arg("warmup_rounds") = 0,
-     py::arg("machine_tolerance") = 0.06, py::arg("machine_retakes") = 2, py::arg("co_run_tolerance") = 0.25,
+     py::arg("machine_tolerance") = 0.06, py::arg("machine_retakes") = 2, py::arg("table_tolerance") = 0.10,
+     py::arg("co_run_tolerance") = 0.25,
      "Predicted (from a calibration; profiled first when none is given) against measured (the CPU executor, or "
      "with device='cuda' the CUDA executor placed as train's; SM partitions need partition_sms) step "
      "time, speedup and peak memory per schedule and processor count, and the replay error (the engine fed each "
@@ -357,9 +360,10 @@ void bind_executor(py::module_& m) {
      "confidence). warmup_rounds: whole rounds run first, none of their figures kept. On the CPU, with "
      "machine_tolerance > 0, the machine's speed is read before and after every calibration and run and one taken "
      "off its usual speed by more than that fraction is taken again, up to machine_retakes times ('machine_state'). "
-     "With co_run_tolerance > 0, a round's table for two or more processors whose layers ran more than that fraction "
-     "slower, against the round's one-processor table, than the earlier rounds' median is taken again, up to "
-     "machine_retakes times ('retaken_co_run_tables', 'kept_off_co_run_tables').");
+     "From the fourth round a table off its earlier peers is taken again, up to machine_retakes times "
+     "('retaken_tables', 'kept_off_tables': {P: count}): a one-processor table whose minibatch ran more than "
+     "table_tolerance slower than their median, a table for more processors whose co-run slowdown (its minibatch over "
+     "the round's one-processor table's) was more than co_run_tolerance over theirs (0: none judged).");
 }
 
 }  // namespace pipetwin::python

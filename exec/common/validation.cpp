@@ -194,7 +194,8 @@ std::map<std::string, double> link_measured_cycles_by_part(const TaskGraph& g, c
 }
 
 // {P: value} as a JSON object keyed by P's digits.
-nlohmann::ordered_json by_processor_count(const std::map<int, double>& values) {
+template <typename Value>
+nlohmann::ordered_json by_processor_count(const std::map<int, Value>& values) {
   auto object = nlohmann::ordered_json::object();
   for (const auto& [p, value] : values) object[std::to_string(p)] = value;
   return object;
@@ -437,8 +438,8 @@ nlohmann::ordered_json validation_summary_json(const ValidationReport& report) {
   j["calibration_spread"] = report.calibration_spread;
   j["co_run_slowdown"] = by_processor_count(report.co_run_slowdown);
   j["footprint_slowdown"] = report.footprint_slowdown;
-  j["retaken_co_run_tables"] = report.retaken_co_run_tables;
-  j["kept_off_co_run_tables"] = report.kept_off_co_run_tables;
+  j["retaken_tables"] = by_processor_count(report.retaken_tables);
+  j["kept_off_tables"] = by_processor_count(report.kept_off_tables);
   if (report.machine_state) {
     const ValidationReport::MachineState& m = *report.machine_state;
     j["machine_state"] = {{"readings", m.readings},
@@ -488,8 +489,9 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     throw Error("validate: the most runs (" + std::to_string(options.max_runs) + ") must be at least the runs (" +
                 std::to_string(options.runs) + "), or 0");
   }
+  if (!(options.table_tolerance >= 0)) throw Error("validate: the table tolerance must be at least 0 (0: none judged)");
   if (!(options.co_run_tolerance >= 0)) throw Error("validate: the co-run tolerance must be at least 0 (0: none judged)");
-  if ((options.read_machine || options.co_run_tolerance > 0) && options.machine_retakes < 0) {
+  if ((options.read_machine || options.table_tolerance > 0 || options.co_run_tolerance > 0) && options.machine_retakes < 0) {
     throw Error("validate: machine retakes must be at least 0");
   }
   const int most_runs = std::max(options.runs, options.max_runs);
@@ -552,36 +554,42 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     return round < warmup ? "warm-up round " + std::to_string(round + 1) + "/" + std::to_string(warmup)
                           : "round " + std::to_string(round - warmup + 1) + "/" + std::to_string(most_runs);
   };
-  // How much slower than the earlier rounds' median a table for p processors ran its layers
-  // against the same round's one-processor table (its co-run slowdown's ratio, minus 1), taken
-  // after this round's one-processor table; 0 with fewer than three earlier rounds to judge by.
-  const auto co_run_off = [&](int p, double step_s) {
+  // How much slower than its earlier peers a round's table for p processors ran its layers, as a
+  // fraction: a one-processor table's calibrated minibatch over the earlier rounds' median, a
+  // table for more processors' co-run slowdown (its minibatch over this round's one-processor
+  // table's) over theirs; 0 with fewer than three earlier rounds to judge by.
+  const auto table_off = [&](int p, double step_s) {
     const std::vector<double>& alone = calibrated_steps_s[1];
     const std::vector<double>& earlier = calibrated_steps_s[p];
     constexpr std::size_t kLeastPeers = 3;
-    if (earlier.size() < kLeastPeers || alone.size() != earlier.size() + 1) return 0.0;
+    if (earlier.size() < kLeastPeers) return 0.0;
+    if (p == 1) return step_s / median_of(earlier) - 1;
+    if (alone.size() != earlier.size() + 1) return 0.0;
     std::vector<double> ratios;
     for (std::size_t r = 0; r < earlier.size(); ++r) ratios.push_back(earlier[r] / alone[r]);
     return step_s / alone.back() / median_of(ratios) - 1;
   };
-  // Calibrates for p processors between readings, and again while a table for two or more is off
-  // its peers (co_run_off over ValidationOptions::co_run_tolerance), up to machine_retakes more
-  // times, the last try kept.
+  // Calibrates for p processors between readings, and again while the table is off its peers
+  // (table_off over ValidationOptions::table_tolerance or co_run_tolerance), up to machine_retakes
+  // more times, the last try kept.
   const auto take_table = [&](int p, const std::string& what) {
+    const double tolerance = p == 1 ? options.table_tolerance : options.co_run_tolerance;
+    const std::string peers = p == 1 ? "the earlier rounds' one-processor tables"
+                                     : "the earlier rounds' tables for " + std::to_string(p) +
+                                           " processors against their one-processor tables";
     for (int attempt = 0;; ++attempt) {
       between_readings(what, false, [&] { calibrated[p].calibration = std::make_shared<const Calibration>(options.calibrate(p)); });
-      if (p == 1 || !(options.co_run_tolerance > 0)) return;
-      const double off = co_run_off(p, calibrated_step_s(*calibrated[p].calibration));
-      if (off <= options.co_run_tolerance) return;
+      if (!(tolerance > 0)) return;
+      const double off = table_off(p, calibrated_step_s(*calibrated[p].calibration));
+      if (off <= tolerance) return;
       if (attempt == options.machine_retakes) {
-        ++report.kept_off_co_run_tables;
-        if (options.progress) options.progress(what + ": its layers still " + percent(off) + " slower than its peers'; kept");
+        ++report.kept_off_tables[p];
+        if (options.progress) options.progress(what + ": its layers still " + percent(off) + " slower than " + peers + "; kept");
         return;
       }
-      ++report.retaken_co_run_tables;
+      ++report.retaken_tables[p];
       if (options.progress) {
-        options.progress(what + ": its layers ran " + percent(off) + " slower against this round's one-processor table " +
-                         "than the earlier rounds' tables for " + std::to_string(p) + " processors did; again (" +
+        options.progress(what + ": its layers ran " + percent(off) + " slower than " + peers + "; again (" +
                          std::to_string(attempt + 1) + " of at most " + std::to_string(options.machine_retakes) + ")");
       }
     }

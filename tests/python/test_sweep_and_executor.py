@@ -166,9 +166,9 @@ def test_validate_reads_the_machine_beside_every_calibration_and_run():
     # Two readings for each kept calibration (2 rounds, P = 1 and 2) and each run (2 rounds, two
     # configurations), and two more for each try taken again (a table judged off its peers' co-run
     # slowdown included, though two rounds are too few to judge one by).
-    assert summary["retaken_co_run_tables"] == summary["kept_off_co_run_tables"] == 0
+    assert summary["retaken_tables"] == summary["kept_off_tables"] == {}
     taken = (summary["calibrations"] + 2 * 2 + state["retaken_calibrations"] + state["retaken_runs"] +
-             summary["retaken_co_run_tables"])
+             sum(summary["retaken_tables"].values()))
     assert state["readings"] == 2 * taken
     assert state["tolerance"] == pytest.approx(0.06)
     assert len(state["usual_s"]) == min(8, len(os.sched_getaffinity(0))) and min(state["usual_s"]) > 0  # every CPU
@@ -179,6 +179,8 @@ def test_validate_reads_the_machine_beside_every_calibration_and_run():
         pipetwin.validate("mlp", "gpipe", [1], machine_retakes=-1, **args)
     with pytest.raises(pipetwin.PipetwinError, match="co_run_tolerance must be 0 or more"):
         pipetwin.validate("mlp", "gpipe", [1], co_run_tolerance=-0.5, **args)
+    with pytest.raises(pipetwin.PipetwinError, match="table_tolerance must be 0 or more"):
+        pipetwin.validate("mlp", "gpipe", [1], table_tolerance=-0.5, **args)
 
 
 def test_tensor_parallel_training_from_python_matches_the_unsplit_network():

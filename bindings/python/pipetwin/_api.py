@@ -224,7 +224,8 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
              seed: int = 1, max_runs: int = 0, target: float = 0.05,
              pin_threads: bool = False, transfer_threads: str = "auto",
              concurrent_timing: str = "pipeline", warmup_rounds: int = 0, machine_tolerance: float = 0.06,
-             machine_retakes: int = 2, co_run_tolerance: float = 0.25, placement: str = "partitions",
+             machine_retakes: int = 2, table_tolerance: float = 0.10, co_run_tolerance: float = 0.25,
+             placement: str = "partitions",
              partition_sms: int = 0, gpu: int = 0, tf32: bool = False,
              gpu_wait: str = "spin") -> Tuple[Table, Dict[str, Any]]:
     """Predicted (from a calibration table; profiled first without one) against measured step time,
@@ -274,12 +275,13 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     and one with a reading beside it more than machine_tolerance off the usual (the median reading so
     far) is taken again, up to machine_retakes times, the last try kept: the summary's
     machine_state gives the readings, the fraction off the usual, and the calibrations and runs
-    taken again or kept off it (docs/executor.md, "A machine whose speed jumps"). With
-    co_run_tolerance > 0 (on any device), a round's table for two or more processors whose layers
-    ran more than that fraction slower, against the same round's one-processor table, than the
-    earlier rounds' median (from the fourth round) is taken again, up to machine_retakes times: the
-    summary's retaken_co_run_tables and kept_off_co_run_tables count them (docs/executor.md, "Two
-    CPUs on one core").
+    taken again or kept off it (docs/executor.md, "A machine whose speed jumps"). On any device,
+    from the fourth round a table off its earlier peers is taken again, up to machine_retakes
+    times: a one-processor table whose minibatch ran more than table_tolerance slower than their
+    median, and a table for two or more processors whose co-run slowdown (its minibatch over the
+    same round's one-processor table's) was more than co_run_tolerance over theirs (0: none
+    judged); the summary's retaken_tables and kept_off_tables count them per processor count
+    (docs/executor.md, "tables judged by their peers").
 
     device="cuda" validates the CUDA executor, as `pipetwin validate --device cuda` does, placed by
     run()'s placement, partition_sms, gpu, tf32 and gpu_wait; on SM partitions partition_sms must be
@@ -294,7 +296,7 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
                             pin_threads=pin_threads, transfer_threads=transfer_threads,
                             concurrent_timing=concurrent_timing, warmup_rounds=warmup_rounds,
                             machine_tolerance=machine_tolerance, machine_retakes=machine_retakes,
-                            co_run_tolerance=co_run_tolerance, device=device,
+                            table_tolerance=table_tolerance, co_run_tolerance=co_run_tolerance, device=device,
                             placement=placement, partition_sms=partition_sms, gpu=gpu, tf32=tf32, gpu_wait=gpu_wait)
     summary = {k: v for k, v in report.items() if k != "rows"}
     return frame(report["rows"]), summary
