@@ -1126,10 +1126,10 @@ TEST_CASE("validation takes a one-processor table again when its minibatch is of
   // Per round, the tries of its one-processor table, each a scale of every layer's times.
   const std::vector<std::vector<double>> tries = {
       {1.0}, {1.3},
-      {1.0},               // the median of 1.0 and 1.3 is 1.3, but two earlier rounds judge nothing
-      {1.09},              // 9% over the (upper) median of 1.0, 1.3 and 1.0: within 10%
-      {1.2, 1.0},          // 20% over that of 1.0, 1.3, 1.0 and 1.09: again
-      {1.3, 1.25, 1.12},   // 12-30% over 1.09: again until the retakes run out, the last kept
+      {1.5},               // 1.15x the (upper) median of 1.0 and 1.3, but two earlier rounds judge nothing
+      {1.09},              // under that of 1.0, 1.3 and 1.5
+      {1.6, 1.0},          // 1.23x that of 1.0, 1.3, 1.5 and 1.09: again
+      {1.3, 1.25, 1.22},   // 1.19x, 1.15x and 1.12x that of those and 1.0 (1.09): the last kept
   };
   // One run per round: a try taken after more runs than the last is the next round's first.
   int calibrations = 0, runs = 0, runs_at_last_try = -1, attempt = 0;
@@ -1150,9 +1150,10 @@ TEST_CASE("validation takes a one-processor table again when its minibatch is of
   CHECK(calibrations == 1 + 6 + 3);
   CHECK(report.retaken_tables == std::map<int, int>{{1, 3}});
   CHECK(report.kept_off_tables == std::map<int, int>{{1, 1}});
+  CHECK(kept_scale.at(2) == doctest::Approx(1.5));
   CHECK(kept_scale.at(3) == doctest::Approx(1.09));
   CHECK(kept_scale.at(4) == doctest::Approx(1.0));
-  CHECK(kept_scale.at(5) == doctest::Approx(1.12));
+  CHECK(kept_scale.at(5) == doctest::Approx(1.22));
   options.table_tolerance = -0.1;
   CHECK_THROWS_WITH_AS(validate(config, data, options, [](const TaskGraph& g) { return evaluate(g); }, runner),
                        "validate: the table tolerance must be at least 0 (0: none judged)", Error);

@@ -164,8 +164,8 @@ def test_validate_reads_the_machine_beside_every_calibration_and_run():
     table, summary = pipetwin.validate("mlp", "gpipe", [1, 2], **args)
     state = summary["machine_state"]
     # Two readings for each kept calibration (2 rounds, P = 1 and 2) and each run (2 rounds, two
-    # configurations), and two more for each try taken again (a table judged off its peers' co-run
-    # slowdown included, though two rounds are too few to judge one by).
+    # configurations), and two more for each try taken again (a table judged off its peers
+    # included, though two rounds are too few to judge one by).
     assert summary["retaken_tables"] == summary["kept_off_tables"] == {}
     taken = (summary["calibrations"] + 2 * 2 + state["retaken_calibrations"] + state["retaken_runs"] +
              sum(summary["retaken_tables"].values()))

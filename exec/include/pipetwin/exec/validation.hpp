@@ -238,10 +238,10 @@ struct ValidationOptions {
   // one off them is taken again, up to machine_retakes more times, the last try kept (only slower
   // is judged; 0: none judged). A one-processor table whose calibrated minibatch is more than
   // table_tolerance over the median of the earlier rounds' one-processor tables': on the 2-vCPU
-  // AMD EPYC VM such tables were 1.1-1.4x their peers in noisy hours (steps about 20% slower for
-  // stretches of 20 to over 100 ms), where the rounds' runs measured as the others twice as often
-  // as the other way round, and in quiet ones they spread by 1-2% (docs/executor.md, "Tables
-  // judged by their peers"). A table for P >= 2 processors whose co-run slowdown (its calibrated
+  // AMD EPYC VM such tables came 1.1-1.6x their peers now and then (steps about 20% slower for
+  // stretches of 20 to over 100 ms), and they predicted their rounds' runs more than 10% slow twice
+  // as often as more than 10% fast; in quiet stretches they spread by 1-2% (docs/executor.md,
+  // Validation, "tables judged by their peers"). A table for P >= 2 processors whose co-run slowdown (its calibrated
   // minibatch over the same round's one-processor table's) is more than co_run_tolerance over the
   // earlier rounds' median of that P: there 3 of 30 mlp tables for 2 processors came 1.5x their
   // peers (every layer on both processors 1.6-1.8x its usual time, copies at 11-12 GB/s against
