@@ -571,7 +571,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   };
   // Calibrates for p processors between readings, and again while the table is off its peers
   // (table_off over ValidationOptions::table_tolerance or co_run_tolerance), up to machine_retakes
-  // more times, the last try kept.
+  // more times, the last try kept; its calibrated minibatch.
   const auto take_table = [&](int p, const std::string& what) {
     const double tolerance = p == 1 ? options.table_tolerance : options.co_run_tolerance;
     const std::string peers = p == 1 ? "the earlier rounds' one-processor tables"
@@ -579,13 +579,14 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
                                            " processors against their one-processor tables";
     for (int attempt = 0;; ++attempt) {
       between_readings(what, false, [&] { calibrated[p].calibration = std::make_shared<const Calibration>(options.calibrate(p)); });
-      if (!(tolerance > 0)) return;
-      const double off = table_off(p, calibrated_step_s(*calibrated[p].calibration));
-      if (off <= tolerance) return;
+      const double step_s = calibrated_step_s(*calibrated[p].calibration);
+      if (!(tolerance > 0)) return step_s;
+      const double off = table_off(p, step_s);
+      if (off <= tolerance) return step_s;
       if (attempt == options.machine_retakes) {
         ++report.kept_off_tables[p];
         if (options.progress) options.progress(what + ": its layers still " + percent(off) + " slower than " + peers + "; kept");
-        return;
+        return step_s;
       }
       ++report.retaken_tables[p];
       if (options.progress) {
@@ -599,8 +600,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       const std::string what =
           round_label(round) + ": calibrating" + (p > 1 ? " for " + std::to_string(p) + " processors" : std::string());
       if (options.progress) options.progress(what);
-      take_table(p, what);
-      calibrated_steps_s[p].push_back(calibrated_step_s(*calibrated[p].calibration));
+      calibrated_steps_s[p].push_back(take_table(p, what));
       if (p == 1 && calibrated[p].calibration->footprint_slowdown >= 0) {
         footprint_slowdowns.push_back(calibrated[p].calibration->footprint_slowdown);
       }
