@@ -60,6 +60,11 @@ TEST_CASE("CUDA dense and conv2d match the CPU kernels") {
     CHECK(relative_difference(to_host(dx, in, n), cpu::dense_backward_input(w, dy)) < kTolerance);
     CHECK(relative_difference(to_host(dw, out, in), cpu_dw) < kTolerance);
     CHECK(relative_difference(to_host(dbias, out, 1), cpu_db) < kTolerance);
+    // Added to the sum the first call wrote: twice the gradients.
+    cuda::dense_backward_weight(context, dx_.data(), dgy.data(), dw.data(), dbias.data(), out, in, n, true);
+    context.synchronize();
+    CHECK(relative_difference(to_host(dw, out, in), 2 * cpu_dw) < kTolerance);
+    CHECK(relative_difference(to_host(dbias, out, 1), 2 * cpu_db) < kTolerance);
   }
   {
     const cuda::ConvShape s{3, 9, 8, 4, 3, 2, 1};
@@ -83,6 +88,10 @@ TEST_CASE("CUDA dense and conv2d match the CPU kernels") {
     cpu::conv2d_backward_weight(g, x, dz, cpu_dw, &cpu_db);
     CHECK(relative_difference(to_host(dw, 4, g.patch()), cpu_dw) < kTolerance);
     CHECK(relative_difference(to_host(dbias, 4, 1), cpu_db) < kTolerance);
+    cuda::conv2d_backward_weight(context, s, x_.data(), dz_.data(), dw.data(), dbias.data(), n, work.data(), true);
+    context.synchronize();
+    CHECK(relative_difference(to_host(dw, 4, g.patch()), 2 * cpu_dw) < kTolerance);
+    CHECK(relative_difference(to_host(dbias, 4, 1), 2 * cpu_db) < kTolerance);
   }
 }
 
@@ -107,6 +116,13 @@ TEST_CASE("CUDA batch norm, ReLU, pooling, shortcut, softmax cross-entropy and S
     CHECK(relative_difference(to_host(dz_, z.rows(), n), dz) < kTolerance);
     CHECK(relative_difference(to_host(dg, channels, 1), dgamma) < kTolerance);
     CHECK(relative_difference(to_host(dbb, channels, 1), dbeta) < kTolerance);
+    // dgamma and dbeta added to what they hold; the input gradient written over as before.
+    cuda::batch_norm_backward(context, channels, positions, n, g_.data(), xhat.data(), inv.data(), dy_.data(), dz_.data(),
+                              dg.data(), dbb.data(), true);
+    context.synchronize();
+    CHECK(relative_difference(to_host(dz_, z.rows(), n), dz) < kTolerance);
+    CHECK(relative_difference(to_host(dg, channels, 1), 2 * dgamma) < kTolerance);
+    CHECK(relative_difference(to_host(dbb, channels, 1), 2 * dbeta) < kTolerance);
   }
   {
     Matrix x = random_matrix(2 * 6 * 6, n, 13);

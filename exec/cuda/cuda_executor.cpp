@@ -43,6 +43,11 @@ class CudaBackend {
   using Linear = LayerComposition::Linear;
   using Labels = cuda::Tensor;  // ints [n]
   using Lane = cuda::Lane;
+  // A backward adds its weight gradients straight into its update's sum (the GEMMs' beta = 1), as
+  // the CPU backend does (graph_execution.hpp), instead of writing them apart for a pass that adds
+  // them: on an H200 16-SM partition that pass (56 add kernels) cost resnet56's backward
+  // 120-190 us of its 17 ms at every microbatch but the first (docs/cuda-executor.md, 2026-12-01).
+  static constexpr bool adds_into_gradients = true;
 
   CudaBackend(const TaskGraph& graph, const Network& network, const BatchSampler& data, const CudaOptions& options,
               const TrainingOptions& training)
@@ -107,8 +112,9 @@ class CudaBackend {
     return op(l).forward(kernels, w, std::move(in), stash, labels, loss_scale, loss);
   }
   Linear to_linear(Lane& lane, std::int32_t l, const Params& w, const LayerStash& stash, const Gradient* out,
-                   bool want_shortcut, Params* grad) const {
+                   bool want_shortcut, Params* grad, bool add) const {
     CudaLayerKernels kernels{lane};
+    kernels.add_weight_gradients = add;
     return op(l).to_linear(kernels, w, stash, out, want_shortcut, grad);
   }
   Gradient input_gradient(Lane& lane, std::int32_t l, const Params& w, const Linear& linear, const Gradient* out,
@@ -120,8 +126,10 @@ class CudaBackend {
     CudaLayerKernels kernels{lane};
     return op(l).gradient_buffer(kernels);
   }
-  void weight_gradient(Lane& lane, std::int32_t l, const LayerStash& stash, const Linear& linear, Params& grad) const {
+  void weight_gradient(Lane& lane, std::int32_t l, const LayerStash& stash, const Linear& linear, Params& grad,
+                       bool add) const {
     CudaLayerKernels kernels{lane};
+    kernels.add_weight_gradients = add;
     op(l).weight_gradient(kernels, stash, linear, grad);
   }
   static Gradient assemble(Lane& lane, const std::vector<const Gradient*>& slices, std::int64_t n) {

@@ -127,7 +127,7 @@ Tensor CudaLayerKernels::batch_norm_backward(std::int64_t channels, std::int64_t
   cuda::batch_norm_backward(*lane.context, as_int(channels), as_int(positions), n, part(p, gamma_at),
                             stash.normalized.data(), stash.inv_std.data(), dy.data(), dz.data(),
                             grad != nullptr ? part(*grad, dgamma_at) : nullptr,
-                            grad != nullptr ? part(*grad, dbeta_at) : nullptr);
+                            grad != nullptr ? part(*grad, dbeta_at) : nullptr, add_weight_gradients);
   return dz;
 }
 
@@ -151,7 +151,7 @@ void CudaLayerKernels::add(Tensor& x, const Tensor& y) { add_into(*lane.context,
 void CudaLayerKernels::dense_backward_weight(const Tensor& x, const Tensor& dz, std::int64_t rows, std::int64_t cols,
                                              std::int64_t bias_at, Params& grad) {
   cuda::dense_backward_weight(*lane.context, x.data(), dz.data(), grad.data(), part(grad, bias_at), as_int(rows),
-                              as_int(cols), as_int(dz.cols));
+                              as_int(cols), as_int(dz.cols), add_weight_gradients);
 }
 
 void CudaLayerKernels::conv2d_backward_weight(const exec::ConvGeometry& g, const Tensor& x, const Tensor& dz,
@@ -159,7 +159,7 @@ void CudaLayerKernels::conv2d_backward_weight(const exec::ConvGeometry& g, const
   const ConvShape s = shape(g);
   const int n = as_int(dz.cols);
   cuda::conv2d_backward_weight(*lane.context, s, x.data(), dz.data(), grad.data(), part(grad, bias_at), n,
-                               lane.workspace(s.workspace(n)));
+                               lane.workspace(s.workspace(n)), add_weight_gradients);
 }
 
 }  // namespace pipetwin::cuda

@@ -22,6 +22,9 @@ struct CudaLayerKernels {
   };
 
   Lane& lane;
+  // Weight gradients (dW, db, dgamma, dbeta) added to what `grad` holds (a sum an earlier
+  // backward began: the backend adds into gradients, graph_execution.hpp), or written into it.
+  bool add_weight_gradients = false;
 
   static std::int64_t rows(const Tensor& t) { return t.rows; }
   static std::int64_t cols(const Tensor& t) { return t.cols; }

@@ -48,7 +48,8 @@ __global__ void forward_kernel(int channels, int positions, int n, const float* 
 }
 
 __global__ void backward_kernel(int channels, int positions, int n, const float* gamma, const float* xhat,
-                                const float* inv_std, const float* dy, float* dz, float* dgamma, float* dbeta) {
+                                const float* inv_std, const float* dy, float* dz, float* dgamma, float* dbeta,
+                                bool add) {
   __shared__ double shared[2 * kThreads];
   const int c = blockIdx.x;
   const long long count = static_cast<long long>(positions) * n;
@@ -61,8 +62,8 @@ __global__ void backward_kernel(int channels, int positions, int n, const float*
   block_sum2(sum_dy, sum_dy_xhat, shared);
   const float a = static_cast<float>(shared[0]), b = static_cast<float>(shared[kThreads]);
   if (threadIdx.x == 0) {
-    if (dgamma != nullptr) dgamma[c] = b;
-    if (dbeta != nullptr) dbeta[c] = a;
+    if (dgamma != nullptr) dgamma[c] = add ? dgamma[c] + b : b;
+    if (dbeta != nullptr) dbeta[c] = add ? dbeta[c] + a : a;
   }
   const float N = static_cast<float>(count);
   const float scale = gamma[c] * inv_std[c] / N;
@@ -81,9 +82,10 @@ void batch_norm_forward(Context& c, int channels, int positions, int n, const fl
 }
 
 void batch_norm_backward(Context& c, int channels, int positions, int n, const float* gamma, const float* xhat,
-                         const float* inv_std, const float* dy, float* dz, float* dgamma, float* dbeta) {
+                         const float* inv_std, const float* dy, float* dz, float* dgamma, float* dbeta,
+                         bool add) {
   backward_kernel<<<channels, kThreads, 0, c.impl().stream>>>(channels, positions, n, gamma, xhat, inv_std, dy, dz,
-                                                               dgamma, dbeta);
+                                                               dgamma, dbeta, add);
   check_launch("batch_norm backward");
 }
 

@@ -9,13 +9,13 @@ __global__ void add_bias_kernel(const float* b, float* y, int rows, long long co
   if (i < count) y[i] += b[i % rows];
 }
 
-// One thread per row; columns summed in order (deterministic).
-__global__ void sum_rows_kernel(const float* dy, float* db, int rows, int n) {
+// One thread per row; columns summed in order (deterministic), then added to db where `add`.
+__global__ void sum_rows_kernel(const float* dy, float* db, int rows, int n, bool add) {
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows) return;
   float sum = 0;
   for (int s = 0; s < n; ++s) sum += dy[static_cast<long long>(s) * rows + r];
-  db[r] = sum;
+  db[r] = add ? db[r] + sum : sum;
 }
 
 }  // namespace
@@ -26,8 +26,8 @@ void add_bias(Context& c, const float* b, float* y, int rows, int n) {
   check_launch("add_bias");
 }
 
-void sum_rows(Context& c, const float* dy, float* db, int rows, int n) {
-  sum_rows_kernel<<<blocks_for(rows), 256, 0, c.impl().stream>>>(dy, db, rows, n);
+void sum_rows(Context& c, const float* dy, float* db, int rows, int n, bool add) {
+  sum_rows_kernel<<<blocks_for(rows), 256, 0, c.impl().stream>>>(dy, db, rows, n, add);
   check_launch("sum_rows");
 }
 

@@ -76,12 +76,12 @@ __global__ void columns_to_rows_kernel(Geometry g, const float* z, float* rows, 
 }
 
 // db[c] = sum of column c of rows [R x Cout] (contiguous), in order.
-__global__ void sum_columns_kernel(const float* rows, float* db, long long R, int Cout) {
+__global__ void sum_columns_kernel(const float* rows, float* db, long long R, int Cout, bool add) {
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= Cout) return;
   float sum = 0;
   for (long long r = 0; r < R; ++r) sum += rows[static_cast<long long>(c) * R + r];
-  db[c] = sum;
+  db[c] = add ? db[c] + sum : sum;
 }
 
 }  // namespace
@@ -118,8 +118,9 @@ void conv2d_backward_input(Context& c, const ConvShape& s, const float* w, const
   check_launch("col2im");
 }
 
+// add: dw and db get the gradients added to what they hold (the GEMM's beta = 1), else written.
 void conv2d_backward_weight(Context& c, const ConvShape& s, const float* x, const float* dz, float* dw, float* db,
-                            int n, float* workspace) {
+                            int n, float* workspace, bool add) {
   const Geometry g = geometry(s);
   const long long R = g.positions() * n;
   float* cols = workspace;
@@ -128,12 +129,12 @@ void conv2d_backward_weight(Context& c, const ConvShape& s, const float* x, cons
   check_launch("im2col");
   columns_to_rows_kernel<<<blocks_for(R * g.Cout), 256, 0, c.impl().stream>>>(g, dz, drows, n);
   check_launch("conv columns_to_rows");
-  const float one = 1, zero = 0;
+  const float one = 1, beta = add ? 1.0f : 0.0f;
   check_cublas(cublasSgemm(c.impl().blas, CUBLAS_OP_T, CUBLAS_OP_N, g.Cout, s.patch(), static_cast<int>(R), &one, drows,
-                           static_cast<int>(R), cols, static_cast<int>(R), &zero, dw, g.Cout),
+                           static_cast<int>(R), cols, static_cast<int>(R), &beta, dw, g.Cout),
                "conv weight-gradient GEMM");
   if (db != nullptr) {
-    sum_columns_kernel<<<blocks_for(g.Cout), 256, 0, c.impl().stream>>>(drows, db, R, g.Cout);
+    sum_columns_kernel<<<blocks_for(g.Cout), 256, 0, c.impl().stream>>>(drows, db, R, g.Cout, add);
     check_launch("conv bias gradient");
   }
 }

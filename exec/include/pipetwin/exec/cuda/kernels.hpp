@@ -62,7 +62,10 @@ class DeviceBuffer {
 // ---- dense: y = W x + b; W [out x in], x [in x n] -------------------------------------------
 void dense_forward(Context& c, const float* w, const float* b, const float* x, float* y, int out, int in, int n);
 void dense_backward_input(Context& c, const float* w, const float* dy, float* dx, int out, int in, int n);
-void dense_backward_weight(Context& c, const float* x, const float* dy, float* dw, float* db, int out, int in, int n);
+// add: dw and db get the gradients added to what they hold (a sum an earlier backward began), else
+// written over (the same for conv2d_backward_weight's, and batch_norm_backward's dgamma and dbeta).
+void dense_backward_weight(Context& c, const float* x, const float* dy, float* dw, float* db, int out, int in, int n,
+                           bool add = false);
 
 // ---- conv2d: im2col + GEMM, groups = 1 ---------------------------------------------------------
 struct ConvShape {
@@ -82,14 +85,15 @@ void conv2d_forward(Context& c, const ConvShape& s, const float* w, const float*
 void conv2d_backward_input(Context& c, const ConvShape& s, const float* w, const float* dz, float* dx, int n,
                            float* workspace);
 void conv2d_backward_weight(Context& c, const ConvShape& s, const float* x, const float* dz, float* dw, float* db,
-                            int n, float* workspace);
+                            int n, float* workspace, bool add = false);
 
 // ---- batch norm with the microbatch's statistics, per channel over positions and samples -----
 // z, y, xhat [channels*positions x n]; inv_std [channels].
 void batch_norm_forward(Context& c, int channels, int positions, int n, const float* gamma, const float* beta,
                         const float* z, float* y, float* xhat, float* inv_std);
 void batch_norm_backward(Context& c, int channels, int positions, int n, const float* gamma, const float* xhat,
-                         const float* inv_std, const float* dy, float* dz, float* dgamma, float* dbeta);
+                         const float* inv_std, const float* dy, float* dz, float* dgamma, float* dbeta,
+                         bool add = false);
 
 // ---- ReLU -------------------------------------------------------------------------------------
 void relu_forward(Context& c, float* x, std::int64_t count);
@@ -127,8 +131,8 @@ void sgd_update(Context& c, const float* w, const float* g, float* velocity, flo
 // y += x, element-wise.
 void add_into(Context& c, const float* x, float* y, std::int64_t count);
 
-// Bias: y[r, s] += b[r] for rows r of y [rows x n]; db[r] = sum_s dy[r, s].
+// Bias: y[r, s] += b[r] for rows r of y [rows x n]; db[r] = sum_s dy[r, s] (+= where add).
 void add_bias(Context& c, const float* b, float* y, int rows, int n);
-void sum_rows(Context& c, const float* dy, float* db, int rows, int n);
+void sum_rows(Context& c, const float* dy, float* db, int rows, int n, bool add = false);
 
 }  // namespace pipetwin::cuda
