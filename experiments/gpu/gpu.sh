@@ -327,8 +327,9 @@ session() {
 
 # The call docs/cuda-executor.md names as the next ("The next device call"), as one device call:
 # the CUDA tests, resnet56's validation at P = 1, 8 over 10 rounds (enough for the sign test to
-# order pairs; 289 s on an H200 on 2026-12-01), then vgg16's at P = 2, 4 over 3 (three tables a
-# round). Each step gets the smaller of its cap and what is left of BUDGET_S (default 480: a
+# order pairs; 289 s on an H200 on 2026-12-01) with 1f1b's and pipedream's runs traced (their
+# backwards per microbatch: whether each costs the same now that backwards add into the sum),
+# then vgg16's at P = 2, 4 over 3 (three tables a round). Each step gets the smaller of its cap and what is left of BUDGET_S (default 480: a
 # call's 10 minutes less the machine's start and the transfers), so that the packing at the end
 # always runs: everything in next.tgz (a call brings back 8 files at most), the short texts
 # beside it.
@@ -349,7 +350,7 @@ next_call() {
     OUT=$work timeout "$left" "$@" || echo "== $name failed or stopped ($?)" | tee -a "$log"
   }
   timed test 90 "$self" test
-  timed validate 330 env STEPS=8 RUNS=10 WARMUP=1 MODELS=resnet56 PROCS=1,8 "$self" validate
+  timed validate 330 env STEPS=8 RUNS=10 WARMUP=1 MODELS=resnet56 PROCS=1,8 TRACES=1f1b,pipedream "$self" validate
   timed vgg16 200 env STEPS=8 RUNS=3 WARMUP=1 MODELS=vgg16 PROCS=2,4 "$self" validate
   echo "== done $(date +%T) (+$(( $(date +%s) - start )) s)" | tee -a "$log"
   tar czf "$final/next.tgz" -C "$work" .
