@@ -329,10 +329,10 @@ session() {
 # the CUDA tests, resnet56's validation at P = 1, 8 over 10 rounds (enough for the sign test to
 # order pairs; 289 s on an H200 on 2026-12-01) with 1f1b's and pipedream's runs traced (their
 # backwards per microbatch: whether each costs the same now that backwards add into the sum),
-# then vgg16's at P = 2, 4 over 3 (three tables a round). Each step gets the smaller of its cap and what is left of BUDGET_S (default 480: a
-# call's 10 minutes less the machine's start and the transfers), so that the packing at the end
-# always runs: everything in next.tgz (a call brings back 8 files at most), the short texts
-# beside it.
+# then vgg16's at P = 2, 4 over 3 (three tables a round). Each step gets the smaller of its cap
+# and what is left of BUDGET_S (default 480: a call's 10 minutes less the machine's start and the
+# transfers), so that the packing at the end always runs: everything in next.tgz (a call brings
+# back 8 files at most), the short texts beside it.
 next_call() {
   local final=$out work=/tmp/pipetwin-next start deadline log
   rm -rf "$work" && mkdir -p "$work" "$final"
