@@ -26,6 +26,7 @@
 #include "pipetwin/exec/cuda_probe.hpp"
 #include "pipetwin/exec/mpi/mpi_ranks.hpp"
 #include "rank_followers.hpp"
+#include "stop_signals.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/validator.hpp"
 #include "pipetwin/schedule/views.hpp"
@@ -63,6 +64,7 @@ struct ValidateOptions {
   double co_run_tolerance = 0.25;  // a table for P >= 2 this far over its peers' co-run slowdown is taken again (0: none)
   bool distributed = false;
   double message_timeout_s = 60;
+  double time_limit_s = 0;  // no round is begun that would end past this many seconds (0: none)
 };
 
 // Every configuration, and the calibration, must see processors of one size: SM partitions
@@ -181,6 +183,15 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
   validation.table_tolerance = options.table_tolerance;
   validation.co_run_tolerance = options.co_run_tolerance;
   if (!options.quiet) validation.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
+  // Ctrl-C or SIGTERM ends the rounds once the one under way is done, the rounds done reported;
+  // across ranks the launcher's SIGTERM ends every rank as before.
+  std::optional<StopSignals> stop_signals;
+  if (session == nullptr) {
+    stop_signals.emplace("pipetwin validate: stopping once this round's runs end, to report the rounds done "
+                         "(interrupt again to quit now)\n");
+    validation.stop_requested = [&stop_signals] { return stop_signals->requested(); };
+  }
+  validation.time_limit_s = options.time_limit_s;
   std::string placement;
   ValidationReport report;
   try {
@@ -253,6 +264,12 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
   if (profiled_here && report.rounds > 1) {
     std::cout << "error: the median over rounds of each round's prediction over that round's run (paired); the step "
                  "columns are medians over rounds, so the error need not be their ratio\n";
+  }
+  if (report.stopped_early) {
+    std::cout << fmt::format("stopped after {} round{} of --runs {} (interrupted, or --time-limit): every figure is "
+                             "over {}\n",
+                             report.rounds, report.rounds == 1 ? "" : "s", options.runs,
+                             report.rounds == 1 ? "that round" : "those rounds");
   }
   std::cout << fmt::format("step-time error: mean {:.1f}%, largest {:.1f}%, known to ±{:.1f}% ({} rounds); noise "
                            "floor {:.1f}% (identical runs' half-range over their median, the median over rows)",
@@ -510,6 +527,12 @@ void add_validate_command(CLI::App& app) {
                       "its usual time (0: none judged)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 10.0));
+  command->add_option("--time-limit", options->time_limit_s,
+                      "seconds: begin no round that would end past this (a round as long as the last one), and "
+                      "report the rounds done; at least one round is always taken. Ctrl-C or SIGTERM also ends the "
+                      "rounds once the one under way is done (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
   command->add_flag("--json", options->json, "print the table as JSON");
   command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");
   command->add_flag("--distributed", options->distributed,

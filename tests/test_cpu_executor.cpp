@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -978,6 +979,66 @@ TEST_CASE("validation runs warm-up rounds it does not keep and hands each kept r
   }
 }
 
+TEST_CASE("validation asked to stop ends its rounds there and reports those done") {
+  const Dataset data = data_for(kMlp);
+  const GraphConfig config = config_for(kMlp, "gpipe", 1, 2, 2);
+  ValidationOptions options = gpipe_at_one_and_two(6);
+  options.warmup_rounds = 1;
+  int runs = 0;
+  const Runner runner = [&](const TaskGraph& g, const Network&, const BatchSampler&, const TrainingOptions&) {
+    TrainingRun run;
+    ++runs;
+    run.result.iteration_s = g.processors.size() == 2 ? 1.0 : 2.0;
+    return run;
+  };
+  const Predictor predict = [](const TaskGraph& g) { return evaluate(g); };
+  // Asked before each round from the second kept one on, never during the warm-up or the first.
+  int asked = 0;
+  options.stop_requested = [&] { return ++asked == 3; };
+  ValidationReport report = validate(config, data, options, predict, runner);
+  CHECK(asked == 3);
+  CHECK(runs == 2 * (1 + 3));  // the warm-up round and three kept ones, two configurations each
+  CHECK(report.rounds == 3);
+  CHECK(report.stopped_early);
+  for (const auto& row : report.rows) CHECK(row.measured_rounds_s.size() == 3);
+  CHECK(validation_summary_json(report)["stopped_early"] == true);
+  // Asked at once: the first kept round is taken all the same.
+  options.stop_requested = [] { return true; };
+  runs = 0;
+  report = validate(config, data, options, predict, runner);
+  CHECK(runs == 2 * 2);
+  CHECK(report.rounds == 1);
+  CHECK(report.stopped_early);
+  // Never asked to: every round, and the report says so.
+  options.stop_requested = [] { return false; };
+  report = validate(config, data, options, predict, runner);
+  CHECK(report.rounds == 6);
+  CHECK_FALSE(report.stopped_early);
+  CHECK(validation_summary_json(report)["stopped_early"] == false);
+  // A time limit: runs of 30 ms make a round at least 60 ms, so that by the second kept round
+  // (at least 120 ms in, the warm-up round's included) another round would end past 0.15 s
+  // however fast the machine; one far off takes every round.
+  const Runner slow = [&](const TaskGraph& g, const Network& network, const BatchSampler& sampler,
+                          const TrainingOptions& training) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    return runner(g, network, sampler, training);
+  };
+  std::vector<std::string> said;
+  options.progress = [&](const std::string& line) { said.push_back(line); };
+  options.time_limit_s = 0.15;
+  report = validate(config, data, options, predict, slow);
+  CHECK(report.rounds == 1);
+  CHECK(report.stopped_early);
+  REQUIRE_FALSE(said.empty());
+  CHECK(said.back().find("time limit 0.15 s: another round") == 0);
+  options.time_limit_s = 1e6;
+  report = validate(config, data, options, predict, slow);
+  CHECK(report.rounds == 6);
+  CHECK_FALSE(report.stopped_early);
+  options.time_limit_s = -1;
+  CHECK_THROWS_WITH(validate(config, data, options, predict, slow),
+                    "validate: the time limit must be at least 0 seconds (0: none)");
+}
 TEST_CASE("validation takes a calibration or a run again when the machine's speed read beside it is off its usual") {
   const Dataset data = data_for(kMlp);
   const GraphConfig config = config_for(kMlp, "gpipe", 1, 2, 2);

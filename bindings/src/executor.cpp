@@ -254,7 +254,8 @@ void bind_executor(py::module_& m) {
                        const std::string& data_dir, double learning_rate, std::uint64_t seed, int max_runs,
                        double target, bool pin_threads, const std::string& transfer_threads,
                        const std::string& concurrent_timing, int warmup_rounds, double machine_tolerance,
-                       int machine_retakes, double table_tolerance, double co_run_tolerance, const std::string& device,
+                       int machine_retakes, double table_tolerance, double co_run_tolerance, double time_limit_s,
+                       const std::string& device,
                        const std::string& placement, int partition_sms, int gpu, bool tf32, const std::string& gpu_wait) {
     const cuda::CudaOptions cuda_options = checked_cuda_options(device, placement, partition_sms, gpu, tf32, gpu_wait);
     const bool on_gpu = device == "cuda";
@@ -299,6 +300,17 @@ void bind_executor(py::module_& m) {
     options.machine_retakes = machine_retakes;
     options.table_tolerance = table_tolerance;
     options.co_run_tolerance = co_run_tolerance;
+    if (!(time_limit_s >= 0)) throw Error("time_limit_s must be 0 or more seconds, got " + std::to_string(time_limit_s));
+    options.time_limit_s = time_limit_s;
+    // KeyboardInterrupt (Ctrl-C, a notebook's interrupt) ends the rounds once the one under way is
+    // done, and the rounds done are returned ('stopped_early'), as the CLI does on Ctrl-C.
+    options.stop_requested = [] {
+      py::gil_scoped_acquire gil;
+      if (PyErr_CheckSignals() == 0) return false;
+      PyErr_Clear();
+      PyErr_WarnEx(PyExc_RuntimeWarning, "validate() interrupted: the rounds done are returned ('stopped_early')", 1);
+      return true;
+    };
     ValidationReport report;
     {
       py::gil_scoped_release release;
@@ -345,7 +357,7 @@ void bind_executor(py::module_& m) {
      py::arg("max_runs") = 0, py::arg("target") = 0.05, py::arg("pin_threads") = false,
      py::arg("transfer_threads") = "auto", py::arg("concurrent_timing") = "pipeline", py::arg("warmup_rounds") = 0,
      py::arg("machine_tolerance") = 0.06, py::arg("machine_retakes") = 2, py::arg("table_tolerance") = 0.10,
-     py::arg("co_run_tolerance") = 0.25,
+     py::arg("co_run_tolerance") = 0.25, py::arg("time_limit_s") = 0.0,
      "Predicted (from a calibration; profiled first when none is given) against measured (the CPU executor, or "
      "with device='cuda' the CUDA executor placed as train's; SM partitions need partition_sms) step "
      "time, speedup and peak memory per schedule and processor count, and the replay error (the engine fed each "
@@ -363,7 +375,10 @@ void bind_executor(py::module_& m) {
      "From the fourth round a table off its earlier peers is taken again, up to machine_retakes times "
      "('retaken_tables', 'kept_off_tables': {P: count}): a one-processor table whose minibatch ran more than "
      "table_tolerance slower than their median, a table for more processors whose co-run slowdown (its minibatch over "
-     "the round's one-processor table's) was more than co_run_tolerance over theirs (0: none judged).");
+     "the round's one-processor table's) was more than co_run_tolerance over theirs (0: none judged). "
+     "time_limit_s > 0: no round begun that would end past that many seconds (a round as long as the one before); "
+     "an interrupt (KeyboardInterrupt) ends the rounds once the one under way is done; either way the rounds done "
+     "are returned, with 'stopped_early' true.");
 }
 
 }  // namespace pipetwin::python

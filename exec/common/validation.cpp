@@ -2,10 +2,13 @@
 #include "pipetwin/exec/validation.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <iomanip>
 #include <limits>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <utility>
 
 #include "pipetwin/exec/machine_state.hpp"
@@ -433,6 +436,7 @@ nlohmann::ordered_json validation_summary_json(const ValidationReport& report) {
   j["noise_floor"] = report.noise_floor;
   j["error_ci"] = report.error_ci;
   j["rounds"] = report.rounds;
+  j["stopped_early"] = report.stopped_early;
   j["calibrations"] = report.calibrations;
   j["calibration_drift"] = report.calibration_drift;
   j["calibration_spread"] = report.calibration_spread;
@@ -479,6 +483,8 @@ double kendall_tau_where(const std::vector<double>& a, const std::vector<double>
 
 ValidationReport validate(const GraphConfig& config, const Dataset& data, const ValidationOptions& options,
                           const Predictor& predict, const Runner& run) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point began = Clock::now();
   if (options.schedules.empty()) throw Error("validate: give at least one schedule");
   if (options.processors.empty()) throw Error("validate: give at least one processor count");
   if (options.runs < 1) throw Error("validate: runs must be at least 1");
@@ -491,6 +497,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
   }
   if (!(options.table_tolerance >= 0)) throw Error("validate: the table tolerance must be at least 0 (0: none judged)");
   if (!(options.co_run_tolerance >= 0)) throw Error("validate: the co-run tolerance must be at least 0 (0: none judged)");
+  if (!(options.time_limit_s >= 0)) throw Error("validate: the time limit must be at least 0 seconds (0: none)");
   if ((options.read_machine || options.table_tolerance > 0 || options.co_run_tolerance > 0) && options.machine_retakes < 0) {
     throw Error("validate: machine retakes must be at least 0");
   }
@@ -801,8 +808,36 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     }
     return true;
   };
+  // Before a round from the second kept one on: whether to end the rounds there, as asked
+  // (stop_requested) or because another round, as long as the last, would end past the limit.
+  Clock::time_point round_began = began;
+  const auto stop_here = [&] {
+    if (options.stop_requested && options.stop_requested()) return true;
+    if (options.time_limit_s <= 0) return false;
+    const Clock::time_point now = Clock::now();
+    const double elapsed_s = std::chrono::duration<double>(now - began).count();
+    const double round_s = std::chrono::duration<double>(now - round_began).count();
+    if (elapsed_s + round_s <= options.time_limit_s) return false;
+    if (options.progress) {
+      const auto whole_s = [](double seconds) {  // whole seconds; a limit under one second as given
+        if (seconds >= 1) return std::to_string(std::llround(seconds));
+        std::ostringstream text;
+        text << std::setprecision(2) << seconds;
+        return text.str();
+      };
+      options.progress("time limit " + whole_s(options.time_limit_s) + " s: another round (about " + whole_s(round_s) +
+                       " s) would end past it at " + whole_s(elapsed_s) + " s; the " + std::to_string(report.rounds) +
+                       (report.rounds == 1 ? " round" : " rounds") + " done are reported");
+    }
+    return true;
+  };
   for (int r = 0; r < warmup + most_runs && (r - warmup < options.runs || !settled()); ++r) {
     const int kept = r - warmup;  // the kept round's index; negative while warming up
+    if (kept >= 1 && stop_here()) {
+      report.stopped_early = true;
+      break;
+    }
+    round_began = Clock::now();
     if (kept == 0 && warmup > 0) {  // the warm-up rounds' figures go
       for (auto& c : configurations) c.forget_rounds();
       calibrated_steps_s.clear();

@@ -29,7 +29,8 @@
 #                                     six schedules, P = 1, 2, 4, 8 SM partitions, one warm-up round
 #                                     not kept, each kept round's tables in tables-MODEL.tgz (MODELS, SMS,
 #                                     PROCS, STEPS, RUNS, WARMUP, REPEATS override; REPEATS 16, as before the CPU default
-#                                     became 64, to keep the device time); tables and JSON; TRACES=1
+#                                     became 64, to keep the device time; TIME_LIMIT=S: --time-limit, no
+#                                     round begun that would end past S s); tables and JSON; TRACES=1
 #                                     adds each kept round's runs as Chrome traces (traces-MODEL.txz;
 #                                     TRACES=1f1b,layerpipe: those schedules' runs only); TWINS=all
 #                                     (or 1) profiles with --unmarked-twins all (files named
@@ -207,6 +208,7 @@ validate() {
     "$build"/bin/pipetwin validate --tables-out "$out/tables-$name" ${traces[@]+"${traces[@]}"} ${twins[@]+"${twins[@]}"} --warmup-rounds "${WARMUP:-1}" --device cuda --placement partitions --partition-sms "${SMS:-16}" -m "$model" \
         --schedules sequential,gpipe,1f1b,pipedream,layerpipe,stale-weights -p "${PROCS:-1,2,4,8}" \
         --microbatches 8 --steps "${STEPS:-12}" --runs "${RUNS:-3}" --repeats "${REPEATS:-16}" --data synthetic --json \
+        ${TIME_LIMIT:+--time-limit "$TIME_LIMIT"} \
         > "$out/validate-$name.json" 2> "$out/validate-$name.log" || { cat "$out/validate-$name.log"; failed=1; continue; }
     python3 - "$out/validate-$name.json" <<'PY' | tee "$out/validate-$name.txt"
 import json, sys
@@ -347,7 +349,9 @@ next_call() {
     [ "$left" -gt "$cap" ] && left=$cap
     if [ "$left" -lt 15 ]; then echo "== $name skipped ($left s left)" | tee -a "$log"; return; fi
     echo "== $name $(date +%T) (+$(( $(date +%s) - start )) s, limit $left s)" | tee -a "$log"
-    OUT=$work timeout "$left" "$@" || echo "== $name failed or stopped ($?)" | tee -a "$log"
+    # A validation begins no round that would end past its limit, and reports the rounds done
+    # (--time-limit): 20 s before the step's, for its summary and the packing.
+    OUT=$work TIME_LIMIT=$((left > 21 ? left - 20 : 1)) timeout "$left" "$@" || echo "== $name failed or stopped ($?)" | tee -a "$log"
   }
   timed test 90 "$self" test
   timed validate 330 env STEPS=8 RUNS=10 WARMUP=1 MODELS=resnet56 PROCS=1,8 TRACES=1f1b,pipedream "$self" validate

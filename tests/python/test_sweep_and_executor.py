@@ -1,6 +1,8 @@
 """sweep() in worker processes gives what serial runs give; the CPU executor from Python."""
 import math
 import os
+import signal
+import threading
 
 import pytest
 
@@ -157,6 +159,27 @@ def test_validate_warms_up_with_rounds_it_does_not_keep():
     assert all(len(rounds) == 1 for rounds in table["measured_rounds_s"])
     with pytest.raises(pipetwin.PipetwinError, match="warmup_rounds must be 0 or more"):
         pipetwin.validate("mlp", "gpipe", [1], runs=1, warmup_rounds=-1, data="synthetic")
+
+
+def test_validate_cut_short_returns_the_rounds_done():
+    args = dict(minibatches=4, params={"widths": "32,16,8", "batch": 8}, data="synthetic")
+    # A limit no round fits in: the first round is taken all the same.
+    table, summary = pipetwin.validate("mlp", "gpipe", [1, 2], runs=50, time_limit_s=1e-3, **args)
+    assert summary["rounds"] == 1 and summary["stopped_early"] is True
+    assert all(len(rounds) == 1 for rounds in table["measured_rounds_s"])
+    _, whole = pipetwin.validate("mlp", "gpipe", [1], runs=2, **args)
+    assert whole["rounds"] == 2 and whole["stopped_early"] is False
+    # An interrupt while it runs: a warning, not KeyboardInterrupt, and the rounds done.
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.warns(RuntimeWarning, match="interrupted: the rounds done are returned"):
+            _, interrupted = pipetwin.validate("mlp", "gpipe", [1, 2], runs=500, **args)
+    finally:
+        timer.cancel()
+    assert interrupted["stopped_early"] is True and 1 <= interrupted["rounds"] < 500
+    with pytest.raises(pipetwin.PipetwinError, match="time_limit_s must be 0 or more"):
+        pipetwin.validate("mlp", "gpipe", [1], runs=1, time_limit_s=-1, **args)
 
 
 def test_validate_reads_the_machine_beside_every_calibration_and_run():

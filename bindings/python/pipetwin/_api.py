@@ -225,7 +225,7 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
              pin_threads: bool = False, transfer_threads: str = "auto",
              concurrent_timing: str = "pipeline", warmup_rounds: int = 0, machine_tolerance: float = 0.06,
              machine_retakes: int = 2, table_tolerance: float = 0.10, co_run_tolerance: float = 0.25,
-             placement: str = "partitions",
+             time_limit_s: float = 0.0, placement: str = "partitions",
              partition_sms: int = 0, gpu: int = 0, tf32: bool = False,
              gpu_wait: str = "spin") -> Tuple[Table, Dict[str, Any]]:
     """Predicted (from a calibration table; profiled first without one) against measured step time,
@@ -283,6 +283,12 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     judged); the summary's retaken_tables and kept_off_tables count them per processor count
     (docs/executor.md, "tables judged by their peers").
 
+    Cut short: with time_limit_s > 0 no round is begun that would end past that many seconds (a
+    round taken to last as long as the one before), and an interrupt (Ctrl-C, a notebook's stop)
+    ends the rounds once the one under way is done, with a RuntimeWarning instead of
+    KeyboardInterrupt; either way the rounds done are returned, and the summary's stopped_early is
+    True. At least one round is always taken.
+
     device="cuda" validates the CUDA executor, as `pipetwin validate --device cuda` does, placed by
     run()'s placement, partition_sms, gpu, tf32 and gpu_wait; on SM partitions partition_sms must be
     given (one size for every processor count: the CLI takes the largest share for the largest P,
@@ -296,7 +302,8 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
                             pin_threads=pin_threads, transfer_threads=transfer_threads,
                             concurrent_timing=concurrent_timing, warmup_rounds=warmup_rounds,
                             machine_tolerance=machine_tolerance, machine_retakes=machine_retakes,
-                            table_tolerance=table_tolerance, co_run_tolerance=co_run_tolerance, device=device,
+                            table_tolerance=table_tolerance, co_run_tolerance=co_run_tolerance,
+                            time_limit_s=time_limit_s, device=device,
                             placement=placement, partition_sms=partition_sms, gpu=gpu, tf32=tf32, gpu_wait=gpu_wait)
     summary = {k: v for k, v in report.items() if k != "rows"}
     return frame(report["rows"]), summary

@@ -157,6 +157,7 @@ struct ValidationReport {
   double noise_floor = 0;  // the median of the rows' measured_spread
   double error_ci = 0;     // the median of the rows' error_ci
   int rounds = 0;          // rounds of runs taken (runs per configuration)
+  bool stopped_early = false;  // stop_requested or time_limit_s (ValidationOptions) ended the rounds early
   double mean_abs_replay_error = 0, max_abs_replay_error = 0;  // NaN without task times
   // With calibrations per round (ValidationOptions::calibrate): the last round's one-processor
   // calibrated time of a minibatch over the first round's, minus 1, and the one-processor
@@ -252,6 +253,14 @@ struct ValidationOptions {
   double co_run_tolerance = 0.25;
   TrainingOptions training;
   std::function<void(const std::string&)> progress;  // a line per configuration, or empty
+  // Asked before each round once a kept round is done: true ends the rounds there, the report
+  // over those done (ValidationReport::stopped_early). `pipetwin validate` asks for it on Ctrl-C
+  // or SIGTERM, Python's validate() on KeyboardInterrupt, so that a validation cut short still
+  // reports. Empty: never.
+  std::function<bool()> stop_requested;
+  // Seconds from the call: no round from the second kept one on is begun that would end past
+  // them, a round taken to last as long as the one before (as stop_requested ends it). 0: none.
+  double time_limit_s = 0;
 };
 
 using Predictor = std::function<Result(const TaskGraph&)>;
