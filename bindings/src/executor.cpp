@@ -308,7 +308,10 @@ void bind_executor(py::module_& m) {
       py::gil_scoped_acquire gil;
       if (PyErr_CheckSignals() == 0) return false;
       PyErr_Clear();
-      PyErr_WarnEx(PyExc_RuntimeWarning, "validate() interrupted: the rounds done are returned ('stopped_early')", 1);
+      // Warnings made errors (-W error) would leave an exception set under a normal return.
+      if (PyErr_WarnEx(PyExc_RuntimeWarning, "validate() interrupted: the rounds done are returned ('stopped_early')", 1) != 0) {
+        PyErr_Clear();
+      }
       return true;
     };
     ValidationReport report;
