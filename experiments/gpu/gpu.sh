@@ -94,6 +94,8 @@ prebuild() {
   mkdir -p "$carry/build/bin" "$carry/build/lib" "$carry/lib"
   for binary in "${binaries[@]}"; do cp "$dir/bin/$binary" "$carry/build/bin/"; done
   cp "$dir/lib/libpipetwin_cuda.so" "$carry/build/lib/"
+  # Which source the binaries are (the device's copy of the tree has no git): session logs say it.
+  git describe --always --dirty > "$carry/build/COMMIT"
   # What the binaries load beyond glibc, the C++ runtime and CUDA's libraries (the GPU machine's own).
   ldd "$carry"/build/bin/* "$carry"/build/lib/* | awk '/=> \//{print $3}' | sort -u |
     grep -Ev '/(ld-linux|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt)[.-]' |
@@ -319,6 +321,7 @@ session() {
   unpack
   nvidia-smi 2>&1 | tee "$out/session.log" || true
   "$build"/bin/pipetwin devices 2>&1 | tee -a "$out/session.log" || true
+  echo "binaries built at $(cat "$carry/build/COMMIT" 2> /dev/null || echo '(built here, or no record)')" | tee -a "$out/session.log"
   local step
   for step in run_tests tasks partitions handoffs tf32 validate baseline; do
     echo "== $step $(date +%T)" | tee -a "$out/session.log"
@@ -341,7 +344,9 @@ next_call() {
   start=$(date +%s)
   deadline=$((start + ${BUDGET_S:-480}))
   log=$work/session.log
-  { nvidia-smi; nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm --format=csv; echo "nproc $(nproc)"; } >> "$log" 2>&1 || true
+  { nvidia-smi; nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm --format=csv; echo "nproc $(nproc)"
+    echo "binaries built at $(cat "$carry/build/COMMIT" 2> /dev/null || echo '(no record: gpu.sh prebuild before 2026-12-01)')"
+  } >> "$log" 2>&1 || true
   timed() {  # timed NAME CAP_S COMMAND...
     local name=$1 cap=$2 left
     shift 2
