@@ -29,9 +29,9 @@ read -r rounds stopped <<< "$(rounds_of "$folder/out.json")"
   || { echo "interrupted: rounds $rounds, stopped_early $stopped"; exit 1; }
 # Two interrupts: it quits at once, as an interrupted program does (runs long enough that the round
 # under way is not over between the two).
-"$pipetwin" "${common[@]}" --steps 3000 --json > "$folder/out2.json" 2> "$folder/err2.txt" &
+"$pipetwin" "${common[@]}" --steps 30000 --json > "$folder/out2.json" 2> "$folder/err2.txt" &
 pid=$!
-started "$pid" "$folder/err2.txt" "run 1/100: gpipe on 2" || { echo "no first round began"; cat "$folder/err2.txt"; exit 1; }
+started "$pid" "$folder/err2.txt" "run 1/100" || { echo "no first round began"; cat "$folder/err2.txt"; exit 1; }
 kill -INT "$pid"
 sleep 0.2
 kill -INT "$pid" 2> /dev/null || true
