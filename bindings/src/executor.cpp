@@ -28,6 +28,16 @@
 namespace pipetwin::python {
 namespace {
 
+// Whether an interrupt (SIGINT: KeyboardInterrupt) is pending; if so it is taken as a request to
+// stop, with `warning` as a RuntimeWarning in place of the exception. With the GIL held.
+bool interrupted(const char* warning) {
+  if (PyErr_CheckSignals() == 0) return false;
+  PyErr_Clear();
+  // Warnings made errors (-W error) would leave an exception set under a normal return.
+  if (PyErr_WarnEx(PyExc_RuntimeWarning, warning, 1) != 0) PyErr_Clear();
+  return true;
+}
+
 struct TrainingResult {
   PyResult result;
   std::vector<double> minibatch_loss;
@@ -306,13 +316,7 @@ void bind_executor(py::module_& m) {
     // done, and the rounds done are returned ('stopped_early'), as the CLI does on Ctrl-C.
     options.stop_requested = [] {
       py::gil_scoped_acquire gil;
-      if (PyErr_CheckSignals() == 0) return false;
-      PyErr_Clear();
-      // Warnings made errors (-W error) would leave an exception set under a normal return.
-      if (PyErr_WarnEx(PyExc_RuntimeWarning, "validate() interrupted: the rounds done are returned ('stopped_early')", 1) != 0) {
-        PyErr_Clear();
-      }
-      return true;
+      return interrupted("validate() interrupted: the rounds done are returned ('stopped_early')");
     };
     ValidationReport report;
     {
@@ -345,6 +349,8 @@ void bind_executor(py::module_& m) {
         report = cpu::validate_cpu(config, dataset, options, predict);
       }
     }
+    // An interrupt during the last round: the validation is whole, and returned rather than lost.
+    interrupted("validate() interrupted in its last round: the validation is complete and returned");
     JsonDict out;
     out["rows"] = to_python(validation_rows_json(report));
     const nlohmann::ordered_json summary = validation_summary_json(report);
