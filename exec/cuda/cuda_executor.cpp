@@ -113,8 +113,7 @@ class CudaBackend {
   }
   Linear to_linear(Lane& lane, std::int32_t l, const Params& w, const LayerStash& stash, const Gradient* out,
                    bool want_shortcut, Params* grad, bool add) const {
-    CudaLayerKernels kernels{lane};
-    kernels.add_weight_gradients = add;
+    CudaLayerKernels kernels{lane, add};
     return op(l).to_linear(kernels, w, stash, out, want_shortcut, grad);
   }
   Gradient input_gradient(Lane& lane, std::int32_t l, const Params& w, const Linear& linear, const Gradient* out,
@@ -128,8 +127,7 @@ class CudaBackend {
   }
   void weight_gradient(Lane& lane, std::int32_t l, const LayerStash& stash, const Linear& linear, Params& grad,
                        bool add) const {
-    CudaLayerKernels kernels{lane};
-    kernels.add_weight_gradients = add;
+    CudaLayerKernels kernels{lane, add};
     op(l).weight_gradient(kernels, stash, linear, grad);
   }
   static Gradient assemble(Lane& lane, const std::vector<const Gradient*>& slices, std::int64_t n) {
