@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <vector>
@@ -286,6 +287,64 @@ TEST_CASE("batch norm backward matches finite differences") {
   CHECK(relative_error(dz, numerical_gradient([&](const Matrix& v) { return f(v, gamma, beta); }, z, 1e-2f)) < 5e-3);
   CHECK(relative_error(dgamma, numerical_gradient([&](const Matrix& v) { return f(z, Vector(v), beta); }, gamma)) < kTolerance);
   CHECK(relative_error(dbeta, numerical_gradient([&](const Matrix& v) { return f(z, gamma, Vector(v)); }, beta)) < kTolerance);
+}
+
+// A float sum in the order batch norm documents (16 partial sums, lane k taking elements k, k + 16,
+// ...; then lanes k and k + 8 added, k and k + 4, k and k + 2, k and k + 1), written out plainly:
+// the order that gives every vector ISA's clone of the kernel the same bits.
+float sum_in_lane_order(const std::vector<float>& values) {
+  std::array<float, 16> lanes{};
+  for (std::size_t i = 0; i < values.size(); ++i) lanes[i % 16] += values[i];
+  for (std::size_t width = 8; width > 0; width /= 2) {
+    for (std::size_t k = 0; k < width; ++k) lanes[k] += lanes[k + width];
+  }
+  return lanes[0];
+}
+
+TEST_CASE("batch norm's sums run in one fixed order, the same bits whatever the vector width") {
+  // One channel of 37 positions (two blocks of 16 and five more) in two samples, with values of
+  // mixed magnitude, so that another order of the additions rounds differently.
+  const std::int64_t positions = 37;
+  Matrix z = random_matrix(positions, 2, 41);
+  for (Eigen::Index i = 0; i < z.size(); ++i) z.data()[i] *= (i % 3 == 0 ? 1000.0f : 0.001f);
+  const Matrix dy = random_matrix(positions, 2, 42);
+  const Vector gamma = Vector::Constant(1, 1.5f), beta = Vector::Constant(1, -0.25f);
+  auto run_of = [](const Matrix& m, Eigen::Index s, auto value) {
+    std::vector<float> run;
+    for (Eigen::Index i = 0; i < m.rows(); ++i) run.push_back(value(i, s));
+    return sum_in_lane_order(run);
+  };
+  const double count = 2.0 * positions;
+  double sum = 0;
+  for (Eigen::Index s = 0; s < 2; ++s) sum += run_of(z, s, [&](Eigen::Index i, Eigen::Index c) { return z(i, c); });
+  const float mean = static_cast<float>(sum / count);
+  double squares = 0;
+  for (Eigen::Index s = 0; s < 2; ++s) {
+    squares += run_of(z, s, [&](Eigen::Index i, Eigen::Index c) {
+      const float d = z(i, c) - mean;
+      return d * d;
+    });
+  }
+  const float inv_std = static_cast<float>(1.0 / std::sqrt(squares / count + kBatchNormEpsilon));
+  BatchNormStash stash;
+  const Matrix y = batch_norm_forward(1, gamma, beta, z, stash);
+  CHECK(stash.inv_std[0] == inv_std);
+  const float xhat = (z(5, 1) - mean) * inv_std;
+  CHECK(stash.normalized(5, 1) == xhat);
+  CHECK(y(5, 1) == xhat * 1.5f + -0.25f);
+
+  double sum_dy = 0, sum_dy_xhat = 0;
+  for (Eigen::Index s = 0; s < 2; ++s) {
+    sum_dy += run_of(dy, s, [&](Eigen::Index i, Eigen::Index c) { return dy(i, c); });
+    sum_dy_xhat += run_of(dy, s, [&](Eigen::Index i, Eigen::Index c) { return dy(i, c) * stash.normalized(i, c); });
+  }
+  Vector dgamma, dbeta;
+  const Matrix dz = batch_norm_backward(1, gamma, stash, dy, &dgamma, &dbeta);
+  CHECK(dbeta[0] == static_cast<float>(sum_dy));
+  CHECK(dgamma[0] == static_cast<float>(sum_dy_xhat));
+  const float total_dy = static_cast<float>(sum_dy), total_dy_xhat = static_cast<float>(sum_dy_xhat);
+  const float n = static_cast<float>(count);
+  CHECK(dz(7, 0) == (dy(7, 0) * n - total_dy - stash.normalized(7, 0) * total_dy_xhat) * (1.5f * inv_std / n));
 }
 
 TEST_CASE("batch norm over its input's buffer gives the values a new buffer gets, bit for bit") {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "pipetwin/models/error.hpp"
+#include "vector_clones.hpp"
 
 namespace pipetwin::cpu {
 namespace {
@@ -17,9 +18,7 @@ using Clock = std::chrono::steady_clock;
 // -O3), and one clone per vector ISA picked at load time, so that a read runs at the speed a
 // vectorized kernel reads (on the 2-vCPU AVX-512 machine 256 KiB from L2 in 3.1 us with AVX-512,
 // against 9.2 us for a scalar loop, which would hide the cache behind the loop's own cost).
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
+PIPETWIN_VECTOR_CLONES
 std::uint64_t read_all(const std::uint64_t* words, std::size_t count) {
   std::uint64_t x = 0;
   for (std::size_t i = 0; i < count; ++i) x ^= words[i];

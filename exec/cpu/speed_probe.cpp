@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "pipetwin/exec/thread_pinning.hpp"
+#include "vector_clones.hpp"
 #include "pipetwin/models/error.hpp"
 
 namespace pipetwin::cpu {
@@ -18,9 +19,7 @@ using Clock = std::chrono::steady_clock;
 // y = y * 0.9999 + 0.0001 over 256 floats, `passes` times: independent lanes, so the loop is as
 // fast as the core's vector units (one clone per vector ISA, picked at load time; this file is
 // built with -O3). It converges to 1: no overflow, no denormals.
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
+PIPETWIN_VECTOR_CLONES
 float multiply_adds(float* y, int passes) {
   for (int p = 0; p < passes; ++p) {
     for (int j = 0; j < 256; ++j) y[j] = y[j] * 0.9999f + 0.0001f;

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "../common/spin_wait.hpp"
+#include "vector_clones.hpp"
 #include "pipetwin/exec/profiling.hpp"
 #include "pipetwin/models/error.hpp"
 
@@ -21,9 +22,7 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 // dense layer's inner loop, one clone per vector ISA picked at load time (this file is built with
 // -O3), so that it reads the footprint as a vectorized kernel does (pipetwin_idle_benchmark's
 // work, with which the curve's figures in docs/executor.md were first measured).
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
+PIPETWIN_VECTOR_CLONES
 float multiply_adds(float* y, const float* w, std::size_t rows, int passes) {
   for (int p = 0; p < passes; ++p) {
     for (std::size_t i = 0; i < rows; ++i) {

@@ -1,18 +1,19 @@
-// ReLU; the backward passes the gradient where the forward's output is positive. Plain loops
-// that the compiler vectorizes (a blend, no branch: the sign of activations is random).
+// ReLU; the backward passes the gradient where the forward's output is positive. Plain loops that
+// the compiler vectorizes (a blend, no branch: the sign of activations is random), one clone per
+// vector ISA (vector_clones.hpp).
 #include "pipetwin/exec/cpu/kernels.hpp"
+#include "relu_loops.hpp"
 
 namespace pipetwin::cpu {
 
+PIPETWIN_VECTOR_CLONES
 void relu_forward(float* v, std::int64_t size) {
-  for (std::int64_t i = 0; i < size; ++i) v[i] = v[i] < 0.0f ? 0.0f : v[i];  // NaN stays NaN
+  for (std::int64_t i = 0; i < size; ++i) v[i] = relu_of(v[i]);
 }
 
+PIPETWIN_VECTOR_CLONES
 void relu_backward(const float* output, const float* dy, float* dx, std::int64_t size) {
-  for (std::int64_t i = 0; i < size; ++i) {
-    const float gradient = dy[i];  // read unconditionally, so that the select vectorizes
-    dx[i] = output[i] > 0.0f ? gradient : 0.0f;
-  }
+  relu_mask(output, dy, dx, size);
 }
 
 void relu_forward(Matrix& x) { relu_forward(x.data(), x.size()); }
