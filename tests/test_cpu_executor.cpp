@@ -3370,8 +3370,9 @@ TEST_CASE("a BW alone in its task: its dW past the way back, taken to its table'
   // linear output in w_l = 0.1 (1 + l) ms and then took d_l (1 + s x), d_l = (2 + l) ms, for its dW:
   // with s = 0.5 and o = 0.4 the layer's figure is d_l (1 + s o), the way back left out; without
   // co-run figures, the median of block means of the dW parts, computed here again. A layer whose
-  // table has no fused B, and the first layer, whose table has no BA, cannot tell the way back:
-  // they get none.
+  // table has no fused B gets none. The first layer, whose table has no BA to tell the way back
+  // by, gets its whole BW, way back included: (w_0 + d_0 (1 + s x)) (1 + s o) / (1 + s x) per task
+  // with the co-run figures, w_0 + d_0 (1 + s x) without, each the median of block means of those.
   MadeUpOneLayerRun made_up;
   const auto& [config, graph, network, skip, run, s, o] = made_up;
   const std::vector<std::vector<double>> raw_dw_s = made_up.add_one_layer_times(
@@ -3391,9 +3392,26 @@ TEST_CASE("a BW alone in its task: its dW past the way back, taken to its table'
     const LayerTimes& plain = table.layers.at(network.layers[l].name);
     const LayerTimes& co_run = with_co_run.layers.at(network.layers[l].name);
     CHECK(plain.forward_one_layer_s == -1);  // forwards are another record's
-    if (l == without_b || l == 0) {
+    if (l == without_b) {
       CHECK(plain.weight_grad_dw_one_layer_s == -1);
       CHECK(co_run.weight_grad_dw_one_layer_s == -1);
+      continue;
+    }
+    if (l == 0) {
+      const double w = 1e-4;
+      const std::vector<double> shares = other_busy_shares(graph, run.result);
+      std::vector<double> whole_s, whole_at_table_s;  // in the run's order of the first layer's BWs
+      for (const Task& t : graph.tasks) {
+        if (t.kind != TaskKind::BW || t.first_layer != 0 || t.last_layer != 0 || t.minibatch < skip) continue;
+        const double x = shares[static_cast<std::size_t>(t.id)];
+        const double whole = w + 2e-3 * (1 + s * x);
+        whole_s.push_back(whole);
+        whole_at_table_s.push_back(whole * (1 + s * o) / (1 + s * x));
+      }
+      REQUIRE(whole_s.size() == raw_dw_s[0].size());
+      CHECK(plain.weight_grad_dw_one_layer_s == doctest::Approx(median_of_block_means(whole_s)).epsilon(1e-12));
+      CHECK(co_run.weight_grad_dw_one_layer_s == doctest::Approx(median_of_block_means(whole_at_table_s)).epsilon(1e-12));
+      CHECK(plain.weight_grad_dw_one_layer_s > median_of_block_means(raw_dw_s[0]) + 0.5 * w);  // the way back is in it
       continue;
     }
     const double d = 1e-3 * static_cast<double>(2 + l);

@@ -209,22 +209,27 @@ void record_one_layer_forwards(const TaskGraph& graph, const Network& network, c
 }
 
 // A BW alone in its task, past its way back to the linear output, from the one-layer run
-// (profiling.hpp): the reuse term on its gradient sum dW. Only where the table can tell the way
-// back, which prices the rest of such a BW: a fused B, and a BA to tell it by (at the network's
-// first layer, which has none, to_linear_s() is 0 whatever the way back costs: resnet8's conv1
-// went back through its batch norm and ReLU in more than half its one-layer BW's time).
+// (profiling.hpp): the reuse term on its gradient sum dW. Only where the table has a fused B; where
+// it has no BA to tell the way back by (the network's first layer: to_linear_s() is 0 there,
+// whatever the way back costs), the whole BW, its way back included, which nothing else prices:
+// resnet8's conv1 went back through its batch norm and ReLU in more than half its one-layer BW's
+// time, and its BWs in LayerPipe at P = 2 ran 8% over the whole-network price (docs/executor.md,
+// "The first layer's BW alone").
 void record_one_layer_weight_grads(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
                                    std::int32_t skip_minibatches, Calibration& calibration) {
   if (graph.samples_per_microbatch != calibration.samples) return;  // the times would not compare
   const auto dw_s = one_layer_seconds(graph, network, runs, skip_minibatches, calibration, TaskKind::BW,
                                       [](const LayerTime& time) { return std::max(0.0, time.seconds - time.to_linear_s); });
+  const auto whole_s = one_layer_seconds(graph, network, runs, skip_minibatches, calibration, TaskKind::BW,
+                                         [](const LayerTime& time) { return time.seconds; });
   const std::vector<LayerReuseSeconds> reuse = mean_reuse_seconds(graph, network, calibration, skip_minibatches);
   for (std::size_t l = 0; l < network.size(); ++l) {
     if (dw_s[l].empty()) continue;
     LayerTimes& times = calibration.layers[network.layers[l].name];
-    if (times.to_linear_s() < 0 || !(times.activation_grad_s > 0)) continue;
-    times.weight_grad_dw_one_layer_s =
-        at_table_reuse_s(dw_s[l], reuse[l].backward_gradient_s, times.backward_gradient_reuse_s);
+    if (times.to_linear_s() < 0) continue;
+    const bool tells_way_back = times.activation_grad_s > 0;
+    times.weight_grad_dw_one_layer_s = at_table_reuse_s(tells_way_back ? dw_s[l] : whole_s[l],
+                                                        reuse[l].backward_gradient_s, times.backward_gradient_reuse_s);
   }
 }
 

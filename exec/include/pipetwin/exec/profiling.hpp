@@ -74,9 +74,9 @@ void record_one_layer_forwards(const TaskGraph& graph, const Network& network, c
 // Per layer of `network`: LayerTimes::weight_grad_dw_one_layer_s from the BWs of one layer alone
 // in `runs` of `graph`, as record_one_layer_forwards does for forwards, of each BW's seconds past
 // its way back to the linear output (LayerTime::to_linear_s), less the reuse model's extra on
-// the layer's gradient sum (backward_gradient_s) over the table's. Only layers whose table tells
-// that way back (LayerTimes::to_linear_s(): a fused B, and a BA, which the network's first layer
-// lacks) are given one.
+// the layer's gradient sum (backward_gradient_s) over the table's. Only layers whose table has a
+// fused B are given one; a layer whose table has no BA to tell the way back by (the network's
+// first layer, whose to_linear_s() is 0) is given its whole one-layer BW, way back included.
 void record_one_layer_weight_grads(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
                                    std::int32_t skip_minibatches, Calibration& calibration);
 

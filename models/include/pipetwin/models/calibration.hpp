@@ -80,7 +80,9 @@ struct LayerTimes {
   // way back taken again where warm_to_linear.hpp says so), in place of weight_grad_s, which was
   // timed in whole-network tasks (since 2026-11-30, thirty-sixth session: LayerPipe's BWs on
   // resnet8's first processor at P = 2 ran 2-10% over that price, docs/executor.md, "A BW of one
-  // layer"). -1: not measured (older tables, tables without a fused B, the network's first layer).
+  // layer"). At the network's first layer, which has no BA (to_linear_s() is 0), the whole
+  // one-layer BW, its way back included (since 2026-12-01, forty-first session). -1: not measured
+  // (older tables, tables without a fused B).
   double weight_grad_dw_one_layer_s = -1;
   // The way back to the linear output the first time, by a one-layer BA part (LayerPipe's first
   // part of a layer and microbatch): timed in the same one-processor one-layer run, in place of
