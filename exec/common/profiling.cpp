@@ -218,18 +218,23 @@ void record_one_layer_forwards(const TaskGraph& graph, const Network& network, c
 void record_one_layer_weight_grads(const TaskGraph& graph, const Network& network, const std::vector<TrainingRun>& runs,
                                    std::int32_t skip_minibatches, Calibration& calibration) {
   if (graph.samples_per_microbatch != calibration.samples) return;  // the times would not compare
-  const auto dw_s = one_layer_seconds(graph, network, runs, skip_minibatches, calibration, TaskKind::BW,
-                                      [](const LayerTime& time) { return std::max(0.0, time.seconds - time.to_linear_s); });
-  const auto whole_s = one_layer_seconds(graph, network, runs, skip_minibatches, calibration, TaskKind::BW,
-                                         [](const LayerTime& time) { return time.seconds; });
+  std::vector<bool> tells_way_back(network.size(), false);  // per layer: a BA to tell it by
+  for (std::size_t l = 0; l < network.size(); ++l) {
+    const auto it = calibration.layers.find(network.layers[l].name);
+    tells_way_back[l] = it != calibration.layers.end() && it->second.activation_grad_s > 0;
+  }
+  const auto bw_s = one_layer_seconds(graph, network, runs, skip_minibatches, calibration, TaskKind::BW,
+                                      [&](const LayerTime& time) {
+                                        if (!tells_way_back[static_cast<std::size_t>(time.layer)]) return time.seconds;
+                                        return std::max(0.0, time.seconds - time.to_linear_s);
+                                      });
   const std::vector<LayerReuseSeconds> reuse = mean_reuse_seconds(graph, network, calibration, skip_minibatches);
   for (std::size_t l = 0; l < network.size(); ++l) {
-    if (dw_s[l].empty()) continue;
+    if (bw_s[l].empty()) continue;
     LayerTimes& times = calibration.layers[network.layers[l].name];
     if (times.to_linear_s() < 0) continue;
-    const bool tells_way_back = times.activation_grad_s > 0;
-    times.weight_grad_dw_one_layer_s = at_table_reuse_s(tells_way_back ? dw_s[l] : whole_s[l],
-                                                        reuse[l].backward_gradient_s, times.backward_gradient_reuse_s);
+    times.weight_grad_dw_one_layer_s =
+        at_table_reuse_s(bw_s[l], reuse[l].backward_gradient_s, times.backward_gradient_reuse_s);
   }
 }
 
