@@ -97,6 +97,9 @@ void run(const ProfileCommandOptions& options, mpi::MpiSession* session) {
   }
   if (calibration.input_load_s > 0) std::cout << fmt::format(" · input load {:.1f} us per microbatch", calibration.input_load_s * us);
   if (calibration.task_gap_s >= 0) std::cout << fmt::format(" · {:.2f} us between tasks", calibration.task_gap_s * us);
+  if (calibration.task_time_spread >= 0) {
+    std::cout << fmt::format(" · tasks {:.1f}% off their like's median (the median task)", calibration.task_time_spread * 100);
+  }
   std::cout << fmt::format(" · copy bandwidth {:.2f} GB/s · transfer latency {:.1f} us", calibration.copy_bytes_per_s / 1e9,
                            calibration.copy_latency_s * us);
   if (calibration.handoff_s >= 0) {

@@ -65,6 +65,7 @@ struct ValidateOptions {
   bool distributed = false;
   double message_timeout_s = 60;
   double time_limit_s = 0;  // no round is begun that would end past this many seconds (0: none)
+  std::string peak_phase = "auto";  // a fraction, or auto: each row's table's task spread
 };
 
 // Every configuration, and the calibration, must see processors of one size: SM partitions
@@ -192,6 +193,7 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
     validation.stop_requested = [&stop_signals] { return stop_signals->requested(); };
   }
   validation.time_limit_s = options.time_limit_s;
+  validation.peak_phase = options.peak_phase == "auto" ? -1.0 : std::stod(options.peak_phase);
   std::string placement;
   ValidationReport report;
   try {
@@ -261,6 +263,27 @@ void run(ValidateOptions& options, mpi::MpiSession* session) {
   std::cout << "step peak: a steady-state minibatch's peak memory, the median over the run's second half (the "
                "median run's, the median round's prediction; peak_error paired by round as the step error); "
                "highest_run_peak: the highest run's peak over the whole run, its first minibatch and stalls included\n";
+  std::vector<std::string> raced;  // rows whose predicted step peak hangs on the processors' phase
+  double largest_phase = 0;
+  for (const auto& row : rows) {
+    largest_phase = std::max(largest_phase, row.peak_phase);
+    int moved = 0;  // rounds whose peak over phases is not the simulated timing's
+    for (std::size_t r = 0; r < row.predicted_rounds_step_peak_bytes.size() && r < row.predicted_rounds_nominal_step_peak_bytes.size(); ++r) {
+      moved += row.predicted_rounds_step_peak_bytes[r] != row.predicted_rounds_nominal_step_peak_bytes[r];
+    }
+    if (moved > 0) {
+      raced.push_back(fmt::format("{} P={} (in {} of {} rounds; {} as timed, the median round's)", row.schedule, row.processors, moved,
+                                  row.predicted_rounds_step_peak_bytes.size(), human_bytes(row.predicted_nominal_step_peak_bytes)));
+    }
+  }
+  if (largest_phase > 0) {
+    std::cout << fmt::format("predicted step peak: the largest over each processor paced up to {:.1f}% off its price "
+                             "(--peak-phase; the tables' task spread by default); ",
+                             100 * largest_phase)
+              << (raced.empty() ? std::string("no row's peak moved with the phase in any round")
+                                : "rows whose peak hangs on the phase: " + listed(raced))
+              << "\n";
+  }
   if (profiled_here && report.rounds > 1) {
     std::cout << "error: the median over rounds of each round's prediction over that round's run (paired); the step "
                  "columns are medians over rounds, so the error need not be their ratio\n";
@@ -533,6 +556,23 @@ void add_validate_command(CLI::App& app) {
                       "rounds once the one under way is done (0: no limit)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e9));
+  command->add_option("--peak-phase", options->peak_phase,
+                      "predict each row's step peak as the largest over its processors paced this fraction slower and "
+                      "faster than their price, one at a time (0: the simulated timing alone), or auto: the row's "
+                      "table's task spread (its tasks' median distance from their like's median). A step peak can "
+                      "hang on which of two processors' events comes first, which one timing fixes and a run's "
+                      "varying tasks reach in nearly every step (docs/executor.md, \"Step peaks over phases\")")
+      ->capture_default_str()
+      ->check([](const std::string& text) {
+        if (text == "auto") return std::string();
+        try {
+          std::size_t used = 0;
+          const double fraction = std::stod(text, &used);
+          if (used == text.size() && fraction >= 0 && fraction < 1) return std::string();
+        } catch (const std::exception&) {
+        }
+        return "a fraction from 0 to below 1, or auto; got '" + text + "'";
+      });
   command->add_flag("--json", options->json, "print the table as JSON");
   command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");
   command->add_flag("--distributed", options->distributed,

@@ -265,6 +265,15 @@ TEST_CASE("calibration tables: unknown keys, repeated layers and impossible time
                        doctest::Contains("/task_gap_s: expected seconds >= 0, or -1 for not measured"), Error);
   CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "pipeline_copy_seconds": [[16384, -1]])", layer), "c.json"),
                        doctest::Contains("/pipeline_copy_seconds/0/1: expected a positive number of seconds"), Error);
+  // The timed run's task spread: absent in older tables (-1), read back as written, a fraction >= 0.
+  CHECK(ok.task_time_spread == -1);
+  CHECK(calibration_to_json_text(ok).find("task_time_spread") == std::string::npos);
+  CHECK(calibration_from_json_text(calibration_to_json_text(calibration_from_json_text(
+                                       calibration(R"(, "task_time_spread": 0.023)", layer), "c.json")),
+                                   "c.json")
+            .task_time_spread == 0.023);
+  CHECK_THROWS_WITH_AS(calibration_from_json_text(calibration(R"(, "task_time_spread": -0.5)", layer), "c.json"),
+                       doctest::Contains("/task_time_spread: expected a fraction >= 0"), Error);
   CHECK(ok.concurrent == 1);        // older tables: timed alone
   CHECK(calibration_from_json_text(calibration(R"(, "concurrent": 2)", layer), "c.json").concurrent == 2);
   CHECK(ok.cores == 0);  // older tables: not recorded

@@ -265,7 +265,7 @@ void bind_executor(py::module_& m) {
                        double target, bool pin_threads, const std::string& transfer_threads,
                        const std::string& concurrent_timing, int warmup_rounds, double machine_tolerance,
                        int machine_retakes, double table_tolerance, double co_run_tolerance, double time_limit_s,
-                       const std::string& device,
+                       std::optional<double> peak_phase, const std::string& device,
                        const std::string& placement, int partition_sms, int gpu, bool tf32, const std::string& gpu_wait) {
     const cuda::CudaOptions cuda_options = checked_cuda_options(device, placement, partition_sms, gpu, tf32, gpu_wait);
     const bool on_gpu = device == "cuda";
@@ -312,6 +312,11 @@ void bind_executor(py::module_& m) {
     options.co_run_tolerance = co_run_tolerance;
     if (!(time_limit_s >= 0)) throw Error("time_limit_s must be 0 or more seconds, got " + std::to_string(time_limit_s));
     options.time_limit_s = time_limit_s;
+    if (peak_phase && !(*peak_phase >= 0 && *peak_phase < 1)) {
+      throw Error("peak_phase must be a fraction from 0 to below 1 (or None: each row's table's task spread), got " +
+                  std::to_string(*peak_phase));
+    }
+    options.peak_phase = peak_phase ? *peak_phase : -1.0;
     // KeyboardInterrupt (Ctrl-C, a notebook's interrupt) ends the rounds once the one under way is
     // done, and the rounds done are returned ('stopped_early'), as the CLI does on Ctrl-C.
     options.stop_requested = [] {
@@ -366,7 +371,7 @@ void bind_executor(py::module_& m) {
      py::arg("max_runs") = 0, py::arg("target") = 0.05, py::arg("pin_threads") = false,
      py::arg("transfer_threads") = "auto", py::arg("concurrent_timing") = "pipeline", py::arg("warmup_rounds") = 0,
      py::arg("machine_tolerance") = 0.06, py::arg("machine_retakes") = 2, py::arg("table_tolerance") = 0.10,
-     py::arg("co_run_tolerance") = 0.25, py::arg("time_limit_s") = 0.0,
+     py::arg("co_run_tolerance") = 0.25, py::arg("time_limit_s") = 0.0, py::arg("peak_phase") = py::none(),
      "Predicted (from a calibration; profiled first when none is given) against measured (the CPU executor, or "
      "with device='cuda' the CUDA executor placed as train's; SM partitions need partition_sms) step "
      "time, speedup and peak memory per schedule and processor count, and the replay error (the engine fed each "
@@ -387,7 +392,10 @@ void bind_executor(py::module_& m) {
      "the round's one-processor table's) was more than co_run_tolerance over theirs (0: none judged). "
      "time_limit_s > 0: no round begun that would end past that many seconds (a round as long as the one before); "
      "an interrupt (KeyboardInterrupt) ends the rounds once the one under way is done; either way the rounds done "
-     "are returned, with 'stopped_early' true.");
+     "are returned, with 'stopped_early' true. peak_phase: each row's predicted step peak is the largest over its "
+     "processors paced that fraction slower and faster than their price, one at a time (0: the simulated timing "
+     "alone; None: the row's table's task spread), the simulated timing's beside it "
+     "('predicted_nominal_step_peak_memory_bytes', 'peak_phase' in each row).");
 }
 
 }  // namespace pipetwin::python

@@ -757,6 +757,31 @@ void record_task_gaps(const TaskGraph& graph, const std::vector<TrainingRun>& ru
   add_pipeline_copies(graph, runs, skip_minibatches, calibration);
 }
 
+// Calibration::task_time_spread from `runs` of `graph` (after their first `skip_minibatches`):
+// the processors' tasks grouped by what they compute (kind, layers, processor), each task's
+// duration off its group's median, over that median; the median of those over every task.
+void record_task_time_spread(const TaskGraph& graph, const std::vector<TrainingRun>& runs, std::int32_t skip_minibatches,
+                             Calibration& calibration) {
+  std::map<std::tuple<TaskKind, std::int32_t, std::int32_t, std::int32_t>, std::vector<double>> groups;  // durations, s
+  for (const auto& run : runs) {
+    if (run.result.tasks.size() != graph.tasks.size()) continue;
+    for (const auto& t : graph.tasks) {
+      if (t.placement != Placement::processor || t.minibatch < skip_minibatches) continue;
+      const TaskTiming& time = run.result.tasks[static_cast<std::size_t>(t.id)];
+      groups[{t.kind, t.first_layer, t.last_layer, t.resource}].push_back(
+          static_cast<double>(time.end_cycles - time.start_cycles) / graph.clock_hz);
+    }
+  }
+  std::vector<double> off;  // per task: |duration - its group's median| / that median
+  for (const auto& [key, durations_s] : groups) {
+    if (durations_s.size() < 2) continue;
+    const double median_s = upper_median(durations_s);
+    if (!(median_s > 0)) continue;
+    for (const double s : durations_s) off.push_back(std::abs(s - median_s) / median_s);
+  }
+  if (!off.empty()) calibration.task_time_spread = upper_median(std::move(off));
+}
+
 }  // namespace
 
 double median_of(std::vector<double> values) { return upper_median(std::move(values)); }
@@ -818,6 +843,7 @@ Calibration calibration_from_runs(const TaskGraph& graph, const Network& network
   record_gradient_assemblies(graph, network, runs, skip_minibatches, c);
   fit_task_overheads(task_overheads(graph, runs, skip_minibatches), c);
   record_task_gaps(graph, runs, skip_minibatches, c);
+  record_task_time_spread(graph, runs, skip_minibatches, c);
   return c;
 }
 

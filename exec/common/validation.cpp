@@ -13,6 +13,7 @@
 
 #include "pipetwin/exec/machine_state.hpp"
 #include "pipetwin/exec/profiling.hpp"
+#include "pipetwin/exec/step_peak_over_phases.hpp"
 #include "pipetwin/models/calibration.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/schedule/copies_on_cores.hpp"
@@ -47,6 +48,7 @@ struct TableTerms {
   double stash_far_share = 0;
   double weight_reuse_s = 0;
   double task_gap_s = 0;  // the gap between tasks (Calibration::task_gap_s), for replays
+  double task_time_spread = -1;  // Calibration::task_time_spread (-1: not measured)
 };
 
 // One configuration: its schedule and processor count, and per round its prediction, its
@@ -59,6 +61,8 @@ struct Configuration {
   TaskGraph graph;  // built with the latest round's calibration
   std::vector<double> predicted_s;  // per round with a calibration per round, else one
   std::vector<std::int64_t> predicted_peaks, predicted_step_peaks;  // per prediction
+  std::vector<std::int64_t> nominal_step_peaks;  // per prediction: its own timing's (step_peak_over_phases)
+  double peak_phase = 0;                         // the latest prediction's phase fraction
   Result prediction;  // the latest, kept for ValidationOptions::on_run only
   std::vector<double> steps_s;
   std::vector<double> replay_errors;  // per run: replayed / measured - 1
@@ -75,6 +79,7 @@ struct Configuration {
   void forget_rounds() {
     predicted_s.clear();
     predicted_peaks.clear();
+    nominal_step_peaks.clear();
     predicted_step_peaks.clear();
     steps_s.clear();
     replay_errors.clear();
@@ -397,12 +402,15 @@ nlohmann::ordered_json validation_rows_json(const ValidationReport& report) {
                     {"measured_peak_memory_bytes", row.measured_peak_bytes},
                     {"measured_peak_memory_max_bytes", row.measured_peak_max_bytes},
                     {"predicted_step_peak_memory_bytes", row.predicted_step_peak_bytes},
+                    {"predicted_nominal_step_peak_memory_bytes", row.predicted_nominal_step_peak_bytes},
+                    {"peak_phase", row.peak_phase},
                     {"measured_step_peak_memory_bytes", row.measured_step_peak_bytes},
                     {"step_peak_memory_error", row.step_peak_error},
                     {"measured_pool_peak_bytes", row.measured_pool_peak_bytes},
                     {"predicted_rounds_s", row.predicted_rounds_s},
                     {"measured_rounds_s", row.measured_rounds_s},
                     {"predicted_rounds_step_peak_bytes", row.predicted_rounds_step_peak_bytes},
+                    {"predicted_rounds_nominal_step_peak_bytes", row.predicted_rounds_nominal_step_peak_bytes},
                     {"measured_rounds_step_peak_bytes", row.measured_rounds_step_peak_bytes}});
   }
   return rows;
@@ -727,6 +735,7 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     GraphConfig chosen = choose_table(schedule, processors, &out.co_run_weight);
     TaskGraph graph = graph_of(chosen, schedule, processors);
     out.task_gap_s = chosen.calibration ? chosen.calibration->charged_task_gap_s() : 0.0;
+    out.task_time_spread = chosen.calibration ? chosen.calibration->task_time_spread : -1.0;
     out.weight_reuse_s = weight_reuse_per_step_s(graph, chosen.calibration.get());
     if (chosen.calibration && chosen.calibration->far_stash_distance_bytes > 0) {
       out.stash_far_share = stash_share(graph, *chosen.calibration);
@@ -790,7 +799,11 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
       // A peak can hang on timing (how far ahead forwards run): the median over the rounds, as
       // the measured peak is the median over the runs.
       c.predicted_peaks.push_back(max_peak(predicted.peak_memory_bytes));
-      c.predicted_step_peaks.push_back(max_peak(predicted.step_peak_memory_bytes));
+      // A step peak that hangs on a race between processors: the largest over the phases their
+      // tasks' spread can give them (step_peak_over_phases.hpp).
+      c.peak_phase = options.peak_phase >= 0 ? options.peak_phase : std::max(0.0, c.terms.task_time_spread);
+      c.nominal_step_peaks.push_back(max_peak(predicted.step_peak_memory_bytes));
+      c.predicted_step_peaks.push_back(step_peak_over_phases(c.graph, predict, c.nominal_step_peaks.back(), c.peak_phase));
       c.wait_loss_s = wait_loss_per_step_s(c.graph, predicted);
       if (options.on_run) c.prediction = predicted;
     }
@@ -956,9 +969,12 @@ ValidationReport validate(const GraphConfig& config, const Dataset& data, const 
     row.measured_peak_max_bytes = m.measured_peaks.empty() ? 0 : *std::max_element(m.measured_peaks.begin(), m.measured_peaks.end());
     row.measured_pool_peak_bytes = median_of(m.pool_peaks);
     row.predicted_step_peak_bytes = median_of(m.predicted_step_peaks);
+    row.predicted_nominal_step_peak_bytes = median_of(m.nominal_step_peaks);
+    row.peak_phase = m.peak_phase;
     row.measured_step_peak_bytes = median_of(m.measured_step_peaks);
     row.step_peak_error = m.step_peak_error();
     row.predicted_rounds_step_peak_bytes = m.predicted_step_peaks;
+    row.predicted_rounds_nominal_step_peak_bytes = m.nominal_step_peaks;
     row.measured_rounds_step_peak_bytes = m.measured_step_peaks;
     row.measured_spread = m.spread();
     row.replayed_step_s = m.replayed_s.empty() ? nan : median_of(m.replayed_s);

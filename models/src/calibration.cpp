@@ -21,7 +21,7 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   const JsonReader root(document, source);
   root.check_keys({"format", "device", "device_name", "network", "samples", "concurrent", "pipeline_schedule", "co_run_slope", "co_run_share", "timed_footprint_bytes", "footprint_slowdown", "footprint_small_bytes", "footprint_large_bytes", "far_stash_distance_bytes", "cores", "task_overhead_s", "overheads_from_unmarked_twins", "layer_overhead_s", "kind_overhead_s", "stage_kind_overhead_s", "input_load_s", "copy_bytes_per_s", "core_copy_bytes_per_s", "ranks", "message_send_core_s",
                    "message_send_core_bytes_per_s", "message_receive_core_s", "message_receive_core_bytes_per_s",
-                   "copy_latency_s", "handoff_s", "handoff_spin_s", "copy_seconds", "task_gap_s", "pipeline_copy_seconds", "reuse_extra_s_per_byte", "wait_extra_s_per_byte", "wait_curve_footprint_bytes", "layers"});
+                   "copy_latency_s", "handoff_s", "handoff_spin_s", "copy_seconds", "task_gap_s", "task_time_spread", "pipeline_copy_seconds", "reuse_extra_s_per_byte", "wait_extra_s_per_byte", "wait_curve_footprint_bytes", "layers"});
   if (root.get_string("format", "") != "pipetwin-calibration-1") {
     throw Error("calibration " + source + ": not a pipetwin calibration table (format pipetwin-calibration-1)");
   }
@@ -160,6 +160,10 @@ Calibration calibration_from_json_text(const std::string& text, const std::strin
   c.wait_curve.footprint_bytes = root.get_int("wait_curve_footprint_bytes", 0);  // older tables: not known
   if (c.wait_curve.footprint_bytes < 0) root.at("wait_curve_footprint_bytes").fail("bytes >= 0 (0: not known)");
   c.task_gap_s = seconds(root, "task_gap_s", -1.0, true);  // tables from before it: not measured
+  c.task_time_spread = root.get_double("task_time_spread", -1.0);  // likewise
+  if (c.task_time_spread != -1.0 && !(std::isfinite(c.task_time_spread) && c.task_time_spread >= 0)) {
+    root.at("task_time_spread").fail("a fraction >= 0");
+  }
   c.handoff_s = seconds(root, "handoff_s", -1.0, true);
   c.handoff_spin_s = seconds(root, "handoff_spin_s", 0.0, false);
   c.message_send_core_s = seconds(root, "message_send_core_s", 0.0, false);
@@ -275,6 +279,7 @@ std::string calibration_to_json_text(const Calibration& c) {
     for (const auto& [bytes, s] : c.reuse_extra_s_per_byte) j["reuse_extra_s_per_byte"].push_back({bytes, s});
   }
   if (c.task_gap_s >= 0) j["task_gap_s"] = c.task_gap_s;
+  if (c.task_time_spread >= 0) j["task_time_spread"] = c.task_time_spread;
   if (c.handoff_s >= 0) j["handoff_s"] = c.handoff_s;
   if (c.handoff_spin_s > 0) j["handoff_spin_s"] = c.handoff_spin_s;
   j["layers"] = nlohmann::ordered_json::array();

@@ -182,6 +182,24 @@ def test_validate_cut_short_returns_the_rounds_done():
         pipetwin.validate("mlp", "gpipe", [1], runs=1, time_limit_s=-1, **args)
 
 
+def test_validate_predicts_step_peaks_over_the_processors_phases():
+    args = dict(minibatches=4, runs=1, params={"widths": "32,16,8", "batch": 8}, data="synthetic")
+    # By default each row's table's task spread: a fraction, the peak at least the simulated timing's.
+    table, _ = pipetwin.validate("mlp", "pipedream", [1, 2], **args)
+    rows = table.to_dict("records") if hasattr(table, "to_dict") else table
+    for row in rows:
+        assert 0 <= row["peak_phase"] < 1
+        assert row["predicted_step_peak_memory_bytes"] >= row["predicted_nominal_step_peak_memory_bytes"] > 0
+    # 0: the simulated timing alone.
+    table, _ = pipetwin.validate("mlp", "pipedream", [1, 2], peak_phase=0.0, **args)
+    rows = table.to_dict("records") if hasattr(table, "to_dict") else table
+    for row in rows:
+        assert row["peak_phase"] == 0
+        assert row["predicted_step_peak_memory_bytes"] == row["predicted_nominal_step_peak_memory_bytes"]
+    with pytest.raises(pipetwin.PipetwinError, match="peak_phase must be a fraction from 0 to below 1"):
+        pipetwin.validate("mlp", "pipedream", [1], peak_phase=1.0, **args)
+
+
 def test_validate_reads_the_machine_beside_every_calibration_and_run():
     args = dict(minibatches=4, runs=2, params={"widths": "32,16,8", "batch": 8}, data="synthetic")
     table, summary = pipetwin.validate("mlp", "gpipe", [1, 2], **args)

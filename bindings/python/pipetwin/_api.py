@@ -225,7 +225,7 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
              pin_threads: bool = False, transfer_threads: str = "auto",
              concurrent_timing: str = "pipeline", warmup_rounds: int = 0, machine_tolerance: float = 0.06,
              machine_retakes: int = 2, table_tolerance: float = 0.10, co_run_tolerance: float = 0.25,
-             time_limit_s: float = 0.0, placement: str = "partitions",
+             time_limit_s: float = 0.0, peak_phase: Optional[float] = None, placement: str = "partitions",
              partition_sms: int = 0, gpu: int = 0, tf32: bool = False,
              gpu_wait: str = "spin") -> Tuple[Table, Dict[str, Any]]:
     """Predicted (from a calibration table; profiled first without one) against measured step time,
@@ -268,7 +268,11 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
     highest run's; measured_step_peak_memory_bytes and predicted_step_peak_memory_bytes the same
     of a steady-state minibatch's peak (Result.step_peak_memory_bytes), which leaves out the first
     minibatch and steps a stalled thread reorders, and step_peak_memory_error their error, paired
-    by round as step_error.
+    by round as step_error. The predicted step peak is the largest over each processor paced
+    peak_phase slower and faster than its price, one at a time (None: the row's table's task
+    spread, its peak_phase column; 0: the simulated timing alone), since a step peak can hang on
+    which of two processors' events comes first (docs/executor.md, "Step peaks over phases");
+    predicted_nominal_step_peak_memory_bytes is the simulated timing's own.
 
     On the CPU, with machine_tolerance > 0, the machine's speed (a fixed piece of arithmetic timed on
     each CPU the runs may use, at most 8) is read before and after every calibration and run,
@@ -303,7 +307,7 @@ def validate(model: PathArg, schedules: Union[str, Sequence[str]], processors: S
                             concurrent_timing=concurrent_timing, warmup_rounds=warmup_rounds,
                             machine_tolerance=machine_tolerance, machine_retakes=machine_retakes,
                             table_tolerance=table_tolerance, co_run_tolerance=co_run_tolerance,
-                            time_limit_s=time_limit_s, device=device,
+                            time_limit_s=time_limit_s, peak_phase=peak_phase, device=device,
                             placement=placement, partition_sms=partition_sms, gpu=gpu, tf32=tf32, gpu_wait=gpu_wait)
     summary = {k: v for k, v in report.items() if k != "rows"}
     return frame(report["rows"]), summary

@@ -42,7 +42,15 @@ struct ValidationRow {
   // second half of the minibatches of each one's peak), which is what the prediction is compared
   // with: a run's whole peak also holds its first minibatch, whose tasks run 1.5-3x slower than
   // later ones, and any step a stalled thread reorders, neither of which the model predicts.
+  // The predicted one is the largest over the phases the row's processors can take against each
+  // other (step_peak_over_phases, by ValidationOptions::peak_phase); the nominal one, its own
+  // timing's. They differ where a peak hangs on a race between processors (resnet8's LayerPipe
+  // and pipedream at P = 2, docs/executor.md, "Step peaks over phases").
   std::int64_t predicted_step_peak_bytes = 0, measured_step_peak_bytes = 0;
+  std::int64_t predicted_nominal_step_peak_bytes = 0;
+  // The phase fraction the latest round's prediction took (ValidationOptions::peak_phase; 0: its
+  // own timing only).
+  double peak_phase = 0;
   // Predicted over measured step peak, minus 1: the median over rounds of each round's ratio
   // (paired as step_error: a calibration can move LayerPipe's layers between processors, and a
   // round's prediction and run hold the same graph), else the medians' ratio. NaN with no run.
@@ -123,6 +131,7 @@ struct ValidationRow {
   // round) and the run's measured step, in the order taken.
   std::vector<double> predicted_rounds_s, measured_rounds_s;
   std::vector<std::int64_t> predicted_rounds_step_peak_bytes, measured_rounds_step_peak_bytes;  // the same of step peaks
+  std::vector<std::int64_t> predicted_rounds_nominal_step_peak_bytes;  // and of the simulated timing's own
 };
 
 struct ValidationReport {
@@ -251,6 +260,16 @@ struct ValidationOptions {
   // (docs/executor.md, "Two CPUs on one core").
   double table_tolerance = 0.10;
   double co_run_tolerance = 0.25;
+  // How far each processor's tasks are paced off their price, each way, when the step peak is
+  // predicted (step_peak_over_phases): the largest of those predictions is compared. A step peak
+  // can hang on which of two processors' events comes first (a gradient's arrival against the
+  // receiver's forward), a phase that one simulated timing fixes and a run's varying tasks reach
+  // in some microbatch of nearly every step: on resnet8 at P = 2 the runs' step peaks landed on
+  // the high side in 9 of 12 rounds where the simulated timing landed on the low one in 8
+  // (docs/executor.md, "Step peaks over phases"). A fraction in [0, 1); < 0: the row's table's
+  // own task spread (Calibration::task_time_spread; 0 where the table has none). 0: the
+  // simulated timing alone.
+  double peak_phase = -1;
   TrainingOptions training;
   std::function<void(const std::string&)> progress;  // a line per configuration, or empty
   // Asked before each round once a kept round is done: true ends the rounds there, the report

@@ -280,6 +280,11 @@ struct Calibration {
   double task_gap_s = -1;
   // The gap the cost model charges: task_gap_s, or 0 where it was not measured.
   double charged_task_gap_s() const { return std::max(0.0, task_gap_s); }
+  // How far the timed run's tasks strayed from their like (the same kind, layers and processor):
+  // the median over its processors' tasks after the warm-up of each one's duration off its
+  // like's median, over that median (a fraction; < 0: not measured). What a run's phases between
+  // processors vary by, for peaks that hang on them (step_peak_over_phases in exec/).
+  double task_time_spread = -1;
   // The copies the senders' threads made in the pipeline run this table was timed in, and those
   // of other sizes its one-layer LayerPipe run on as many processors made (bytes ascending, the
   // median of means of their measured durations; empty: a table timed without such runs). A
