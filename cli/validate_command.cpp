@@ -561,7 +561,7 @@ void add_validate_command(CLI::App& app) {
                       "faster than their price, one at a time (0: the simulated timing alone), or auto: the row's "
                       "table's task spread (its tasks' median distance from their like's median). A step peak can "
                       "hang on which of two processors' events comes first, which one timing fixes and a run's "
-                      "varying tasks reach in nearly every step (docs/executor.md, \"Step peaks over phases\")")
+                      "straying tasks reach in many steps (docs/executor.md, \"Step peaks over phases\")")
       ->capture_default_str()
       ->check([](const std::string& text) {
         if (text == "auto") return std::string();

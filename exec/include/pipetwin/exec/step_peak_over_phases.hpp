@@ -3,7 +3,7 @@
 // or faster than their price. A step peak can hang on a race between a buffer's arrival and the
 // receiving processor's own task (resnet8's LayerPipe and pipedream at P = 2, docs/executor.md,
 // "Step peaks over phases"), which one simulated timing puts on one side and a run, whose tasks
-// vary, reaches in some microbatch of nearly every step.
+// stray, reaches in some microbatch of many steps.
 #pragma once
 #include <cstdint>
 #include <functional>

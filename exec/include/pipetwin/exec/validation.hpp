@@ -263,12 +263,12 @@ struct ValidationOptions {
   // How far each processor's tasks are paced off their price, each way, when the step peak is
   // predicted (step_peak_over_phases): the largest of those predictions is compared. A step peak
   // can hang on which of two processors' events comes first (a gradient's arrival against the
-  // receiver's forward), a phase that one simulated timing fixes and a run's varying tasks reach
-  // in some microbatch of nearly every step: on resnet8 at P = 2 the runs' step peaks landed on
-  // the high side in 9 of 12 rounds where the simulated timing landed on the low one in 8
-  // (docs/executor.md, "Step peaks over phases"). A fraction in [0, 1); < 0: the row's table's
-  // own task spread (Calibration::task_time_spread; 0 where the table has none). 0: the
-  // simulated timing alone.
+  // receiver's forward), a phase that one simulated timing fixes and a run's straying tasks reach
+  // in some microbatch of many steps: on resnet8 at P = 2 (pipedream and LayerPipe, 6 rounds
+  // each) the runs' step peaks landed on the high side in 9 rounds of 12, the simulated timing's
+  // on the low one in 7 (docs/executor.md, "Step peaks over phases"). A fraction in [0, 1); < 0:
+  // the row's table's own task spread (Calibration::task_time_spread; 0 where the table has
+  // none). 0: the simulated timing alone.
   double peak_phase = -1;
   TrainingOptions training;
   std::function<void(const std::string&)> progress;  // a line per configuration, or empty
