@@ -36,6 +36,21 @@ void add_unmarked_twins_option(CLI::App& command, ExecutorOptions& options) {
       ->check(CLI::IsMember({"auto", "all", "none"}));
 }
 
+CLI::Validator number_or_auto(const std::function<bool(double)>& in_range, const std::string& wanted) {
+  return CLI::Validator(
+      [in_range, wanted](std::string& text) {
+        if (text == "auto") return std::string();
+        try {
+          std::size_t used = 0;
+          const double value = std::stod(text, &used);
+          if (used == text.size() && in_range(value)) return std::string();
+        } catch (const std::exception&) {
+        }
+        return wanted + ", or auto; got '" + text + "'";
+      },
+      "");
+}
+
 void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with_training) {
   command.add_option("--device", options.device, "executor: cpu (threads as processors; oneDNN and Eigen kernels) or cuda (GPUs)")
       ->capture_default_str();
@@ -77,16 +92,7 @@ void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with
                          "(no thread then competes for a core), 0 otherwise and on GPUs. A CPU profile times its handoff "
                          "with the spin of the runs its table is for (docs/executor.md, \"Handoffs\")")
       ->capture_default_str()
-      ->check([](const std::string& text) {
-        if (text == "auto") return std::string();
-        try {
-          std::size_t used = 0;
-          const double us = std::stod(text, &used);
-          if (used == text.size() && us >= 0 && us <= 1e6) return std::string();
-        } catch (const std::exception&) {
-        }
-        return "microseconds from 0 to 1000000, or auto; got '" + text + "'";
-      });
+      ->check(number_or_auto([](double us) { return us >= 0 && us <= 1e6; }, "microseconds from 0 to 1000000"));
   if (!with_training) return;
   command.add_option("--rank-link", options.cuda.rank_link,
                      "cuda, --distributed: how tensors travel between ranks: nccl (GPU to GPU; every rank needs a "

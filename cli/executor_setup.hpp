@@ -2,6 +2,7 @@
 // the CUDA placement options), the training options, and the data a network trains on
 // (Fashion-MNIST where the network takes 28x28 images, else synthetic).
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,10 @@ double handoff_spin_s(const ExecutorOptions& options);
 
 // The CPUs `--pin-threads` pins to (this process's affinity mask), or none without it.
 std::vector<int> pinned_cpus(const ExecutorOptions& options);
+
+// A CLI11 check for an option that takes "auto" or a number `in_range` accepts; otherwise
+// "<wanted>, or auto; got '<text>'".
+CLI::Validator number_or_auto(const std::function<bool(double)>& in_range, const std::string& wanted);
 
 void add_executor_options(CLI::App& command, ExecutorOptions& options, bool with_training);
 // --concurrent-timing pipeline|copies: how a CPU table for 2 or more processors times its layers

@@ -563,16 +563,7 @@ void add_validate_command(CLI::App& app) {
                       "hang on which of two processors' events comes first, which one timing fixes and a run's "
                       "straying tasks reach in many steps (docs/executor.md, \"Step peaks over phases\")")
       ->capture_default_str()
-      ->check([](const std::string& text) {
-        if (text == "auto") return std::string();
-        try {
-          std::size_t used = 0;
-          const double fraction = std::stod(text, &used);
-          if (used == text.size() && fraction >= 0 && fraction < 1) return std::string();
-        } catch (const std::exception&) {
-        }
-        return "a fraction from 0 to below 1, or auto; got '" + text + "'";
-      });
+      ->check(number_or_auto([](double fraction) { return fraction >= 0 && fraction < 1; }, "a fraction from 0 to below 1"));
   command->add_flag("--json", options->json, "print the table as JSON");
   command->add_flag("--quiet,-q", options->quiet, "no progress on stderr");
   command->add_flag("--distributed", options->distributed,
