@@ -21,8 +21,15 @@ using namespace pipetwin;
 
 namespace {
 
-std::int64_t largest(const std::vector<std::int64_t>& bytes) {
-  return bytes.empty() ? 0 : *std::max_element(bytes.begin(), bytes.end());
+// Per processor of a two-processor graph, the cost of its first task there (-1: none).
+std::vector<std::int64_t> first_costs(const TaskGraph& graph) {
+  std::vector<std::int64_t> cost(2, -1);
+  for (const auto& t : graph.tasks) {
+    if (t.placement == Placement::processor && cost[static_cast<std::size_t>(t.resource)] < 0) {
+      cost[static_cast<std::size_t>(t.resource)] = t.cost_cycles;
+    }
+  }
+  return cost;
 }
 
 }  // namespace
@@ -58,20 +65,12 @@ TEST_CASE("a step peak over phases: each processor paced each way, the largest, 
   // The predictor sees which processor is paced which way by the first task's cost on it, and
   // reports a peak of its own for each: the result is the largest of those and the nominal.
   const TaskGraph graph = make_graph(graph_config("mlp", "1f1b", "cpu-core", 2, 2, 2));
-  std::vector<std::int64_t> first_cost(2, -1);  // per processor, its first task's cost
-  for (const auto& t : graph.tasks) {
-    if (t.placement == Placement::processor && first_cost[static_cast<std::size_t>(t.resource)] < 0) {
-      first_cost[static_cast<std::size_t>(t.resource)] = t.cost_cycles;
-    }
-  }
+  const std::vector<std::int64_t> first_cost = first_costs(graph);
   REQUIRE(first_cost[0] > 0);
   REQUIRE(first_cost[1] > 0);
   std::map<std::tuple<int, int>, int> seen;  // (processor, +1 slower / -1 faster): calls
   const auto predict = [&](const TaskGraph& g) {
-    std::vector<std::int64_t> cost(2, -1);
-    for (const auto& t : g.tasks) {
-      if (t.placement == Placement::processor && cost[static_cast<std::size_t>(t.resource)] < 0) cost[static_cast<std::size_t>(t.resource)] = t.cost_cycles;
-    }
+    const std::vector<std::int64_t> cost = first_costs(g);
     int p = -1, way = 0;
     for (int q = 0; q < 2; ++q) {
       if (cost[static_cast<std::size_t>(q)] != first_cost[static_cast<std::size_t>(q)]) {
@@ -105,13 +104,13 @@ TEST_CASE("a step peak that hangs on the phase: the evaluator's largest over pac
   // receiver's own task decides the step peak, and pacing a processor moves it.
   const TaskGraph graph = make_graph(graph_config("resnet8", "layerpipe", "cpu-core", 2, 4, 6));
   const auto predict = [](const TaskGraph& g) { return evaluate(g); };
-  const std::int64_t nominal = largest(evaluate(graph).step_peak_memory_bytes);
+  const std::int64_t nominal = max_peak(evaluate(graph).step_peak_memory_bytes);
   // The first fraction of these at which some pacing moves the peak.
   double fraction = 0;
   std::int64_t expected = nominal;
   for (const double f : {0.02, 0.05, 0.1, 0.2}) {
     for (const std::int32_t p : {0, 1}) {
-      for (const double factor : {1 + f, 1 - f}) expected = std::max(expected, largest(evaluate(with_processor_paced(graph, p, factor)).step_peak_memory_bytes));
+      for (const double factor : {1 + f, 1 - f}) expected = std::max(expected, max_peak(evaluate(with_processor_paced(graph, p, factor)).step_peak_memory_bytes));
     }
     if (expected != nominal) {
       fraction = f;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string>
 
+#include "pipetwin/exec/profiling.hpp"
 #include "pipetwin/models/error.hpp"
 
 namespace pipetwin {
@@ -41,7 +42,7 @@ std::int64_t step_peak_over_phases(const TaskGraph& graph, const std::function<R
   for (std::size_t p = 0; p < graph.processors.size(); ++p) {
     for (const double factor : {1 + fraction, 1 - fraction}) {
       const Result paced = predict(with_processor_paced(graph, static_cast<std::int32_t>(p), factor));
-      for (const std::int64_t bytes : paced.step_peak_memory_bytes) largest = std::max(largest, bytes);
+      largest = std::max(largest, max_peak(paced.step_peak_memory_bytes));
     }
   }
   return largest;
