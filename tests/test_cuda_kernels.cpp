@@ -6,6 +6,8 @@
 
 #include <cstring>
 #include <iostream>
+#include <utility>
+#include <vector>
 
 #include "pipetwin/exec/cpu/kernels.hpp"
 #include "cuda_available.hpp"
@@ -66,15 +68,23 @@ TEST_CASE("CUDA dense and conv2d match the CPU kernels") {
     CHECK(relative_difference(to_host(dw, out, in), 2 * cpu_dw) < kTolerance);
     CHECK(relative_difference(to_host(dbias, out, 1), 2 * cpu_db) < kTolerance);
   }
-  {
-    const cuda::ConvShape s{3, 9, 8, 4, 3, 2, 1};
-    const cpu::ConvGeometry g{3, 9, 8, 4, 3, 2, 1};
-    const int n = 3;
-    const Matrix w = random_matrix(4, g.patch(), 5), x = random_matrix(3 * 9 * 8, n, 6);
-    const Vector b = random_matrix(4, 1, 7);
-    const Matrix dz = random_matrix(4 * g.out_height() * g.out_width(), n, 8);
+  // Two shapes: 60 rows (fewer than a reduction block's threads) and 2046 (several strides of it,
+  // not a whole number), as (C, H, W, Cout, k, stride, pad) and samples.
+  const std::vector<std::pair<cpu::ConvGeometry, int>> shapes = {{{3, 9, 8, 4, 3, 2, 1}, 3}, {{2, 33, 31, 5, 3, 1, 1}, 2}};
+  for (const auto& shape : shapes) {
+    const cpu::ConvGeometry& g = shape.first;
+    const int n = shape.second;
+    const std::int64_t rows = g.out_height() * g.out_width() * n;  // of the GEMMs, and of each bias sum
+    CAPTURE(rows);
+    const cuda::ConvShape s{static_cast<int>(g.in_channels), static_cast<int>(g.height), static_cast<int>(g.width),
+                            static_cast<int>(g.out_channels), static_cast<int>(g.kernel), static_cast<int>(g.stride),
+                            static_cast<int>(g.padding)};
+    const Eigen::Index cout = g.out_channels;
+    const Matrix w = random_matrix(cout, g.patch(), 5), x = random_matrix(g.in_channels * g.height * g.width, n, 6);
+    const Vector b = random_matrix(cout, 1, 7);
+    const Matrix dz = random_matrix(cout * g.out_height() * g.out_width(), n, 8);
     auto w_ = to_device(w), x_ = to_device(x), b_ = to_device(b), dz_ = to_device(dz);
-    cuda::DeviceBuffer z(dz.size()), dx(x.size()), dw(w.size()), dbias(4), work(s.workspace(n));
+    cuda::DeviceBuffer z(dz.size()), dx(x.size()), dw(w.size()), dbias(cout), work(s.workspace(n));
     cuda::conv2d_forward(context, s, w_.data(), b_.data(), x_.data(), z.data(), n, work.data());
     context.synchronize();
     CHECK(relative_difference(to_host(z, dz.rows(), n), cpu::conv2d_forward(g, w, b, x)) < kTolerance);
@@ -83,15 +93,15 @@ TEST_CASE("CUDA dense and conv2d match the CPU kernels") {
     CHECK(relative_difference(to_host(dx, x.rows(), n), cpu::conv2d_backward_input(g, w, dz)) < kTolerance);
     cuda::conv2d_backward_weight(context, s, x_.data(), dz_.data(), dw.data(), dbias.data(), n, work.data());
     context.synchronize();
-    Matrix cpu_dw(4, g.patch());
+    Matrix cpu_dw(cout, g.patch());
     Vector cpu_db;
     cpu::conv2d_backward_weight(g, x, dz, cpu_dw, &cpu_db);
-    CHECK(relative_difference(to_host(dw, 4, g.patch()), cpu_dw) < kTolerance);
-    CHECK(relative_difference(to_host(dbias, 4, 1), cpu_db) < kTolerance);
+    CHECK(relative_difference(to_host(dw, cout, g.patch()), cpu_dw) < kTolerance);
+    CHECK(relative_difference(to_host(dbias, cout, 1), cpu_db) < kTolerance);
     cuda::conv2d_backward_weight(context, s, x_.data(), dz_.data(), dw.data(), dbias.data(), n, work.data(), true);
     context.synchronize();
-    CHECK(relative_difference(to_host(dw, 4, g.patch()), 2 * cpu_dw) < kTolerance);
-    CHECK(relative_difference(to_host(dbias, 4, 1), 2 * cpu_db) < kTolerance);
+    CHECK(relative_difference(to_host(dw, cout, g.patch()), 2 * cpu_dw) < kTolerance);
+    CHECK(relative_difference(to_host(dbias, cout, 1), 2 * cpu_db) < kTolerance);
   }
 }
 

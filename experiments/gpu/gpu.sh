@@ -21,7 +21,7 @@
 #   experiments/gpu/gpu.sh handoffs   there: the thread handoff a profile times, 8 times after each of
 #                                     several sleep lengths (pipetwin_handoff_benchmark; no GPU used)
 #   experiments/gpu/gpu.sh next       there, with prebuilt binaries: the next call docs/cuda-executor.md
-#                                     names, under an internal deadline (BUDGET_S, 480 s), packed into
+#                                     names, under an internal deadline (BUDGET_S, 540 s), packed into
 #                                     next.tgz in $OUT
 #   experiments/gpu/gpu.sh session    there, with prebuilt binaries: test, tasks, partitions, handoffs, a
 #                                     --tf32 run, validate and baseline in turn, each step's log in $OUT
@@ -331,18 +331,20 @@ session() {
 }
 
 # The call docs/cuda-executor.md names as the next ("The next device call"), as one device call:
-# the CUDA tests, resnet56's validation at P = 1, 8 over 10 rounds (enough for the sign test to
-# order pairs; 289 s on an H200 on 2026-12-01) with 1f1b's and pipedream's runs traced (their
-# backwards per microbatch: whether each costs the same now that backwards add into the sum),
-# then vgg16's at P = 2, 4 over 3 (three tables a round). Each step gets the smaller of its cap
-# and what is left of BUDGET_S (default 480: a call's 10 minutes less the machine's start and the
-# transfers), so that the packing at the end always runs: everything in next.tgz (a call brings
-# back 8 files at most), the short texts beside it.
+# the CUDA tests, the PyTorch baseline (one processor on the whole GPU; vgg16's step since its
+# conv bias gradients are summed by blocks, 2026-12-01; 62 s on 2026-11-29), resnet56's validation
+# at P = 1, 8 over 10 rounds (enough for the sign test to order pairs; 289 s on an H200 on
+# 2026-12-01) with 1f1b's and pipedream's runs traced (their backwards per microbatch: whether
+# each costs the same now that backwards add into the sum), then vgg16's at P = 2, 4 over 3
+# (three tables a round). Each step gets the smaller of its cap and what is left of BUDGET_S
+# (default 540: a call's 10 minutes less the machine's start and the transfers), so that the
+# packing at the end always runs: everything in next.tgz (a call brings back 8 files at most),
+# the short texts beside it.
 next_call() {
   local final=$out work=/tmp/pipetwin-next start deadline log
   rm -rf "$work" && mkdir -p "$work" "$final"
   start=$(date +%s)
-  deadline=$((start + ${BUDGET_S:-480}))
+  deadline=$((start + ${BUDGET_S:-540}))
   log=$work/session.log
   { nvidia-smi; nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm --format=csv; echo "nproc $(nproc)"
     echo "binaries built at $(cat "$carry/build/COMMIT" 2> /dev/null || echo '(no record: gpu.sh prebuild before 2026-12-01)')"
@@ -359,12 +361,13 @@ next_call() {
     OUT=$work TIME_LIMIT=$((left > 21 ? left - 20 : 1)) timeout "$left" "$@" || echo "== $name failed or stopped ($?)" | tee -a "$log"
   }
   timed test 90 "$self" test
+  timed baseline 90 "$self" baseline
   timed validate 330 env STEPS=8 RUNS=10 WARMUP=1 MODELS=resnet56 PROCS=1,8 TRACES=1f1b,pipedream "$self" validate
   timed vgg16 200 env STEPS=8 RUNS=3 WARMUP=1 MODELS=vgg16 PROCS=2,4 "$self" validate
   echo "== done $(date +%T) (+$(( $(date +%s) - start )) s)" | tee -a "$log"
   tar czf "$final/next.tgz" -C "$work" .
   local text
-  for text in session.log test.log validate-resnet56.txt validate-vgg16.txt; do
+  for text in session.log test.log baseline.txt validate-resnet56.txt validate-vgg16.txt; do
     [ -f "$work/$text" ] && cp "$work/$text" "$final/"
   done
   return 0

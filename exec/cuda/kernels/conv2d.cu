@@ -75,13 +75,25 @@ __global__ void columns_to_rows_kernel(Geometry g, const float* z, float* rows, 
   rows[c * g.positions() * n + s * g.positions() + p] = z[i];
 }
 
-// db[c] = sum of column c of rows [R x Cout] (contiguous), in order.
-__global__ void sum_columns_kernel(const float* rows, float* db, long long R, int Cout, bool add) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= Cout) return;
+// db[c] = the sum of column c of rows [R x Cout] (column-major: channel c's R values contiguous),
+// added to db where `add`. One block per channel: its threads stride over the rows (coalesced),
+// then a tree over the block in a fixed order (deterministic, as the CPU's in-order sum is, in
+// another order). One thread per channel, as before 2026-12-01, took about 1.1 ms a vgg16 layer
+// of R = 16384 whatever the SMs (docs/cuda-executor.md, "Conv bias gradients").
+constexpr int kSumThreads = 256;
+
+__global__ void sum_columns_kernel(const float* rows, float* db, long long R, bool add) {
+  __shared__ float partial[kSumThreads];
+  const float* column = rows + static_cast<long long>(blockIdx.x) * R;
   float sum = 0;
-  for (long long r = 0; r < R; ++r) sum += rows[static_cast<long long>(c) * R + r];
-  db[c] = add ? db[c] + sum : sum;
+  for (long long r = threadIdx.x; r < R; r += kSumThreads) sum += column[r];
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (int stride = kSumThreads / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) db[blockIdx.x] = add ? db[blockIdx.x] + partial[0] : partial[0];
 }
 
 }  // namespace
@@ -134,7 +146,7 @@ void conv2d_backward_weight(Context& c, const ConvShape& s, const float* x, cons
                            static_cast<int>(R), cols, static_cast<int>(R), &beta, dw, g.Cout),
                "conv weight-gradient GEMM");
   if (db != nullptr) {
-    sum_columns_kernel<<<blocks_for(g.Cout), 256, 0, c.impl().stream>>>(drows, db, R, g.Cout, add);
+    sum_columns_kernel<<<g.Cout, kSumThreads, 0, c.impl().stream>>>(drows, db, R, add);
     check_launch("conv bias gradient");
   }
 }
