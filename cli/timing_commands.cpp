@@ -1,6 +1,7 @@
 // `pipetwin evaluate` (the analytic evaluator) and `pipetwin simulate` (the SystemC simulator):
 // one or more processor counts as a table or JSON, or a graph file from `pipetwin schedule`.
-// `simulate` also writes a Chrome trace.
+// `simulate` also writes a Chrome trace. With --peak-phase, each count's steady step peak is also
+// predicted over the phases its processors can take against each other (step_peak_over_phases).
 #include <cctype>
 #include <fstream>
 #include <iostream>
@@ -9,6 +10,9 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "executor_setup.hpp"
+#include "pipetwin/exec/step_peak_over_phases.hpp"
+#include "pipetwin/models/calibration.hpp"
 #include "pipetwin/sim/engines.hpp"
 #include "graph_options.hpp"
 #include "pipetwin/models/output_file.hpp"
@@ -40,7 +44,24 @@ struct TimingOptions {
   bool per_processor = false;
   bool strict_memory = false;
   bool quiet = false;
+  std::string peak_phase = "0";  // a fraction, or auto: the --calibration table's task spread
 };
+
+// --peak-phase as a fraction: auto takes the --calibration table's task spread.
+double peak_phase_fraction(const TimingOptions& options) {
+  if (options.peak_phase != "auto") return std::stod(options.peak_phase);
+  const std::string& file = options.graph.config.calibration_file;
+  if (file.empty()) {
+    throw Error("--peak-phase auto takes the task spread of the --calibration table (from `pipetwin profile`); give "
+                "--calibration, or a fraction");
+  }
+  const Calibration table = load_calibration(file);
+  if (table.task_time_spread < 0) {
+    throw Error("--peak-phase auto: " + file + " has no task spread (task_time_spread: tables profiled since "
+                "2026-12-01 have one); profile again, or give a fraction");
+  }
+  return table.task_time_spread;
+}
 
 std::int64_t max_of(const std::vector<std::int64_t>& values) {
   std::int64_t best = 0;
@@ -174,6 +195,19 @@ void run(const TimingOptions& options) {
       }
     }
   }
+  // Each count's step peak over its processors' phases (2P more predictions a count).
+  const double phase = peak_phase_fraction(options);
+  std::vector<std::int64_t> phased_step_peaks;
+  if (phase > 0) {
+    ProgressBar bar("step peaks over phases", runs.size(), options.quiet || runs.size() == 1);
+    const auto predict = [&engine](const TaskGraph& graph) { return engine->run(graph, EngineOptions{false, {}}); };
+    for (const auto& e : runs) {
+      bar.update(phased_step_peaks.size());
+      phased_step_peaks.push_back(
+          step_peak_over_phases(e.graph, predict, max_of(e.result.step_peak_memory_bytes), phase));
+    }
+    bar.update(runs.size());
+  }
   for (const auto& e : runs) {
     if (options.strict_memory && !e.result.out_of_memory.empty()) {
       throw Error(describe_out_of_memory(e.graph, e.result.out_of_memory.front()));
@@ -189,13 +223,16 @@ void run(const TimingOptions& options) {
 
   if (options.json) {
     print_skipped(skipped, std::cerr);
-    if (runs.size() == 1 && skipped.empty()) {
-      std::cout << result_to_json(runs[0].graph, runs[0].result, options.task_times).dump(2) << "\n";
-    } else {
-      nlohmann::ordered_json list = nlohmann::ordered_json::array();
-      for (const auto& e : runs) list.push_back(result_to_json(e.graph, e.result, options.task_times));
-      std::cout << list.dump(2) << "\n";
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      nlohmann::ordered_json j = result_to_json(runs[i].graph, runs[i].result, options.task_times);
+      if (phase > 0) {
+        j["peak_phase"] = phase;
+        j["step_peak_over_phases_bytes"] = phased_step_peaks[i];
+      }
+      list.push_back(std::move(j));
     }
+    std::cout << (runs.size() == 1 && skipped.empty() ? list[0] : list).dump(2) << "\n";
     return;
   }
 
@@ -205,19 +242,44 @@ void run(const TimingOptions& options) {
                            first.samples_per_microbatch, first.minibatches,
                            options.engine == "analytic" ? "analytic evaluator (no bandwidth sharing)"
                                                         : "SystemC simulator");
-  Table table({"P", "total_cycles", "total_s", "iteration_cycles", "iteration_s", "speedup",
-               "mean_util", "bubble", "peak_memory", "link_bytes"});
-  for (const auto& e : runs) {
+  std::vector<std::string> columns = {"P", "total_cycles", "total_s", "iteration_cycles", "iteration_s", "speedup",
+                                      "mean_util", "bubble", "peak_memory", "link_bytes"};
+  if (phase > 0) {
+    columns.push_back("step_peak");
+    columns.push_back("over_phases");
+  }
+  Table table(columns);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const Evaluated& e = runs[i];
     const Result& r = e.result;
-    table.add_row({std::to_string(graph_gpus(e.graph)), std::to_string(r.total_cycles),
-                   fmt::format("{:.4g}", r.total_s), fmt::format("{:.0f}", r.iteration_cycles),
-                   fmt::format("{:.4g}", r.iteration_s),
-                   baseline_iteration > 0 ? fmt::format("{:.2f}x", graph_replicas(e.graph) * baseline_iteration / r.iteration_cycles) : "-",
-                   fmt::format("{:.3f}", r.mean_utilization),
-                   fmt::format("{:.1f}%", 100 * r.bubble_fraction),
-                   human_bytes(max_of(r.peak_memory_bytes)), human_bytes(sum_of(r.link_bytes))});
+    std::vector<std::string> row = {
+        std::to_string(graph_gpus(e.graph)), std::to_string(r.total_cycles), fmt::format("{:.4g}", r.total_s),
+        fmt::format("{:.0f}", r.iteration_cycles), fmt::format("{:.4g}", r.iteration_s),
+        baseline_iteration > 0 ? fmt::format("{:.2f}x", graph_replicas(e.graph) * baseline_iteration / r.iteration_cycles)
+                               : "-",
+        fmt::format("{:.3f}", r.mean_utilization), fmt::format("{:.1f}%", 100 * r.bubble_fraction),
+        human_bytes(max_of(r.peak_memory_bytes)), human_bytes(sum_of(r.link_bytes))};
+    if (phase > 0) {
+      row.push_back(human_bytes(max_of(r.step_peak_memory_bytes)));
+      row.push_back(human_bytes(phased_step_peaks[i]));
+    }
+    table.add_row(row);
   }
   table.print(std::cout);
+  if (phase > 0) {
+    std::vector<std::string> moved;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      if (phased_step_peaks[i] > max_of(runs[i].result.step_peak_memory_bytes)) {
+        moved.push_back(std::to_string(graph_gpus(runs[i].graph)));
+      }
+    }
+    std::cout << fmt::format("step_peak: the steady step's peak as timed; over_phases: the largest with each processor's "
+                             "tasks {:.1f}% slower and faster than their price, one at a time; ",
+                             100 * phase)
+              << (moved.empty() ? std::string("no count's peak moved with the phase")
+                                : "the step peak moved with the phase (a race between processors) at P = " + fmt::format("{}", fmt::join(moved, ", ")))
+              << "\n";
+  }
   print_skipped(skipped, std::cout);
   if (runs.size() == 1 || options.per_processor) {
     for (const auto& e : runs) {
@@ -279,6 +341,14 @@ void add_timing_command(CLI::App& app, const std::string& name, const std::strin
   command->add_flag("--quiet,-q", options->quiet, "no progress on stderr (shown on a terminal for several processor counts)");
   command->add_flag("--per-processor", options->per_processor,
                     "print each processor's utilization, idle time by reason and memory for every count");
+  command->add_option("--peak-phase", options->peak_phase,
+                      "also predict each count's steady step peak as the largest over its processors paced this "
+                      "fraction slower and faster than their price, one at a time (2P more predictions a count): a "
+                      "step peak can hang on which of two processors' events comes first, which one timing fixes and "
+                      "a run's straying tasks reach (docs/executor.md, \"Step peaks over phases\"); auto: the "
+                      "--calibration table's task spread; 0: off")
+      ->capture_default_str()
+      ->check(number_or_auto([](double fraction) { return fraction >= 0 && fraction < 1; }, "a fraction from 0 to below 1"));
   command->add_flag("--strict-memory", options->strict_memory,
                     "fail when a processor's memory exceeds its capacity (default: warn)");
   command->add_option("--trace", options->trace_file,

@@ -1,6 +1,7 @@
 // Running a graph on a predicting engine (the SystemC simulator, when built, or the analytic
 // evaluator), the one sweep definition (pipetwin/sim/sweep.hpp) and the parallel-configuration
-// search (pipetwin/sim/search.hpp), for _api.py, _sweep.py and _search.py.
+// search (pipetwin/sim/search.hpp), for _api.py, _sweep.py and _search.py; a step peak over the
+// processors' phases (pipetwin/exec/step_peak_over_phases.hpp) with either engine.
 // SystemC's kernel is one per process: run_engine() may be called any number of times in one
 // process (not from several threads; sweeps use processes).
 #include <pybind11/stl.h>
@@ -8,6 +9,8 @@
 #include <tuple>
 
 #include "bindings.hpp"
+#include "pipetwin/exec/profiling.hpp"
+#include "pipetwin/exec/step_peak_over_phases.hpp"
 #include "pipetwin/models/error.hpp"
 #include "pipetwin/sim/engines.hpp"
 #include "pipetwin/sim/search.hpp"
@@ -45,6 +48,13 @@ void bind_engines(py::module_& m) {
      py::arg("packet_bytes") = 4096, py::arg("credits") = 0, py::arg("vcd") = "",
      "Predicts a Result for `graph` with the SystemC simulator or the analytic evaluator; the simulator's links "
      "packet by packet (packets, packet_bytes, credits) and its VCD trace (vcd: a file name ending in .vcd) on request.");
+  m.def("step_peak_over_phases", [](const Graph& graph, const std::string& engine, double fraction) {
+    const auto predict = [&engine](const TaskGraph& g) { return run_engine(engine, g, EngineOptions{}); };
+    return step_peak_over_phases(*graph.graph, predict, max_peak(predict(*graph.graph).step_peak_memory_bytes),
+                                 fraction);
+  }, py::arg("graph"), py::arg("engine"), py::arg("fraction"),
+     "The steady step's peak memory of `graph` (bytes, the largest processor's) as the largest over each processor's "
+     "tasks paced `fraction` slower and faster than their price, one at a time, and as priced.");
   m.def("sweep_points", [](const std::vector<std::string>& schedules, const std::vector<std::int64_t>& processors,
                            const std::string& baseline) {
     SweepRequest request;

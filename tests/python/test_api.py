@@ -1,5 +1,6 @@
 """The Python API: catalogues, graphs, simulate/evaluate, results, errors."""
 import json
+import math
 
 import numpy as np
 import pytest
@@ -69,6 +70,32 @@ def test_graph_json_round_trip(tmp_path):
     assert pipetwin.Graph.from_json(g.to_json()).to_json() == g.to_json()
     assert g.problems() == []
     assert pipetwin.simulate(again).total_cycles == pipetwin.simulate(g).total_cycles
+
+
+def test_a_step_peak_over_phases_is_the_largest_over_each_processor_paced_each_way():
+    # resnet8's LayerPipe at P = 3 (roofline costs): a race between processors decides its step
+    # peak. Paced here on the graph's JSON, independently of the core's with_processor_paced.
+    config = dict(model="resnet8", schedule="layerpipe", hardware="cpu-core", processors=3, microbatches=4,
+                  minibatches=6)
+    g = pipetwin.build_graph(**config)
+    nominal = max(pipetwin.evaluate(g).step_peak_memory_bytes)
+    fraction = 0.05
+    largest = nominal
+    for p in range(3):
+        for factor in (1 + fraction, 1 - fraction):
+            d = json.loads(g.to_json())
+            for t in d["tasks"]:
+                if t["placement"] == "processor" and t["resource"] == p:
+                    t["cost_cycles"] = math.ceil(t["cost_cycles"] * factor - 1e-9)
+                    t["memory_cycles"] = min(t["cost_cycles"], math.ceil(t["memory_cycles"] * factor - 1e-9))
+            paced = pipetwin.Graph.from_json(json.dumps(d))
+            largest = max(largest, max(pipetwin.evaluate(paced).step_peak_memory_bytes))
+    assert largest > nominal
+    assert pipetwin.step_peak_over_phases(g, fraction=fraction, engine="analytic") == largest
+    assert pipetwin.step_peak_over_phases(fraction=fraction, engine="analytic", **config) == largest
+    assert pipetwin.step_peak_over_phases(g, fraction=0.0, engine="analytic") == nominal
+    with pytest.raises(pipetwin.PipetwinError, match="the fraction must be in \\[0, 1\\)"):
+        pipetwin.step_peak_over_phases(g, fraction=1.0)
 
 
 @pytest.mark.parametrize("call, message", [

@@ -21,11 +21,12 @@ from ._core import HAVE_SYSTEMC, Graph, MpiSession, PipetwinError, Result, Train
 from . import _core
 from . import plotting  # matplotlib itself is imported only when a figure is drawn
 from ._api import (Params, PathArg, Table, build_graph, chrome_trace, evaluate, network_layers, profile, run, simulate,
-                   task_frame, validate)
+                   step_peak_over_phases, task_frame, validate)
 from ._search import search
 from ._sweep import sweep
 
-__all__ = ["Graph", "MpiSession", "PipetwinError", "Result", "TrainingResult", "build_graph", "chrome_trace", "evaluate", "hardware",
-           "network_layers", "networks", "profile", "run", "schedules", "search", "simulate", "sweep", "task_frame",
-           "validate", "plotting", "HAVE_SYSTEMC", "Params", "PathArg", "Table"]
+__all__ = ["Graph", "MpiSession", "PipetwinError", "Result", "TrainingResult", "build_graph", "chrome_trace",
+           "evaluate", "hardware", "network_layers", "networks", "profile", "run", "schedules", "search", "simulate",
+           "step_peak_over_phases", "sweep", "task_frame", "validate", "plotting", "HAVE_SYSTEMC", "Params",
+           "PathArg", "Table"]
 __version__ = "0.1.0"

@@ -102,6 +102,22 @@ def evaluate(graph: Optional[Graph] = None, *, model: Optional[PathArg] = None, 
     return _core.run_engine(g, "analytic", memory_timeline)
 
 
+@checked
+def step_peak_over_phases(graph: Optional[Graph] = None, *, fraction: float, model: Optional[PathArg] = None,
+                          schedule: Optional[str] = None, hardware: Optional[PathArg] = None,
+                          processors: Optional[int] = None, microbatches: Optional[int] = None,
+                          minibatches: Optional[int] = None, params: Params = None,
+                          calibration: Optional[PathArg] = None, engine: Optional[str] = None) -> int:
+    """The steady step's peak memory in bytes (the largest processor's) as the largest over each
+    processor's tasks paced `fraction` (0 to below 1) slower and faster than their price, one at a
+    time, and as priced: 2P more predictions. A step peak can hang on which of two processors'
+    events comes first; one timing fixes that order, a run's straying tasks reach the other
+    (docs/executor.md, "Step peaks over phases"). The graph as for simulate(); a calibration
+    table's own spread is Calibration's task_time_spread (`pipetwin profile` prints it)."""
+    g = _graph(graph, locals())
+    return _core.step_peak_over_phases(g, engine or default_engine(), fraction)
+
+
 def _check_device(device: str) -> None:
     if device not in ("cpu", "cuda"):
         raise PipetwinError(f"device must be 'cpu' or 'cuda', got {device!r}")

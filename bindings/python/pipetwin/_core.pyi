@@ -293,6 +293,10 @@ def search_row(engine: str, model: str, schedule: str, hardware: str, processors
     """
     One search candidate run: its row (search_columns()) as JSON.
     """
+def step_peak_over_phases(graph: Graph, engine: str, fraction: typing.SupportsFloat | typing.SupportsIndex) -> int:
+    """
+    The steady step's peak memory of `graph` (bytes, the largest processor's) as the largest over each processor's tasks paced `fraction` slower and faster than their price, one at a time, and as priced.
+    """
 def sweep_columns() -> list[str]:
     """
     The columns of every sweep row, in order.
