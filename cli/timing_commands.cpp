@@ -273,12 +273,13 @@ void run(const TimingOptions& options) {
         moved.push_back(std::to_string(graph_gpus(runs[i].graph)));
       }
     }
-    std::cout << fmt::format("step_peak: the steady step's peak as timed; over_phases: the largest with each processor's "
-                             "tasks {:.1f}% slower and faster than their price, one at a time; ",
-                             100 * phase)
-              << (moved.empty() ? std::string("no count's peak moved with the phase")
-                                : "the step peak moved with the phase (a race between processors) at P = " + fmt::format("{}", fmt::join(moved, ", ")))
-              << "\n";
+    const std::string verdict = moved.empty() ? std::string("no count's peak moved with the phase")
+                                              : fmt::format("the step peak moved with the phase (a race between "
+                                                            "processors) at P = {}",
+                                                            fmt::join(moved, ", "));
+    std::cout << fmt::format("step_peak: the steady step's peak as timed; over_phases: the largest with each "
+                             "processor's tasks {:.1f}% slower and faster than their price, one at a time; {}\n",
+                             100 * phase, verdict);
   }
   print_skipped(skipped, std::cout);
   if (runs.size() == 1 || options.per_processor) {
