@@ -135,6 +135,7 @@ void print_skipped(const std::vector<std::pair<int, std::string>>& skipped, std:
 }
 
 void run(const TimingOptions& options) {
+  const double phase = peak_phase_fraction(options);  // read first: a bad table fails before any run
   std::vector<Evaluated> runs;
   std::vector<std::pair<int, std::string>> skipped;  // counts of --procs that could not be built, and why
   double baseline_iteration = 0;
@@ -196,7 +197,6 @@ void run(const TimingOptions& options) {
     }
   }
   // Each count's step peak over its processors' phases (2P more predictions a count).
-  const double phase = peak_phase_fraction(options);
   std::vector<std::int64_t> phased_step_peaks;
   if (phase > 0) {
     ProgressBar bar("step peaks over phases", runs.size(), options.quiet || runs.size() == 1);
