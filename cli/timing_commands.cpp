@@ -11,6 +11,7 @@
 
 #include "commands.hpp"
 #include "executor_setup.hpp"
+#include "pipetwin/exec/profiling.hpp"
 #include "pipetwin/exec/step_peak_over_phases.hpp"
 #include "pipetwin/models/calibration.hpp"
 #include "pipetwin/sim/engines.hpp"
@@ -61,12 +62,6 @@ double peak_phase_fraction(const TimingOptions& options) {
                 "2026-12-01 have one); profile again, or give a fraction");
   }
   return table.task_time_spread;
-}
-
-std::int64_t max_of(const std::vector<std::int64_t>& values) {
-  std::int64_t best = 0;
-  for (const auto v : values) best = std::max(best, v);
-  return best;
 }
 
 std::int64_t sum_of(const std::vector<std::int64_t>& values) {
@@ -204,7 +199,7 @@ void run(const TimingOptions& options) {
     for (const auto& e : runs) {
       bar.update(phased_step_peaks.size());
       phased_step_peaks.push_back(
-          step_peak_over_phases(e.graph, predict, max_of(e.result.step_peak_memory_bytes), phase));
+          step_peak_over_phases(e.graph, predict, max_peak(e.result.step_peak_memory_bytes), phase));
     }
     bar.update(runs.size());
   }
@@ -258,9 +253,9 @@ void run(const TimingOptions& options) {
         baseline_iteration > 0 ? fmt::format("{:.2f}x", graph_replicas(e.graph) * baseline_iteration / r.iteration_cycles)
                                : "-",
         fmt::format("{:.3f}", r.mean_utilization), fmt::format("{:.1f}%", 100 * r.bubble_fraction),
-        human_bytes(max_of(r.peak_memory_bytes)), human_bytes(sum_of(r.link_bytes))};
+        human_bytes(max_peak(r.peak_memory_bytes)), human_bytes(sum_of(r.link_bytes))};
     if (phase > 0) {
-      row.push_back(human_bytes(max_of(r.step_peak_memory_bytes)));
+      row.push_back(human_bytes(max_peak(r.step_peak_memory_bytes)));
       row.push_back(human_bytes(phased_step_peaks[i]));
     }
     table.add_row(row);
@@ -269,7 +264,7 @@ void run(const TimingOptions& options) {
   if (phase > 0) {
     std::vector<std::string> moved;
     for (std::size_t i = 0; i < runs.size(); ++i) {
-      if (phased_step_peaks[i] > max_of(runs[i].result.step_peak_memory_bytes)) {
+      if (phased_step_peaks[i] > max_peak(runs[i].result.step_peak_memory_bytes)) {
         moved.push_back(std::to_string(graph_gpus(runs[i].graph)));
       }
     }
